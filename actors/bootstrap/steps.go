@@ -1,0 +1,208 @@
+package bootstrap
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/actorlet/actorlet/actors/apiserver"
+	"github.com/actorlet/actorlet/actors/configsource"
+	"github.com/actorlet/actorlet/actors/gc"
+	"github.com/actorlet/actorlet/actors/pleg"
+	"github.com/actorlet/actorlet/actors/podmanager"
+	"github.com/actorlet/actorlet/actors/statusreporter"
+	"github.com/actorlet/actorlet/config"
+	"github.com/actorlet/actorlet/dependencies"
+	"github.com/actorlet/actorlet/logging"
+	"github.com/actorlet/actorlet/version"
+)
+
+// outcome tells the bootstrap actor what to do after a step.
+type outcome int
+
+const (
+	next     outcome = iota // go on with the next step
+	exitNow                 // the command is complete (--help, --version, --dump-config)
+	reported                // failed, and the step already printed why
+)
+
+type step struct {
+	name  string // in RunStep messages, logs and the registry
+	title string // in the one line that reports a failure
+	run   func(a *Actor, ctx actor.Context) (outcome, error)
+}
+
+// steps is the start-up sequence, in order (docs/startup.md).
+var steps = []step{
+	{"parse-flags", "parse flags", (*Actor).parseFlags},
+	{"load-config", "load configuration", (*Actor).loadConfig},
+	{"feature-gates", "feature gates", (*Actor).featureGates},
+	{"validate", "validate configuration", (*Actor).validate},
+	{"build-dependencies", "build dependencies", (*Actor).buildDependencies},
+	{"spawn-runtime", "spawn runtime actors", (*Actor).spawnRuntime},
+}
+
+func stepIndex(name string) int {
+	for i, s := range steps {
+		if s.name == name {
+			return i
+		}
+	}
+	return -1
+}
+
+// parseFlags parses the command line and applies --feature-gates, the first
+// of the two times upstream applies feature gates. --help and --version
+// answer here, before anything is loaded.
+func (a *Actor) parseFlags(actor.Context) (outcome, error) {
+	cl, err := config.ParseCommandLine(a.p.Args)
+	if err != nil {
+		var usage *config.UsageError
+		if errors.As(err, &usage) {
+			fmt.Fprintf(a.p.Stderr, "Error: %s\n%s", usage.Err, usage.Usage)
+			return reported, err
+		}
+		return next, err
+	}
+	a.cmdline = cl
+	if cl.Options.ShowHelp {
+		fmt.Fprint(a.p.Stdout, cl.Help())
+		return exitNow, nil
+	}
+	if cl.Options.ShowVersion {
+		fmt.Fprintln(a.p.Stdout, version.String())
+		return exitNow, nil
+	}
+	gates, warnings, err := cl.FeatureGates()
+	if err != nil {
+		return next, err
+	}
+	a.warn(warnings)
+	a.gates = gates
+	if cl.Options.PodInfraContainerImage != "" {
+		a.log.Warn().Str("flag", "--pod-infra-container-image").Msg(
+			"the container runtime is remote: its own sandbox image setting is used and this flag is ignored")
+	}
+	return next, nil
+}
+
+// loadConfig merges defaults, --config, --config-dir and the flags.
+func (a *Actor) loadConfig(actor.Context) (outcome, error) {
+	cfg, warnings, err := config.Load(a.cmdline)
+	if err != nil {
+		return next, err
+	}
+	a.warn(warnings)
+	a.cfg = cfg
+	return next, nil
+}
+
+// featureGates applies the merged configuration's featureGates, the second
+// time, as upstream does, so that the file can set gates too.
+func (a *Actor) featureGates(actor.Context) (outcome, error) {
+	warnings, err := a.gates.SetFromMap(a.cfg.FeatureGates)
+	if err != nil {
+		return next, err
+	}
+	a.warn(warnings)
+	return next, nil
+}
+
+// validate checks the final configuration, then switches to the configured
+// logger and replays the steps so far into it. --dump-config ends here.
+func (a *Actor) validate(actor.Context) (outcome, error) {
+	if err := config.Validate(a.cfg, a.gates); err != nil {
+		return next, err
+	}
+	if a.cmdline.Options.DumpConfig {
+		out, err := config.Dump(a.cfg)
+		if err != nil {
+			return next, err
+		}
+		_, err = a.p.Stdout.Write(out)
+		return exitNow, err
+	}
+	log, err := logging.New(a.p.Stderr, a.cfg.Logging.Format, uint32(a.cfg.Logging.Verbosity))
+	if err != nil {
+		return next, err
+	}
+	a.log = log.With().Str("actor", Kind).Logger()
+	a.p.System.SetLogger(log)
+	a.log.Info().Str("version", version.String()).Msg("starting")
+	for _, s := range a.p.System.Registry.Steps() {
+		a.logStep(s)
+	}
+	return next, nil
+}
+
+func (a *Actor) buildDependencies(actor.Context) (outcome, error) {
+	c, o := a.cfg, a.cmdline.Options
+	deps, err := dependencies.Build(a.p.Ctx, dependencies.Input{
+		RuntimeEndpoint:  c.ContainerRuntimeEndpoint,
+		ImageEndpoint:    c.ImageServiceEndpoint,
+		Kubeconfig:       o.Kubeconfig,
+		KubeAPIQPS:       float32(deref(c.KubeAPIQPS)),
+		KubeAPIBurst:     int(c.KubeAPIBurst),
+		EventQPS:         float32(deref(c.EventRecordQPS)),
+		EventBurst:       int(c.EventBurst),
+		HostnameOverride: o.HostnameOverride,
+		NodeIP:           o.NodeIP,
+		RootDir:          o.RootDir,
+		OOMScoreAdj:      deref(c.OOMScoreAdj),
+	}, a.log)
+	if err != nil {
+		return next, err
+	}
+	a.deps = deps
+	return next, nil
+}
+
+// runtimeActors are spawned in this order and stopped in the reverse one:
+// the pod-manager exists before anything sends it pods, and the api-server
+// stops taking requests before anything else goes.
+var runtimeActors = []struct {
+	kind string
+	new  func(a *Actor) actor.Producer
+}{
+	{podmanager.Kind, func(a *Actor) actor.Producer { return podmanager.New(a.log) }},
+	{configsource.Kind, func(a *Actor) actor.Producer { return configsource.New(a.log) }},
+	{pleg.Kind, func(a *Actor) actor.Producer { return pleg.New(a.log) }},
+	{statusreporter.Kind, func(a *Actor) actor.Producer { return statusreporter.New(a.log) }},
+	{gc.Kind, func(a *Actor) actor.Producer { return gc.New(a.log) }},
+	{apiserver.Kind, func(a *Actor) actor.Producer { return apiserver.New(a.log) }},
+}
+
+func (a *Actor) spawnRuntime(ctx actor.Context) (outcome, error) {
+	for _, ra := range runtimeActors {
+		props := a.p.System.Registry.Props(ra.kind, ra.new(a), nil)
+		pid, err := ctx.SpawnNamed(props, ra.kind)
+		if err != nil {
+			return next, fmt.Errorf("spawn %s: %w", ra.kind, err)
+		}
+		a.children = append(a.children, pid)
+	}
+	mode := "standalone"
+	if a.deps.Kube != nil {
+		mode = "cluster"
+	}
+	a.log.Info().Str("node", a.deps.NodeName).Str("nodeIP", a.deps.NodeIP.String()).Str("mode", mode).
+		Str("rootDir", a.deps.RootDir).Int("pid", os.Getpid()).Msg("actorlet is running")
+	return next, nil
+}
+
+func (a *Actor) warn(warnings []string) {
+	for _, w := range warnings {
+		a.log.Warn().Msg(strings.TrimSpace(w))
+	}
+}
+
+func deref[T any](p *T) T {
+	var zero T
+	if p == nil {
+		return zero
+	}
+	return *p
+}

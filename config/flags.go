@@ -1,0 +1,356 @@
+// Package config turns actorlet's command line, KubeletConfiguration file and
+// drop-in directory into one validated kubelet configuration, with the upstream
+// kubelet's defaults, precedence rules and error behaviour.
+package config
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/spf13/pflag"
+	kubeletconfigv1beta1 "k8s.io/kubelet/config/v1beta1"
+
+	"github.com/actorlet/actorlet/config/features"
+)
+
+const (
+	defaultRootDir = "/var/lib/kubelet"
+	defaultCertDir = "/var/lib/kubelet/pki"
+
+	description = `actorlet is a Kubernetes node agent: it runs the pods assigned to its node, from
+the API server (--kubeconfig), from static manifests (--pod-manifest-path) or from an
+HTTP endpoint (--manifest-url), through a CRI container runtime, and reports node
+and pod status, as the kubelet does. It accepts the kubelet's command line and
+KubeletConfiguration file (--config, --config-dir); see docs/configuration.md.`
+)
+
+// Options are command-line-only settings (no KubeletConfiguration field).
+type Options struct {
+	ConfigFile             string
+	ConfigDir              string
+	Kubeconfig             string
+	CertDir                string
+	HostnameOverride       string
+	NodeIP                 string
+	RootDir                string
+	PodInfraContainerImage string
+	NodeLabels             map[string]string
+	DumpConfig             bool
+	ShowVersion            bool
+	ShowHelp               bool
+	DebugFaultInjection    bool
+}
+
+// CommandLine is the parsed command line.
+type CommandLine struct {
+	Options Options
+	// Args are the arguments as given; Load re-parses them over the loaded
+	// configuration so that explicit flags win over files.
+	Args []string
+	// Flags is the parsed flag set; Flags.Changed tells which flags were given.
+	Flags *pflag.FlagSet
+	// flagConfig is the legacy flag defaults with the flags applied: the
+	// configuration when neither --config nor --config-dir is given.
+	flagConfig *kubeletconfigv1beta1.KubeletConfiguration
+}
+
+// UsageError is a command line that cannot be parsed. Usage is the text to
+// print after the error.
+type UsageError struct {
+	Err   string
+	Usage string
+}
+
+func (e *UsageError) Error() string { return e.Err }
+
+// configFlag binds a flag to the KubeletConfiguration field at path field.
+type configFlag struct {
+	name, shorthand, field, usage string
+	// noOptDefVal makes the flag usable without a value, as for booleans.
+	noOptDefVal string
+	value       func(c *kubeletconfigv1beta1.KubeletConfiguration) pflag.Value
+}
+
+// configFlags are the kubelet's flags for KubeletConfiguration fields that
+// actorlet accepts, with upstream's names and meaning.
+var configFlags = []configFlag{
+	{name: "pod-manifest-path", field: "staticPodPath", usage: "Path to the directory containing static pod files to run, or the path to a single static pod file. Files starting with dots will be ignored.",
+		value: func(c *kubeletconfigv1beta1.KubeletConfiguration) pflag.Value { return stringValue{&c.StaticPodPath} }},
+	{name: "manifest-url", field: "staticPodURL", usage: "URL for accessing additional Pod specifications to run",
+		value: func(c *kubeletconfigv1beta1.KubeletConfiguration) pflag.Value { return stringValue{&c.StaticPodURL} }},
+	{name: "file-check-frequency", field: "fileCheckFrequency", usage: "Duration between checking config files for new data",
+		value: func(c *kubeletconfigv1beta1.KubeletConfiguration) pflag.Value {
+			return durationValue{&c.FileCheckFrequency}
+		}},
+	{name: "http-check-frequency", field: "httpCheckFrequency", usage: "Duration between checking http for new data",
+		value: func(c *kubeletconfigv1beta1.KubeletConfiguration) pflag.Value {
+			return durationValue{&c.HTTPCheckFrequency}
+		}},
+	{name: "sync-frequency", field: "syncFrequency", usage: "Max period between synchronizing running containers and config",
+		value: func(c *kubeletconfigv1beta1.KubeletConfiguration) pflag.Value { return durationValue{&c.SyncFrequency} }},
+	{name: "address", field: "address", usage: "The IP address for the Kubelet to serve on (set to '0.0.0.0' or '::' for listening on all interfaces and IP address families)",
+		value: func(c *kubeletconfigv1beta1.KubeletConfiguration) pflag.Value { return ipValue{&c.Address} }},
+	{name: "port", field: "port", usage: "The port for the Kubelet to serve on.",
+		value: func(c *kubeletconfigv1beta1.KubeletConfiguration) pflag.Value { return int32Value{&c.Port} }},
+	{name: "read-only-port", field: "readOnlyPort", usage: "The read-only port for the Kubelet to serve on with no authentication/authorization (set to 0 to disable)",
+		value: func(c *kubeletconfigv1beta1.KubeletConfiguration) pflag.Value { return int32Value{&c.ReadOnlyPort} }},
+	{name: "healthz-bind-address", field: "healthzBindAddress", usage: "The IP address for the healthz server to serve on (set to '0.0.0.0' or '::' for listening on all interfaces and IP address families)",
+		value: func(c *kubeletconfigv1beta1.KubeletConfiguration) pflag.Value { return ipValue{&c.HealthzBindAddress} }},
+	{name: "healthz-port", field: "healthzPort", usage: "The port of the localhost healthz endpoint (set to 0 to disable)",
+		value: func(c *kubeletconfigv1beta1.KubeletConfiguration) pflag.Value { return int32PtrValue{&c.HealthzPort} }},
+	{name: "container-runtime-endpoint", field: "containerRuntimeEndpoint", usage: "The endpoint of container runtime service. Unix Domain Sockets are supported on Linux. Example: 'unix:///path/to/runtime.sock'",
+		value: func(c *kubeletconfigv1beta1.KubeletConfiguration) pflag.Value {
+			return stringValue{&c.ContainerRuntimeEndpoint}
+		}},
+	{name: "image-service-endpoint", field: "imageServiceEndpoint", usage: "The endpoint of container image service. If not specified, it will be the same with --container-runtime-endpoint by default.",
+		value: func(c *kubeletconfigv1beta1.KubeletConfiguration) pflag.Value {
+			return stringValue{&c.ImageServiceEndpoint}
+		}},
+	{name: "anonymous-auth", field: "authentication.anonymous.enabled", noOptDefVal: "true", usage: "Enables anonymous requests to the Kubelet server. Requests that are not rejected by another authentication method are treated as anonymous requests. Anonymous requests have a username of system:anonymous, and a group name of system:unauthenticated.",
+		value: func(c *kubeletconfigv1beta1.KubeletConfiguration) pflag.Value {
+			return boolPtrValue{&c.Authentication.Anonymous.Enabled}
+		}},
+	{name: "authentication-token-webhook", field: "authentication.webhook.enabled", noOptDefVal: "true", usage: "Use the TokenReview API to determine authentication for bearer tokens.",
+		value: func(c *kubeletconfigv1beta1.KubeletConfiguration) pflag.Value {
+			return boolPtrValue{&c.Authentication.Webhook.Enabled}
+		}},
+	{name: "client-ca-file", field: "authentication.x509.clientCAFile", usage: "If set, any request presenting a client certificate signed by one of the authorities in the client-ca-file is authenticated with an identity corresponding to the CommonName of the client certificate.",
+		value: func(c *kubeletconfigv1beta1.KubeletConfiguration) pflag.Value {
+			return stringValue{&c.Authentication.X509.ClientCAFile}
+		}},
+	{name: "authorization-mode", field: "authorization.mode", usage: "Authorization mode for Kubelet server. Valid options are AlwaysAllow or Webhook. Webhook mode uses the SubjectAccessReview API to determine authorization.",
+		value: func(c *kubeletconfigv1beta1.KubeletConfiguration) pflag.Value {
+			return stringValue{(*string)(&c.Authorization.Mode)}
+		}},
+	{name: "tls-cert-file", field: "tlsCertFile", usage: "File containing x509 Certificate used for serving HTTPS (with intermediate certs, if any, concatenated after server cert). If --tls-cert-file and --tls-private-key-file are not provided, a self-signed certificate and key are generated for the public address and saved to the directory passed to --cert-dir.",
+		value: func(c *kubeletconfigv1beta1.KubeletConfiguration) pflag.Value { return stringValue{&c.TLSCertFile} }},
+	{name: "tls-private-key-file", field: "tlsPrivateKeyFile", usage: "File containing x509 private key matching --tls-cert-file.",
+		value: func(c *kubeletconfigv1beta1.KubeletConfiguration) pflag.Value {
+			return stringValue{&c.TLSPrivateKeyFile}
+		}},
+	{name: "event-qps", field: "eventRecordQPS", usage: "QPS to limit event creations. The number must be >= 0. If 0 there is no limit enforced.",
+		value: func(c *kubeletconfigv1beta1.KubeletConfiguration) pflag.Value {
+			return int32PtrValue{&c.EventRecordQPS}
+		}},
+	{name: "event-burst", field: "eventBurst", usage: "Maximum size of a bursty event records, temporarily allows event records to burst to this number, while still not exceeding event-qps. The number must be >= 0.",
+		value: func(c *kubeletconfigv1beta1.KubeletConfiguration) pflag.Value { return int32Value{&c.EventBurst} }},
+	{name: "oom-score-adj", field: "oomScoreAdj", usage: "The oom-score-adj value for kubelet process. Values must be within the range [-1000, 1000]",
+		value: func(c *kubeletconfigv1beta1.KubeletConfiguration) pflag.Value { return int32PtrValue{&c.OOMScoreAdj} }},
+	{name: "cluster-domain", field: "clusterDomain", usage: "Domain for this cluster. If set, kubelet will configure all containers to search this domain in addition to the host's search domains",
+		value: func(c *kubeletconfigv1beta1.KubeletConfiguration) pflag.Value { return stringValue{&c.ClusterDomain} }},
+	{name: "cluster-dns", field: "clusterDNS", usage: "Comma-separated list of DNS server IP address. This value is used for containers DNS server in case of Pods with \"dnsPolicy=ClusterFirst\".",
+		value: func(c *kubeletconfigv1beta1.KubeletConfiguration) pflag.Value {
+			return &stringSliceValue{p: &c.ClusterDNS}
+		}},
+	{name: "streaming-connection-idle-timeout", field: "streamingConnectionIdleTimeout", usage: "Maximum time a streaming connection can be idle before the connection is automatically closed. 0 indicates no timeout. Example: '5m'.",
+		value: func(c *kubeletconfigv1beta1.KubeletConfiguration) pflag.Value {
+			return durationValue{&c.StreamingConnectionIdleTimeout}
+		}},
+	{name: "node-status-update-frequency", field: "nodeStatusUpdateFrequency", usage: "Specifies how often kubelet posts node status to master.",
+		value: func(c *kubeletconfigv1beta1.KubeletConfiguration) pflag.Value {
+			return durationValue{&c.NodeStatusUpdateFrequency}
+		}},
+	{name: "minimum-image-ttl-duration", field: "imageMinimumGCAge", usage: "Minimum age for an unused image before it is garbage collected. Examples: '300ms', '10s' or '2h45m'.",
+		value: func(c *kubeletconfigv1beta1.KubeletConfiguration) pflag.Value {
+			return durationValue{&c.ImageMinimumGCAge}
+		}},
+	{name: "image-gc-high-threshold", field: "imageGCHighThresholdPercent", usage: "The percent of disk usage after which image garbage collection is always run. Values must be within the range [0, 100], To disable image garbage collection, set to 100.",
+		value: func(c *kubeletconfigv1beta1.KubeletConfiguration) pflag.Value {
+			return int32PtrValue{&c.ImageGCHighThresholdPercent}
+		}},
+	{name: "image-gc-low-threshold", field: "imageGCLowThresholdPercent", usage: "The percent of disk usage before which image garbage collection is never run. Lowest disk usage to garbage collect to. Values must be within the range [0, 100] and must be less than that of --image-gc-high-threshold.",
+		value: func(c *kubeletconfigv1beta1.KubeletConfiguration) pflag.Value {
+			return int32PtrValue{&c.ImageGCLowThresholdPercent}
+		}},
+	{name: "volume-stats-agg-period", field: "volumeStatsAggPeriod", usage: "Specifies interval for kubelet to calculate and cache the volume disk usage for all pods and volumes. To disable volume calculations, set to a negative number.",
+		value: func(c *kubeletconfigv1beta1.KubeletConfiguration) pflag.Value {
+			return durationValue{&c.VolumeStatsAggPeriod}
+		}},
+	{name: "feature-gates", field: "featureGates", usage: "A set of key=value pairs that describe feature gates for alpha/experimental features. Options are:\n" + strings.Join(features.New().KnownFeatures(), "\n"),
+		value: func(c *kubeletconfigv1beta1.KubeletConfiguration) pflag.Value {
+			return &featureGatesValue{p: &c.FeatureGates}
+		}},
+	{name: "provider-id", field: "providerID", usage: "Unique identifier for identifying the node in a machine database, i.e cloudprovider",
+		value: func(c *kubeletconfigv1beta1.KubeletConfiguration) pflag.Value { return stringValue{&c.ProviderID} }},
+	{name: "cgroup-driver", field: "cgroupDriver", usage: "Driver that the kubelet uses to manipulate cgroups on the host. Possible values: 'cgroupfs', 'systemd'",
+		value: func(c *kubeletconfigv1beta1.KubeletConfiguration) pflag.Value { return stringValue{&c.CgroupDriver} }},
+	{name: "cgroup-root", field: "cgroupRoot", usage: "Optional root cgroup to use for pods. This is handled by the container runtime on a best effort basis. Default: '', which means use the container runtime default.",
+		value: func(c *kubeletconfigv1beta1.KubeletConfiguration) pflag.Value { return stringValue{&c.CgroupRoot} }},
+	{name: "runtime-request-timeout", field: "runtimeRequestTimeout", usage: "Timeout of all runtime requests except long running request - pull, logs, exec and attach. When timeout exceeded, kubelet will cancel the request, throw out an error and retry later.",
+		value: func(c *kubeletconfigv1beta1.KubeletConfiguration) pflag.Value {
+			return durationValue{&c.RuntimeRequestTimeout}
+		}},
+	{name: "hairpin-mode", field: "hairpinMode", usage: "How should the kubelet setup hairpin NAT. Valid values are \"promiscuous-bridge\", \"hairpin-veth\" and \"none\".",
+		value: func(c *kubeletconfigv1beta1.KubeletConfiguration) pflag.Value { return stringValue{&c.HairpinMode} }},
+	{name: "max-pods", field: "maxPods", usage: "Number of Pods that can run on this Kubelet.",
+		value: func(c *kubeletconfigv1beta1.KubeletConfiguration) pflag.Value { return int32Value{&c.MaxPods} }},
+	{name: "resolv-conf", field: "resolvConf", usage: "Resolver configuration file used as the basis for the container DNS resolution configuration.",
+		value: func(c *kubeletconfigv1beta1.KubeletConfiguration) pflag.Value {
+			return stringPtrValue{&c.ResolverConfig}
+		}},
+	{name: "container-log-max-size", field: "containerLogMaxSize", usage: "Set the maximum size (e.g. 10Mi) of container log file before it is rotated.",
+		value: func(c *kubeletconfigv1beta1.KubeletConfiguration) pflag.Value {
+			return stringValue{&c.ContainerLogMaxSize}
+		}},
+	{name: "container-log-max-files", field: "containerLogMaxFiles", usage: "Set the maximum number of container log files that can be present for a container. The number must be >= 2.",
+		value: func(c *kubeletconfigv1beta1.KubeletConfiguration) pflag.Value {
+			return int32PtrValue{&c.ContainerLogMaxFiles}
+		}},
+	{name: "node-status-max-images", field: "nodeStatusMaxImages", usage: "The maximum number of images to report in Node.Status.Images. If -1 is specified, no cap will be applied.",
+		value: func(c *kubeletconfigv1beta1.KubeletConfiguration) pflag.Value {
+			return int32PtrValue{&c.NodeStatusMaxImages}
+		}},
+	{name: "max-open-files", field: "maxOpenFiles", usage: "Number of files that can be opened by Kubelet process.",
+		value: func(c *kubeletconfigv1beta1.KubeletConfiguration) pflag.Value { return int64Value{&c.MaxOpenFiles} }},
+	{name: "kube-api-qps", field: "kubeAPIQPS", usage: "QPS to use while talking with kubernetes apiserver. The number must be >= 0.",
+		value: func(c *kubeletconfigv1beta1.KubeletConfiguration) pflag.Value { return int32PtrValue{&c.KubeAPIQPS} }},
+	{name: "kube-api-burst", field: "kubeAPIBurst", usage: "Burst to use while talking with kubernetes apiserver. The number must be >= 0.",
+		value: func(c *kubeletconfigv1beta1.KubeletConfiguration) pflag.Value { return int32Value{&c.KubeAPIBurst} }},
+	{name: "serialize-image-pulls", field: "serializeImagePulls", noOptDefVal: "true", usage: "Pull images one at a time.",
+		value: func(c *kubeletconfigv1beta1.KubeletConfiguration) pflag.Value {
+			return boolPtrValue{&c.SerializeImagePulls}
+		}},
+	{name: "eviction-hard", field: "evictionHard", usage: "A set of eviction thresholds (e.g. memory.available<1Gi) that if met would trigger a pod eviction.",
+		value: func(c *kubeletconfigv1beta1.KubeletConfiguration) pflag.Value {
+			return &mapValue{p: &c.EvictionHard, sep: "<"}
+		}},
+	{name: "pods-per-core", field: "podsPerCore", usage: "Number of Pods per core that can run on this Kubelet. The total number of Pods on this Kubelet cannot exceed max-pods. A value of 0 disables this limit.",
+		value: func(c *kubeletconfigv1beta1.KubeletConfiguration) pflag.Value { return int32Value{&c.PodsPerCore} }},
+	{name: "system-reserved", field: "systemReserved", usage: "A set of ResourceName=ResourceQuantity (e.g. cpu=200m,memory=500Mi,ephemeral-storage=1Gi,pid=1000) pairs that describe resources reserved for non-kubernetes components. [default=none]",
+		value: func(c *kubeletconfigv1beta1.KubeletConfiguration) pflag.Value {
+			return &mapValue{p: &c.SystemReserved, sep: "="}
+		}},
+	{name: "kube-reserved", field: "kubeReserved", usage: "A set of ResourceName=ResourceQuantity (e.g. cpu=200m,memory=500Mi,ephemeral-storage=1Gi,pid=1000) pairs that describe resources reserved for kubernetes system components. [default=none]",
+		value: func(c *kubeletconfigv1beta1.KubeletConfiguration) pflag.Value {
+			return &mapValue{p: &c.KubeReserved, sep: "="}
+		}},
+	{name: "fail-swap-on", field: "failSwapOn", noOptDefVal: "true", usage: "Makes the Kubelet fail to start if swap is enabled on the node.",
+		value: func(c *kubeletconfigv1beta1.KubeletConfiguration) pflag.Value { return boolPtrValue{&c.FailSwapOn} }},
+	{name: "register-node", field: "registerNode", noOptDefVal: "true", usage: "Register the node with the apiserver. If --kubeconfig is not provided, this flag is irrelevant, as the Kubelet won't have an apiserver to register with.",
+		value: func(c *kubeletconfigv1beta1.KubeletConfiguration) pflag.Value { return boolPtrValue{&c.RegisterNode} }},
+	{name: "register-with-taints", field: "registerWithTaints", usage: "Register the node with the given list of taints (comma separated \"<key>=<value>:<effect>\"). No-op if register-node is false.",
+		value: func(c *kubeletconfigv1beta1.KubeletConfiguration) pflag.Value {
+			return taintsValue{&c.RegisterWithTaints}
+		}},
+	{name: "logging-format", field: "logging.format", usage: "Sets the log format. Permitted formats: \"json\", \"text\".",
+		value: func(c *kubeletconfigv1beta1.KubeletConfiguration) pflag.Value { return stringValue{&c.Logging.Format} }},
+	{name: "v", shorthand: "v", field: "logging.verbosity", usage: "number for the log level verbosity",
+		value: func(c *kubeletconfigv1beta1.KubeletConfiguration) pflag.Value {
+			return verbosityValue{&c.Logging.Verbosity}
+		}},
+}
+
+// addOptionFlags registers the command-line-only flags.
+func addOptionFlags(fs *pflag.FlagSet, o *Options) {
+	fs.StringVar(&o.ConfigFile, "config", o.ConfigFile, "The Kubelet will load its initial configuration from this file. The path may be absolute or relative; relative paths start at the Kubelet's current working directory. Omit this flag to use the built-in default configuration values. Command-line flags override configuration from this file.")
+	fs.StringVar(&o.ConfigDir, "config-dir", o.ConfigDir, "Path to a directory containing drop-in configuration files that override settings from defaults and the --config file. Drop-in files must have a '.conf' suffix (e.g., '99-kubelet-address.conf') and are processed in lexical order. Only '.conf' files are loaded; all other files are ignored. All .conf files in the directory and its subdirectories are processed in lexical order.")
+	fs.StringVar(&o.Kubeconfig, "kubeconfig", o.Kubeconfig, "Path to a kubeconfig file, specifying how to connect to the API server. Providing --kubeconfig enables API server mode, omitting --kubeconfig enables standalone mode.")
+	fs.StringVar(&o.CertDir, "cert-dir", o.CertDir, "The directory where the TLS certs are located. If --tls-cert-file and --tls-private-key-file are provided, this flag will be ignored.")
+	fs.StringVar(&o.HostnameOverride, "hostname-override", o.HostnameOverride, "If non-empty, will use this string as identification instead of the actual hostname.")
+	fs.StringVar(&o.NodeIP, "node-ip", o.NodeIP, "IP address (or comma-separated dual-stack IP addresses) of the node. If unset, kubelet will use the node's default IPv4 address, if any, or its default IPv6 address if it has no IPv4 addresses.")
+	fs.StringVar(&o.RootDir, "root-dir", o.RootDir, "Directory path for managing kubelet files (volume mounts,etc).")
+	fs.StringVar(&o.PodInfraContainerImage, "pod-infra-container-image", o.PodInfraContainerImage, "Accepted for compatibility and ignored: the container runtime chooses the sandbox image.")
+	fs.Var(labelsValue{o.NodeLabels}, "node-labels", "Labels to add when registering the node in the cluster. Labels must be key=value pairs separated by ','.")
+	fs.BoolVar(&o.DumpConfig, "dump-config", o.DumpConfig, "Print the effective configuration (defaults, --config, --config-dir and flags merged) as KubeletConfiguration YAML on stdout and exit.")
+	fs.BoolVar(&o.ShowVersion, "version", o.ShowVersion, "Print version information and quit.")
+	fs.BoolVarP(&o.ShowHelp, "help", "h", o.ShowHelp, "help for actorlet")
+	fs.BoolVar(&o.DebugFaultInjection, "debug-fault-injection", o.DebugFaultInjection, "Enables POST /debug/inject/panic on the healthz listener; never for production.")
+}
+
+func addConfigFlags(fs *pflag.FlagSet, c *kubeletconfigv1beta1.KubeletConfiguration) {
+	for _, f := range configFlags {
+		flag := fs.VarPF(f.value(c), f.name, f.shorthand, f.usage)
+		flag.NoOptDefVal = f.noOptDefVal
+	}
+}
+
+// newFlagSet returns an empty flag set with upstream's name normalization, so
+// that --pod_manifest_path is --pod-manifest-path.
+func newFlagSet() *pflag.FlagSet {
+	fs := pflag.NewFlagSet("actorlet", pflag.ContinueOnError)
+	fs.SetNormalizeFunc(func(_ *pflag.FlagSet, name string) pflag.NormalizedName {
+		return pflag.NormalizedName(strings.ReplaceAll(name, "_", "-"))
+	})
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	return fs
+}
+
+// ParseCommandLine parses args (without argv[0]) over the legacy flag defaults.
+func ParseCommandLine(args []string) (*CommandLine, error) {
+	c := &CommandLine{
+		Options: Options{
+			RootDir:    defaultRootDir,
+			CertDir:    defaultCertDir,
+			NodeLabels: map[string]string{},
+		},
+		Args:       args,
+		Flags:      newFlagSet(),
+		flagConfig: legacyDefaults(),
+	}
+	addOptionFlags(c.Flags, &c.Options)
+	addConfigFlags(c.Flags, c.flagConfig)
+	if err := c.Flags.Parse(args); err != nil {
+		return nil, &UsageError{Err: err.Error(), Usage: c.usage()}
+	}
+	if rest := c.Flags.Args(); len(rest) > 0 {
+		return nil, &UsageError{Err: fmt.Sprintf("unknown command %q", rest[0]), Usage: c.usage()}
+	}
+	return c, nil
+}
+
+func (c *CommandLine) usage() string {
+	return "Usage:\n  actorlet [flags]\n\nFlags:\n" + c.Flags.FlagUsages()
+}
+
+// Help is the full --help text.
+func (c *CommandLine) Help() string {
+	return description + "\n\n" + c.usage()
+}
+
+// FeatureGates returns the gates set by --feature-gates, the first of the two
+// places upstream applies them (the second is the merged configuration).
+func (c *CommandLine) FeatureGates() (*features.Gates, []string, error) {
+	g := features.New()
+	warnings, err := g.SetFromMap(c.flagConfig.FeatureGates)
+	if err != nil {
+		return nil, nil, fmt.Errorf("failed to set feature gates from the command line: %w", err)
+	}
+	return g, warnings, nil
+}
+
+// applyFlagPrecedence re-parses the command line over a configuration loaded
+// from files, as upstream's kubeletConfigFlagPrecedence does, so that every flag
+// given explicitly wins. Command-line-only flags are bound to no-ops because
+// some values accumulate and were already applied by the first parse.
+func applyFlagPrecedence(cfg *kubeletconfigv1beta1.KubeletConfiguration, args []string) error {
+	fs := newFlagSet()
+	var throwaway Options
+	throwaway.NodeLabels = map[string]string{}
+	addOptionFlags(fs, &throwaway)
+	fs.VisitAll(func(f *pflag.Flag) { f.Value = noopValue{typ: f.Value.Type()} })
+	original := cfg.FeatureGates
+	addConfigFlags(fs, cfg)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	// The flag replaces the map on first use; gates set only in files survive.
+	for k, v := range original {
+		if _, ok := cfg.FeatureGates[k]; !ok {
+			cfg.FeatureGates[k] = v
+		}
+	}
+	return nil
+}
+
+// explicitFlagFields returns the config field paths set by flags on the command line.
+func (c *CommandLine) explicitFlagFields() []string {
+	var fields []string
+	for _, f := range configFlags {
+		if c.Flags.Changed(f.name) {
+			fields = append(fields, f.field)
+		}
+	}
+	return fields
+}

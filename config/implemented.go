@@ -1,0 +1,93 @@
+package config
+
+import (
+	"slices"
+	"strings"
+)
+
+// Implemented holds the KubeletConfiguration fields (JSON names, dotted) that
+// actorlet acts on. A key ending in ".*" covers the whole object below it.
+// Any other known field that a user sets — in a file or with a flag — is
+// accepted but reported once at start-up, so nobody believes a setting is in
+// force when it is not.
+var Implemented = map[string]bool{
+	"apiVersion":                  true,
+	"kind":                        true,
+	"enableServer":                true,
+	"staticPodPath":               true,
+	"staticPodURL":                true,
+	"fileCheckFrequency":          true,
+	"httpCheckFrequency":          true,
+	"syncFrequency":               true,
+	"address":                     true,
+	"port":                        true,
+	"readOnlyPort":                true,
+	"healthzBindAddress":          true,
+	"healthzPort":                 true,
+	"containerRuntimeEndpoint":    true,
+	"imageServiceEndpoint":        true,
+	"maxPods":                     true,
+	"podsPerCore":                 true,
+	"registerNode":                true,
+	"registerWithTaints":          true,
+	"featureGates":                true,
+	"logging.format":              true,
+	"logging.verbosity":           true,
+	"nodeStatusUpdateFrequency":   true,
+	"nodeStatusReportFrequency":   true,
+	"nodeLeaseDurationSeconds":    true,
+	"runtimeRequestTimeout":       true,
+	"cgroupDriver":                true,
+	"cgroupRoot":                  true,
+	"clusterDNS":                  true,
+	"clusterDomain":               true,
+	"resolvConf":                  true,
+	"serializeImagePulls":         true,
+	"imageGCHighThresholdPercent": true,
+	"imageGCLowThresholdPercent":  true,
+	"imageMinimumGCAge":           true,
+	"imageMaximumGCAge":           true,
+	"containerLogMaxSize":         true,
+	"containerLogMaxFiles":        true,
+	"kubeReserved":                true,
+	"systemReserved":              true,
+	"evictionHard":                true,
+	"authentication.*":            true,
+	"authorization.*":             true,
+	"tlsCertFile":                 true,
+	"tlsPrivateKeyFile":           true,
+	"crashLoopBackOff.maxContainerRestartPeriod": true,
+	"eventRecordQPS": true,
+	"eventBurst":     true,
+	"kubeAPIQPS":     true,
+	"kubeAPIBurst":   true,
+}
+
+// IsImplemented reports whether actorlet acts on the field at path.
+func IsImplemented(path string) bool {
+	if Implemented[path] {
+		return true
+	}
+	for p := path; ; {
+		i := strings.LastIndexByte(p, '.')
+		if i < 0 {
+			return false
+		}
+		p = p[:i]
+		if Implemented[p+".*"] {
+			return true
+		}
+	}
+}
+
+// notImplemented returns the sorted, de-duplicated paths that are not implemented.
+func notImplemented(paths []string) []string {
+	var out []string
+	for _, p := range paths {
+		if !IsImplemented(p) {
+			out = append(out, p)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}

@@ -1,0 +1,263 @@
+package config
+
+import (
+	"fmt"
+	"maps"
+	"net"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/resource"
+	logsapi "k8s.io/component-base/logs/api/v1"
+	kubeletconfigv1beta1 "k8s.io/kubelet/config/v1beta1"
+
+	"github.com/actorlet/actorlet/config/features"
+)
+
+// Problem is one invalid field of the configuration.
+type Problem struct {
+	Field  string // dotted JSON path, map keys in brackets
+	Value  any
+	Reason string
+}
+
+func (p Problem) String() string {
+	v := fmt.Sprintf("%v", p.Value)
+	if s, ok := p.Value.(string); ok {
+		v = fmt.Sprintf("%q", s)
+	}
+	return fmt.Sprintf("%s: Invalid value: %s: %s", p.Field, v, p.Reason)
+}
+
+// ValidationError reports every problem of a configuration at once, so that
+// one run shows everything that needs fixing.
+type ValidationError struct {
+	Problems []Problem
+}
+
+func (e *ValidationError) Error() string {
+	lines := make([]string, len(e.Problems))
+	for i, p := range e.Problems {
+		lines[i] = p.String()
+	}
+	return strings.Join(lines, "\n")
+}
+
+// Validate checks the final configuration: upstream's
+// ValidateKubeletConfiguration, plus the checks upstream only makes later while
+// starting (IP addresses, quantities, eviction signals, enumerations), so that
+// nothing starts on a configuration that would fail half-way. gates are the
+// process gates; the configuration's featureGates are layered over a copy.
+func Validate(cfg *kubeletconfigv1beta1.KubeletConfiguration, gates *features.Gates) error {
+	if gates == nil {
+		gates = features.New()
+	}
+	v := &validator{}
+	local := gates.DeepCopy()
+	if _, err := local.SetFromMap(cfg.FeatureGates); err != nil {
+		v.add("featureGates", cfg.FeatureGates, err.Error())
+		local = gates
+	}
+	c := cfg
+
+	v.check(c.NodeLeaseDurationSeconds <= 0, "nodeLeaseDurationSeconds", c.NodeLeaseDurationSeconds, "must be greater than 0")
+	v.check(c.SystemCgroups != "" && c.CgroupRoot == "", "systemCgroups", c.SystemCgroups, "requires cgroupRoot to be set")
+	v.check(c.EventBurst < 0, "eventBurst", c.EventBurst, "must not be negative")
+	v.checkPtr(c.EventRecordQPS, func(n int32) bool { return n < 0 }, "eventRecordQPS", "must not be negative")
+	v.checkPtr(c.HealthzPort, func(n int32) bool { return n != 0 && !validPort(n) }, "healthzPort", "must be between 1 and 65535, inclusive (0 disables)")
+	v.check(!validPort(c.Port), "port", c.Port, "must be between 1 and 65535, inclusive")
+	v.check(c.ReadOnlyPort != 0 && !validPort(c.ReadOnlyPort), "readOnlyPort", c.ReadOnlyPort, "must be between 0 and 65535, inclusive")
+	v.checkIP("address", c.Address)
+	v.checkIP("healthzBindAddress", c.HealthzBindAddress)
+
+	outOfPercent := func(n int32) bool { return n < 0 || n > 100 }
+	v.checkPtr(c.ImageGCHighThresholdPercent, outOfPercent, "imageGCHighThresholdPercent", "must be between 0 and 100, inclusive")
+	v.checkPtr(c.ImageGCLowThresholdPercent, outOfPercent, "imageGCLowThresholdPercent", "must be between 0 and 100, inclusive")
+	if c.ImageGCHighThresholdPercent != nil && c.ImageGCLowThresholdPercent != nil && *c.ImageGCLowThresholdPercent >= *c.ImageGCHighThresholdPercent {
+		v.add("imageGCLowThresholdPercent", *c.ImageGCLowThresholdPercent, fmt.Sprintf("must be less than imageGCHighThresholdPercent (%d)", *c.ImageGCHighThresholdPercent))
+	}
+	v.check(c.ImageMinimumGCAge.Duration < 0, "imageMinimumGCAge", c.ImageMinimumGCAge.Duration, "must not be negative")
+	v.check(c.ImageMaximumGCAge.Duration < 0, "imageMaximumGCAge", c.ImageMaximumGCAge.Duration, "must not be negative")
+	v.check(c.ImageMaximumGCAge.Duration > 0 && c.ImageMaximumGCAge.Duration <= c.ImageMinimumGCAge.Duration, "imageMaximumGCAge", c.ImageMaximumGCAge.Duration,
+		fmt.Sprintf("must be greater than imageMinimumGCAge (%v)", c.ImageMinimumGCAge.Duration))
+
+	outOfBits := func(n int32) bool { return n < 0 || n > 31 }
+	v.checkPtr(c.IPTablesDropBit, outOfBits, "iptablesDropBit", "must be between 0 and 31, inclusive")
+	v.checkPtr(c.IPTablesMasqueradeBit, outOfBits, "iptablesMasqueradeBit", "must be between 0 and 31, inclusive")
+	v.check(c.KubeAPIBurst < 0, "kubeAPIBurst", c.KubeAPIBurst, "must not be negative")
+	v.checkPtr(c.KubeAPIQPS, func(n int32) bool { return n < 0 }, "kubeAPIQPS", "must not be negative")
+	v.checkPtr(c.NodeStatusMaxImages, func(n int32) bool { return n < -1 }, "nodeStatusMaxImages", "must be -1 or greater")
+	v.check(c.MaxOpenFiles < 0, "maxOpenFiles", c.MaxOpenFiles, "must not be negative")
+	v.check(c.MaxPods < 0, "maxPods", c.MaxPods, "must not be negative")
+	v.checkPtr(c.OOMScoreAdj, func(n int32) bool { return n < -1000 || n > 1000 }, "oomScoreAdj", "must be between -1000 and 1000, inclusive")
+	v.check(c.PodsPerCore < 0, "podsPerCore", c.PodsPerCore, "must not be negative")
+	v.check(c.RegistryBurst < 0, "registryBurst", c.RegistryBurst, "must not be negative")
+	v.checkPtr(c.RegistryPullQPS, func(n int32) bool { return n < 0 }, "registryPullQPS", "must not be negative")
+	v.checkPtr(c.MaxParallelImagePulls, func(n int32) bool { return n < 1 }, "maxParallelImagePulls", "must be a positive number")
+	if c.SerializeImagePulls != nil && *c.SerializeImagePulls && c.MaxParallelImagePulls != nil && *c.MaxParallelImagePulls > 1 {
+		v.add("maxParallelImagePulls", *c.MaxParallelImagePulls, "cannot be larger than 1 unless serializeImagePulls is false")
+	}
+	v.check(c.RunOnce, "runOnce", c.RunOnce, "runonce mode has been removed and must not be set")
+
+	for i, t := range c.RegisterWithTaints {
+		field := fmt.Sprintf("registerWithTaints[%d]", i)
+		if err := checkTaint(t); err != nil {
+			v.add(field, t.ToString(), err.Error())
+		}
+		v.check(t.TimeAdded != nil, field+".timeAdded", t.TimeAdded, "must not be set")
+	}
+
+	v.checkOneOf("topologyManagerPolicy", c.TopologyManagerPolicy, kubeletconfigv1beta1.NoneTopologyManagerPolicy, kubeletconfigv1beta1.BestEffortTopologyManagerPolicy,
+		kubeletconfigv1beta1.RestrictedTopologyManagerPolicy, kubeletconfigv1beta1.SingleNumaNodeTopologyManagerPolicy)
+	v.checkOneOf("topologyManagerScope", c.TopologyManagerScope, kubeletconfigv1beta1.ContainerTopologyManagerScope, kubeletconfigv1beta1.PodTopologyManagerScope)
+	v.checkOneOf("hairpinMode", c.HairpinMode, kubeletconfigv1beta1.HairpinNone, kubeletconfigv1beta1.HairpinVeth, kubeletconfigv1beta1.PromiscuousBridge)
+	v.checkOneOf("authorization.mode", string(c.Authorization.Mode), string(kubeletconfigv1beta1.KubeletAuthorizationModeAlwaysAllow), string(kubeletconfigv1beta1.KubeletAuthorizationModeWebhook))
+	v.checkOneOf("cgroupDriver", c.CgroupDriver, "cgroupfs", "systemd")
+	v.checkOneOf("logging.format", c.Logging.Format, logsapi.DefaultLogFormat, logsapi.JSONLogFormat)
+	v.checkOneOf("memoryReservationPolicy", string(c.MemoryReservationPolicy), string(kubeletconfigv1beta1.NoneMemoryReservationPolicy), string(kubeletconfigv1beta1.TieredReservationMemoryReservationPolicy))
+	for i, ip := range c.ClusterDNS {
+		v.checkIP(fmt.Sprintf("clusterDNS[%d]", i), ip)
+	}
+
+	if local.Enabled("GracefulNodeShutdown") {
+		grace, critical := c.ShutdownGracePeriod.Duration, c.ShutdownGracePeriodCriticalPods.Duration
+		v.check(critical > grace, "shutdownGracePeriodCriticalPods", critical, fmt.Sprintf("must be <= shutdownGracePeriod (%v)", grace))
+		v.check(grace < 0 || (grace > 0 && grace < time.Second), "shutdownGracePeriod", grace, "must be either zero or otherwise >= 1 sec")
+		v.check(critical < 0 || (critical > 0 && critical < time.Second), "shutdownGracePeriodCriticalPods", critical, "must be either zero or otherwise >= 1 sec")
+	} else {
+		v.check(c.ShutdownGracePeriod.Duration > 0 || c.ShutdownGracePeriodCriticalPods.Duration > 0, "shutdownGracePeriod", c.ShutdownGracePeriod.Duration, "requires feature gate GracefulNodeShutdown")
+	}
+	if local.Enabled("NodeSwap") {
+		v.checkOneOf("memorySwap.swapBehavior", c.MemorySwap.SwapBehavior, "", "NoSwap", "LimitedSwap")
+	}
+	if mcr := c.CrashLoopBackOff.MaxContainerRestartPeriod; local.Enabled("KubeletCrashLoopBackOffMax") {
+		if mcr == nil {
+			v.add("crashLoopBackOff.maxContainerRestartPeriod", nil, "must be set while feature gate KubeletCrashLoopBackOffMax is enabled")
+		} else {
+			v.check(mcr.Duration < time.Second || mcr.Duration > 300*time.Second, "crashLoopBackOff.maxContainerRestartPeriod", mcr.Duration, "must be between 1s and 300s")
+		}
+	} else {
+		v.check(mcr != nil, "crashLoopBackOff.maxContainerRestartPeriod", mcr, "must not be set unless feature gate KubeletCrashLoopBackOffMax is enabled")
+	}
+	if local.Enabled("KubeletEnsureSecretPulledImages") {
+		v.checkOneOf("imagePullCredentialsVerificationPolicy", string(c.ImagePullCredentialsVerificationPolicy), string(kubeletconfigv1beta1.NeverVerify),
+			string(kubeletconfigv1beta1.NeverVerifyPreloadedImages), string(kubeletconfigv1beta1.NeverVerifyAllowlistedImages), string(kubeletconfigv1beta1.AlwaysVerify))
+	} else {
+		v.check(c.ImagePullCredentialsVerificationPolicy != "", "imagePullCredentialsVerificationPolicy", string(c.ImagePullCredentialsVerificationPolicy), "must not be set unless feature gate KubeletEnsureSecretPulledImages is enabled")
+	}
+	if f := c.MemoryThrottlingFactor; f != nil {
+		v.check(*f <= 0 || *f > 1, "memoryThrottlingFactor", *f, "must be greater than 0 and less than or equal to 1.0")
+	}
+
+	v.check(c.ContainerRuntimeEndpoint == "", "containerRuntimeEndpoint", c.ContainerRuntimeEndpoint, "must be set")
+	v.checkPtr(c.ContainerLogMaxWorkers, func(n int32) bool { return n < 1 }, "containerLogMaxWorkers", "must be greater than or equal to 1")
+	if i := c.ContainerLogMonitorInterval; i != nil {
+		v.check(i.Duration < 3*time.Second, "containerLogMonitorInterval", i.Duration, "must be a duration of at least 3s")
+	}
+	v.checkPtr(c.ContainerLogMaxFiles, func(n int32) bool { return n <= 1 }, "containerLogMaxFiles", "must be greater than 1")
+	if q, err := resource.ParseQuantity(c.ContainerLogMaxSize); err != nil {
+		v.add("containerLogMaxSize", c.ContainerLogMaxSize, err.Error())
+	} else {
+		v.check(q.Sign() < 0, "containerLogMaxSize", c.ContainerLogMaxSize, "must not be negative")
+	}
+	v.check(!filepath.IsAbs(c.PodLogsDir), "podLogsDir", c.PodLogsDir, "must be an absolute path")
+	v.check(filepath.IsAbs(c.PodLogsDir) && filepath.Clean(c.PodLogsDir) != c.PodLogsDir, "podLogsDir", c.PodLogsDir, "must be normalized")
+
+	v.checkThresholds("evictionHard", c.EvictionHard)
+	v.checkThresholds("evictionSoft", c.EvictionSoft)
+	v.checkReserved("kubeReserved", c.KubeReserved)
+	v.checkReserved("systemReserved", c.SystemReserved)
+
+	if len(v.problems) == 0 {
+		return nil
+	}
+	return &ValidationError{Problems: v.problems}
+}
+
+type validator struct{ problems []Problem }
+
+func (v *validator) add(field string, value any, reason string) {
+	v.problems = append(v.problems, Problem{Field: field, Value: value, Reason: reason})
+}
+
+func (v *validator) check(bad bool, field string, value any, reason string) {
+	if bad {
+		v.add(field, value, reason)
+	}
+}
+
+func (v *validator) checkPtr(p *int32, bad func(int32) bool, field, reason string) {
+	if p != nil && bad(*p) {
+		v.add(field, *p, reason)
+	}
+}
+
+func (v *validator) checkIP(field, value string) {
+	if net.ParseIP(value) == nil {
+		v.add(field, value, "must be a valid IP address")
+	}
+}
+
+func (v *validator) checkOneOf(field, value string, allowed ...string) {
+	if !slices.Contains(allowed, value) {
+		quoted := make([]string, len(allowed))
+		for i, a := range allowed {
+			quoted[i] = fmt.Sprintf("%q", a)
+		}
+		v.add(field, value, "must be one of "+strings.Join(quoted, ", "))
+	}
+}
+
+// evictionSignals are the signals upstream's eviction manager understands on Linux.
+var evictionSignals = []string{
+	"memory.available", "allocatableMemory.available", "nodefs.available", "nodefs.inodesFree",
+	"imagefs.available", "imagefs.inodesFree", "containerfs.available", "containerfs.inodesFree", "pid.available",
+}
+
+// checkThresholds applies upstream's eviction threshold parsing: a known signal
+// and either a percentage in (0%, 100%] or a non-negative quantity.
+func (v *validator) checkThresholds(field string, m map[string]string) {
+	for _, signal := range slices.Sorted(maps.Keys(m)) {
+		value, f := m[signal], fmt.Sprintf("%s[%s]", field, signal)
+		if !slices.Contains(evictionSignals, signal) {
+			v.add(f, value, "unsupported eviction signal "+signal)
+			continue
+		}
+		if pct, ok := strings.CutSuffix(value, "%"); ok {
+			var n float64
+			if _, err := fmt.Sscanf(pct, "%g", &n); err != nil || n <= 0 || n > 100 {
+				v.add(f, value, "percentage must be greater than 0% and at most 100%")
+			}
+			continue
+		}
+		q, err := resource.ParseQuantity(value)
+		if err != nil {
+			v.add(f, value, err.Error())
+			continue
+		}
+		v.check(q.Sign() < 0, f, value, "must not be negative")
+	}
+}
+
+// checkReserved applies upstream's parsing of kubeReserved/systemReserved.
+func (v *validator) checkReserved(field string, m map[string]string) {
+	for _, name := range slices.Sorted(maps.Keys(m)) {
+		value, f := m[name], fmt.Sprintf("%s[%s]", field, name)
+		switch {
+		case name == "cpu", name == "memory", name == "ephemeral-storage", name == "pid", strings.HasPrefix(name, "hugepages-"):
+		default:
+			v.add(f, value, "unsupported resource "+name+`; supported: "cpu", "memory", "ephemeral-storage", "pid", "hugepages-<size>"`)
+			continue
+		}
+		q, err := resource.ParseQuantity(value)
+		if err != nil {
+			v.add(f, value, err.Error())
+			continue
+		}
+		v.check(q.Sign() < 0, f, value, "must not be negative")
+	}
+}
+
+func validPort(p int32) bool { return p >= 1 && p <= 65535 }

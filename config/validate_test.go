@@ -1,0 +1,64 @@
+package config
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+func TestValidateReportsEveryProblem(t *testing.T) {
+	file := writeFile(t, t.TempDir(), "kubelet.yaml", header+`maxPods: -1
+healthzPort: 70000
+imageGCHighThresholdPercent: 50
+imageGCLowThresholdPercent: 60
+logging: {format: xml}
+evictionHard: {memory.available: lots, disk.available: 1Gi}
+clusterDNS: [10.0.0.300]
+authorization: {mode: RBAC}
+`)
+	cfg, _ := load(t, "--config", file)
+	err := Validate(cfg, nil)
+	var verr *ValidationError
+	if !errors.As(err, &verr) {
+		t.Fatalf("Validate = %v, want *ValidationError", err)
+	}
+	want := []string{
+		"maxPods: Invalid value: -1: must not be negative",
+		"healthzPort: Invalid value: 70000: must be between 1 and 65535",
+		"imageGCLowThresholdPercent: Invalid value: 60: must be less than imageGCHighThresholdPercent (50)",
+		`logging.format: Invalid value: "xml": must be one of "text", "json"`,
+		`evictionHard[memory.available]: Invalid value: "lots":`,
+		`evictionHard[disk.available]: Invalid value: "1Gi": unsupported eviction signal disk.available`,
+		`clusterDNS[0]: Invalid value: "10.0.0.300": must be a valid IP address`,
+		`authorization.mode: Invalid value: "RBAC": must be one of "AlwaysAllow", "Webhook"`,
+	}
+	for _, w := range want {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("validation error lacks %q:\n%v", w, err)
+		}
+	}
+	if got := len(strings.Split(err.Error(), "\n")); got != len(verr.Problems) || got != len(want) {
+		t.Errorf("%d lines, %d problems, want %d:\n%v", got, len(verr.Problems), len(want), err)
+	}
+}
+
+func TestValidateDefaultsAreValid(t *testing.T) {
+	for _, args := range [][]string{nil, {"--config", writeFile(t, t.TempDir(), "k.yaml", header)}} {
+		cfg, _ := load(t, args...)
+		if err := Validate(cfg, nil); err != nil {
+			t.Errorf("defaults for %q are invalid: %v", args, err)
+		}
+	}
+}
+
+func TestValidateFeatureGateRules(t *testing.T) {
+	cfg, _ := load(t)
+	cfg.FeatureGates = map[string]bool{"NodeSwap": false}
+	if err := Validate(cfg, nil); err == nil || !strings.Contains(err.Error(), "cannot set feature gate NodeSwap to false, feature is locked to true") {
+		t.Errorf("locked gate: err = %v", err)
+	}
+	cfg.FeatureGates = map[string]bool{"KubeletCrashLoopBackOffMax": false}
+	if err := Validate(cfg, nil); err == nil || !strings.Contains(err.Error(), "crashLoopBackOff.maxContainerRestartPeriod") {
+		t.Errorf("gate-dependent field: err = %v", err)
+	}
+}

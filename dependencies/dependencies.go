@@ -1,0 +1,146 @@
+package dependencies
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+
+	"github.com/rs/zerolog"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/record"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// Dependencies are the node agent's handles on the outside world.
+type Dependencies struct {
+	RuntimeEndpoint string
+	ImageEndpoint   string
+	Runtime         runtimeapi.RuntimeServiceClient
+	Images          runtimeapi.ImageServiceClient
+	RuntimeVersion  *runtimeapi.VersionResponse
+
+	// Kube is nil in standalone mode (no --kubeconfig).
+	Kube   kubernetes.Interface
+	Events record.EventRecorder
+
+	NodeName string
+	NodeIP   net.IP
+	RootDir  string
+
+	closers []func()
+}
+
+// Input is what Build needs from the configuration.
+type Input struct {
+	RuntimeEndpoint  string
+	ImageEndpoint    string // empty: the runtime endpoint
+	Kubeconfig       string // empty: standalone mode
+	KubeAPIQPS       float32
+	KubeAPIBurst     int
+	EventQPS         float32
+	EventBurst       int
+	HostnameOverride string
+	NodeIP           string
+	RootDir          string
+	OOMScoreAdj      int32
+}
+
+// Build connects to the container runtime and image service, the API server
+// when a kubeconfig is given, and settles the node's identity. Each error
+// names what failed and with which input.
+func Build(ctx context.Context, in Input, log zerolog.Logger) (*Dependencies, error) {
+	d := &Dependencies{RuntimeEndpoint: in.RuntimeEndpoint, ImageEndpoint: in.ImageEndpoint}
+	if d.ImageEndpoint == "" {
+		d.ImageEndpoint = d.RuntimeEndpoint
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			d.Close()
+		}
+	}()
+
+	runtimeConn, version, err := dialRuntime(ctx, d.RuntimeEndpoint)
+	if err != nil {
+		return nil, fmt.Errorf("container runtime %s: %w", d.RuntimeEndpoint, err)
+	}
+	d.closers = append(d.closers, func() { _ = runtimeConn.Close() })
+	d.Runtime = runtimeapi.NewRuntimeServiceClient(runtimeConn)
+	d.RuntimeVersion = version
+	d.Images = runtimeapi.NewImageServiceClient(runtimeConn)
+	if d.ImageEndpoint != d.RuntimeEndpoint {
+		imageConn, _, err := dialRuntime(ctx, d.ImageEndpoint)
+		if err != nil {
+			return nil, fmt.Errorf("image service %s: %w", d.ImageEndpoint, err)
+		}
+		d.closers = append(d.closers, func() { _ = imageConn.Close() })
+		d.Images = runtimeapi.NewImageServiceClient(imageConn)
+	}
+	log.Info().Str("endpoint", d.RuntimeEndpoint).Str("runtime", version.RuntimeName).
+		Str("runtimeVersion", version.RuntimeVersion).Str("criVersion", version.RuntimeApiVersion).Msg("connected to the container runtime")
+
+	if d.NodeName, err = nodeName(in.HostnameOverride); err != nil {
+		return nil, err
+	}
+	if d.NodeIP, err = nodeIP(in.NodeIP); err != nil {
+		return nil, err
+	}
+
+	if in.Kubeconfig != "" {
+		if d.Kube, err = kubeClient(in.Kubeconfig, in.KubeAPIQPS, in.KubeAPIBurst); err != nil {
+			return nil, fmt.Errorf("kubeconfig %s: %w", in.Kubeconfig, err)
+		}
+	} else {
+		log.Info().Msg("no --kubeconfig: standalone mode, pods come from static sources only")
+	}
+	var stop func()
+	d.Events, stop = eventRecorder(d.Kube, d.NodeName, in.EventQPS, in.EventBurst, log)
+	d.closers = append(d.closers, stop)
+
+	if d.RootDir, err = rootDir(in.RootDir); err != nil {
+		return nil, err
+	}
+	adjustOOMScore(in.OOMScoreAdj, log)
+	ok = true
+	return d, nil
+}
+
+// Close releases the connections, in reverse order of creation.
+func (d *Dependencies) Close() {
+	for i := len(d.closers) - 1; i >= 0; i-- {
+		d.closers[i]()
+	}
+	d.closers = nil
+}
+
+// rootDir creates the root directory and its pods directory, as upstream's
+// setupDataDirs does.
+func rootDir(dir string) (string, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", fmt.Errorf("root directory %q: %w", dir, err)
+	}
+	for _, d := range []string{abs, filepath.Join(abs, "pods")} {
+		if err := os.MkdirAll(d, 0o750); err != nil {
+			return "", fmt.Errorf("root directory: %w", err)
+		}
+	}
+	return abs, nil
+}
+
+// adjustOOMScore sets the agent's own oom_score_adj. Where the kernel denies
+// it (no CAP_SYS_RESOURCE for a negative value), upstream logs and goes on;
+// so does actorlet.
+func adjustOOMScore(score int32, log zerolog.Logger) {
+	path := "/proc/self/oom_score_adj"
+	if err := os.WriteFile(path, []byte(strconv.Itoa(int(score))), 0o644); err != nil {
+		log.Warn().Err(err).Int32("oomScoreAdj", score).Msg("could not set the agent's oom_score_adj; going on")
+	}
+}
+
+// eventSource is the component name events carry, as upstream's.
+var eventSource = corev1.EventSource{Component: "kubelet"}

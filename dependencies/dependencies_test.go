@@ -1,0 +1,92 @@
+package dependencies
+
+import (
+	"context"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestSocketPath(t *testing.T) {
+	for _, tc := range []struct {
+		endpoint, want, wantErr string
+	}{
+		{endpoint: "unix:///run/containerd/containerd.sock", want: "/run/containerd/containerd.sock"},
+		{endpoint: "tcp://127.0.0.1:1234", wantErr: `unsupported endpoint scheme "tcp"`},
+		{endpoint: "unix://", wantErr: "no socket path"},
+	} {
+		got, err := socketPath(tc.endpoint)
+		if tc.wantErr != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Errorf("socketPath(%q) err = %v, want %q", tc.endpoint, err, tc.wantErr)
+			}
+			continue
+		}
+		if err != nil || got != tc.want {
+			t.Errorf("socketPath(%q) = %q, %v; want %q", tc.endpoint, got, err, tc.want)
+		}
+	}
+}
+
+func TestDialRuntimeNamesTheCause(t *testing.T) {
+	dir := t.TempDir()
+	missing := filepath.Join(dir, "missing.sock")
+	refused := filepath.Join(dir, "refused.sock")
+	// A socket file with no listener behind it refuses connections.
+	l, err := net.Listen("unix", refused)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.(*net.UnixListener).SetUnlinkOnClose(false)
+	l.Close()
+	for path, want := range map[string]string{missing: "no such file or directory", refused: "connection refused"} {
+		start := time.Now()
+		_, _, err := dialRuntime(context.Background(), "unix://"+path)
+		if err == nil || err.Error() != want {
+			t.Errorf("dial %s: err = %v, want %q", path, err, want)
+		}
+		if time.Since(start) > 2*time.Second {
+			t.Errorf("dial %s took %v: a missing runtime must be reported at once", path, time.Since(start))
+		}
+	}
+}
+
+func TestNodeName(t *testing.T) {
+	for _, tc := range []struct{ override, want, wantErr string }{
+		{override: " Node-A ", want: "node-a"},
+		{override: "bad_name", wantErr: `node name "bad_name" from --hostname-override`},
+	} {
+		got, err := nodeName(tc.override)
+		if tc.wantErr != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Errorf("nodeName(%q) err = %v, want %q", tc.override, err, tc.wantErr)
+			}
+			continue
+		}
+		if got != tc.want || err != nil {
+			t.Errorf("nodeName(%q) = %q, %v; want %q", tc.override, got, err, tc.want)
+		}
+	}
+}
+
+func TestDefaultRouteInterface(t *testing.T) {
+	routes := filepath.Join(t.TempDir(), "route")
+	table := "Iface\tDestination\tGateway\tFlags\n" +
+		"eth1\t0010A8C0\t00000000\t0001\n" +
+		"eth0\t00000000\t0100A8C0\t0003\n"
+	if err := os.WriteFile(routes, []byte(table), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := defaultRouteInterface(routes); got != "eth0" || err != nil {
+		t.Errorf("defaultRouteInterface = %q, %v; want eth0", got, err)
+	}
+	if ip, err := nodeIP("10.1.2.3"); err != nil || ip.String() != "10.1.2.3" {
+		t.Errorf("nodeIP(flag) = %v, %v", ip, err)
+	}
+	if _, err := nodeIP("not-an-ip"); err == nil || !strings.Contains(err.Error(), `--node-ip "not-an-ip"`) {
+		t.Errorf("nodeIP(bad) err = %v", err)
+	}
+}

@@ -1,0 +1,45 @@
+// Package logging builds actorlet's one logger: zerolog on stderr, in the
+// text or json format of the configuration, with upstream's -v verbosity.
+package logging
+
+import (
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/rs/zerolog"
+)
+
+// Formats are the values logging.format / --logging-format accept.
+const (
+	FormatText = "text"
+	FormatJSON = "json"
+)
+
+// New returns a logger writing to w in format. Verbosity follows klog's -v
+// convention: 0 logs info and above, 1 to 3 add more detail at debug level,
+// 4 and above trace (including protoactor's own routine messages).
+func New(w io.Writer, format string, verbosity uint32) (zerolog.Logger, error) {
+	var out io.Writer
+	switch format {
+	case FormatJSON:
+		out = w
+	case FormatText, "":
+		out = zerolog.ConsoleWriter{Out: w, TimeFormat: time.RFC3339Nano, NoColor: true}
+	default:
+		return zerolog.Nop(), fmt.Errorf("logging format %q: want %q or %q", format, FormatText, FormatJSON)
+	}
+	return zerolog.New(out).Level(Level(verbosity)).With().Timestamp().Logger(), nil
+}
+
+// Level maps a -v verbosity to a zerolog level.
+func Level(verbosity uint32) zerolog.Level {
+	switch {
+	case verbosity == 0:
+		return zerolog.InfoLevel
+	case verbosity < 4:
+		return zerolog.DebugLevel
+	default:
+		return zerolog.TraceLevel
+	}
+}

@@ -1,0 +1,328 @@
+// Package env gives tests actorlet's real test environment (issue #3): a
+// containerd of its own with CNI, a local registry that docker.io and
+// registry.k8s.io pulls go to, and optionally etcd, kube-apiserver and
+// kube-controller-manager. It is brought up by hack/node-env, which this
+// package runs itself (idempotent, under the script's file lock) when the
+// environment is not up yet.
+//
+//	e := env.Require(t, env.WithAPIServer())
+//	rt, img := e.CRI(t)
+//	cs := e.NodeClient(t)
+//
+// When the environment cannot be brought up, the test is skipped with the
+// reason, except under CI=true, where it fails: CI never skips.
+package env
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// Env holds the values that `hack/node-env env` prints.
+type Env struct {
+	RuntimeEndpoint string // CONTAINER_RUNTIME_ENDPOINT, unix:///…/containerd.sock
+	StateDir        string // ACTORLET_STATE_DIR
+	NodeName        string // ACTORLET_NODE_NAME
+	NodeKubeconfig  string // ACTORLET_NODE_KUBECONFIG (CN=system:node:NodeName, O=system:nodes)
+	AdminKubeconfig string // ACTORLET_ADMIN_KUBECONFIG (O=system:masters)
+	APIServerURL    string // ACTORLET_APISERVER_URL
+	PodCIDR         string // ACTORLET_POD_CIDR
+	Registry        string // ACTORLET_REGISTRY, host:port of the local registry
+	PauseImage      string // ACTORLET_PAUSE_IMAGE
+	BusyboxImage    string // ACTORLET_BUSYBOX_IMAGE
+	Kubectl         string // KUBECTL, path of the built kubectl
+
+	// WithAPIServer is true when etcd, kube-apiserver and
+	// kube-controller-manager were required and are up.
+	WithAPIServer bool
+	// Script is the path of hack/node-env.
+	Script string
+
+	vars map[string]string
+}
+
+// Option changes what Require asks for.
+type Option func(*options)
+
+type options struct {
+	apiServer bool
+}
+
+// WithAPIServer also requires etcd, kube-apiserver and kube-controller-manager.
+func WithAPIServer() Option { return func(o *options) { o.apiServer = true } }
+
+var (
+	mu     sync.Mutex
+	cached = map[bool]*result{}
+)
+
+type result struct {
+	env *Env
+	err error
+}
+
+// Require returns the environment, bringing it up first if needed. When it
+// cannot, it calls t.Fatal under CI=true and t.Skip otherwise.
+func Require(t testing.TB, opts ...Option) *Env {
+	t.Helper()
+	e, err := Load(opts...)
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("test environment unavailable (CI=true, not skipping): %v", err)
+		}
+		t.Skipf("test environment unavailable: %v", err)
+	}
+	return e
+}
+
+// Get is Require under another name.
+func Get(t testing.TB, opts ...Option) *Env {
+	t.Helper()
+	return Require(t, opts...)
+}
+
+// Load brings the environment up if needed and returns it. The outcome is
+// cached for the life of the test binary.
+func Load(opts ...Option) (*Env, error) {
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if r, ok := cached[o.apiServer]; ok {
+		return r.env, r.err
+	}
+	e, err := load(o)
+	cached[o.apiServer] = &result{e, err}
+	return e, err
+}
+
+func load(o options) (*Env, error) {
+	if runtime.GOOS != "linux" {
+		return nil, fmt.Errorf("needs Linux, have %s", runtime.GOOS)
+	}
+	if os.Geteuid() != 0 {
+		return nil, errors.New("needs root (containerd, CNI and mounts)")
+	}
+	root, err := RepoRoot()
+	if err != nil {
+		return nil, err
+	}
+	script := filepath.Join(root, "hack", "node-env")
+	args := []string{}
+	if o.apiServer {
+		args = append(args, "--with-apiserver")
+	}
+	if exec.Command(script, append([]string{"check"}, args...)...).Run() != nil {
+		cmd := exec.Command(script, append([]string{"up"}, args...)...)
+		var out bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &out
+		start := time.Now()
+		if err := cmd.Run(); err != nil {
+			return nil, fmt.Errorf("%s up %s: %v after %s:\n%s", script, strings.Join(args, " "), err,
+				time.Since(start).Round(time.Second), tail(out.String(), 40))
+		}
+	}
+	out, err := exec.Command(script, "env").Output()
+	if err != nil {
+		return nil, fmt.Errorf("%s env: %v", script, err)
+	}
+	e, err := parse(out)
+	if err != nil {
+		return nil, err
+	}
+	e.Script = script
+	e.WithAPIServer = o.apiServer
+	return e, nil
+}
+
+func parse(out []byte) (*Env, error) {
+	vars := map[string]string{}
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	for sc.Scan() {
+		line := strings.TrimPrefix(strings.TrimSpace(sc.Text()), "export ")
+		if k, v, ok := strings.Cut(line, "="); ok {
+			vars[k] = v
+		}
+	}
+	e := &Env{
+		RuntimeEndpoint: vars["CONTAINER_RUNTIME_ENDPOINT"],
+		StateDir:        vars["ACTORLET_STATE_DIR"],
+		NodeName:        vars["ACTORLET_NODE_NAME"],
+		NodeKubeconfig:  vars["ACTORLET_NODE_KUBECONFIG"],
+		AdminKubeconfig: vars["ACTORLET_ADMIN_KUBECONFIG"],
+		APIServerURL:    vars["ACTORLET_APISERVER_URL"],
+		PodCIDR:         vars["ACTORLET_POD_CIDR"],
+		Registry:        vars["ACTORLET_REGISTRY"],
+		PauseImage:      vars["ACTORLET_PAUSE_IMAGE"],
+		BusyboxImage:    vars["ACTORLET_BUSYBOX_IMAGE"],
+		Kubectl:         vars["KUBECTL"],
+		vars:            vars,
+	}
+	if e.RuntimeEndpoint == "" || e.StateDir == "" || e.NodeName == "" {
+		return nil, fmt.Errorf("hack/node-env env printed no usable values:\n%s", out)
+	}
+	return e, nil
+}
+
+func tail(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// RepoRoot finds the repository root: from this file's location, else by
+// walking up from the working directory to a go.mod next to hack/node-env.
+func RepoRoot() (string, error) {
+	isRoot := func(dir string) bool {
+		_, err1 := os.Stat(filepath.Join(dir, "go.mod"))
+		_, err2 := os.Stat(filepath.Join(dir, "hack", "node-env"))
+		return err1 == nil && err2 == nil
+	}
+	if _, file, _, ok := runtime.Caller(0); ok {
+		if dir := filepath.Join(filepath.Dir(file), "..", ".."); isRoot(dir) {
+			return filepath.Clean(dir), nil
+		}
+	}
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if isRoot(dir) {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("repository root (go.mod beside hack/node-env) not found")
+		}
+		dir = parent
+	}
+}
+
+// Environ returns the environment's variables as NAME=value pairs (the
+// lines of `hack/node-env env`), e.g. to append to exec.Cmd.Env.
+func (e *Env) Environ() []string {
+	var kv []string
+	for k, v := range e.vars {
+		kv = append(kv, k+"="+v)
+	}
+	return kv
+}
+
+// SocketPath is the containerd socket path (RuntimeEndpoint without unix://).
+func (e *Env) SocketPath() string { return strings.TrimPrefix(e.RuntimeEndpoint, "unix://") }
+
+// CRIConn dials the environment's containerd CRI endpoint; the connection is
+// closed when the test ends.
+func (e *Env) CRIConn(t testing.TB) *grpc.ClientConn {
+	t.Helper()
+	conn, err := grpc.NewClient(e.RuntimeEndpoint, grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(16<<20)))
+	if err != nil {
+		t.Fatalf("dial CRI %s: %v", e.RuntimeEndpoint, err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	return conn
+}
+
+// CRI returns connected CRI runtime and image service clients.
+func (e *Env) CRI(t testing.TB) (runtimeapi.RuntimeServiceClient, runtimeapi.ImageServiceClient) {
+	t.Helper()
+	conn := e.CRIConn(t)
+	rt := runtimeapi.NewRuntimeServiceClient(conn)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := rt.Version(ctx, &runtimeapi.VersionRequest{}); err != nil {
+		t.Fatalf("CRI %s not answering: %v", e.RuntimeEndpoint, err)
+	}
+	return rt, runtimeapi.NewImageServiceClient(conn)
+}
+
+func (e *Env) restConfig(t testing.TB, kubeconfig string) *rest.Config {
+	t.Helper()
+	if !e.WithAPIServer || kubeconfig == "" {
+		t.Fatal("env: no API server; call env.Require(t, env.WithAPIServer())")
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		t.Fatalf("load kubeconfig %s: %v", kubeconfig, err)
+	}
+	return cfg
+}
+
+// AdminRESTConfig is the rest.Config of the admin (system:masters) user.
+func (e *Env) AdminRESTConfig(t testing.TB) *rest.Config {
+	t.Helper()
+	return e.restConfig(t, e.AdminKubeconfig)
+}
+
+// NodeRESTConfig is the rest.Config of the node user system:node:NodeName.
+func (e *Env) NodeRESTConfig(t testing.TB) *rest.Config {
+	t.Helper()
+	return e.restConfig(t, e.NodeKubeconfig)
+}
+
+// AdminClient is a clientset acting as the admin (system:masters).
+func (e *Env) AdminClient(t testing.TB) kubernetes.Interface {
+	t.Helper()
+	return clientset(t, e.AdminRESTConfig(t))
+}
+
+// NodeClient is a clientset acting as the node system:node:NodeName, subject
+// to the Node authorizer and NodeRestriction like a real kubelet.
+func (e *Env) NodeClient(t testing.TB) kubernetes.Interface {
+	t.Helper()
+	return clientset(t, e.NodeRESTConfig(t))
+}
+
+func clientset(t testing.TB, cfg *rest.Config) kubernetes.Interface {
+	t.Helper()
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatalf("clientset: %v", err)
+	}
+	return cs
+}
+
+// StopAPIServer stops kube-apiserver (`hack/node-env stop apiserver`).
+// The caller restarts it with StartAPIServer, typically in t.Cleanup.
+func (e *Env) StopAPIServer(t testing.TB) {
+	t.Helper()
+	e.run(t, "stop", "apiserver")
+}
+
+// StartAPIServer starts kube-apiserver again and waits until it is ready.
+func (e *Env) StartAPIServer(t testing.TB) {
+	t.Helper()
+	e.run(t, "start", "apiserver")
+}
+
+func (e *Env) run(t testing.TB, args ...string) {
+	t.Helper()
+	out, err := exec.Command(e.Script, args...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s %s: %v\n%s", e.Script, strings.Join(args, " "), err, out)
+	}
+}
