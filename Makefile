@@ -3,11 +3,14 @@ SHELL := /bin/bash
 GO ?= go
 BIN := $(CURDIR)/bin
 STATICCHECK_VERSION := v0.8.2
-# Packages whose tests run actorlet or touch the shared environment: one
-# package at a time, since two kubelets on one containerd kill each other's pods.
-INTEGRATION := ./cmd/... ./test/...
+# Packages whose tests use the shared environment (they import test/env, or
+# run actorlet): one package at a time, since two kubelets on one containerd
+# kill each other's pods. Every other package is a unit test, run with -race.
+PKG_IMPORTS = $(GO) list -f '{{.ImportPath}}{{range .TestImports}} {{.}}{{end}}{{range .XTestImports}} {{.}}{{end}}' ./...
+INTEGRATION = $$($(PKG_IMPORTS) | awk '/actorlet\/test\/env( |$$)/ || $$1 ~ /\/cmd\// {print $$1}')
+UNIT = $$($(PKG_IMPORTS) | awk '!(/actorlet\/test\/env( |$$)/ || $$1 ~ /\/cmd\//) {print $$1}')
 
-.PHONY: build test unit integration lint env-up env-down run clean
+.PHONY: build test unit integration lint env-up env-down run bench-static clean
 
 build:
 	$(GO) build -o $(BIN)/actorlet ./cmd/actorlet
@@ -17,7 +20,7 @@ build:
 test: env-up unit integration
 
 unit:
-	$(GO) test -race -count=1 $$($(GO) list ./... | grep -v -e /cmd/ -e /test/)
+	$(GO) test -race -count=1 $(UNIT)
 
 integration:
 	$(GO) test -count=1 -p 1 -timeout 30m $(INTEGRATION)
@@ -26,6 +29,10 @@ lint:
 	$(GO) vet ./...
 	GOBIN=$(BIN) $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
 	$(BIN)/staticcheck ./...
+
+# 30 static pods placed at once: time until all are Running (issue #4).
+bench-static: env-up
+	$(GO) test -run XXX -bench BenchmarkStaticPods -benchtime 3x ./test/standalone
 
 env-up:
 	hack/node-env up --with-apiserver

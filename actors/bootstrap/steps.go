@@ -4,9 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path"
 	"strings"
+	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+	v1 "k8s.io/api/core/v1"
 
 	"github.com/actorlet/actorlet/actors/apiserver"
 	"github.com/actorlet/actorlet/actors/configsource"
@@ -17,6 +20,9 @@ import (
 	"github.com/actorlet/actorlet/config"
 	"github.com/actorlet/actorlet/dependencies"
 	"github.com/actorlet/actorlet/logging"
+	"github.com/actorlet/actorlet/machine"
+	"github.com/actorlet/actorlet/messages"
+	"github.com/actorlet/actorlet/podruntime"
 	"github.com/actorlet/actorlet/version"
 )
 
@@ -162,23 +168,70 @@ func (a *Actor) buildDependencies(actor.Context) (outcome, error) {
 
 // runtimeActors are spawned in this order and stopped in the reverse one:
 // the pod-manager exists before anything sends it pods, and the api-server
-// stops taking requests before anything else goes.
+// stops taking requests before anything else goes. Each entry builds its
+// actor's Props from the configuration, the dependencies and the PIDs of the
+// actors spawned before it.
 var runtimeActors = []struct {
-	kind string
-	new  func(a *Actor) actor.Producer
+	kind  string
+	props func(a *Actor, env *runtimeEnv) *actor.Props
 }{
-	{podmanager.Kind, func(a *Actor) actor.Producer { return podmanager.New(a.log) }},
-	{configsource.Kind, func(a *Actor) actor.Producer { return configsource.New(a.log) }},
-	{pleg.Kind, func(a *Actor) actor.Producer { return pleg.New(a.log) }},
-	{statusreporter.Kind, func(a *Actor) actor.Producer { return statusreporter.New(a.log) }},
-	{gc.Kind, func(a *Actor) actor.Producer { return gc.New(a.log) }},
-	{apiserver.Kind, func(a *Actor) actor.Producer { return apiserver.New(a.log) }},
+	{podmanager.Kind, func(a *Actor, env *runtimeEnv) *actor.Props {
+		return a.p.System.Registry.Props(podmanager.Kind, podmanager.New(podmanager.Params{
+			Registry: a.p.System.Registry, Runtime: env.runtime, MaxContainerRestartPeriod: env.maxRestartPeriod,
+			Sources: env.sources, MaxPods: int(a.cfg.MaxPods), Allocatable: env.allocatable, Log: a.log,
+		}), podmanager.WorkerStrategy(a.p.System.Registry))
+	}},
+	{configsource.Kind, func(a *Actor, env *runtimeEnv) *actor.Props {
+		c := a.cfg
+		return a.p.System.Registry.Props(configsource.Kind, configsource.New(configsource.Params{
+			StaticPodPath: c.StaticPodPath, FileCheckFrequency: c.FileCheckFrequency.Duration,
+			ManifestURL: c.StaticPodURL, ManifestURLHeader: c.StaticPodURLHeader, HTTPCheckFrequency: c.HTTPCheckFrequency.Duration,
+			NodeName: a.deps.NodeName, PodManager: a.child(podmanager.Kind), Log: a.log,
+		}), nil)
+	}},
+	{pleg.Kind, func(a *Actor, env *runtimeEnv) *actor.Props {
+		return a.p.System.Registry.Props(pleg.Kind, pleg.New(pleg.Params{
+			Runtime: a.deps.Runtime, Period: time.Second, Timeout: a.cfg.RuntimeRequestTimeout.Duration,
+			PodManager: a.child(podmanager.Kind), Log: a.log,
+		}), nil)
+	}},
+	{statusreporter.Kind, func(a *Actor, env *runtimeEnv) *actor.Props {
+		return a.p.System.Registry.Props(statusreporter.Kind, statusreporter.New(a.log), nil)
+	}},
+	{gc.Kind, func(a *Actor, env *runtimeEnv) *actor.Props {
+		return a.p.System.Registry.Props(gc.Kind, gc.New(a.log), nil)
+	}},
+	{apiserver.Kind, func(a *Actor, env *runtimeEnv) *actor.Props {
+		c := a.cfg
+		return a.p.System.Registry.Props(apiserver.Kind, apiserver.New(apiserver.Params{
+			HealthzAddress: c.HealthzBindAddress, HealthzPort: deref(c.HealthzPort),
+			Address: c.Address, ReadOnlyPort: c.ReadOnlyPort,
+			FaultInjection: a.cmdline.Options.DebugFaultInjection,
+			PodManager:     a.child(podmanager.Kind), PLEG: a.child(pleg.Kind), System: a.p.System, Log: a.log,
+		}), nil)
+	}},
+}
+
+// runtimeEnv is what the runtime actors share beyond the dependencies.
+type runtimeEnv struct {
+	runtime          *podruntime.Runtime
+	sources          []string
+	allocatable      v1.ResourceList
+	maxRestartPeriod time.Duration
+}
+
+// child is the PID of the runtime actor of kind; children are named by kind.
+func (a *Actor) child(kind string) *actor.PID {
+	return actor.NewPID(a.p.System.Address(), Kind+"/"+kind)
 }
 
 func (a *Actor) spawnRuntime(ctx actor.Context) (outcome, error) {
+	env, err := a.runtimeEnv()
+	if err != nil {
+		return next, err
+	}
 	for _, ra := range runtimeActors {
-		props := a.p.System.Registry.Props(ra.kind, ra.new(a), nil)
-		pid, err := ctx.SpawnNamed(props, ra.kind)
+		pid, err := ctx.SpawnNamed(ra.props(a, env), ra.kind)
 		if err != nil {
 			return next, fmt.Errorf("spawn %s: %w", ra.kind, err)
 		}
@@ -191,6 +244,37 @@ func (a *Actor) spawnRuntime(ctx actor.Context) (outcome, error) {
 	a.log.Info().Str("node", a.deps.NodeName).Str("nodeIP", a.deps.NodeIP.String()).Str("mode", mode).
 		Str("rootDir", a.deps.RootDir).Int("pid", os.Getpid()).Msg("actorlet is running")
 	return next, nil
+}
+
+func (a *Actor) runtimeEnv() (*runtimeEnv, error) {
+	c := a.cfg
+	capacity, err := machine.Capacity("/proc/meminfo", c.MaxPods)
+	if err != nil {
+		return nil, err
+	}
+	allocatable, err := machine.Allocatable(capacity, c.KubeReserved, c.SystemReserved, c.EvictionHard)
+	if err != nil {
+		return nil, err
+	}
+	env := &runtimeEnv{allocatable: allocatable, maxRestartPeriod: 5 * time.Minute}
+	if p := c.CrashLoopBackOff.MaxContainerRestartPeriod; p != nil && a.gates.Enabled("KubeletCrashLoopBackOffMax") {
+		env.maxRestartPeriod = p.Duration
+	}
+	if c.StaticPodPath != "" {
+		env.sources = append(env.sources, messages.SourceFile)
+	}
+	if c.StaticPodURL != "" {
+		env.sources = append(env.sources, messages.SourceHTTP)
+	}
+	mem := capacity[v1.ResourceMemory]
+	env.runtime = &podruntime.Runtime{RT: a.deps.Runtime, Img: a.deps.Images, Opts: podruntime.Options{
+		ClusterDNS: c.ClusterDNS, ClusterDomain: c.ClusterDomain, ResolvConf: deref(c.ResolverConfig),
+		CgroupParentRoot: path.Join("/", c.CgroupRoot, "kubepods"),
+		NodeName:         a.deps.NodeName, NodeIP: a.deps.NodeIP.String(),
+		NodeMemoryCapacity: mem.Value(), NodeAllocatable: allocatable,
+		RuntimeRequestTimeout: c.RuntimeRequestTimeout.Duration,
+	}}
+	return env, nil
 }
 
 func (a *Actor) warn(warnings []string) {

@@ -1,33 +1,383 @@
-// Package podmanager holds the pod-manager actor: it will own the desired set of pods, admit them, and spawn one supervised pod-worker actor per pod.
-//
-// Until then it is a supervised shell that starts and stops in its place in
-// the tree, so that supervision, shutdown order and the registry are real.
+// Package podmanager holds the pod-manager actor. It owns the desired set of
+// pods: it merges the pod sources, admits or rejects each new pod, spawns one
+// supervised pod-worker per pod UID, routes spec changes, terminations and
+// runtime events to the workers, and stops a worker once its pod is
+// terminated and cleaned up. Pods found in the runtime that no source wants
+// (a manifest removed while actorlet was down) get a worker that only
+// terminates them.
 package podmanager
 
 import (
+	"context"
+	"fmt"
+	"sort"
+	"time"
+
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/rs/zerolog"
+	v1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/actorlet/actorlet/actors/podworker"
+	"github.com/actorlet/actorlet/messages"
+	"github.com/actorlet/actorlet/podruntime"
+	"github.com/actorlet/actorlet/supervision"
 )
 
 // Kind is this actor's kind in the registry and on the dashboard.
 const Kind = "pod-manager"
 
-// Actor is the pod-manager actor.
-type Actor struct {
-	log zerolog.Logger
+// recentlyDoneFor is how long the UID of a pod whose worker finished is
+// remembered, so that the runtime events of its own removal do not make it
+// look like an orphan.
+const recentlyDoneFor = time.Minute
+
+// Params configure the pod-manager.
+type Params struct {
+	Registry *supervision.Registry
+	Runtime  *podruntime.Runtime
+	// MaxContainerRestartPeriod caps the crash-loop backoff (5 min upstream).
+	MaxContainerRestartPeriod time.Duration
+	// Sources are the pod sources configured; until each has sent its first
+	// update, no pod in the runtime is taken for an orphan.
+	Sources     []string
+	MaxPods     int
+	Allocatable v1.ResourceList
+	Log         zerolog.Logger
 }
 
-// New returns a producer of pod-manager actors that log to log.
-func New(log zerolog.Logger) actor.Producer {
-	return func() actor.Actor { return &Actor{log: log.With().Str("actor", Kind).Logger()} }
+// Actor is the pod-manager actor.
+type Actor struct {
+	p   Params
+	log zerolog.Logger
+
+	pods     map[types.UID]*podEntry
+	bySource map[string]map[types.UID]bool
+	seen     map[string]bool
+	ready    bool
+	// rejected are pods admission refused: they fail, with no worker.
+	rejected     map[types.UID]*v1.Pod
+	recentlyDone map[types.UID]time.Time
+}
+
+// podEntry is one pod with a worker.
+type podEntry struct {
+	pod    *v1.Pod // nil for an orphan
+	source string
+	params *podworker.Params
+	worker *actor.PID
+	status v1.PodStatus
+	state  string
+	// terminate is the termination requested, resent to a restarted worker.
+	terminate *messages.TerminatePod
+}
+
+// New returns a producer of the pod-manager.
+func New(p Params) actor.Producer {
+	return func() actor.Actor {
+		return &Actor{p: p, log: p.Log.With().Str("actor", Kind).Logger()}
+	}
+}
+
+// WorkerStrategy supervises pod-workers: one-for-one, a failed worker alone
+// restarts after 100 ms doubling to 5 min, and is never given up on, since a
+// pod must outlive any bug in one sync. It goes on the pod-manager's Props:
+// protoactor asks the parent's strategy about a failed child.
+func WorkerStrategy(registry *supervision.Registry) actor.SupervisorStrategy {
+	return &supervision.Backoff{Initial: 100 * time.Millisecond, Max: 5 * time.Minute, ResetAfter: 10 * time.Minute, Registry: registry}
 }
 
 // Receive implements actor.Actor.
 func (a *Actor) Receive(ctx actor.Context) {
-	switch ctx.Message().(type) {
+	switch m := ctx.Message().(type) {
 	case *actor.Started:
-		a.log.Debug().Str("path", ctx.Self().Id).Msg("started")
-	case *actor.Stopped:
-		a.log.Debug().Str("path", ctx.Self().Id).Msg("stopped")
+		a.pods = map[types.UID]*podEntry{}
+		a.bySource = map[string]map[types.UID]bool{}
+		a.seen = map[string]bool{}
+		a.rejected = map[types.UID]*v1.Pod{}
+		a.recentlyDone = map[types.UID]time.Time{}
+		a.markReadyIfAllSeen(ctx)
+	case *messages.PodUpdate:
+		a.update(ctx, m)
+		a.seen[m.Source] = true
+		a.markReadyIfAllSeen(ctx)
+	case *messages.PodWorkerStarted:
+		a.resume(ctx, m.UID)
+	case *messages.PodStatusChanged:
+		if e, ok := a.pods[m.UID]; ok {
+			e.status, e.state = m.Status, m.WorkerState
+		}
+	case *messages.PodWorkerDone:
+		a.done(ctx, m.UID)
+	case *messages.PodLifecycleEvents:
+		a.route(ctx, m.Events)
+	case *messages.OrphansFound:
+		for _, o := range m.Pods {
+			a.adoptOrphan(ctx, o.UID, o.Name, o.Namespace)
+		}
+	case *messages.ListPods:
+		ctx.Respond(a.list())
+	case *messages.HealthRequest:
+		ctx.Respond(&messages.HealthReport{Name: Kind, Healthy: true, LastActivity: time.Now(),
+			Detail: fmt.Sprintf("%d pods, %d rejected", len(a.pods), len(a.rejected))})
 	}
+}
+
+// update applies one source's update to the desired set.
+func (a *Actor) update(ctx actor.Context, m *messages.PodUpdate) {
+	known := a.bySource[m.Source]
+	if known == nil {
+		known = map[types.UID]bool{}
+		a.bySource[m.Source] = known
+	}
+	switch m.Op {
+	case messages.OpSet:
+		wanted := map[types.UID]bool{}
+		for _, p := range m.Pods {
+			wanted[p.UID] = true
+		}
+		for uid := range known {
+			if !wanted[uid] {
+				a.remove(ctx, m.Source, uid, nil, "removed from source "+m.Source)
+			}
+		}
+		for _, p := range m.Pods {
+			a.upsert(ctx, m.Source, p)
+		}
+	case messages.OpAdd, messages.OpUpdate:
+		for _, p := range m.Pods {
+			a.upsert(ctx, m.Source, p)
+		}
+	case messages.OpDelete:
+		for _, p := range m.Pods {
+			a.remove(ctx, m.Source, p.UID, p.DeletionGracePeriodSeconds, "deleted")
+		}
+	case messages.OpRemove:
+		for _, p := range m.Pods {
+			a.remove(ctx, m.Source, p.UID, nil, "removed from source "+m.Source)
+		}
+	case messages.OpReconcile:
+		// Status-only changes: the node's own view of status wins.
+	}
+}
+
+// upsert starts a new pod (after admission) or hands a changed spec to its
+// worker.
+func (a *Actor) upsert(ctx actor.Context, source string, pod *v1.Pod) {
+	a.bySource[source][pod.UID] = true
+	if e, ok := a.pods[pod.UID]; ok {
+		if e.pod != nil && e.terminate == nil && !apiequality.Semantic.DeepEqual(e.pod.Spec, pod.Spec) {
+			e.pod = pod
+			supervision.Tell(ctx, e.worker, &messages.UpdatePod{Pod: pod})
+		} else if e.pod != nil {
+			e.pod = pod
+		}
+		return
+	}
+	if _, ok := a.rejected[pod.UID]; ok {
+		return
+	}
+	if r := admit(pod, a.admitted(), a.p.MaxPods, a.p.Allocatable); r != nil {
+		a.log.Warn().Str("pod", pod.Namespace+"/"+pod.Name).Str("reason", r.Reason).Msg(r.Message)
+		rejected := pod.DeepCopy()
+		rejected.Status = v1.PodStatus{Phase: v1.PodFailed, Reason: r.Reason, Message: "Pod was rejected: " + r.Message}
+		a.rejected[pod.UID] = rejected
+		return
+	}
+	a.spawn(ctx, &podEntry{pod: pod, source: source}, pod.UID, pod.Name, pod.Namespace)
+}
+
+func (a *Actor) admitted() []*v1.Pod {
+	out := make([]*v1.Pod, 0, len(a.pods))
+	for _, e := range a.pods {
+		if e.pod != nil && e.terminate == nil {
+			out = append(out, e.pod)
+		}
+	}
+	return out
+}
+
+// remove terminates a pod its source no longer wants.
+func (a *Actor) remove(ctx actor.Context, source string, uid types.UID, grace *int64, reason string) {
+	delete(a.bySource[source], uid)
+	delete(a.rejected, uid)
+	e, ok := a.pods[uid]
+	if !ok {
+		return
+	}
+	e.terminate = &messages.TerminatePod{GracePeriod: grace, Reason: reason}
+	supervision.Tell(ctx, e.worker, e.terminate)
+}
+
+func (a *Actor) spawn(ctx actor.Context, e *podEntry, uid types.UID, name, namespace string) {
+	e.params = &podworker.Params{UID: uid, Name: name, Namespace: namespace, Log: a.p.Log,
+		Runtime: &workerRuntime{rt: a.p.Runtime, orphan: e.pod == nil,
+			crashLoop: podruntime.NewCrashLoopBackoff(a.p.MaxContainerRestartPeriod, time.Now)}}
+	props := a.p.Registry.Props(podworker.Kind, podworker.New(e.params), nil)
+	pid, err := ctx.SpawnNamed(props, workerName(uid, name, namespace))
+	if err != nil {
+		// The name is unique per UID: a clash means a worker of this UID is
+		// still stopping. Its PodWorkerDone will be followed by this pod's
+		// next update.
+		a.log.Error().Err(err).Str("pod", namespace+"/"+name).Msg("spawn pod-worker")
+		return
+	}
+	e.worker = pid
+	e.state = podworker.Syncing.String()
+	a.pods[uid] = e
+}
+
+// workerName names a worker by its pod, as the dashboard shows it; the UID
+// prefix keeps two incarnations of one pod name apart.
+func workerName(uid types.UID, name, namespace string) string {
+	short := string(uid)
+	if len(short) > 8 {
+		short = short[:8]
+	}
+	return namespace + "/" + name + "@" + short
+}
+
+// resume answers a worker's PodWorkerStarted with its pod or termination.
+func (a *Actor) resume(ctx actor.Context, uid types.UID) {
+	e, ok := a.pods[uid]
+	if !ok {
+		return
+	}
+	if e.pod != nil {
+		supervision.Tell(ctx, e.worker, &messages.UpdatePod{Pod: e.pod})
+	}
+	if e.terminate != nil {
+		supervision.Tell(ctx, e.worker, e.terminate)
+	}
+}
+
+func (a *Actor) done(ctx actor.Context, uid types.UID) {
+	e, ok := a.pods[uid]
+	if !ok {
+		return
+	}
+	ctx.Stop(e.worker)
+	delete(a.pods, uid)
+	a.recentlyDone[uid] = time.Now()
+	// A pod whose source wants it again (a UID re-added while terminating)
+	// is started afresh.
+	for source, uids := range a.bySource {
+		if uids[uid] && e.pod != nil && e.terminate == nil {
+			a.upsert(ctx, source, e.pod)
+		}
+	}
+}
+
+// route hands runtime events to the pods' workers; events of pods nobody
+// wants reveal orphans once every source has been heard from.
+func (a *Actor) route(ctx actor.Context, events []messages.PodLifecycleEvent) {
+	byPod := map[types.UID][]messages.PodLifecycleEvent{}
+	for _, ev := range events {
+		byPod[ev.PodUID] = append(byPod[ev.PodUID], ev)
+	}
+	now := time.Now()
+	for uid, at := range a.recentlyDone {
+		if now.Sub(at) > recentlyDoneFor {
+			delete(a.recentlyDone, uid)
+		}
+	}
+	for uid, evs := range byPod {
+		if e, ok := a.pods[uid]; ok {
+			supervision.Tell(ctx, e.worker, &messages.RuntimeChanged{Events: evs})
+			continue
+		}
+		if !a.ready || a.recentlyDone[uid].After(now.Add(-recentlyDoneFor)) {
+			continue
+		}
+		for _, ev := range evs {
+			if ev.Type == messages.ContainerStarted || ev.Type == messages.SandboxChanged {
+				a.adoptOrphan(ctx, uid, ev.PodName, ev.PodNamespace)
+				break
+			}
+		}
+	}
+}
+
+// adoptOrphan gives a pod that no source wants a worker that terminates it
+// with the grace period recorded on its containers.
+func (a *Actor) adoptOrphan(ctx actor.Context, uid types.UID, name, namespace string) {
+	if _, ok := a.pods[uid]; ok {
+		return
+	}
+	a.log.Info().Str("pod", namespace+"/"+name).Str("uid", string(uid)).Msg("no source wants this pod any more: terminating it")
+	e := &podEntry{terminate: &messages.TerminatePod{Reason: "orphaned: no source wants this pod"}}
+	a.spawn(ctx, e, uid, name, namespace)
+}
+
+// markReadyIfAllSeen looks for orphans once every source has sent its first
+// update: only then is the desired set complete.
+func (a *Actor) markReadyIfAllSeen(ctx actor.Context) {
+	if a.ready {
+		return
+	}
+	for _, s := range a.p.Sources {
+		if !a.seen[s] {
+			return
+		}
+	}
+	a.ready = true
+	desired := map[types.UID]bool{}
+	for uid := range a.pods {
+		desired[uid] = true
+	}
+	rt := a.p.Runtime
+	supervision.Go(ctx, func() messages.Message {
+		c, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		pods, err := rt.ListPods(c)
+		found := &messages.OrphansFound{Err: err}
+		for _, p := range pods {
+			if !desired[p.UID] {
+				found.Pods = append(found.Pods, messages.PodRef{UID: p.UID, Name: p.Name, Namespace: p.Namespace})
+			}
+		}
+		return found
+	})
+}
+
+// list returns the pods with their latest status, for /pods.
+func (a *Actor) list() *messages.PodList {
+	out := &messages.PodList{}
+	for _, e := range a.pods {
+		if e.pod == nil {
+			continue
+		}
+		p := e.pod.DeepCopy()
+		p.Status = *e.status.DeepCopy()
+		out.Pods = append(out.Pods, *p)
+	}
+	for _, p := range a.rejected {
+		out.Pods = append(out.Pods, *p.DeepCopy())
+	}
+	sort.Slice(out.Pods, func(i, j int) bool {
+		return out.Pods[i].Namespace+"/"+out.Pods[i].Name < out.Pods[j].Namespace+"/"+out.Pods[j].Name
+	})
+	return out
+}
+
+// workerRuntime adapts podruntime to what a pod-worker needs, holding the
+// pod's own crash-loop backoff, which outlives the worker's restarts.
+type workerRuntime struct {
+	rt        *podruntime.Runtime
+	crashLoop *podruntime.Backoff
+	orphan    bool
+}
+
+func (w *workerRuntime) SyncPod(ctx context.Context, pod *v1.Pod) podworker.SyncOutcome {
+	r := w.rt.SyncPod(ctx, pod, w.crashLoop)
+	return podworker.SyncOutcome{Status: r.APIStatus, RetryAfter: r.RetryAfter, Err: r.Err}
+}
+
+func (w *workerRuntime) KillPod(ctx context.Context, uid types.UID, name, namespace string, grace int64) error {
+	if w.orphan {
+		// No spec: the grace period recorded on the containers applies.
+		return w.rt.KillPod(ctx, uid, name, namespace, nil)
+	}
+	return w.rt.KillPod(ctx, uid, name, namespace, &grace)
 }

@@ -261,10 +261,10 @@ func TestNodeCredentials(t *testing.T) {
 	ctx := ctxFor(t, time.Minute)
 	nodes := nc.CoreV1().Nodes()
 
-	node, err := nodes.Get(ctx, e.NodeName, metav1.GetOptions{})
+	_, err := nodes.Get(ctx, e.NodeName, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
-		node, err = nodes.Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: e.NodeName}}, metav1.CreateOptions{})
+		_, err = nodes.Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: e.NodeName}}, metav1.CreateOptions{})
 		if err != nil {
 			t.Fatalf("node creating its own Node: %v", err)
 		}
@@ -277,7 +277,7 @@ func TestNodeCredentials(t *testing.T) {
 
 	label := "envsmoke.actorlet.io/" + suffix()
 	patch := fmt.Sprintf(`{"metadata":{"labels":{%q:"yes"}}}`, label)
-	node, err = nodes.Patch(ctx, e.NodeName, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
+	node, err := nodes.Patch(ctx, e.NodeName, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
 	if err != nil {
 		t.Fatalf("node patching its own Node: %v", err)
 	}

@@ -1,0 +1,118 @@
+package apiserver
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/asynkron/protoactor-go/actor"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/actorlet/actorlet/messages"
+	"github.com/actorlet/actorlet/supervision"
+)
+
+// check is one named health check, as upstream's healthz checkers.
+type check struct {
+	name string
+	run  func() error
+}
+
+// healthz answers like upstream's healthz handler: "ok", or with ?verbose
+// one "[+]name ok" / "[-]name failed" line per check; 500 when any fails.
+func (a *Actor) healthz(w http.ResponseWriter, r *http.Request) {
+	checks := []check{
+		{"ping", func() error { return nil }},
+		{"pleg", func() error { return a.healthOf(a.p.PLEG) }},
+		{"syncloop", func() error { return a.healthOf(a.p.PodManager) }},
+	}
+	var out strings.Builder
+	failed := false
+	for _, c := range checks {
+		if err := c.run(); err != nil {
+			failed = true
+			fmt.Fprintf(&out, "[-]%s failed: %v\n", c.name, err)
+			a.log.Warn().Str("check", c.name).Err(err).Msg("healthz check failed")
+			continue
+		}
+		fmt.Fprintf(&out, "[+]%s ok\n", c.name)
+	}
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	if failed {
+		w.WriteHeader(http.StatusInternalServerError)
+		fmt.Fprint(w, out.String()+"healthz check failed\n")
+		return
+	}
+	if _, verbose := r.URL.Query()["verbose"]; verbose {
+		fmt.Fprint(w, out.String()+"healthz check passed\n")
+		return
+	}
+	fmt.Fprint(w, "ok")
+}
+
+func (a *Actor) healthOf(pid *actor.PID) error {
+	res, err := a.ask(pid, &messages.HealthRequest{})
+	if err != nil {
+		return fmt.Errorf("%s did not answer: %w", pid.Id, err)
+	}
+	report, ok := res.(*messages.HealthReport)
+	if !ok {
+		return fmt.Errorf("%s answered %T", pid.Id, res)
+	}
+	if !report.Healthy {
+		return fmt.Errorf("%s", report.Detail)
+	}
+	return nil
+}
+
+// pods serves the node's pods as a v1.PodList, as upstream's /pods.
+func (a *Actor) pods(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet {
+		http.Error(w, "method not allowed: /pods takes GET", http.StatusMethodNotAllowed)
+		return
+	}
+	res, err := a.ask(a.p.PodManager, &messages.ListPods{})
+	if err != nil {
+		http.Error(w, "list pods: pod-manager did not answer: "+err.Error(), http.StatusServiceUnavailable)
+		return
+	}
+	list, ok := res.(*messages.PodList)
+	if !ok {
+		http.Error(w, fmt.Sprintf("list pods: pod-manager answered %T", res), http.StatusInternalServerError)
+		return
+	}
+	body := v1.PodList{TypeMeta: metav1.TypeMeta{Kind: "PodList", APIVersion: "v1"}, Items: list.Pods}
+	if body.Items == nil {
+		body.Items = []v1.Pod{}
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if err := json.NewEncoder(w).Encode(&body); err != nil {
+		a.log.Warn().Err(err).Msg("write /pods")
+	}
+}
+
+// injectPanic makes the actor at ?actor=PATH panic once (tests only; needs
+// --debug-fault-injection).
+func (a *Actor) injectPanic(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost {
+		http.Error(w, "method not allowed: /debug/inject/panic takes POST", http.StatusMethodNotAllowed)
+		return
+	}
+	path := r.URL.Query().Get("actor")
+	if path == "" {
+		http.Error(w, "missing query parameter actor (the actor's path, e.g. bootstrap/pod-manager)", http.StatusBadRequest)
+		return
+	}
+	if _, ok := a.p.System.Registry.Actor(path); !ok {
+		http.Error(w, fmt.Sprintf("no live actor at %q", path), http.StatusNotFound)
+		return
+	}
+	supervision.TellFromOutside(a.p.System.ActorSystem, actor.NewPID(a.p.System.Address(), path),
+		&messages.InjectPanic{Reason: "POST /debug/inject/panic from " + r.RemoteAddr})
+	a.log.Warn().Str("target", path).Msg("fault injected: the actor will panic once")
+	w.WriteHeader(http.StatusAccepted)
+	fmt.Fprintf(w, "panic injected into %s\n", path)
+}

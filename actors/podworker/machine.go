@@ -1,0 +1,274 @@
+package podworker
+
+import (
+	"fmt"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+)
+
+// Phase is where a pod-worker is in its pod's life. It only moves forward:
+// syncing → terminating → terminated, once per pod UID, as upstream's pod
+// workers.
+type Phase int
+
+const (
+	// Syncing: the pod should run; each sync pass moves the runtime toward
+	// the spec.
+	Syncing Phase = iota
+	// Terminating: the pod must go; its containers are being stopped.
+	Terminating
+	// Terminated: containers and sandbox are gone; the worker is done.
+	Terminated
+)
+
+func (p Phase) String() string {
+	switch p {
+	case Syncing:
+		return "syncing"
+	case Terminating:
+		return "terminating"
+	case Terminated:
+		return "terminated"
+	}
+	return fmt.Sprintf("Phase(%d)", int(p))
+}
+
+// op is the runtime operation a worker has in flight; at most one at a time,
+// so that a kill never races a sync that is still creating containers.
+type op int
+
+const (
+	opNone op = iota
+	opSync
+	opKill
+)
+
+// Delays the machine chooses by itself (the runtime chooses crash-loop and
+// image-pull backoffs).
+const (
+	// SyncErrorRetry is the wait after a sync pass failed without a backoff
+	// of its own, as upstream's pod worker back-off period.
+	SyncErrorRetry = 10 * time.Second
+	// KillErrorRetry is the wait before trying a failed kill again.
+	KillErrorRetry = 2 * time.Second
+	// DefaultGracePeriod applies when neither the pod nor the request says.
+	DefaultGracePeriod int64 = 30
+)
+
+// State is a pod-worker's state: a value, changed only by Step.
+type State struct {
+	Phase Phase
+	// Pod is the latest desired pod; nil for an orphan found in the runtime
+	// that no source knows.
+	Pod *v1.Pod
+	// inFlight is the operation running; gen numbers it, so that the outcome
+	// of a cancelled operation is told from the current one.
+	inFlight op
+	gen      uint64
+	// dirty: something changed while a sync ran; sync again when it ends.
+	dirty bool
+	// grace is the termination grace period in seconds, set on termination
+	// and only ever shrinking.
+	grace *int64
+	// retryGen identifies the retry timer that is due to wake the worker;
+	// zero when none is.
+	retryGen uint64
+}
+
+// Event is what happens to a worker; one type per kind.
+type Event interface{ isEvent() }
+
+// EvUpdate: a new or changed spec.
+type EvUpdate struct{ Pod *v1.Pod }
+
+// EvTerminate: the pod must go, within Grace seconds (nil: the pod's own).
+type EvTerminate struct{ Grace *int64 }
+
+// EvRuntimeChanged: PLEG saw the pod's containers or sandbox change.
+type EvRuntimeChanged struct{}
+
+// EvRetry: a retry timer fired.
+type EvRetry struct{ Gen uint64 }
+
+// EvSynced: a sync pass ended.
+type EvSynced struct {
+	Gen        uint64
+	RetryAfter time.Duration
+	Err        error
+}
+
+// EvKilled: a kill ended.
+type EvKilled struct {
+	Gen uint64
+	Err error
+}
+
+func (EvUpdate) isEvent()         {}
+func (EvTerminate) isEvent()      {}
+func (EvRuntimeChanged) isEvent() {}
+func (EvRetry) isEvent()          {}
+func (EvSynced) isEvent()         {}
+func (EvKilled) isEvent()         {}
+
+// Command is what the actor must do at the edge after a step.
+type Command interface{ isCommand() }
+
+// CmdStartSync: run one sync pass of Pod, numbered Gen.
+type CmdStartSync struct {
+	Gen uint64
+	Pod *v1.Pod
+}
+
+// CmdCancelSync: cancel the sync pass in flight (its outcome still comes).
+type CmdCancelSync struct{}
+
+// CmdStartKill: stop the pod's containers within Grace seconds, then remove
+// its sandbox; numbered Gen.
+type CmdStartKill struct {
+	Gen   uint64
+	Grace int64
+}
+
+// CmdCancelKill: cancel the kill in flight; a shorter one follows.
+type CmdCancelKill struct{}
+
+// CmdScheduleRetry: send EvRetry{Gen} after After.
+type CmdScheduleRetry struct {
+	Gen   uint64
+	After time.Duration
+}
+
+// CmdFinish: the pod is terminated and cleaned up; tell the pod-manager.
+type CmdFinish struct{}
+
+func (CmdStartSync) isCommand()     {}
+func (CmdCancelSync) isCommand()    {}
+func (CmdStartKill) isCommand()     {}
+func (CmdCancelKill) isCommand()    {}
+func (CmdScheduleRetry) isCommand() {}
+func (CmdFinish) isCommand()        {}
+
+// Step is the pod-worker's transition function: a pure function of the
+// state and one event, returning the next state and the commands to carry
+// out. It does no I/O and reads no clock.
+func Step(s State, ev Event) (State, []Command) {
+	if s.Phase == Terminated {
+		return s, nil
+	}
+	switch e := ev.(type) {
+	case EvUpdate:
+		s.Pod = e.Pod
+		if s.Phase == Syncing {
+			return s.syncOrMarkDirty()
+		}
+	case EvRuntimeChanged:
+		if s.Phase == Syncing {
+			return s.syncOrMarkDirty()
+		}
+	case EvRetry:
+		if e.Gen != s.retryGen || s.retryGen == 0 {
+			return s, nil // superseded by a newer timer or operation
+		}
+		s.retryGen = 0
+		switch {
+		case s.Phase == Syncing:
+			return s.syncOrMarkDirty()
+		case s.inFlight == opNone:
+			return s.startKill()
+		}
+	case EvTerminate:
+		return s.terminate(e.Grace)
+	case EvSynced:
+		if s.inFlight != opSync || e.Gen != s.gen {
+			return s, nil
+		}
+		s.inFlight = opNone
+		if s.Phase == Terminating {
+			return s.startKill() // the termination that cancelled this pass
+		}
+		switch {
+		case s.dirty:
+			return s.startSync()
+		case e.RetryAfter > 0:
+			return s.scheduleRetry(e.RetryAfter)
+		case e.Err != nil:
+			return s.scheduleRetry(SyncErrorRetry)
+		}
+	case EvKilled:
+		if s.inFlight != opKill || e.Gen != s.gen {
+			return s, nil
+		}
+		s.inFlight = opNone
+		if e.Err != nil {
+			return s.scheduleRetry(KillErrorRetry)
+		}
+		s.Phase = Terminated
+		return s, []Command{CmdFinish{}}
+	default:
+		panic(fmt.Sprintf("podworker: unknown event %T", ev))
+	}
+	return s, nil
+}
+
+func (s State) syncOrMarkDirty() (State, []Command) {
+	if s.inFlight != opNone {
+		s.dirty = true
+		return s, nil
+	}
+	return s.startSync()
+}
+
+func (s State) startSync() (State, []Command) {
+	if s.Pod == nil {
+		return s, nil // an orphan has nothing to sync toward
+	}
+	s.gen++
+	s.inFlight, s.dirty, s.retryGen = opSync, false, 0
+	return s, []Command{CmdStartSync{Gen: s.gen, Pod: s.Pod}}
+}
+
+func (s State) startKill() (State, []Command) {
+	s.gen++
+	s.inFlight, s.retryGen = opKill, 0
+	return s, []Command{CmdStartKill{Gen: s.gen, Grace: *s.grace}}
+}
+
+func (s State) scheduleRetry(after time.Duration) (State, []Command) {
+	s.gen++
+	s.retryGen = s.gen
+	return s, []Command{CmdScheduleRetry{Gen: s.gen, After: after}}
+}
+
+// terminate moves the worker to terminating, or shortens the grace period
+// of a termination under way. A grace period only ever shrinks.
+func (s State) terminate(requested *int64) (State, []Command) {
+	g := s.podGrace()
+	if requested != nil {
+		g = max(*requested, 0)
+	}
+	if s.grace != nil && *s.grace <= g {
+		return s, nil
+	}
+	s.grace = &g
+	first := s.Phase == Syncing
+	s.Phase, s.dirty, s.retryGen = Terminating, false, 0
+	switch s.inFlight {
+	case opSync:
+		if first {
+			return s, []Command{CmdCancelSync{}}
+		}
+		return s, nil
+	case opKill:
+		s, cmds := s.startKill()
+		return s, append([]Command{CmdCancelKill{}}, cmds...)
+	}
+	return s.startKill()
+}
+
+func (s State) podGrace() int64 {
+	if s.Pod != nil && s.Pod.Spec.TerminationGracePeriodSeconds != nil {
+		return *s.Pod.Spec.TerminationGracePeriodSeconds
+	}
+	return DefaultGracePeriod
+}

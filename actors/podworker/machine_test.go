@@ -1,0 +1,187 @@
+package podworker
+
+import (
+	"errors"
+	"reflect"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+func pod(image string, grace int64) *v1.Pod {
+	return &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default", UID: "uid-1"},
+		Spec: v1.PodSpec{
+			TerminationGracePeriodSeconds: &grace,
+			Containers:                    []v1.Container{{Name: "c", Image: image}},
+		},
+	}
+}
+
+func i64(v int64) *int64 { return &v }
+
+var (
+	podA    = pod("a", 30)
+	podB    = pod("b", 30)
+	errBoom = errors.New("errBoom")
+)
+
+// TestStep drives the machine through a sequence of events and checks the
+// commands of the last event and the phase reached. Generation numbers count
+// every operation and timer started, from 1.
+func TestStep(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		events []Event
+		want   []Command
+		phase  Phase
+	}{
+		// Syncing.
+		{"first update starts a sync", []Event{EvUpdate{podA}},
+			[]Command{CmdStartSync{1, podA}}, Syncing},
+		{"update during a sync coalesces", []Event{EvUpdate{podA}, EvUpdate{podB}},
+			nil, Syncing},
+		{"coalesced update syncs the latest spec after the pass", []Event{EvUpdate{podA}, EvUpdate{podB}, EvUpdate{podA}, EvSynced{Gen: 1}},
+			[]Command{CmdStartSync{2, podA}}, Syncing},
+		{"runtime change during a sync syncs again after it", []Event{EvUpdate{podA}, EvRuntimeChanged{}, EvSynced{Gen: 1}},
+			[]Command{CmdStartSync{2, podA}}, Syncing},
+		{"runtime change when idle syncs", []Event{EvUpdate{podA}, EvSynced{Gen: 1}, EvRuntimeChanged{}},
+			[]Command{CmdStartSync{2, podA}}, Syncing},
+		{"clean pass with nothing pending rests", []Event{EvUpdate{podA}, EvSynced{Gen: 1}},
+			nil, Syncing},
+		{"backoff asks for a retry", []Event{EvUpdate{podA}, EvSynced{Gen: 1, RetryAfter: 20 * time.Second}},
+			[]Command{CmdScheduleRetry{2, 20 * time.Second}}, Syncing},
+		{"an error without backoff retries later", []Event{EvUpdate{podA}, EvSynced{Gen: 1, Err: errBoom}},
+			[]Command{CmdScheduleRetry{2, SyncErrorRetry}}, Syncing},
+		{"a due retry syncs", []Event{EvUpdate{podA}, EvSynced{Gen: 1, RetryAfter: time.Second}, EvRetry{Gen: 2}},
+			[]Command{CmdStartSync{3, podA}}, Syncing},
+		{"a retry superseded by a sync is ignored", []Event{EvUpdate{podA}, EvSynced{Gen: 1, RetryAfter: time.Second}, EvRuntimeChanged{}, EvRetry{Gen: 2}},
+			nil, Syncing},
+		{"a retry during a sync marks it dirty", []Event{EvUpdate{podA}, EvSynced{Gen: 1, RetryAfter: time.Second}, EvRetry{Gen: 2}, EvRetry{Gen: 2}},
+			nil, Syncing},
+		{"a stale sync outcome is ignored", []Event{EvUpdate{podA}, EvSynced{Gen: 7}},
+			nil, Syncing},
+		{"an orphan with no pod does not sync", []Event{EvRuntimeChanged{}},
+			nil, Syncing},
+
+		// Termination.
+		{"terminate when idle kills with the pod's grace", []Event{EvUpdate{podA}, EvSynced{Gen: 1}, EvTerminate{}},
+			[]Command{CmdStartKill{2, 30}}, Terminating},
+		{"terminate with a grace period uses it", []Event{EvUpdate{podA}, EvSynced{Gen: 1}, EvTerminate{i64(5)}},
+			[]Command{CmdStartKill{2, 5}}, Terminating},
+		{"negative grace is zero", []Event{EvUpdate{podA}, EvSynced{Gen: 1}, EvTerminate{i64(-3)}},
+			[]Command{CmdStartKill{2, 0}}, Terminating},
+		{"an orphan terminates with the default grace", []Event{EvTerminate{}},
+			[]Command{CmdStartKill{1, DefaultGracePeriod}}, Terminating},
+		{"terminate cancels the sync in flight", []Event{EvUpdate{podA}, EvTerminate{i64(5)}},
+			[]Command{CmdCancelSync{}}, Terminating},
+		{"the kill starts when the cancelled sync returns", []Event{EvUpdate{podA}, EvTerminate{i64(5)}, EvSynced{Gen: 1, Err: errBoom}},
+			[]Command{CmdStartKill{2, 5}}, Terminating},
+		{"a shorter grace during a kill restarts it shorter", []Event{EvUpdate{podA}, EvSynced{Gen: 1}, EvTerminate{i64(30)}, EvTerminate{i64(2)}},
+			[]Command{CmdCancelKill{}, CmdStartKill{3, 2}}, Terminating},
+		{"a longer grace is ignored", []Event{EvUpdate{podA}, EvSynced{Gen: 1}, EvTerminate{i64(5)}, EvTerminate{i64(60)}},
+			nil, Terminating},
+		{"an equal grace is ignored", []Event{EvUpdate{podA}, EvSynced{Gen: 1}, EvTerminate{i64(5)}, EvTerminate{i64(5)}},
+			nil, Terminating},
+		{"a shorter grace while a cancelled sync drains waits for it", []Event{EvUpdate{podA}, EvTerminate{i64(30)}, EvTerminate{i64(1)}, EvSynced{Gen: 1}},
+			[]Command{CmdStartKill{2, 1}}, Terminating},
+		{"the cancelled kill's outcome is ignored", []Event{EvUpdate{podA}, EvSynced{Gen: 1}, EvTerminate{i64(30)}, EvTerminate{i64(2)}, EvKilled{Gen: 2, Err: errBoom}},
+			nil, Terminating},
+		{"updates while terminating do not sync", []Event{EvUpdate{podA}, EvSynced{Gen: 1}, EvTerminate{}, EvUpdate{podB}},
+			nil, Terminating},
+		{"runtime changes while terminating do not sync", []Event{EvUpdate{podA}, EvSynced{Gen: 1}, EvTerminate{}, EvRuntimeChanged{}},
+			nil, Terminating},
+		{"a pending retry is dropped by termination", []Event{EvUpdate{podA}, EvSynced{Gen: 1, RetryAfter: time.Minute}, EvTerminate{i64(1)}, EvRetry{Gen: 2}},
+			nil, Terminating},
+		{"a failed kill is retried", []Event{EvTerminate{i64(1)}, EvKilled{Gen: 1, Err: errBoom}},
+			[]Command{CmdScheduleRetry{2, KillErrorRetry}}, Terminating},
+		{"the kill retry kills again with the same grace", []Event{EvTerminate{i64(1)}, EvKilled{Gen: 1, Err: errBoom}, EvRetry{Gen: 2}},
+			[]Command{CmdStartKill{3, 1}}, Terminating},
+		{"a successful kill finishes", []Event{EvUpdate{podA}, EvSynced{Gen: 1}, EvTerminate{}, EvKilled{Gen: 2}},
+			[]Command{CmdFinish{}}, Terminated},
+
+		// Terminated is final.
+		{"terminated ignores updates", []Event{EvTerminate{}, EvKilled{Gen: 1}, EvUpdate{podA}},
+			nil, Terminated},
+		{"terminated ignores terminations", []Event{EvTerminate{}, EvKilled{Gen: 1}, EvTerminate{i64(0)}},
+			nil, Terminated},
+		{"terminated ignores runtime changes", []Event{EvTerminate{}, EvKilled{Gen: 1}, EvRuntimeChanged{}},
+			nil, Terminated},
+		{"terminated ignores retries", []Event{EvTerminate{}, EvKilled{Gen: 1}, EvRetry{Gen: 1}},
+			nil, Terminated},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var s State
+			var cmds []Command
+			for _, ev := range tc.events {
+				s, cmds = Step(s, ev)
+			}
+			if !reflect.DeepEqual(cmds, tc.want) {
+				t.Errorf("commands = %#v, want %#v", cmds, tc.want)
+			}
+			if s.Phase != tc.phase {
+				t.Errorf("phase = %v, want %v", s.Phase, tc.phase)
+			}
+		})
+	}
+}
+
+// TestAtMostOneOperationInFlight checks, over every sequence of up to four
+// events drawn from a representative set, that the machine never starts an
+// operation while another is in flight and never leaves the terminated phase.
+func TestAtMostOneOperationInFlight(t *testing.T) {
+	events := []Event{
+		EvUpdate{podA}, EvUpdate{podB}, EvRuntimeChanged{}, EvTerminate{}, EvTerminate{i64(1)},
+		EvSynced{Gen: 1}, EvSynced{Gen: 2, RetryAfter: time.Second}, EvSynced{Gen: 1, Err: errBoom},
+		EvKilled{Gen: 1}, EvKilled{Gen: 2}, EvKilled{Gen: 3, Err: errBoom}, EvRetry{Gen: 2}, EvRetry{Gen: 3},
+	}
+	var walk func(s State, depth int, path []Event)
+	walk = func(s State, depth int, path []Event) {
+		if depth == 4 {
+			return
+		}
+		for _, ev := range events {
+			before := s
+			next, cmds := Step(s, ev)
+			starts, cancels := 0, 0
+			for _, c := range cmds {
+				switch c.(type) {
+				case CmdStartSync, CmdStartKill:
+					starts++
+				case CmdCancelKill:
+					cancels++
+				}
+			}
+			p := append(append([]Event(nil), path...), ev)
+			if starts > 1 || (starts == 1 && before.inFlight != opNone && cancels == 0 && !completes(before, ev)) {
+				t.Fatalf("after %#v: started an operation with one in flight: %#v", p, cmds)
+			}
+			if before.Phase > next.Phase {
+				t.Fatalf("after %#v: phase went back from %v to %v", p, before.Phase, next.Phase)
+			}
+			walk(next, depth+1, p)
+		}
+	}
+	walk(State{}, 0, nil)
+}
+
+// completes reports whether ev is the outcome of the operation in flight.
+func completes(s State, ev Event) bool {
+	switch e := ev.(type) {
+	case EvSynced:
+		return s.inFlight == opSync && e.Gen == s.gen
+	case EvKilled:
+		return s.inFlight == opKill && e.Gen == s.gen
+	}
+	return false
+}
+
+func TestPhaseString(t *testing.T) {
+	for p, want := range map[Phase]string{Syncing: "syncing", Terminating: "terminating", Terminated: "terminated", Phase(9): "Phase(9)"} {
+		if p.String() != want {
+			t.Errorf("%d.String() = %q, want %q", int(p), p.String(), want)
+		}
+	}
+}

@@ -1,0 +1,176 @@
+// Package podworker holds the pod-worker actor: one per pod UID, owning that
+// pod's life from the first sync to the removal of its sandbox. Its state
+// machine (machine.go) is a pure function of (state, event); this file is the
+// edge that turns the machine's commands into runtime calls, run outside the
+// mailbox, whose outcomes come back as messages.
+package podworker
+
+import (
+	"context"
+	"sync/atomic"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/rs/zerolog"
+	v1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/actorlet/actorlet/messages"
+	"github.com/actorlet/actorlet/supervision"
+)
+
+// Kind is this actor's kind in the registry and on the dashboard.
+const Kind = "pod-worker"
+
+// Runtime is what a pod-worker needs of the container runtime.
+type Runtime interface {
+	// SyncPod runs one sync pass toward pod's spec.
+	SyncPod(ctx context.Context, pod *v1.Pod) SyncOutcome
+	// KillPod stops the pod's containers within grace seconds, then removes
+	// its containers and sandboxes.
+	KillPod(ctx context.Context, uid types.UID, name, namespace string, grace int64) error
+}
+
+// SyncOutcome is what one sync pass reports.
+type SyncOutcome = messages.PodSynced
+
+// Params identify a worker's pod and give it its runtime. They outlive the
+// actor's restarts: a restarted worker adopts what its predecessor created.
+type Params struct {
+	UID             types.UID
+	Name, Namespace string
+	Runtime         Runtime
+	Log             zerolog.Logger
+	// incarnations numbers the actor's restarts so that the outcome of an
+	// operation started by a previous incarnation is never taken for one of
+	// this incarnation's.
+	incarnations atomic.Uint64
+}
+
+// Actor is the pod-worker actor.
+type Actor struct {
+	p     *Params
+	log   zerolog.Logger
+	state State
+
+	cancelSync, cancelKill context.CancelFunc
+	cancelRetry            func() bool
+	reported               *v1.PodStatus
+	reportedPhase          Phase
+}
+
+// New returns a producer of the pod-worker for p's pod.
+func New(p *Params) actor.Producer {
+	return func() actor.Actor {
+		return &Actor{p: p, log: p.Log.With().Str("actor", Kind).Str("pod", p.Namespace+"/"+p.Name).Str("uid", string(p.UID)).Logger()}
+	}
+}
+
+// Receive implements actor.Actor.
+func (a *Actor) Receive(ctx actor.Context) {
+	switch m := ctx.Message().(type) {
+	case *actor.Started:
+		// Operation numbers start past every earlier incarnation's.
+		a.state = State{gen: a.p.incarnations.Add(1) << 32}
+		a.reportedPhase = -1
+		// Ask for the pod: on a first start and after a restart alike, the
+		// pod-manager answers with the desired pod or its termination.
+		supervision.Tell(ctx, ctx.Parent(), &messages.PodWorkerStarted{UID: a.p.UID})
+	case *actor.Restarting, *actor.Stopping:
+		a.cancelAll()
+	case *messages.UpdatePod:
+		a.step(ctx, EvUpdate{Pod: m.Pod})
+	case *messages.TerminatePod:
+		a.step(ctx, EvTerminate{Grace: m.GracePeriod})
+	case *messages.RuntimeChanged:
+		a.step(ctx, EvRuntimeChanged{})
+	case *messages.RetryDue:
+		a.step(ctx, EvRetry{Gen: m.Gen})
+	case *messages.PodSynced:
+		current := a.state.inFlight == opSync && a.state.gen == m.Gen
+		a.step(ctx, EvSynced{Gen: m.Gen, RetryAfter: m.RetryAfter, Err: m.Err})
+		if current {
+			a.report(ctx, &m.Status)
+		}
+	case *messages.PodKilled:
+		if m.Err != nil && a.state.gen == m.Gen {
+			a.log.Warn().Err(m.Err).Msg("killing the pod failed; retrying")
+		}
+		a.step(ctx, EvKilled{Gen: m.Gen, Err: m.Err})
+	}
+}
+
+func (a *Actor) step(ctx actor.Context, ev Event) {
+	var cmds []Command
+	a.state, cmds = Step(a.state, ev)
+	for _, c := range cmds {
+		a.execute(ctx, c)
+	}
+	if a.state.Phase != a.reportedPhase {
+		a.report(ctx, a.reported)
+	}
+}
+
+// execute carries out one command at the edge.
+func (a *Actor) execute(ctx actor.Context, c Command) {
+	rt, p := a.p.Runtime, a.p
+	switch c := c.(type) {
+	case CmdStartSync:
+		opCtx, cancel := context.WithCancel(context.Background())
+		a.cancelSync = cancel
+		supervision.Go(ctx, func() messages.Message {
+			defer cancel()
+			out := rt.SyncPod(opCtx, c.Pod)
+			out.Gen = c.Gen
+			return &out
+		})
+	case CmdCancelSync:
+		if a.cancelSync != nil {
+			a.cancelSync()
+		}
+	case CmdStartKill:
+		a.log.Info().Int64("gracePeriod", c.Grace).Msg("killing the pod")
+		opCtx, cancel := context.WithCancel(context.Background())
+		a.cancelKill = cancel
+		supervision.Go(ctx, func() messages.Message {
+			defer cancel()
+			return &messages.PodKilled{Gen: c.Gen, Err: rt.KillPod(opCtx, p.UID, p.Name, p.Namespace, c.Grace)}
+		})
+	case CmdCancelKill:
+		if a.cancelKill != nil {
+			a.cancelKill()
+		}
+	case CmdScheduleRetry:
+		if a.cancelRetry != nil {
+			a.cancelRetry()
+		}
+		a.cancelRetry = supervision.After(ctx, c.After, &messages.RetryDue{Gen: c.Gen})
+	case CmdFinish:
+		a.log.Info().Msg("pod terminated and cleaned up")
+		supervision.Tell(ctx, ctx.Parent(), &messages.PodWorkerDone{UID: p.UID})
+	}
+}
+
+// report tells the pod-manager the pod's status when it or the worker's
+// phase changed.
+func (a *Actor) report(ctx actor.Context, status *v1.PodStatus) {
+	if status == nil {
+		status = &v1.PodStatus{}
+	}
+	if a.state.Phase == a.reportedPhase && a.reported != nil && apiequality.Semantic.DeepEqual(*a.reported, *status) {
+		return
+	}
+	a.reported, a.reportedPhase = status, a.state.Phase
+	supervision.Tell(ctx, ctx.Parent(), &messages.PodStatusChanged{UID: a.p.UID, Status: *status, WorkerState: a.state.Phase.String()})
+}
+
+func (a *Actor) cancelAll() {
+	for _, cancel := range []context.CancelFunc{a.cancelSync, a.cancelKill} {
+		if cancel != nil {
+			cancel()
+		}
+	}
+	if a.cancelRetry != nil {
+		a.cancelRetry()
+	}
+}

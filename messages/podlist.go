@@ -1,0 +1,43 @@
+package messages
+
+import (
+	"fmt"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// ListPods asks for the pods the node runs, with their current status.
+// Sender: the api-server (GET /pods). Receiver: the pod-manager.
+type ListPods struct{}
+
+func (m *ListPods) Summary() string { return "list pods" }
+
+// PodList answers ListPods with copies the asker may keep.
+// Sender: the pod-manager. Receiver: whoever asked.
+type PodList struct {
+	Pods []v1.Pod
+}
+
+func (m *PodList) Summary() string { return fmt.Sprintf("%d pods", len(m.Pods)) }
+
+// PodRef names a pod found in the runtime.
+type PodRef struct {
+	UID             types.UID
+	Name, Namespace string
+}
+
+// OrphansFound lists the pods the runtime holds that no source wants, found
+// once every source has sent its first update.
+// Sender and receiver: the pod-manager (from its own goroutine).
+type OrphansFound struct {
+	Pods []PodRef
+	Err  error
+}
+
+func (m *OrphansFound) Summary() string {
+	if m.Err != nil {
+		return "looking for orphans failed: " + m.Err.Error()
+	}
+	return fmt.Sprintf("%d orphaned pods", len(m.Pods))
+}

@@ -1,0 +1,388 @@
+package podruntime
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// runtimeName prefixes container IDs in the API ("containerd://ID").
+const runtimeName = "containerd"
+
+// Condition reasons of upstream's pkg/kubelet/status.
+const (
+	reasonPodCompleted             = "PodCompleted"
+	reasonPodFailed                = "PodFailed"
+	reasonContainersNotReady       = "ContainersNotReady"
+	reasonContainersNotInitialized = "ContainersNotInitialized"
+	reasonPodSandboxNotReady       = "PodSandboxNotReady" // kubetypes.PodSandboxNotReadyReason
+)
+
+// GenerateAPIStatus is the pod's status as the API shows it, as upstream's
+// generateAPIPodStatus: phase, conditions, IPs, start time and the
+// container statuses, with waiting (per container name) for the reasons a
+// sync pass found (CrashLoopBackOff, ErrImagePull, ...). previous is the
+// status last reported; its start time, host IPs and unchanged conditions'
+// transition times are kept. Readiness is being running: probes are not
+// implemented.
+func GenerateAPIStatus(pod *v1.Pod, status *PodStatus, waiting map[string]WaitingReason, previous *v1.PodStatus, now time.Time) v1.PodStatus {
+	if previous == nil {
+		previous = &v1.PodStatus{}
+	}
+	if status == nil {
+		status = &PodStatus{UID: pod.UID, Name: pod.Name, Namespace: pod.Namespace}
+	}
+	hasInit := len(pod.Spec.InitContainers) > 0
+	out := v1.PodStatus{
+		QOSClass:              PodQOSClass(pod),
+		HostIP:                previous.HostIP,
+		HostIPs:               previous.HostIPs,
+		InitContainerStatuses: convertContainerStatuses(pod, status, waiting, previous.InitContainerStatuses, pod.Spec.InitContainers, hasInit, true),
+		ContainerStatuses:     convertContainerStatuses(pod, status, waiting, previous.ContainerStatuses, pod.Spec.Containers, hasInit, false),
+	}
+	all := append(slices.Clone(out.InitContainerStatuses), out.ContainerStatuses...)
+	out.Phase = getPhase(pod, all, hasAnyRegularContainerStarted(pod, out.ContainerStatuses))
+	// A terminal phase is final: a later observation must not revive it.
+	if (previous.Phase == v1.PodFailed || previous.Phase == v1.PodSucceeded) && out.Phase != previous.Phase {
+		out.Phase = previous.Phase
+	}
+	ips := status.IPs
+	if len(ips) == 0 && len(previous.PodIPs) > 0 {
+		// The sandbox is gone (a finished pod): keep showing its IPs.
+		for _, ip := range previous.PodIPs {
+			ips = append(ips, ip.IP)
+		}
+	}
+	if len(ips) > 0 {
+		out.PodIP = ips[0]
+		for _, ip := range ips {
+			out.PodIPs = append(out.PodIPs, v1.PodIP{IP: ip})
+		}
+	}
+	out.StartTime = previous.StartTime
+	if out.StartTime == nil {
+		t := metav1.NewTime(now)
+		out.StartTime = &t
+	}
+	out.Conditions = podConditions(pod, status, all, out.Phase, previous, now)
+	return out
+}
+
+func podConditions(pod *v1.Pod, status *PodStatus, all []v1.ContainerStatus, phase v1.PodPhase, previous *v1.PodStatus, now time.Time) []v1.PodCondition {
+	var conds []v1.PodCondition
+	readyToStart := v1.PodCondition{Type: v1.PodReadyToStartContainers, Status: v1.ConditionTrue}
+	if msg := sandboxNotReadyMessage(pod, status); msg != "" {
+		readyToStart = v1.PodCondition{Type: v1.PodReadyToStartContainers, Status: v1.ConditionFalse}
+	}
+	conds = append(conds, readyToStart,
+		initializedCondition(pod, all, phase),
+		readyCondition(pod, all, phase, v1.ContainersReady),
+		readyCondition(pod, all, phase, v1.PodReady),
+		v1.PodCondition{Type: v1.PodScheduled, Status: v1.ConditionTrue})
+	// Conditions other components own (readiness gates, disruption
+	// targets) stay as they were.
+	for _, c := range previous.Conditions {
+		if !slices.ContainsFunc(conds, func(n v1.PodCondition) bool { return n.Type == c.Type }) {
+			conds = append(conds, c)
+		}
+	}
+	for i := range conds {
+		c := &conds[i]
+		c.ObservedGeneration = pod.Generation
+		c.LastTransitionTime = metav1.NewTime(now)
+		for _, p := range previous.Conditions {
+			if p.Type == c.Type && p.Status == c.Status && !p.LastTransitionTime.IsZero() {
+				c.LastTransitionTime = p.LastTransitionTime
+			}
+		}
+	}
+	return conds
+}
+
+func initializedCondition(pod *v1.Pod, all []v1.ContainerStatus, phase v1.PodPhase) v1.PodCondition {
+	var unknown, incomplete []string
+	for _, c := range pod.Spec.InitContainers {
+		cs, ok := findStatus(all, c.Name)
+		switch {
+		case !ok:
+			unknown = append(unknown, c.Name)
+		case isRestartableInit(&c) && (cs.Started == nil || !*cs.Started):
+			incomplete = append(incomplete, c.Name)
+		case !isRestartableInit(&c) && !cs.Ready:
+			incomplete = append(incomplete, c.Name)
+		}
+	}
+	if phase == v1.PodSucceeded && len(unknown) == 0 {
+		return v1.PodCondition{Type: v1.PodInitialized, Status: v1.ConditionTrue, Reason: reasonPodCompleted}
+	}
+	if hasAnyRegularContainerStarted(pod, all) {
+		return v1.PodCondition{Type: v1.PodInitialized, Status: v1.ConditionTrue}
+	}
+	if msg := notReadyMessage(unknown, incomplete, "incomplete"); msg != "" {
+		return v1.PodCondition{Type: v1.PodInitialized, Status: v1.ConditionFalse, Reason: reasonContainersNotInitialized, Message: msg}
+	}
+	return v1.PodCondition{Type: v1.PodInitialized, Status: v1.ConditionTrue}
+}
+
+// readyCondition is ContainersReady or Ready: without readiness gates they
+// only differ in type.
+func readyCondition(pod *v1.Pod, all []v1.ContainerStatus, phase v1.PodPhase, t v1.PodConditionType) v1.PodCondition {
+	var unknown, unready []string
+	check := func(c *v1.Container) {
+		if cs, ok := findStatus(all, c.Name); !ok {
+			unknown = append(unknown, c.Name)
+		} else if !cs.Ready {
+			unready = append(unready, c.Name)
+		}
+	}
+	for i := range pod.Spec.InitContainers {
+		if isRestartableInit(&pod.Spec.InitContainers[i]) {
+			check(&pod.Spec.InitContainers[i])
+		}
+	}
+	for i := range pod.Spec.Containers {
+		check(&pod.Spec.Containers[i])
+	}
+	switch {
+	case phase == v1.PodFailed:
+		return v1.PodCondition{Type: t, Status: v1.ConditionFalse, Reason: reasonPodFailed}
+	case phase == v1.PodSucceeded && len(unknown) == 0:
+		return v1.PodCondition{Type: t, Status: v1.ConditionFalse, Reason: reasonPodCompleted}
+	}
+	if msg := notReadyMessage(unknown, unready, "unready"); msg != "" {
+		return v1.PodCondition{Type: t, Status: v1.ConditionFalse, Reason: reasonContainersNotReady, Message: msg}
+	}
+	return v1.PodCondition{Type: t, Status: v1.ConditionTrue}
+}
+
+func notReadyMessage(unknown, other []string, what string) string {
+	var msgs []string
+	if len(unknown) > 0 {
+		msgs = append(msgs, fmt.Sprintf("containers with unknown status: %s", unknown))
+	}
+	if len(other) > 0 {
+		msgs = append(msgs, fmt.Sprintf("containers with %s status: %s", what, other))
+	}
+	return strings.Join(msgs, ", ")
+}
+
+func findStatus(statuses []v1.ContainerStatus, name string) (v1.ContainerStatus, bool) {
+	for _, s := range statuses {
+		if s.Name == name {
+			return s, true
+		}
+	}
+	return v1.ContainerStatus{}, false
+}
+
+func hasAnyRegularContainerStarted(pod *v1.Pod, statuses []v1.ContainerStatus) bool {
+	for _, c := range pod.Spec.Containers {
+		if s, ok := findStatus(statuses, c.Name); ok && (s.State.Running != nil || s.State.Terminated != nil) {
+			return true
+		}
+	}
+	return false
+}
+
+// getPhase is upstream's getPhase for a pod the kubelet has not declared
+// terminal, without container restart rules.
+func getPhase(pod *v1.Pod, info []v1.ContainerStatus, initialized bool) v1.PodPhase {
+	pendingInit, pendingSidecars, failedInit := 0, 0, 0
+	var unknown, running, waiting, stopped, succeeded int
+	for _, c := range pod.Spec.InitContainers {
+		s, ok := findStatus(info, c.Name)
+		if isRestartableInit(&c) {
+			switch {
+			case !ok:
+				unknown++
+			case s.State.Running != nil:
+				if s.Started == nil || !*s.Started {
+					pendingSidecars++
+				}
+				running++
+			case s.State.Terminated != nil:
+			case s.State.Waiting != nil && s.LastTerminationState.Terminated == nil:
+				pendingSidecars++
+				waiting++
+			case s.State.Waiting == nil:
+				pendingSidecars++
+				unknown++
+			}
+			continue
+		}
+		switch {
+		case !ok, s.State.Running != nil:
+			pendingInit++
+		case s.State.Terminated != nil:
+			if s.State.Terminated.ExitCode != 0 {
+				failedInit++
+			}
+		case s.State.Waiting != nil && s.LastTerminationState.Terminated != nil:
+			if s.LastTerminationState.Terminated.ExitCode != 0 {
+				failedInit++
+			}
+		default:
+			pendingInit++
+		}
+	}
+	for _, c := range pod.Spec.Containers {
+		s, ok := findStatus(info, c.Name)
+		switch {
+		case !ok:
+			unknown++
+		case s.State.Running != nil:
+			running++
+		case s.State.Terminated != nil:
+			stopped++
+			if s.State.Terminated.ExitCode == 0 {
+				succeeded++
+			}
+		case s.State.Waiting != nil && s.LastTerminationState.Terminated != nil:
+			stopped++
+		case s.State.Waiting != nil:
+			waiting++
+		default:
+			unknown++
+		}
+	}
+	if failedInit > 0 && pod.Spec.RestartPolicy == v1.RestartPolicyNever {
+		return v1.PodFailed
+	}
+	switch {
+	case pendingInit > 0 || (pendingSidecars > 0 && !initialized) || waiting > 0:
+		return v1.PodPending
+	case running > 0 && unknown == 0:
+		return v1.PodRunning
+	case running == 0 && stopped > 0 && unknown == 0:
+		switch {
+		case pod.Spec.RestartPolicy == v1.RestartPolicyAlways:
+			return v1.PodRunning
+		case stopped == succeeded:
+			return v1.PodSucceeded
+		case pod.Spec.RestartPolicy == v1.RestartPolicyNever:
+			return v1.PodFailed
+		}
+		return v1.PodRunning
+	}
+	return v1.PodPending
+}
+
+// convertContainerStatuses is upstream's convertToAPIContainerStatuses:
+// the newest instance gives the state, the one before it the last
+// termination state; containers never created wait as ContainerCreating
+// (PodInitializing in pods with init containers); waiting overrides the
+// state of containers that should be running.
+func convertContainerStatuses(pod *v1.Pod, status *PodStatus, waiting map[string]WaitingReason, previous []v1.ContainerStatus, containers []v1.Container, hasInit, isInit bool) []v1.ContainerStatus {
+	if len(containers) == 0 {
+		return nil
+	}
+	defaultReason := ReasonContainerCreating
+	if hasInit {
+		defaultReason = ReasonPodInitializing
+	}
+	old := map[string]v1.ContainerStatus{}
+	for _, s := range previous {
+		old[s.Name] = s
+	}
+	statuses := map[string]*v1.ContainerStatus{}
+	for _, c := range containers {
+		s := &v1.ContainerStatus{Name: c.Name, Image: c.Image,
+			State: v1.ContainerState{Waiting: &v1.ContainerStateWaiting{Reason: defaultReason}}}
+		if o, ok := old[c.Name]; ok {
+			if o.State.Terminated != nil {
+				s = &o
+			} else {
+				s.RestartCount = o.RestartCount
+				s.LastTerminationState = o.LastTerminationState
+			}
+		}
+		statuses[c.Name] = s
+	}
+	seen := map[string]int{}
+	for _, cs := range status.ContainerStatuses { // newest first
+		s, ok := statuses[cs.Name]
+		if !ok || seen[cs.Name] >= 2 {
+			continue
+		}
+		conv := toAPIContainerStatus(cs, isInit)
+		if conv.State.Running != nil && isInit && slices.ContainsFunc(containers, func(c v1.Container) bool {
+			return c.Name == cs.Name && isRestartableInit(&c)
+		}) {
+			conv.Ready = true // a running sidecar is ready
+		}
+		if seen[cs.Name] == 0 {
+			*s = conv
+		} else {
+			s.LastTerminationState = conv.State
+		}
+		seen[cs.Name]++
+	}
+	for i := range containers {
+		c := &containers[i]
+		if isInit && containerSucceeded(c.Name, status) {
+			continue
+		}
+		if !shouldContainerBeRestarted(pod, c, status) {
+			continue
+		}
+		w, ok := waiting[c.Name]
+		if !ok {
+			continue
+		}
+		s := statuses[c.Name]
+		if s.State.Terminated != nil {
+			s.LastTerminationState = s.State
+		}
+		s.State = v1.ContainerState{Waiting: &v1.ContainerStateWaiting{Reason: w.Reason, Message: w.Message}}
+		s.Ready, s.Started = false, ptrTo(false)
+	}
+	out := make([]v1.ContainerStatus, 0, len(containers))
+	for _, c := range containers {
+		out = append(out, *statuses[c.Name])
+	}
+	if !isInit {
+		// Upstream sorts app container statuses by name.
+		slices.SortFunc(out, func(a, b v1.ContainerStatus) int { return strings.Compare(a.Name, b.Name) })
+	}
+	return out
+}
+
+func toAPIContainerStatus(cs *ContainerStatus, isInit bool) v1.ContainerStatus {
+	id := runtimeName + "://" + cs.ID
+	s := v1.ContainerStatus{
+		Name:         cs.Name,
+		RestartCount: int32(cs.RestartCount),
+		Image:        cs.Image,
+		ImageID:      cs.ImageRef,
+		ContainerID:  id,
+		Started:      ptrTo(false),
+	}
+	switch cs.State {
+	case runtimeapi.ContainerState_CONTAINER_RUNNING:
+		s.State.Running = &v1.ContainerStateRunning{StartedAt: metav1.NewTime(cs.StartedAt)}
+		s.Started = ptrTo(true)
+		// Without readiness probes a running container is ready, except an
+		// init container, which is ready once it completed.
+		s.Ready = !isInit
+	case runtimeapi.ContainerState_CONTAINER_EXITED:
+		s.State.Terminated = &v1.ContainerStateTerminated{
+			ExitCode:    cs.ExitCode,
+			Reason:      cs.Reason,
+			Message:     cs.Message,
+			StartedAt:   metav1.NewTime(cs.StartedAt),
+			FinishedAt:  metav1.NewTime(cs.FinishedAt),
+			ContainerID: id,
+		}
+		s.Ready = isInit && cs.ExitCode == 0
+	default:
+		s.State.Waiting = &v1.ContainerStateWaiting{}
+	}
+	return s
+}
+
+func ptrTo[T any](v T) *T { return &v }

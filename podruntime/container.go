@@ -1,0 +1,145 @@
+package podruntime
+
+import (
+	"fmt"
+	"path/filepath"
+	"strconv"
+
+	v1 "k8s.io/api/core/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// ContainerConfig is the ContainerConfig of the container's instance number
+// restartCount, as upstream's generateContainerConfig. image is the resolved
+// image reference to run; podIPs are the sandbox's IPs (status.podIP(s)).
+func ContainerConfig(pod *v1.Pod, c *v1.Container, restartCount int, podIPs []string, image string, opts Options) (*runtimeapi.ContainerConfig, error) {
+	envs, err := containerEnv(pod, c, podIPs, opts)
+	if err != nil {
+		return nil, err
+	}
+	lookup := func(name string) (string, bool) {
+		for i := len(envs) - 1; i >= 0; i-- {
+			if envs[i].Key == name {
+				return string(envs[i].Value), true
+			}
+		}
+		return "", false
+	}
+	annotations, err := containerAnnotations(pod, c, restartCount)
+	if err != nil {
+		return nil, fmt.Errorf("annotations of container %s of pod %s/%s: %w", c.Name, pod.Namespace, pod.Name, err)
+	}
+	linux, err := containerLinuxConfig(pod, c, opts)
+	if err != nil {
+		return nil, err
+	}
+	return &runtimeapi.ContainerConfig{
+		Metadata:    &runtimeapi.ContainerMetadata{Name: c.Name, Attempt: uint32(restartCount)},
+		Image:       &runtimeapi.ImageSpec{Image: image, UserSpecifiedImage: c.Image},
+		Command:     expandAll(c.Command, lookup),
+		Args:        expandAll(c.Args, lookup),
+		WorkingDir:  c.WorkingDir,
+		Envs:        envs,
+		Labels:      containerLabels(pod, c),
+		Annotations: annotations,
+		LogPath:     ContainerLogPath(c.Name, restartCount),
+		Stdin:       c.Stdin,
+		StdinOnce:   c.StdinOnce,
+		Tty:         c.TTY,
+		Linux:       linux,
+	}, nil
+}
+
+// ContainerLogPath is the log file of a container instance relative to the
+// pod's log directory: NAME/RESTARTCOUNT.log.
+func ContainerLogPath(name string, restartCount int) string {
+	return filepath.Join(name, strconv.Itoa(restartCount)+".log")
+}
+
+func expandAll(in []string, lookup func(string) (string, bool)) []string {
+	if in == nil {
+		return nil
+	}
+	out := make([]string, len(in))
+	for i, s := range in {
+		out[i] = expand(s, lookup)
+	}
+	return out
+}
+
+// Upstream's defaults for containers that are not privileged
+// (pkg/securitycontext): without them containerd masks nothing.
+var (
+	defaultMaskedPaths = []string{
+		"/proc/asound", "/proc/acpi", "/proc/interrupts", "/proc/kcore", "/proc/keys",
+		"/proc/latency_stats", "/proc/timer_list", "/proc/timer_stats", "/proc/sched_debug",
+		"/proc/scsi", "/sys/firmware", "/sys/devices/virtual/powercap",
+	}
+	defaultReadonlyPaths = []string{"/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger"}
+)
+
+func containerLinuxConfig(pod *v1.Pod, c *v1.Container, opts Options) (*runtimeapi.LinuxContainerConfig, error) {
+	res, err := containerResources(pod, c, opts)
+	if err != nil {
+		return nil, err
+	}
+	return &runtimeapi.LinuxContainerConfig{Resources: res, SecurityContext: containerSecurityContext(pod, c)}, nil
+}
+
+func containerSecurityContext(pod *v1.Pod, c *v1.Container) *runtimeapi.LinuxContainerSecurityContext {
+	out := &runtimeapi.LinuxContainerSecurityContext{
+		NamespaceOptions:   namespaceOptions(pod),
+		SupplementalGroups: podSupplementalGroups(pod),
+		MaskedPaths:        defaultMaskedPaths,
+		ReadonlyPaths:      defaultReadonlyPaths,
+	}
+	var podSeccomp, cSeccomp *v1.SeccompProfile
+	if psc := pod.Spec.SecurityContext; psc != nil {
+		podSeccomp = psc.SeccompProfile
+		if psc.RunAsUser != nil {
+			out.RunAsUser = &runtimeapi.Int64Value{Value: *psc.RunAsUser}
+		}
+		if psc.RunAsGroup != nil {
+			out.RunAsGroup = &runtimeapi.Int64Value{Value: *psc.RunAsGroup}
+		}
+		if o := psc.SELinuxOptions; o != nil {
+			out.SelinuxOptions = &runtimeapi.SELinuxOption{User: o.User, Role: o.Role, Type: o.Type, Level: o.Level}
+		}
+	}
+	if sc := c.SecurityContext; sc != nil {
+		cSeccomp = sc.SeccompProfile
+		if sc.Privileged != nil && *sc.Privileged {
+			out.Privileged = true
+			out.MaskedPaths, out.ReadonlyPaths = nil, nil
+		}
+		if sc.ProcMount != nil && *sc.ProcMount == v1.UnmaskedProcMount {
+			out.MaskedPaths, out.ReadonlyPaths = []string{}, []string{}
+		}
+		if sc.RunAsUser != nil {
+			out.RunAsUser = &runtimeapi.Int64Value{Value: *sc.RunAsUser}
+		}
+		if sc.RunAsGroup != nil {
+			out.RunAsGroup = &runtimeapi.Int64Value{Value: *sc.RunAsGroup}
+		}
+		if sc.ReadOnlyRootFilesystem != nil {
+			out.ReadonlyRootfs = *sc.ReadOnlyRootFilesystem
+		}
+		if sc.AllowPrivilegeEscalation != nil {
+			out.NoNewPrivs = !*sc.AllowPrivilegeEscalation
+		}
+		if caps := sc.Capabilities; caps != nil {
+			out.Capabilities = &runtimeapi.Capability{}
+			for _, a := range caps.Add {
+				out.Capabilities.AddCapabilities = append(out.Capabilities.AddCapabilities, string(a))
+			}
+			for _, d := range caps.Drop {
+				out.Capabilities.DropCapabilities = append(out.Capabilities.DropCapabilities, string(d))
+			}
+		}
+		if o := sc.SELinuxOptions; o != nil {
+			out.SelinuxOptions = &runtimeapi.SELinuxOption{User: o.User, Role: o.Role, Type: o.Type, Level: o.Level}
+		}
+	}
+	out.Seccomp = seccompProfile(podSeccomp, cSeccomp)
+	return out
+}

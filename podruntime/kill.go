@@ -1,0 +1,171 @@
+package podruntime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"sync"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+const (
+	// minGracePeriod is upstream's minimumGracePeriodInSeconds: even a
+	// forced stop gives the process 2 seconds after SIGTERM.
+	minGracePeriod = 2
+	// defaultGracePeriod is the API default of terminationGracePeriodSeconds.
+	defaultGracePeriod = 30
+)
+
+// KillPod stops every container of the pod in parallel with the grace
+// period (StopContainer's timeout: the runtime sends SIGTERM, then SIGKILL
+// at the deadline), then stops the sandboxes and removes containers and
+// sandboxes, leaving nothing of the pod in the runtime. gracePeriod nil is
+// the pod's terminationGracePeriodSeconds as recorded on its containers.
+// To shorten a kill in flight, cancel its ctx and call KillPod again.
+func (r *Runtime) KillPod(ctx context.Context, uid types.UID, name, namespace string, gracePeriod *int64) error {
+	status, err := r.GetPodStatus(ctx, uid, name, namespace)
+	if err != nil {
+		return fmt.Errorf("kill pod %s/%s: %w", namespace, name, err)
+	}
+	grace := recordedGracePeriod(status)
+	if gracePeriod != nil {
+		grace = *gracePeriod
+	}
+	if err := r.stopPod(ctx, status, grace); err != nil {
+		return fmt.Errorf("kill pod %s/%s: %w", namespace, name, err)
+	}
+	var errs []error
+	for _, c := range status.ContainerStatuses {
+		sctx, cancel := r.callCtx(ctx)
+		_, err := r.RT.RemoveContainer(sctx, &runtimeapi.RemoveContainerRequest{ContainerId: c.ID})
+		cancel()
+		if err != nil && !isNotFound(err) {
+			errs = append(errs, fmt.Errorf("remove container %s (%s): %w", c.Name, c.ID, err))
+		}
+	}
+	for _, s := range status.SandboxStatuses {
+		sctx, cancel := r.callCtx(ctx)
+		_, err := r.RT.RemovePodSandbox(sctx, &runtimeapi.RemovePodSandboxRequest{PodSandboxId: s.Id})
+		cancel()
+		if err != nil && !isNotFound(err) {
+			errs = append(errs, fmt.Errorf("remove sandbox %s: %w", s.Id, err))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("kill pod %s/%s: %w", namespace, name, err)
+	}
+	return nil
+}
+
+// RemovePodLogs removes the pod's log directory, once the pod is gone for
+// good (its logs cannot be served any more without its containers).
+func (r *Runtime) RemovePodLogs(uid types.UID, name, namespace string) error {
+	return os.RemoveAll(PodLogsDir(r.Opts.PodLogsDir, namespace, name, uid))
+}
+
+// stopPod stops the running containers in parallel, then the sandboxes.
+func (r *Runtime) stopPod(ctx context.Context, status *PodStatus, grace int64) error {
+	var (
+		wg   sync.WaitGroup
+		mu   sync.Mutex
+		errs []error
+	)
+	for _, c := range status.ContainerStatuses {
+		if c.State == runtimeapi.ContainerState_CONTAINER_EXITED {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := r.stopContainer(ctx, c.ID, c.Name, grace); err != nil {
+				mu.Lock()
+				errs = append(errs, err)
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	for _, s := range status.SandboxStatuses {
+		if s.State != runtimeapi.PodSandboxState_SANDBOX_READY {
+			continue
+		}
+		sctx, cancel := r.callCtx(ctx)
+		_, err := r.RT.StopPodSandbox(sctx, &runtimeapi.StopPodSandboxRequest{PodSandboxId: s.Id})
+		cancel()
+		if err != nil && !isNotFound(err) {
+			return fmt.Errorf("stop sandbox %s: %w", s.Id, err)
+		}
+	}
+	return nil
+}
+
+func (r *Runtime) stopContainer(ctx context.Context, id, name string, grace int64) error {
+	grace = max(grace, minGracePeriod)
+	d := r.Opts.RuntimeRequestTimeout
+	if d <= 0 {
+		d = defaultRuntimeRequestTimeout
+	}
+	sctx, cancel := context.WithTimeout(ctx, time.Duration(grace)*time.Second+d)
+	defer cancel()
+	_, err := r.RT.StopContainer(sctx, &runtimeapi.StopContainerRequest{ContainerId: id, Timeout: grace})
+	if err == nil || isNotFound(err) || r.exited(ctx, id) {
+		// A container that exits by itself while being stopped can make
+		// containerd 1.6 fail the stop ("ttrpc: closed"): it is stopped all
+		// the same.
+		return nil
+	}
+	return fmt.Errorf("stop container %s (%s) with grace period %ds: %w", name, id, grace, err)
+}
+
+// exited reports whether the container has exited or is gone.
+func (r *Runtime) exited(ctx context.Context, id string) bool {
+	sctx, cancel := r.callCtx(ctx)
+	defer cancel()
+	resp, err := r.RT.ContainerStatus(sctx, &runtimeapi.ContainerStatusRequest{ContainerId: id})
+	if err != nil {
+		return isNotFound(err)
+	}
+	return resp.GetStatus().GetState() == runtimeapi.ContainerState_CONTAINER_EXITED
+}
+
+// recordedGracePeriod is the pod's grace period from its containers'
+// annotations: KillPod may run without the pod's spec (an orphan found
+// after a restart).
+func recordedGracePeriod(status *PodStatus) int64 {
+	for _, c := range status.ContainerStatuses {
+		if c.gracePeriod != nil {
+			return *c.gracePeriod
+		}
+	}
+	return defaultGracePeriod
+}
+
+// podGracePeriod is the grace period for killing the pod's containers
+// during a sync: the deletion grace period once the pod is being deleted.
+func podGracePeriod(pod *v1.Pod) int64 {
+	if pod.DeletionGracePeriodSeconds != nil {
+		return *pod.DeletionGracePeriodSeconds
+	}
+	if pod.Spec.TerminationGracePeriodSeconds != nil {
+		return *pod.Spec.TerminationGracePeriodSeconds
+	}
+	return defaultGracePeriod
+}
+
+func parseGracePeriod(annotations map[string]string) *int64 {
+	for _, k := range []string{AnnotationPodDeletionGracePeriod, AnnotationPodTerminationGracePeriod} {
+		if v, err := strconv.ParseInt(annotations[k], 10, 64); err == nil {
+			return &v
+		}
+	}
+	return nil
+}

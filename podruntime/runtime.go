@@ -1,0 +1,73 @@
+package podruntime
+
+import (
+	"context"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	v1 "k8s.io/api/core/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// Runtime performs a pod's CRI calls.
+type Runtime struct {
+	RT   runtimeapi.RuntimeServiceClient
+	Img  runtimeapi.ImageServiceClient
+	Opts Options
+}
+
+// Options configure the sandboxes and containers Runtime creates.
+type Options struct {
+	// PodLogsDir is the root of the pods' log directories (/var/log/pods).
+	PodLogsDir string
+	// ClusterDNS, ClusterDomain and ResolvConf are the kubelet's DNS
+	// settings: ClusterFirst pods use ClusterDNS, or the host's ResolvConf
+	// when ClusterDNS is empty, as upstream.
+	ClusterDNS    []string
+	ClusterDomain string
+	ResolvConf    string
+	// CgroupParentRoot is the cgroupfs parent of the pod cgroups; a pod's
+	// sandbox gets CgroupParentRoot/pod<UID>. Empty means /kubepods.
+	CgroupParentRoot string
+	NodeName         string
+	NodeIP           string
+	// NodeMemoryCapacity (bytes) scales the OOM score of Burstable
+	// containers; 0 reads it from /proc/meminfo.
+	NodeMemoryCapacity int64
+	// NodeAllocatable is what resourceFieldRef limits that a container
+	// does not set resolve to, as upstream.
+	NodeAllocatable v1.ResourceList
+	// RuntimeRequestTimeout bounds each CRI call except image pulls and
+	// container stops, whose duration depends on their input (upstream: 2 min).
+	RuntimeRequestTimeout time.Duration
+	// PullBackoff delays pulls of images that failed to pull
+	// (ImagePullBackOff). Nil: the backoff passed to SyncPod is used for
+	// them too, under keys of their own.
+	PullBackoff *Backoff
+}
+
+const (
+	defaultPodLogsDir            = "/var/log/pods"
+	defaultCgroupParentRoot      = "/kubepods"
+	defaultRuntimeRequestTimeout = 2 * time.Minute
+)
+
+func (o Options) cgroupParentRoot() string {
+	if o.CgroupParentRoot == "" {
+		return defaultCgroupParentRoot
+	}
+	return o.CgroupParentRoot
+}
+
+func (r *Runtime) callCtx(ctx context.Context) (context.Context, context.CancelFunc) {
+	d := r.Opts.RuntimeRequestTimeout
+	if d <= 0 {
+		d = defaultRuntimeRequestTimeout
+	}
+	return context.WithTimeout(ctx, d)
+}
+
+func isNotFound(err error) bool {
+	return err != nil && status.Code(err) == codes.NotFound
+}

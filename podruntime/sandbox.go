@@ -1,0 +1,195 @@
+package podruntime
+
+import (
+	"fmt"
+	"path"
+	"path/filepath"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// maxHostnameLen is the kernel's limit on a hostname.
+const maxHostnameLen = 63
+
+// SandboxConfig is the PodSandboxConfig for the pod's sandbox, as upstream's
+// generatePodSandboxConfig. It reads opts.ResolvConf when the pod's DNS
+// policy needs the host's resolver configuration.
+func SandboxConfig(pod *v1.Pod, attempt uint32, opts Options) (*runtimeapi.PodSandboxConfig, error) {
+	cfg := &runtimeapi.PodSandboxConfig{
+		Metadata: &runtimeapi.PodSandboxMetadata{
+			Name:      pod.Name,
+			Namespace: pod.Namespace,
+			Uid:       string(pod.UID),
+			Attempt:   attempt,
+		},
+		Labels:       sandboxLabels(pod),
+		Annotations:  sandboxAnnotations(pod),
+		LogDirectory: PodLogsDir(opts.PodLogsDir, pod.Namespace, pod.Name, pod.UID),
+	}
+	dns, err := podDNSConfig(pod, opts)
+	if err != nil {
+		return nil, err
+	}
+	cfg.DnsConfig = dns
+	if !pod.Spec.HostNetwork {
+		hostname, err := podHostname(pod, opts.ClusterDomain)
+		if err != nil {
+			return nil, err
+		}
+		cfg.Hostname = hostname
+	}
+	for _, c := range pod.Spec.Containers {
+		for _, p := range c.Ports {
+			cfg.PortMappings = append(cfg.PortMappings, &runtimeapi.PortMapping{
+				Protocol:      toRuntimeProtocol(p.Protocol),
+				ContainerPort: p.ContainerPort,
+				HostPort:      p.HostPort,
+				HostIp:        p.HostIP,
+			})
+		}
+	}
+	cfg.Linux = sandboxLinuxConfig(pod, opts)
+	return cfg, nil
+}
+
+// PodLogsDir is the pod's log directory, ROOT/NAMESPACE_NAME_UID, which
+// kubectl logs and log collectors expect. root "" means /var/log/pods.
+func PodLogsDir(root, namespace, name string, uid types.UID) string {
+	if root == "" {
+		root = defaultPodLogsDir
+	}
+	return filepath.Join(root, strings.Join([]string{namespace, name, string(uid)}, "_"))
+}
+
+// CgroupParent is the cgroupfs parent of the pod's containers.
+func CgroupParent(opts Options, uid types.UID) string {
+	return path.Join(opts.cgroupParentRoot(), "pod"+string(uid))
+}
+
+func sandboxLinuxConfig(pod *v1.Pod, opts Options) *runtimeapi.LinuxPodSandboxConfig {
+	lc := &runtimeapi.LinuxPodSandboxConfig{
+		CgroupParent: CgroupParent(opts, pod.UID),
+		SecurityContext: &runtimeapi.LinuxSandboxSecurityContext{
+			Privileged:       anyPrivileged(pod),
+			NamespaceOptions: namespaceOptions(pod),
+			Seccomp:          &runtimeapi.SecurityProfile{ProfileType: runtimeapi.SecurityProfile_Unconfined},
+		},
+	}
+	sc := pod.Spec.SecurityContext
+	if sc == nil {
+		return lc
+	}
+	if len(sc.Sysctls) > 0 {
+		lc.Sysctls = make(map[string]string, len(sc.Sysctls))
+		for _, s := range sc.Sysctls {
+			lc.Sysctls[s.Name] = s.Value
+		}
+	}
+	if sc.RunAsUser != nil {
+		lc.SecurityContext.RunAsUser = &runtimeapi.Int64Value{Value: *sc.RunAsUser}
+	}
+	if sc.RunAsGroup != nil {
+		lc.SecurityContext.RunAsGroup = &runtimeapi.Int64Value{Value: *sc.RunAsGroup}
+	}
+	lc.SecurityContext.SupplementalGroups = podSupplementalGroups(pod)
+	if sc.SELinuxOptions != nil {
+		lc.SecurityContext.SelinuxOptions = &runtimeapi.SELinuxOption{
+			User: sc.SELinuxOptions.User, Role: sc.SELinuxOptions.Role,
+			Type: sc.SELinuxOptions.Type, Level: sc.SELinuxOptions.Level,
+		}
+	}
+	lc.SecurityContext.Seccomp = seccompProfile(sc.SeccompProfile, nil)
+	return lc
+}
+
+func podSupplementalGroups(pod *v1.Pod) []int64 {
+	sc := pod.Spec.SecurityContext
+	if sc == nil {
+		return nil
+	}
+	groups := append([]int64(nil), sc.SupplementalGroups...)
+	if sc.FSGroup != nil {
+		groups = append(groups, *sc.FSGroup)
+	}
+	return groups
+}
+
+// seccompProfile is the container's profile, else the pod's; none is
+// Unconfined, the kubelet's default without SeccompDefault.
+func seccompProfile(pod, container *v1.SeccompProfile) *runtimeapi.SecurityProfile {
+	p := pod
+	if container != nil {
+		p = container
+	}
+	if p == nil {
+		return &runtimeapi.SecurityProfile{ProfileType: runtimeapi.SecurityProfile_Unconfined}
+	}
+	switch p.Type {
+	case v1.SeccompProfileTypeRuntimeDefault:
+		return &runtimeapi.SecurityProfile{ProfileType: runtimeapi.SecurityProfile_RuntimeDefault}
+	case v1.SeccompProfileTypeLocalhost:
+		lp := ""
+		if p.LocalhostProfile != nil {
+			lp = *p.LocalhostProfile
+		}
+		return &runtimeapi.SecurityProfile{ProfileType: runtimeapi.SecurityProfile_Localhost, LocalhostRef: lp}
+	}
+	return &runtimeapi.SecurityProfile{ProfileType: runtimeapi.SecurityProfile_Unconfined}
+}
+
+func namespaceOptions(pod *v1.Pod) *runtimeapi.NamespaceOption {
+	return &runtimeapi.NamespaceOption{
+		Network: networkNamespace(pod),
+		Pid:     pidNamespace(pod),
+		Ipc:     ipcNamespace(pod),
+	}
+}
+
+func anyPrivileged(pod *v1.Pod) bool {
+	for _, cs := range [][]v1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
+		for _, c := range cs {
+			if c.SecurityContext != nil && c.SecurityContext.Privileged != nil && *c.SecurityContext.Privileged {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// podHostname is upstream's GeneratePodHostNameAndDomain followed by
+// GetNodenameForKernel.
+func podHostname(pod *v1.Pod, clusterDomain string) (string, error) {
+	hostname := pod.Spec.Hostname
+	if hostname == "" {
+		hostname = pod.Name
+	}
+	hostname = truncateHostname(hostname)
+	if pod.Spec.SetHostnameAsFQDN == nil || !*pod.Spec.SetHostnameAsFQDN || pod.Spec.Subdomain == "" || clusterDomain == "" {
+		return hostname, nil
+	}
+	fqdn := fmt.Sprintf("%s.%s.%s.svc.%s", hostname, pod.Spec.Subdomain, pod.Namespace, clusterDomain)
+	if len(fqdn) > maxHostnameLen+1 {
+		return "", fmt.Errorf("pod %s/%s: hostname as FQDN %q is longer than %d characters", pod.Namespace, pod.Name, fqdn, maxHostnameLen+1)
+	}
+	return fqdn, nil
+}
+
+func truncateHostname(h string) string {
+	if len(h) <= maxHostnameLen {
+		return h
+	}
+	return strings.TrimRight(h[:maxHostnameLen], "-.")
+}
+
+func toRuntimeProtocol(p v1.Protocol) runtimeapi.Protocol {
+	switch p {
+	case v1.ProtocolUDP:
+		return runtimeapi.Protocol_UDP
+	case v1.ProtocolSCTP:
+		return runtimeapi.Protocol_SCTP
+	}
+	return runtimeapi.Protocol_TCP
+}

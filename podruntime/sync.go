@@ -1,0 +1,229 @@
+package podruntime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// SyncResult is the outcome of one SyncPod pass, for the pod worker.
+type SyncResult struct {
+	// Status is the pod as observed after the pass.
+	Status *PodStatus
+	// APIStatus is the pod's status as the API shows it.
+	APIStatus v1.PodStatus
+	// RetryAfter > 0 asks for another SyncPod after this long: a crash-loop
+	// or image pull backoff expires then. Containers still running (an init
+	// container) are not a reason: their exit comes as a PLEG event.
+	RetryAfter time.Duration
+	// Err is the pass's error, also reflected in waiting reasons. The
+	// worker retries failed passes with its own policy.
+	Err error
+}
+
+// SyncPod performs one sync pass for a pod that should run, as upstream's
+// SyncPod: observe, compute the actions, kill what must die, (re)create the
+// sandbox, start the next init container or the app containers. backoff is
+// the crash-loop backoff (nil: none). Cancelling ctx (the pod is being
+// deleted) aborts a pull or a start promptly.
+func (r *Runtime) SyncPod(ctx context.Context, pod *v1.Pod, backoff *Backoff) SyncResult {
+	now := time.Now()
+	if backoff != nil {
+		now = backoff.Now()
+	}
+	status, err := r.GetPodStatus(ctx, pod.UID, pod.Name, pod.Namespace)
+	if err != nil {
+		return r.result(ctx, pod, nil, nil, 0, err, now)
+	}
+	actions := ComputePodActions(pod, status, backoff, now)
+	s := &syncPass{r: r, pod: pod, status: status, backoff: backoff, waiting: map[string]WaitingReason{}}
+	for _, b := range actions.BackingOff {
+		s.waiting[b.Name] = WaitingReason{ReasonCrashLoopBackOff, b.Message}
+		s.retryAfter(b.Remaining)
+	}
+	s.run(ctx, actions)
+	return r.result(ctx, pod, s.waiting, status, s.retry, errors.Join(s.errs...), now)
+}
+
+// result observes the pod again and builds the API status.
+func (r *Runtime) result(ctx context.Context, pod *v1.Pod, waiting map[string]WaitingReason, before *PodStatus, retry time.Duration, err error, now time.Time) SyncResult {
+	status := before
+	if ctx.Err() == nil {
+		if after, serr := r.GetPodStatus(ctx, pod.UID, pod.Name, pod.Namespace); serr == nil {
+			status = after
+		} else {
+			err = errors.Join(err, serr)
+		}
+	}
+	api := GenerateAPIStatus(pod, status, waiting, &pod.Status, now)
+	if r.Opts.NodeIP != "" {
+		api.HostIP = r.Opts.NodeIP
+		api.HostIPs = []v1.HostIP{{IP: r.Opts.NodeIP}}
+	}
+	return SyncResult{Status: status, APIStatus: api, RetryAfter: retry, Err: err}
+}
+
+type syncPass struct {
+	r       *Runtime
+	pod     *v1.Pod
+	status  *PodStatus
+	backoff *Backoff
+	waiting map[string]WaitingReason
+	retry   time.Duration
+	errs    []error
+
+	sandboxID     string
+	sandboxConfig *runtimeapi.PodSandboxConfig
+	podIPs        []string
+}
+
+func (s *syncPass) retryAfter(d time.Duration) {
+	if d > 0 && (s.retry == 0 || d < s.retry) {
+		s.retry = d
+	}
+}
+
+func (s *syncPass) fail(err error) { s.errs = append(s.errs, err) }
+
+func (s *syncPass) run(ctx context.Context, a PodActions) {
+	pod, r := s.pod, s.r
+	if a.KillPod {
+		if err := r.stopPod(ctx, s.status, podGracePeriod(pod)); err != nil {
+			s.fail(fmt.Errorf("kill pod %s/%s before recreating its sandbox: %w", pod.Namespace, pod.Name, err))
+			return
+		}
+	} else {
+		for _, k := range a.ContainersToKill {
+			if err := r.stopContainer(ctx, k.ID, k.Name, podGracePeriod(pod)); err != nil {
+				s.fail(fmt.Errorf("%s: %w", k.Message, err))
+				return
+			}
+		}
+	}
+	if !a.CreateSandbox && (a.KillPod || a.SandboxID == "") {
+		return
+	}
+	cfg, err := SandboxConfig(pod, a.Attempt, r.Opts)
+	if err != nil {
+		s.fail(err)
+		return
+	}
+	s.sandboxConfig, s.sandboxID, s.podIPs = cfg, a.SandboxID, s.status.IPs
+	if a.CreateSandbox && !s.createSandbox(ctx) {
+		return
+	}
+	for _, i := range a.InitContainersToStart {
+		c := &pod.Spec.InitContainers[i]
+		if !s.startContainer(ctx, c) && !isRestartableInit(c) {
+			return
+		}
+	}
+	for _, i := range a.ContainersToStart {
+		s.startContainer(ctx, &pod.Spec.Containers[i])
+	}
+}
+
+func (s *syncPass) createSandbox(ctx context.Context) bool {
+	pod, r := s.pod, s.r
+	if err := os.MkdirAll(s.sandboxConfig.LogDirectory, 0o755); err != nil {
+		s.fail(fmt.Errorf("create log directory of pod %s/%s: %w", pod.Namespace, pod.Name, err))
+		return false
+	}
+	sctx, cancel := r.callCtx(ctx)
+	defer cancel()
+	resp, err := r.RT.RunPodSandbox(sctx, &runtimeapi.RunPodSandboxRequest{Config: s.sandboxConfig})
+	if err != nil {
+		s.fail(fmt.Errorf("create sandbox of pod %s/%s (attempt %d): %w", pod.Namespace, pod.Name, s.sandboxConfig.Metadata.Attempt, err))
+		return false
+	}
+	s.sandboxID = resp.PodSandboxId
+	st, err := r.RT.PodSandboxStatus(sctx, &runtimeapi.PodSandboxStatusRequest{PodSandboxId: s.sandboxID})
+	if err != nil {
+		s.fail(fmt.Errorf("status of new sandbox %s of pod %s/%s: %w", s.sandboxID, pod.Namespace, pod.Name, err))
+		return false
+	}
+	s.podIPs = sandboxIPs(st.Status)
+	// The new sandbox's containers start from a clean slate, but restart
+	// counts continue from the old instances, as upstream.
+	return true
+}
+
+// startContainer pulls, creates and starts one container instance and
+// reports whether it runs.
+func (s *syncPass) startContainer(ctx context.Context, c *v1.Container) bool {
+	pod, r := s.pod, s.r
+	restartCount := 0
+	prev := s.status.FindContainer(c.Name)
+	if prev != nil {
+		restartCount = prev.RestartCount + 1
+		if s.backoff != nil && prev.State == runtimeapi.ContainerState_CONTAINER_EXITED {
+			// Record the crash for the backoff of the next restart, as
+			// upstream's doBackOff does when it lets a restart through.
+			s.backoff.Next(ContainerBackoffKey(pod, c), prev.FinishedAt)
+		}
+	}
+	pullBackoff := r.Opts.PullBackoff
+	if pullBackoff == nil {
+		pullBackoff = s.backoff
+	}
+	img := r.ensureImage(ctx, pod, c, s.sandboxConfig, pullBackoff)
+	if img.err != nil {
+		if img.waiting != nil {
+			s.waiting[c.Name] = *img.waiting
+		}
+		s.retryAfter(img.retry)
+		s.fail(img.err)
+		return false
+	}
+	cfg, err := ContainerConfig(pod, c, restartCount, s.podIPs, img.ref, r.Opts)
+	if err != nil {
+		s.waiting[c.Name] = WaitingReason{ReasonCreateContainerConfigError, err.Error()}
+		s.fail(err)
+		return false
+	}
+	// A log file left by an instance with the same restart count (its
+	// container was removed) would be appended to.
+	_ = os.Remove(s.sandboxConfig.LogDirectory + "/" + cfg.LogPath)
+	sctx, cancel := r.callCtx(ctx)
+	defer cancel()
+	created, err := r.RT.CreateContainer(sctx, &runtimeapi.CreateContainerRequest{
+		PodSandboxId: s.sandboxID, Config: cfg, SandboxConfig: s.sandboxConfig,
+	})
+	if err != nil {
+		err = fmt.Errorf("create container %s of pod %s/%s: %w", c.Name, pod.Namespace, pod.Name, err)
+		s.waiting[c.Name] = WaitingReason{ReasonCreateContainerError, err.Error()}
+		s.fail(err)
+		return false
+	}
+	if _, err := r.RT.StartContainer(sctx, &runtimeapi.StartContainerRequest{ContainerId: created.ContainerId}); err != nil {
+		err = fmt.Errorf("start container %s of pod %s/%s: %w", c.Name, pod.Namespace, pod.Name, err)
+		s.waiting[c.Name] = WaitingReason{ReasonRunContainerError, err.Error()}
+		s.fail(err)
+		return false
+	}
+	s.pruneExited(ctx, c.Name, prev)
+	return true
+}
+
+// pruneExited removes the exited instances of a container older than prev,
+// the one before the new instance: the API shows only the last
+// termination, and a crash-looping container would otherwise pile up dead
+// instances until the pod is killed.
+func (s *syncPass) pruneExited(ctx context.Context, name string, prev *ContainerStatus) {
+	for _, cs := range s.status.ContainerStatuses {
+		if cs.Name != name || cs == prev || cs.State != runtimeapi.ContainerState_CONTAINER_EXITED {
+			continue
+		}
+		sctx, cancel := s.r.callCtx(ctx)
+		_, err := s.r.RT.RemoveContainer(sctx, &runtimeapi.RemoveContainerRequest{ContainerId: cs.ID})
+		cancel()
+		if err != nil && !isNotFound(err) {
+			s.fail(fmt.Errorf("remove old instance %s of container %s of pod %s/%s: %w", cs.ID, name, s.pod.Namespace, s.pod.Name, err))
+		}
+	}
+}

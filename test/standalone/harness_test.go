@@ -1,0 +1,311 @@
+package standalone
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/actorlet/actorlet/test/env"
+)
+
+// binary is actorlet, built once for the package.
+var binary string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "actorlet-standalone")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	binary = filepath.Join(dir, "actorlet")
+	root, err := env.RepoRoot()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	build := exec.Command("go", "build", "-o", binary, "./cmd/actorlet")
+	build.Dir = root
+	if out, err := build.CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "build actorlet: %v\n%s", err, out)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// node is one actorlet in standalone mode on the environment's containerd,
+// with its own manifest directory, root directory and node name.
+type node struct {
+	t         testing.TB
+	env       *env.Env
+	name      string
+	manifests string
+	rootDir   string
+	config    string
+	readOnly  int
+	healthz   int
+	rt        runtimeapi.RuntimeServiceClient
+
+	mu   sync.Mutex
+	cmd  *exec.Cmd
+	log  strings.Builder
+	done chan struct{}
+}
+
+func newNode(t testing.TB) *node {
+	t.Helper()
+	e := env.Require(t)
+	rt, _ := e.CRI(t)
+	dir := t.TempDir()
+	n := &node{
+		t: t, env: e, rt: rt,
+		name:      "sa-" + strings.ToLower(strings.NewReplacer("/", "-", "_", "-").Replace(t.Name())),
+		manifests: filepath.Join(dir, "manifests"),
+		rootDir:   filepath.Join(dir, "root"),
+		config:    filepath.Join(dir, "config.yaml"),
+		readOnly:  freePort(t),
+		healthz:   freePort(t),
+	}
+	if len(n.name) > 40 {
+		n.name = n.name[:40]
+	}
+	n.name = strings.TrimRight(n.name, "-")
+	if err := os.MkdirAll(n.manifests, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// A short crash-loop cap and file check keep the tests quick; the
+	// behaviours are the same as with upstream's defaults.
+	cfg := fmt.Sprintf(`apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+staticPodPath: %s
+fileCheckFrequency: 2s
+readOnlyPort: %d
+healthzPort: %d
+crashLoopBackOff:
+  maxContainerRestartPeriod: 2s
+`, n.manifests, n.readOnly, n.healthz)
+	if err := os.WriteFile(n.config, []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(n.cleanup)
+	return n
+}
+
+func freePort(t testing.TB) int {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// start runs actorlet and waits until its read-only port answers.
+func (n *node) start() {
+	n.t.Helper()
+	cmd := exec.Command(binary, "--config", n.config, "--container-runtime-endpoint", n.env.RuntimeEndpoint,
+		"--hostname-override", n.name, "--root-dir", n.rootDir, "--address", "127.0.0.1", "--debug-fault-injection", "-v", "1")
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		n.t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		n.t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		s := bufio.NewScanner(stderr)
+		s.Buffer(make([]byte, 64*1024), 1024*1024)
+		for s.Scan() {
+			n.mu.Lock()
+			n.log.WriteString(s.Text() + "\n")
+			n.mu.Unlock()
+		}
+	}()
+	n.mu.Lock()
+	n.cmd, n.done = cmd, done
+	n.mu.Unlock()
+	n.eventually("actorlet serves /pods", 30*time.Second, func() error { _, err := n.pods(); return err })
+}
+
+// stop ends actorlet with sig and waits for it to exit.
+func (n *node) stop(sig syscall.Signal) {
+	n.mu.Lock()
+	cmd, done := n.cmd, n.done
+	n.cmd = nil
+	n.mu.Unlock()
+	if cmd == nil {
+		return
+	}
+	_ = cmd.Process.Signal(sig)
+	<-done
+	_ = cmd.Wait()
+}
+
+func (n *node) logs() string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.log.String()
+}
+
+// cleanup stops actorlet and removes every pod of this node from the runtime.
+func (n *node) cleanup() {
+	n.stop(syscall.SIGKILL)
+	if n.t.Failed() {
+		n.t.Logf("actorlet log:\n%s", n.logs())
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	sbs, err := n.rt.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{})
+	if err != nil {
+		n.t.Logf("cleanup: list sandboxes: %v", err)
+		return
+	}
+	for _, sb := range sbs.Items {
+		if !strings.HasSuffix(sb.Labels["io.kubernetes.pod.name"], "-"+n.name) {
+			continue
+		}
+		_, _ = n.rt.StopPodSandbox(ctx, &runtimeapi.StopPodSandboxRequest{PodSandboxId: sb.Id})
+		_, _ = n.rt.RemovePodSandbox(ctx, &runtimeapi.RemovePodSandboxRequest{PodSandboxId: sb.Id})
+	}
+}
+
+// writeManifest places a manifest atomically (write, then rename), as
+// configuration management tools do.
+func (n *node) writeManifest(file, content string) {
+	n.t.Helper()
+	tmp := filepath.Join(n.manifests, "."+file+".tmp")
+	if err := os.WriteFile(tmp, []byte(content), 0o644); err != nil {
+		n.t.Fatal(err)
+	}
+	if err := os.Rename(tmp, filepath.Join(n.manifests, file)); err != nil {
+		n.t.Fatal(err)
+	}
+}
+
+func (n *node) removeManifest(file string) {
+	n.t.Helper()
+	if err := os.Remove(filepath.Join(n.manifests, file)); err != nil {
+		n.t.Fatal(err)
+	}
+}
+
+func (n *node) pods() ([]v1.Pod, error) {
+	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/pods", n.readOnly))
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("GET /pods: %s: %s", resp.Status, body)
+	}
+	var list v1.PodList
+	if err := json.Unmarshal(body, &list); err != nil {
+		return nil, fmt.Errorf("GET /pods: %w", err)
+	}
+	return list.Items, nil
+}
+
+// pod returns the static pod named name (without the node suffix).
+func (n *node) pod(name string) (*v1.Pod, error) {
+	pods, err := n.pods()
+	if err != nil {
+		return nil, err
+	}
+	for i := range pods {
+		if pods[i].Name == name+"-"+n.name {
+			return &pods[i], nil
+		}
+	}
+	return nil, fmt.Errorf("pod %s not in /pods", name)
+}
+
+// eventually polls check until it returns nil, failing the test after within.
+func (n *node) eventually(what string, within time.Duration, check func() error) {
+	n.t.Helper()
+	deadline := time.Now().Add(within)
+	var err error
+	for time.Now().Before(deadline) {
+		if err = check(); err == nil {
+			return
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	n.t.Fatalf("%s: not within %v: %v", what, within, err)
+}
+
+// running waits for the pod's phase to be Running with every container
+// running, and returns the pod.
+func (n *node) running(name string, within time.Duration) *v1.Pod {
+	n.t.Helper()
+	var pod *v1.Pod
+	n.eventually("pod "+name+" running", within, func() error {
+		p, err := n.pod(name)
+		if err != nil {
+			return err
+		}
+		if p.Status.Phase != v1.PodRunning {
+			return fmt.Errorf("phase %q", p.Status.Phase)
+		}
+		for _, cs := range p.Status.ContainerStatuses {
+			if cs.State.Running == nil {
+				return fmt.Errorf("container %s not running: %+v", cs.Name, cs.State)
+			}
+		}
+		pod = p
+		return nil
+	})
+	return pod
+}
+
+// runtimeObjects counts the sandboxes and containers the runtime holds for
+// a pod UID.
+func (n *node) runtimeObjects(uid string) (sandboxes, containers int) {
+	n.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	sel := map[string]string{"io.kubernetes.pod.uid": uid}
+	sbs, err := n.rt.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{Filter: &runtimeapi.PodSandboxFilter{LabelSelector: sel}})
+	if err != nil {
+		n.t.Fatal(err)
+	}
+	cs, err := n.rt.ListContainers(ctx, &runtimeapi.ListContainersRequest{Filter: &runtimeapi.ContainerFilter{LabelSelector: sel}})
+	if err != nil {
+		n.t.Fatal(err)
+	}
+	return len(sbs.Items), len(cs.Containers)
+}
+
+func containerIDs(p *v1.Pod) map[string]string {
+	out := map[string]string{}
+	for _, cs := range p.Status.ContainerStatuses {
+		out[cs.Name] = cs.ContainerID
+	}
+	return out
+}
+
+// manifest renders a pod manifest with the environment's busybox image.
+func manifest(name, body string) string {
+	return "apiVersion: v1\nkind: Pod\nmetadata:\n  name: " + name + "\nspec:\n" + body
+}

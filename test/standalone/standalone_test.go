@@ -1,0 +1,360 @@
+package standalone
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+)
+
+// Timings in these tests are the product's bounds times three, so that a
+// loaded 2-core machine does not make them flake; `make bench` reports the
+// real figures.
+
+func (n *node) busybox() string { return n.env.BusyboxImage }
+
+func TestWebServerPodServesFromTheHost(t *testing.T) {
+	n := newNode(t)
+	n.start()
+	n.writeManifest("web.yaml", manifest("web", fmt.Sprintf(`  containers:
+  - name: httpd
+    image: %s
+    command: ["sh", "-c", "mkdir -p /www && echo hello-from-actorlet > /www/index.html && exec httpd -f -p 8080 -h /www"]
+`, n.busybox())))
+	pod := n.running("web", 60*time.Second)
+	if pod.Status.PodIP == "" || !strings.HasPrefix(pod.Status.PodIP, "10.244.") {
+		t.Fatalf("pod IP %q is not in the pod network 10.244.0.0/16", pod.Status.PodIP)
+	}
+	n.eventually("the web server answers from the host", 30*time.Second, func() error {
+		resp, err := http.Get("http://" + pod.Status.PodIP + ":8080/")
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		if !strings.Contains(string(body), "hello-from-actorlet") {
+			return fmt.Errorf("body %q", body)
+		}
+		return nil
+	})
+	for _, c := range []v1.PodConditionType{v1.PodScheduled, v1.PodInitialized, v1.ContainersReady, v1.PodReady} {
+		if !hasCondition(pod, c) {
+			t.Errorf("condition %s is not True: %+v", c, pod.Status.Conditions)
+		}
+	}
+}
+
+func hasCondition(p *v1.Pod, t v1.PodConditionType) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == t {
+			return c.Status == v1.ConditionTrue
+		}
+	}
+	return false
+}
+
+func TestRestartPolicies(t *testing.T) {
+	n := newNode(t)
+	n.start()
+	pods := map[string]string{
+		"crash":          "  restartPolicy: Always\n  containers:\n  - name: c\n    image: %s\n    command: [\"sh\", \"-c\", \"exit 1\"]\n",
+		"never":          "  restartPolicy: Never\n  containers:\n  - name: c\n    image: %s\n    command: [\"sh\", \"-c\", \"exit 1\"]\n",
+		"onfailure-ok":   "  restartPolicy: OnFailure\n  containers:\n  - name: c\n    image: %s\n    command: [\"sh\", \"-c\", \"exit 0\"]\n",
+		"onfailure-fail": "  restartPolicy: OnFailure\n  containers:\n  - name: c\n    image: %s\n    command: [\"sh\", \"-c\", \"exit 3\"]\n",
+		"init": "  initContainers:\n  - name: first\n    image: %[1]s\n    command: [\"sh\", \"-c\", \"echo one > /dev/termination-log\"]\n" +
+			"  - name: second\n    image: %[1]s\n    command: [\"true\"]\n  containers:\n  - name: app\n    image: %[1]s\n    command: [\"sleep\", \"3600\"]\n",
+		"init-fails": "  restartPolicy: Never\n  initContainers:\n  - name: broken\n    image: %[1]s\n    command: [\"sh\", \"-c\", \"exit 2\"]\n" +
+			"  containers:\n  - name: app\n    image: %[1]s\n    command: [\"sleep\", \"3600\"]\n",
+	}
+	for name, body := range pods {
+		n.writeManifest(name+".yaml", manifest(name, fmt.Sprintf(body, n.busybox())))
+	}
+
+	t.Run("Always restarts with backoff and shows CrashLoopBackOff", func(t *testing.T) {
+		sawBackoff := false
+		n.eventually("crash restarts three times", 90*time.Second, func() error {
+			p, err := n.pod("crash")
+			if err != nil || len(p.Status.ContainerStatuses) == 0 {
+				return fmt.Errorf("no status yet: %v", err)
+			}
+			cs := p.Status.ContainerStatuses[0]
+			if cs.State.Waiting != nil && cs.State.Waiting.Reason == "CrashLoopBackOff" {
+				sawBackoff = true
+			}
+			if cs.RestartCount < 3 || !sawBackoff {
+				return fmt.Errorf("restartCount %d, saw CrashLoopBackOff %v", cs.RestartCount, sawBackoff)
+			}
+			if cs.LastTerminationState.Terminated == nil || cs.LastTerminationState.Terminated.ExitCode != 1 {
+				return fmt.Errorf("last termination %+v", cs.LastTerminationState)
+			}
+			return nil
+		})
+	})
+	t.Run("Never fails the pod", func(t *testing.T) {
+		n.eventually("never fails", 60*time.Second, func() error {
+			return phaseAndReason(n, "never", v1.PodFailed, "Error", 0)
+		})
+	})
+	t.Run("OnFailure succeeds after exit 0", func(t *testing.T) {
+		n.eventually("onfailure-ok succeeds", 60*time.Second, func() error {
+			return phaseAndReason(n, "onfailure-ok", v1.PodSucceeded, "Completed", 0)
+		})
+	})
+	t.Run("OnFailure restarts after a failure", func(t *testing.T) {
+		n.eventually("onfailure-fail restarts", 60*time.Second, func() error {
+			p, err := n.pod("onfailure-fail")
+			if err != nil || len(p.Status.ContainerStatuses) == 0 {
+				return fmt.Errorf("no status yet: %v", err)
+			}
+			if rc := p.Status.ContainerStatuses[0].RestartCount; rc < 1 {
+				return fmt.Errorf("restartCount %d", rc)
+			}
+			return nil
+		})
+	})
+	t.Run("init containers run in order before the app", func(t *testing.T) {
+		p := n.running("init", 60*time.Second)
+		if len(p.Status.InitContainerStatuses) != 2 {
+			t.Fatalf("init statuses: %+v", p.Status.InitContainerStatuses)
+		}
+		first, second := p.Status.InitContainerStatuses[0].State.Terminated, p.Status.InitContainerStatuses[1].State.Terminated
+		if first == nil || second == nil || first.Reason != "Completed" || second.Reason != "Completed" {
+			t.Fatalf("init containers did not complete: %+v", p.Status.InitContainerStatuses)
+		}
+		if second.StartedAt.Before(&first.FinishedAt) {
+			t.Errorf("second init container started %v, before the first finished %v", second.StartedAt, first.FinishedAt)
+		}
+		if app := p.Status.ContainerStatuses[0].State.Running; app == nil || app.StartedAt.Before(&second.FinishedAt) {
+			t.Errorf("app started before the init containers finished: %+v", p.Status.ContainerStatuses[0].State)
+		}
+	})
+	t.Run("a failing init container blocks the app", func(t *testing.T) {
+		n.eventually("init-fails fails", 60*time.Second, func() error {
+			p, err := n.pod("init-fails")
+			if err != nil {
+				return err
+			}
+			if p.Status.Phase != v1.PodFailed {
+				return fmt.Errorf("phase %q", p.Status.Phase)
+			}
+			for _, cs := range p.Status.ContainerStatuses {
+				if cs.State.Running != nil || cs.State.Terminated != nil || cs.ContainerID != "" {
+					return fmt.Errorf("app container ran: %+v", cs)
+				}
+			}
+			return nil
+		})
+	})
+}
+
+func phaseAndReason(n *node, name string, phase v1.PodPhase, reason string, restarts int32) error {
+	p, err := n.pod(name)
+	if err != nil {
+		return err
+	}
+	if p.Status.Phase != phase || len(p.Status.ContainerStatuses) == 0 {
+		return fmt.Errorf("phase %q, statuses %+v", p.Status.Phase, p.Status.ContainerStatuses)
+	}
+	cs := p.Status.ContainerStatuses[0]
+	if cs.State.Terminated == nil || cs.State.Terminated.Reason != reason || cs.RestartCount != restarts {
+		return fmt.Errorf("container state %+v restarts %d", cs.State, cs.RestartCount)
+	}
+	return nil
+}
+
+func TestRemovingTheManifestStopsThePod(t *testing.T) {
+	n := newNode(t)
+	n.start()
+	// polite exits on SIGTERM; stubborn ignores it and must be killed at
+	// the deadline of its 3 s grace period.
+	n.writeManifest("polite.yaml", manifest("polite", fmt.Sprintf(`  terminationGracePeriodSeconds: 30
+  containers:
+  - name: c
+    image: %s
+    command: ["sh", "-c", "trap 'exit 0' TERM; while true; do sleep 0.2; done"]
+`, n.busybox())))
+	n.writeManifest("stubborn.yaml", manifest("stubborn", fmt.Sprintf(`  terminationGracePeriodSeconds: 3
+  containers:
+  - name: c
+    image: %s
+    command: ["sh", "-c", "trap '' TERM; while true; do sleep 0.2; done"]
+`, n.busybox())))
+	polite := n.running("polite", 60*time.Second)
+	stubborn := n.running("stubborn", 60*time.Second)
+
+	for _, tc := range []struct {
+		file    string
+		pod     *v1.Pod
+		atLeast time.Duration
+		within  time.Duration
+	}{
+		// The polite pod goes at once, far inside its 30 s grace period.
+		{"polite.yaml", polite, 0, 3 * (2 * time.Second)},
+		// The stubborn one goes at its 3 s deadline (+2 s), not before.
+		{"stubborn.yaml", stubborn, 3 * time.Second, 3 * (3*time.Second + 2*time.Second)},
+	} {
+		removed := time.Now()
+		n.removeManifest(tc.file)
+		n.eventually(tc.file+" gone from the runtime", tc.within, func() error {
+			if sb, c := n.runtimeObjects(string(tc.pod.UID)); sb+c > 0 {
+				return fmt.Errorf("%d sandboxes and %d containers left", sb, c)
+			}
+			return nil
+		})
+		took := time.Since(removed)
+		if took < tc.atLeast {
+			t.Errorf("%s: gone after %v, before its grace period %v: SIGTERM was not ignored?", tc.file, took, tc.atLeast)
+		}
+		t.Logf("%s: pod gone %v after its manifest was removed", tc.file, took.Round(10*time.Millisecond))
+	}
+}
+
+func TestEditingTheImageRestartsOnlyThatContainer(t *testing.T) {
+	n := newNode(t)
+	n.start()
+	// A manifest with its own UID keeps it across edits, so the edit is an
+	// update of the same pod (a manifest without one gets a new UID from
+	// its content, and an edit replaces the whole pod, as upstream).
+	body := `metadata:
+  name: edit
+  uid: 6c1f8a52-0c41-4d6e-9d0b-edit00000001
+spec:
+  terminationGracePeriodSeconds: 2
+  containers:
+  - name: keep
+    image: %s
+    command: ["sleep", "3600"]
+  - name: change
+    image: %s
+    command: ["sleep", "3600"]
+`
+	n.writeManifest("edit.yaml", "apiVersion: v1\nkind: Pod\n"+fmt.Sprintf(body, n.busybox(), n.busybox()))
+	before := containerIDs(n.running("edit", 60*time.Second))
+	// The short name of the same image: a different image field, which the
+	// runtime resolves without a second image to build.
+	short := strings.TrimPrefix(n.busybox(), "docker.io/library/")
+	n.writeManifest("edit.yaml", "apiVersion: v1\nkind: Pod\n"+fmt.Sprintf(body, n.busybox(), short))
+	n.eventually("the changed container restarts", 60*time.Second, func() error {
+		p, err := n.pod("edit")
+		if err != nil {
+			return err
+		}
+		after := containerIDs(p)
+		if after["change"] == before["change"] || after["change"] == "" {
+			return fmt.Errorf("container change not restarted yet: %v", after)
+		}
+		for _, cs := range p.Status.ContainerStatuses {
+			if cs.State.Running == nil {
+				return fmt.Errorf("%s not running", cs.Name)
+			}
+			if cs.Name == "change" && cs.Image != short && !strings.HasSuffix(cs.Image, short) {
+				return fmt.Errorf("container change runs image %q, want %q", cs.Image, short)
+			}
+		}
+		if after["keep"] != before["keep"] {
+			t.Fatalf("container keep was restarted too: %s → %s", before["keep"], after["keep"])
+		}
+		return nil
+	})
+}
+
+func TestRestartAdoptsAndCleansUp(t *testing.T) {
+	n := newNode(t)
+	n.start()
+	for _, name := range []string{"stays", "goes"} {
+		n.writeManifest(name+".yaml", manifest(name, fmt.Sprintf(`  terminationGracePeriodSeconds: 2
+  containers:
+  - name: c
+    image: %s
+    command: ["sleep", "3600"]
+`, n.busybox())))
+	}
+	stays := n.running("stays", 60*time.Second)
+	goes := n.running("goes", 60*time.Second)
+	n.stop(syscall.SIGKILL)
+	n.removeManifest("goes.yaml")
+	n.start()
+	n.eventually("the pod that stays is adopted", 60*time.Second, func() error {
+		p, err := n.pod("stays")
+		if err != nil {
+			return err
+		}
+		if p.Status.Phase != v1.PodRunning {
+			return fmt.Errorf("phase %q", p.Status.Phase)
+		}
+		if got, want := containerIDs(p), containerIDs(stays); fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("containers recreated after restart: %v, were %v", got, want)
+		}
+		return nil
+	})
+	n.eventually("the pod whose manifest went while actorlet was down is cleaned up", 60*time.Second, func() error {
+		if sb, c := n.runtimeObjects(string(goes.UID)); sb+c > 0 {
+			return fmt.Errorf("%d sandboxes and %d containers left", sb, c)
+		}
+		return nil
+	})
+}
+
+func TestBadManifestsAffectNoOtherPod(t *testing.T) {
+	n := newNode(t)
+	n.start()
+	n.writeManifest("good.yaml", manifest("good", fmt.Sprintf("  containers:\n  - name: c\n    image: %s\n    command: [\"sleep\", \"3600\"]\n", n.busybox())))
+	good := n.running("good", 60*time.Second)
+	n.writeManifest("syntax.yaml", "apiVersion: v1\nkind: Pod\nmetadata: [this is: not valid\n")
+	n.writeManifest("invalid.yaml", manifest("invalid", "  containers:\n  - name: c\n"))
+	n.eventually("both bad manifests are logged with their file names", 30*time.Second, func() error {
+		logs := n.logs()
+		for _, f := range []string{"syntax.yaml", "invalid.yaml"} {
+			if !strings.Contains(logs, f) {
+				return fmt.Errorf("no log line names %s", f)
+			}
+		}
+		if !strings.Contains(logs, "image") {
+			return fmt.Errorf("the invalid spec's reason (missing image) is not logged")
+		}
+		return nil
+	})
+	time.Sleep(3 * time.Second) // a rescan or two
+	p := n.running("good", 10*time.Second)
+	if fmt.Sprint(containerIDs(p)) != fmt.Sprint(containerIDs(good)) {
+		t.Errorf("the good pod was disturbed: %v → %v", containerIDs(good), containerIDs(p))
+	}
+}
+
+func TestPanickingWorkerRestartsAlone(t *testing.T) {
+	n := newNode(t)
+	n.start()
+	for _, name := range []string{"victim", "bystander"} {
+		n.writeManifest(name+".yaml", manifest(name, fmt.Sprintf("  containers:\n  - name: c\n    image: %s\n    command: [\"sleep\", \"3600\"]\n", n.busybox())))
+	}
+	victim := n.running("victim", 60*time.Second)
+	bystander := n.running("bystander", 60*time.Second)
+	worker := fmt.Sprintf("bootstrap/pod-manager/default/%s@%s", victim.Name, string(victim.UID)[:8])
+	resp, err := http.Post(fmt.Sprintf("http://127.0.0.1:%d/debug/inject/panic?actor=%s", n.healthz, worker), "text/plain", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("inject panic into %s: %s", worker, resp.Status)
+	}
+	n.eventually("the worker restarted", 30*time.Second, func() error {
+		if !strings.Contains(n.logs(), "injected fault") {
+			return fmt.Errorf("no restart logged yet")
+		}
+		return nil
+	})
+	time.Sleep(3 * time.Second) // let the restarted worker sync
+	for _, before := range []*v1.Pod{victim, bystander} {
+		name := strings.TrimSuffix(before.Name, "-"+n.name)
+		after := n.running(name, 30*time.Second)
+		if fmt.Sprint(containerIDs(after)) != fmt.Sprint(containerIDs(before)) {
+			t.Errorf("%s: containers recreated: %v → %v", name, containerIDs(before), containerIDs(after))
+		}
+	}
+}
