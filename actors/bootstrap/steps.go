@@ -167,18 +167,23 @@ func (a *Actor) buildDependencies(actor.Context) (outcome, error) {
 }
 
 // runtimeActors are spawned in this order and stopped in the reverse one:
-// the pod-manager exists before anything sends it pods, and the api-server
-// stops taking requests before anything else goes. Each entry builds its
+// the status-reporter exists before any status is reported and goes last,
+// after the final statuses; the pod-manager exists before anything sends it
+// pods; the api-server stops taking requests before anything else goes. Each entry builds its
 // actor's Props from the configuration, the dependencies and the PIDs of the
 // actors spawned before it.
 var runtimeActors = []struct {
 	kind  string
 	props func(a *Actor, env *runtimeEnv) *actor.Props
 }{
+	{statusreporter.Kind, func(a *Actor, env *runtimeEnv) *actor.Props {
+		return a.p.System.Registry.Props(statusreporter.Kind, statusreporter.New(a.log), nil)
+	}},
 	{podmanager.Kind, func(a *Actor, env *runtimeEnv) *actor.Props {
 		return a.p.System.Registry.Props(podmanager.Kind, podmanager.New(podmanager.Params{
 			Registry: a.p.System.Registry, Runtime: env.runtime, MaxContainerRestartPeriod: env.maxRestartPeriod,
-			Sources: env.sources, MaxPods: int(a.cfg.MaxPods), Allocatable: env.allocatable, Log: a.log,
+			Sources: env.sources, MaxPods: int(a.cfg.MaxPods), Allocatable: env.allocatable,
+			StatusReporter: a.child(statusreporter.Kind), Log: a.log,
 		}), podmanager.WorkerStrategy(a.p.System.Registry))
 	}},
 	{configsource.Kind, func(a *Actor, env *runtimeEnv) *actor.Props {
@@ -194,9 +199,6 @@ var runtimeActors = []struct {
 			Runtime: a.deps.Runtime, Period: time.Second, Timeout: a.cfg.RuntimeRequestTimeout.Duration,
 			PodManager: a.child(podmanager.Kind), Log: a.log,
 		}), nil)
-	}},
-	{statusreporter.Kind, func(a *Actor, env *runtimeEnv) *actor.Props {
-		return a.p.System.Registry.Props(statusreporter.Kind, statusreporter.New(a.log), nil)
 	}},
 	{gc.Kind, func(a *Actor, env *runtimeEnv) *actor.Props {
 		return a.p.System.Registry.Props(gc.Kind, gc.New(a.log), nil)
@@ -265,6 +267,9 @@ func (a *Actor) runtimeEnv() (*runtimeEnv, error) {
 	}
 	if c.StaticPodURL != "" {
 		env.sources = append(env.sources, messages.SourceHTTP)
+	}
+	if a.deps.Kube != nil {
+		env.sources = append(env.sources, messages.SourceAPI)
 	}
 	mem := capacity[v1.ResourceMemory]
 	env.runtime = &podruntime.Runtime{RT: a.deps.Runtime, Img: a.deps.Images, Opts: podruntime.Options{

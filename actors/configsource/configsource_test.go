@@ -118,9 +118,15 @@ func (h *harness) none() {
 	}
 }
 
+// write replaces a file atomically (a dot-file renamed into place), so that
+// a rescan never reads it half-written and logs a version that never was.
 func write(t *testing.T, dir, name, content string) {
 	t.Helper()
-	if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+	tmp := filepath.Join(dir, ".tmp-"+name)
+	if err := os.WriteFile(tmp, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, filepath.Join(dir, name)); err != nil {
 		t.Fatal(err)
 	}
 }

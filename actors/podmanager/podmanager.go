@@ -33,10 +33,18 @@ const Kind = "pod-manager"
 // look like an orphan.
 const recentlyDoneFor = time.Minute
 
+// Runtime is what the pod-manager and its workers need of the container
+// runtime (podruntime.Runtime).
+type Runtime interface {
+	SyncPod(ctx context.Context, pod *v1.Pod, backoff *podruntime.Backoff) podruntime.SyncResult
+	KillPod(ctx context.Context, uid types.UID, name, namespace string, gracePeriod *int64) error
+	ListPods(ctx context.Context) ([]*podruntime.PodStatus, error)
+}
+
 // Params configure the pod-manager.
 type Params struct {
 	Registry *supervision.Registry
-	Runtime  *podruntime.Runtime
+	Runtime  Runtime
 	// MaxContainerRestartPeriod caps the crash-loop backoff (5 min upstream).
 	MaxContainerRestartPeriod time.Duration
 	// Sources are the pod sources configured; until each has sent its first
@@ -44,7 +52,9 @@ type Params struct {
 	Sources     []string
 	MaxPods     int
 	Allocatable v1.ResourceList
-	Log         zerolog.Logger
+	// StatusReporter receives every pod's status, and each pod's end.
+	StatusReporter *actor.PID
+	Log            zerolog.Logger
 }
 
 // Actor is the pod-manager actor.
@@ -107,6 +117,9 @@ func (a *Actor) Receive(ctx actor.Context) {
 	case *messages.PodStatusChanged:
 		if e, ok := a.pods[m.UID]; ok {
 			e.status, e.state = m.Status, m.WorkerState
+			if e.pod != nil {
+				supervision.Tell(ctx, a.p.StatusReporter, &messages.PodStatusReport{Pod: e.pod, Status: m.Status})
+			}
 		}
 	case *messages.PodWorkerDone:
 		a.done(ctx, m.UID)
@@ -166,6 +179,25 @@ func (a *Actor) update(ctx actor.Context, m *messages.PodUpdate) {
 // worker.
 func (a *Actor) upsert(ctx actor.Context, source string, pod *v1.Pod) {
 	a.bySource[source][pod.UID] = true
+	if pod.DeletionTimestamp != nil {
+		// Graceful deletion in the API: terminate with the grace period the
+		// deletion asked for. A pod already being deleted when first seen
+		// gets a worker too, which finds nothing to stop and lets the
+		// status-reporter finish the deletion.
+		if _, ok := a.pods[pod.UID]; !ok {
+			delete(a.rejected, pod.UID)
+			a.spawn(ctx, &podEntry{pod: pod, source: source}, pod.UID, pod.Name, pod.Namespace)
+		}
+		e, ok := a.pods[pod.UID]
+		if !ok {
+			return
+		}
+		e.pod = pod
+		if e.terminate == nil || !sameGrace(e.terminate.GracePeriod, pod.DeletionGracePeriodSeconds) {
+			a.terminate(ctx, e, pod.DeletionGracePeriodSeconds, "deleted")
+		}
+		return
+	}
 	if e, ok := a.pods[pod.UID]; ok {
 		if e.pod != nil && e.terminate == nil && !apiequality.Semantic.DeepEqual(e.pod.Spec, pod.Spec) {
 			e.pod = pod
@@ -183,6 +215,7 @@ func (a *Actor) upsert(ctx actor.Context, source string, pod *v1.Pod) {
 		rejected := pod.DeepCopy()
 		rejected.Status = v1.PodStatus{Phase: v1.PodFailed, Reason: r.Reason, Message: "Pod was rejected: " + r.Message}
 		a.rejected[pod.UID] = rejected
+		supervision.Tell(ctx, a.p.StatusReporter, &messages.PodStatusReport{Pod: pod, Status: rejected.Status})
 		return
 	}
 	a.spawn(ctx, &podEntry{pod: pod, source: source}, pod.UID, pod.Name, pod.Namespace)
@@ -202,8 +235,19 @@ func (a *Actor) admitted() []*v1.Pod {
 func (a *Actor) remove(ctx actor.Context, source string, uid types.UID, grace *int64, reason string) {
 	delete(a.bySource[source], uid)
 	delete(a.rejected, uid)
-	e, ok := a.pods[uid]
-	if !ok {
+	if e, ok := a.pods[uid]; ok {
+		a.terminate(ctx, e, grace, reason)
+	}
+}
+
+func sameGrace(a, b *int64) bool {
+	return (a == nil && b == nil) || (a != nil && b != nil && *a == *b)
+}
+
+// terminate asks a pod's worker to terminate it; repeated requests are
+// passed on, since a later one may shorten the grace period.
+func (a *Actor) terminate(ctx actor.Context, e *podEntry, grace *int64, reason string) {
+	if e.worker == nil {
 		return
 	}
 	e.terminate = &messages.TerminatePod{GracePeriod: grace, Reason: reason}
@@ -259,6 +303,9 @@ func (a *Actor) done(ctx actor.Context, uid types.UID) {
 	}
 	ctx.Stop(e.worker)
 	delete(a.pods, uid)
+	if e.pod != nil {
+		supervision.Tell(ctx, a.p.StatusReporter, &messages.PodFinished{Pod: e.pod, Removed: e.terminate != nil})
+	}
 	a.recentlyDone[uid] = time.Now()
 	// A pod whose source wants it again (a UID re-added while terminating)
 	// is started afresh.
@@ -364,7 +411,7 @@ func (a *Actor) list() *messages.PodList {
 // workerRuntime adapts podruntime to what a pod-worker needs, holding the
 // pod's own crash-loop backoff, which outlives the worker's restarts.
 type workerRuntime struct {
-	rt        *podruntime.Runtime
+	rt        Runtime
 	crashLoop *podruntime.Backoff
 	orphan    bool
 }

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -211,7 +212,7 @@ func TestSignalStopsTheTree(t *testing.T) {
 				t.Errorf("took %v to exit after %v", took, sig)
 			}
 			// The runtime actors stop in the reverse order of their start.
-			order := []string{"api-server", "gc", "status-reporter", "pleg", "config-source", "pod-manager"}
+			order := []string{"api-server", "gc", "pleg", "config-source", "pod-manager", "status-reporter"}
 			out := log.String()
 			last := -1
 			for _, kind := range order {
@@ -223,5 +224,26 @@ func TestSignalStopsTheTree(t *testing.T) {
 				last = i
 			}
 		})
+	}
+}
+
+// TestPortInUseStopsTheAgent checks that a listener that cannot bind is a
+// fatal start-up failure naming the address, as upstream's.
+func TestPortInUseStopsTheAgent(t *testing.T) {
+	e := env.Require(t)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	port := l.Addr().(*net.TCPAddr).Port
+	dir := t.TempDir()
+	r := runActorlet(t, "--container-runtime-endpoint", e.RuntimeEndpoint, "--root-dir", dir, "--hostname-override", "port-in-use",
+		"--read-only-port", "0", "--healthz-port", fmt.Sprint(port))
+	if r.code != 1 {
+		t.Fatalf("exit code %d, want 1\n%s", r.code, r.stderr)
+	}
+	if want := fmt.Sprintf("healthz listener on 127.0.0.1:%d", port); !strings.Contains(r.stderr, want) || !strings.Contains(r.stderr, "address already in use") {
+		t.Errorf("stderr does not name the listener %q and the cause:\n%s", want, r.stderr)
 	}
 }

@@ -1,0 +1,238 @@
+package podmanager
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/rs/zerolog"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/actorlet/actorlet/messages"
+	"github.com/actorlet/actorlet/podruntime"
+	"github.com/actorlet/actorlet/supervision"
+)
+
+// fakeRuntime records what the pod-manager's workers ask of the runtime;
+// the pod-manager's merging, admission and orphan logic is what is tested.
+type fakeRuntime struct {
+	mu      sync.Mutex
+	synced  map[types.UID]int
+	killed  map[types.UID]string // grace as text, "recorded" for nil
+	running []*podruntime.PodStatus
+}
+
+func (f *fakeRuntime) SyncPod(_ context.Context, pod *v1.Pod, _ *podruntime.Backoff) podruntime.SyncResult {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.synced[pod.UID]++
+	return podruntime.SyncResult{APIStatus: v1.PodStatus{Phase: v1.PodRunning}}
+}
+
+func (f *fakeRuntime) KillPod(_ context.Context, uid types.UID, _, _ string, grace *int64) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.killed[uid] = "recorded"
+	if grace != nil {
+		f.killed[uid] = fmt.Sprint(*grace)
+	}
+	return nil
+}
+
+func (f *fakeRuntime) ListPods(context.Context) ([]*podruntime.PodStatus, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.running, nil
+}
+
+func (f *fakeRuntime) state() (synced map[types.UID]int, killed map[types.UID]string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	synced, killed = map[types.UID]int{}, map[types.UID]string{}
+	for k, v := range f.synced {
+		synced[k] = v
+	}
+	for k, v := range f.killed {
+		killed[k] = v
+	}
+	return synced, killed
+}
+
+// reports collects what the pod-manager tells the status-reporter.
+type reports struct {
+	mu       sync.Mutex
+	finished []string
+}
+
+func (r *reports) Receive(ctx actor.Context) {
+	if m, ok := ctx.Message().(*messages.PodFinished); ok {
+		r.mu.Lock()
+		r.finished = append(r.finished, fmt.Sprintf("%s removed=%v", m.Pod.UID, m.Removed))
+		r.mu.Unlock()
+	}
+}
+
+func testPod(uid string, cpu string) *v1.Pod {
+	grace := int64(30)
+	p := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p-" + uid, Namespace: "default", UID: types.UID(uid)},
+		Spec: v1.PodSpec{TerminationGracePeriodSeconds: &grace, Containers: []v1.Container{{Name: "c", Image: "busybox"}}}}
+	if cpu != "" {
+		p.Spec.Containers[0].Resources.Requests = v1.ResourceList{v1.ResourceCPU: resource.MustParse(cpu)}
+	}
+	return p
+}
+
+type harness struct {
+	t       *testing.T
+	system  *supervision.System
+	rt      *fakeRuntime
+	reports *reports
+	pm      *actor.PID
+}
+
+func newHarness(t *testing.T, maxPods int, running ...*podruntime.PodStatus) *harness {
+	system := supervision.NewSystem(zerolog.Nop())
+	t.Cleanup(system.Shutdown)
+	h := &harness{t: t, system: system, rt: &fakeRuntime{synced: map[types.UID]int{}, killed: map[types.UID]string{}, running: running}, reports: &reports{}}
+	sr, err := system.Root.SpawnNamed(system.Registry.Props("status-reporter", func() actor.Actor { return h.reports }, nil), "sr")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.pm, err = system.Root.SpawnNamed(system.Registry.Props(Kind, New(Params{
+		Registry: system.Registry, Runtime: h.rt, Sources: []string{messages.SourceFile, messages.SourceAPI},
+		MaxPods: maxPods, Allocatable: v1.ResourceList{v1.ResourceCPU: resource.MustParse("2")},
+		StatusReporter: sr, Log: zerolog.Nop(),
+	}), WorkerStrategy(system.Registry)), "pm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+func (h *harness) send(source string, op messages.PodOp, pods ...*v1.Pod) {
+	supervision.TellFromOutside(h.system.ActorSystem, h.pm, &messages.PodUpdate{Source: source, Op: op, Pods: pods})
+}
+
+func (h *harness) eventually(what string, check func(synced map[types.UID]int, killed map[types.UID]string) error) {
+	h.t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	var err error
+	for time.Now().Before(deadline) {
+		if err = check(h.rt.state()); err == nil {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	h.t.Fatalf("%s: %v", what, err)
+}
+
+func (h *harness) list() []v1.Pod {
+	res, err := h.system.Root.RequestFuture(h.pm, &messages.ListPods{}, 5*time.Second).Result()
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return res.(*messages.PodList).Pods
+}
+
+func TestSetStartsAndRemoves(t *testing.T) {
+	h := newHarness(t, 10)
+	a, b := testPod("a", ""), testPod("b", "")
+	h.send(messages.SourceFile, messages.OpSet, a, b)
+	h.eventually("both pods synced", func(s map[types.UID]int, _ map[types.UID]string) error {
+		if s["a"] == 0 || s["b"] == 0 {
+			return fmt.Errorf("synced %v", s)
+		}
+		return nil
+	})
+	h.send(messages.SourceFile, messages.OpSet, a)
+	h.eventually("b killed with its own grace period", func(_ map[types.UID]int, k map[types.UID]string) error {
+		if k["b"] != "30" || k["a"] != "" {
+			return fmt.Errorf("killed %v", k)
+		}
+		return nil
+	})
+	h.eventually("b reported finished and removed", func(map[types.UID]int, map[types.UID]string) error {
+		h.reports.mu.Lock()
+		defer h.reports.mu.Unlock()
+		if strings.Join(h.reports.finished, ",") != "b removed=true" {
+			return fmt.Errorf("finished %v", h.reports.finished)
+		}
+		return nil
+	})
+	if pods := h.list(); len(pods) != 1 || pods[0].UID != "a" || pods[0].Status.Phase != v1.PodRunning {
+		t.Errorf("/pods lists %+v", pods)
+	}
+}
+
+func TestDeletionTimestampTerminatesWithItsGrace(t *testing.T) {
+	h := newHarness(t, 10)
+	p := testPod("d", "")
+	h.send(messages.SourceAPI, messages.OpSet, p)
+	h.eventually("synced", func(s map[types.UID]int, _ map[types.UID]string) error {
+		if s["d"] == 0 {
+			return fmt.Errorf("not synced")
+		}
+		return nil
+	})
+	deleting := p.DeepCopy()
+	now := metav1.Now()
+	grace := int64(5)
+	deleting.DeletionTimestamp, deleting.DeletionGracePeriodSeconds = &now, &grace
+	h.send(messages.SourceAPI, messages.OpSet, deleting)
+	h.eventually("killed with the deletion's grace period", func(_ map[types.UID]int, k map[types.UID]string) error {
+		if k["d"] != "5" {
+			return fmt.Errorf("killed %v", k)
+		}
+		return nil
+	})
+}
+
+func TestAdmissionRejects(t *testing.T) {
+	h := newHarness(t, 2)
+	h.send(messages.SourceFile, messages.OpSet, testPod("a", "1500m"), testPod("b", "1"), testPod("c", ""), testPod("d", ""))
+	h.eventually("a and c admitted", func(s map[types.UID]int, _ map[types.UID]string) error {
+		if s["a"] == 0 || s["c"] == 0 {
+			return fmt.Errorf("synced %v", s)
+		}
+		return nil
+	})
+	reasons := map[types.UID]string{}
+	for _, p := range h.list() {
+		reasons[p.UID] = string(p.Status.Phase) + "/" + p.Status.Reason
+	}
+	want := map[types.UID]string{"a": "Running/", "b": "Failed/OutOfcpu", "c": "Running/", "d": "Failed/OutOfpods"}
+	if fmt.Sprint(reasons) != fmt.Sprint(want) {
+		t.Errorf("pods %v, want %v", reasons, want)
+	}
+}
+
+func TestOrphansAreTerminatedOnceAllSourcesReported(t *testing.T) {
+	orphan := &podruntime.PodStatus{UID: "orphan", Name: "gone", Namespace: "default"}
+	wanted := &podruntime.PodStatus{UID: "a", Name: "p-a", Namespace: "default"}
+	h := newHarness(t, 10, orphan, wanted)
+	h.send(messages.SourceFile, messages.OpSet, testPod("a", ""))
+	time.Sleep(200 * time.Millisecond)
+	if _, killed := h.rt.state(); len(killed) != 0 {
+		t.Fatalf("killed %v before every source reported", killed)
+	}
+	h.send(messages.SourceAPI, messages.OpSet)
+	h.eventually("the orphan is killed with its recorded grace period, the wanted pod is not", func(_ map[types.UID]int, k map[types.UID]string) error {
+		keys := make([]string, 0, len(k))
+		for uid, g := range k {
+			keys = append(keys, string(uid)+"="+g)
+		}
+		sort.Strings(keys)
+		if strings.Join(keys, ",") != "orphan=recorded" {
+			return fmt.Errorf("killed %v", keys)
+		}
+		return nil
+	})
+}

@@ -1,0 +1,51 @@
+package messages
+
+import (
+	"fmt"
+
+	v1 "k8s.io/api/core/v1"
+)
+
+// PodStatusReport hands the status-reporter a pod's latest status, to write
+// to the API server when it changed (for a static pod: to its mirror pod).
+// Sender: the pod-manager, on every PodStatusChanged of a worker. Receiver:
+// the status-reporter.
+type PodStatusReport struct {
+	// Pod is the pod as its source last gave it (metadata, spec, and for an
+	// API pod its deletionTimestamp); the receiver must not modify it.
+	Pod    *v1.Pod
+	Status v1.PodStatus
+}
+
+func (m *PodStatusReport) Summary() string {
+	return fmt.Sprintf("%s/%s: %s", m.Pod.Namespace, m.Pod.Name, m.Status.Phase)
+}
+
+// PodFinished tells the status-reporter that a pod's worker is done: its
+// containers are stopped and its sandbox removed. An API pod being deleted
+// is then deleted for good (grace period 0, UID precondition); a static pod's
+// mirror pod is deleted.
+// Sender: the pod-manager. Receiver: the status-reporter.
+type PodFinished struct {
+	Pod *v1.Pod
+	// Removed is true when no source wants the pod any more (deleted from
+	// the API, manifest removed), as opposed to a pod that ran to completion.
+	Removed bool
+}
+
+func (m *PodFinished) Summary() string {
+	return fmt.Sprintf("%s/%s finished (removed=%v)", m.Pod.Namespace, m.Pod.Name, m.Removed)
+}
+
+// NodeStatusTick wakes the status-reporter to check the node's status (every
+// nodeStatusUpdateFrequency) and RenewLease to renew the node's lease (every
+// nodeLeaseDurationSeconds/4).
+// Sender and receiver: the status-reporter (its timers).
+type NodeStatusTick struct{}
+
+func (m *NodeStatusTick) Summary() string { return "node status tick" }
+
+// RenewLease: see NodeStatusTick.
+type RenewLease struct{}
+
+func (m *RenewLease) Summary() string { return "renew lease" }
