@@ -1,0 +1,113 @@
+package podworker
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/rs/zerolog"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/actorlet/actorlet/messages"
+	"github.com/actorlet/actorlet/supervision"
+)
+
+// blockingRuntime's sync blocks like a long image pull until its context
+// is cancelled; its kill records the grace period.
+type blockingRuntime struct {
+	syncStarted chan struct{}
+	syncEnded   chan error
+	killed      chan int64
+}
+
+func (r *blockingRuntime) SyncPod(ctx context.Context, _ *v1.Pod) SyncOutcome {
+	r.syncStarted <- struct{}{}
+	<-ctx.Done()
+	r.syncEnded <- ctx.Err()
+	return SyncOutcome{Err: ctx.Err()}
+}
+
+func (r *blockingRuntime) KillPod(_ context.Context, _ types.UID, _, _ string, grace int64) error {
+	r.killed <- grace
+	return nil
+}
+
+// parent stands in for the pod-manager: it answers PodWorkerStarted with the
+// pod and records what the worker reports.
+type parent struct {
+	params *Params
+	pod    *v1.Pod
+	mu     sync.Mutex
+	done   bool
+	ready  chan *actor.PID
+}
+
+func (p *parent) Receive(ctx actor.Context) {
+	switch m := ctx.Message().(type) {
+	case *actor.Started:
+		pid, err := ctx.SpawnNamed(supervision.NewRegistry().Props(Kind, New(p.params), nil), "w")
+		if err != nil {
+			panic(err)
+		}
+		p.ready <- pid
+	case *messages.PodWorkerStarted:
+		supervision.Tell(ctx, ctx.Sender(), &messages.UpdatePod{Pod: p.pod})
+	case *messages.PodWorkerDone:
+		p.mu.Lock()
+		p.done = m.UID == p.params.UID
+		p.mu.Unlock()
+	}
+}
+
+// TestTerminationCancelsALongSync checks that a delete arriving while a sync
+// is blocked (say, in an image pull) cancels it at once, and that the kill
+// follows only once the sync has returned.
+func TestTerminationCancelsALongSync(t *testing.T) {
+	system := supervision.NewSystem(zerolog.Nop())
+	defer system.Shutdown()
+	rt := &blockingRuntime{syncStarted: make(chan struct{}, 1), syncEnded: make(chan error, 1), killed: make(chan int64, 1)}
+	p := &parent{params: &Params{UID: "u1", Name: "web", Namespace: "default", Runtime: rt, Log: zerolog.Nop()},
+		pod: pod("busybox", 30), ready: make(chan *actor.PID, 1)}
+	system.Root.Spawn(actor.PropsFromProducer(func() actor.Actor { return p }))
+	worker := <-p.ready
+	select {
+	case <-rt.syncStarted:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the first sync never started")
+	}
+	// The worker's mailbox is free while the sync blocks.
+	grace := int64(3)
+	supervision.TellFromOutside(system.ActorSystem, worker, &messages.TerminatePod{GracePeriod: &grace, Reason: "deleted"})
+	select {
+	case err := <-rt.syncEnded:
+		if err != context.Canceled {
+			t.Fatalf("sync ended with %v, want context.Canceled", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the termination did not cancel the sync in flight")
+	}
+	select {
+	case g := <-rt.killed:
+		if g != 3 {
+			t.Errorf("killed with grace %d, want 3", g)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("no kill after the cancelled sync")
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		p.mu.Lock()
+		done := p.done
+		p.mu.Unlock()
+		if done {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the worker never reported PodWorkerDone")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
