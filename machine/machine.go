@@ -19,7 +19,7 @@ import (
 // Capacity is the node's capacity: every CPU, all memory (MemTotal of
 // meminfo) and maxPods pods.
 func Capacity(meminfo string, maxPods int32) (v1.ResourceList, error) {
-	mem, err := memTotal(meminfo)
+	mem, err := MemTotal(meminfo)
 	if err != nil {
 		return nil, err
 	}
@@ -66,7 +66,9 @@ func Allocatable(capacity v1.ResourceList, kubeReserved, systemReserved, evictio
 	return out, nil
 }
 
-func memTotal(path string) (int64, error) {
+// MemTotal is the machine's memory in bytes, from the MemTotal line of a
+// meminfo file (/proc/meminfo).
+func MemTotal(path string) (int64, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return 0, fmt.Errorf("read memory capacity: %w", err)

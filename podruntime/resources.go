@@ -1,15 +1,13 @@
 package podruntime
 
 import (
-	"bufio"
 	"fmt"
-	"os"
-	"strconv"
-	"strings"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/actorlet/actorlet/machine"
 )
 
 // Constants of upstream's cm and qos packages.
@@ -73,7 +71,7 @@ func oomScoreAdj(pod *v1.Pod, c *v1.Container, opts Options) (int64, error) {
 	capacity := opts.NodeMemoryCapacity
 	if capacity <= 0 {
 		var err error
-		if capacity, err = memTotal(); err != nil {
+		if capacity, err = machine.MemTotal("/proc/meminfo"); err != nil {
 			return 0, fmt.Errorf("OOM score of container %s of pod %s/%s: %w", c.Name, pod.Namespace, pod.Name, err)
 		}
 	}
@@ -85,26 +83,6 @@ func oomScoreAdj(pod *v1.Pod, c *v1.Container, opts Options) (int64, error) {
 		return adj - 1, nil
 	}
 	return adj, nil
-}
-
-func memTotal() (int64, error) {
-	f, err := os.Open("/proc/meminfo")
-	if err != nil {
-		return 0, err
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		fields := strings.Fields(sc.Text())
-		if len(fields) >= 2 && fields[0] == "MemTotal:" {
-			kb, err := strconv.ParseInt(fields[1], 10, 64)
-			if err != nil {
-				return 0, fmt.Errorf("parse /proc/meminfo MemTotal %q: %w", fields[1], err)
-			}
-			return kb * 1024, nil
-		}
-	}
-	return 0, fmt.Errorf("no MemTotal in /proc/meminfo")
 }
 
 // PodQOSClass is the pod's QoS class as upstream's GetPodQOS computes it from
