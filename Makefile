@@ -5,7 +5,8 @@ BIN := $(CURDIR)/bin
 STATICCHECK_VERSION := v0.8.2
 # Packages whose tests use the shared environment (they import test/env, or
 # run actorlet): one package at a time, since two kubelets on one containerd
-# kill each other's pods. Every other package is a unit test, run with -race.
+# kill each other's pods. Every other package is a unit test, run in parallel.
+# Both run with -race.
 PKG_IMPORTS = $(GO) list -f '{{.ImportPath}}{{range .TestImports}} {{.}}{{end}}{{range .XTestImports}} {{.}}{{end}}' ./...
 INTEGRATION = $$($(PKG_IMPORTS) | awk '/actorlet\/test\/env( |$$)/ || $$1 ~ /\/cmd\// {print $$1}')
 UNIT = $$($(PKG_IMPORTS) | awk '!(/actorlet\/test\/env( |$$)/ || $$1 ~ /\/cmd\//) {print $$1}')
@@ -23,7 +24,7 @@ unit:
 	$(GO) test -race -count=1 $(UNIT)
 
 integration:
-	$(GO) test -count=1 -p 1 -timeout 30m $(INTEGRATION)
+	$(GO) test -race -count=1 -p 1 -timeout 30m $(INTEGRATION)
 
 lint:
 	$(GO) vet ./...

@@ -13,7 +13,7 @@ import (
 // a disk or a server). Receiver: the config-source actor, which sends the
 // pod-manager a PodUpdate when the set changed.
 type SourceScanned struct {
-	Source string // SourceFile or SourceHTTP
+	Source string // SourceFile, SourceHTTP or SourceAPI
 	// Pods is the source's complete set of valid static pods, unless Failed.
 	Pods []*v1.Pod
 	// Invalid lists the manifests left out, and why.

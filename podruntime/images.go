@@ -71,23 +71,28 @@ func ImagePullBackoffKey(pod *v1.Pod, image string) string {
 }
 
 // ensureImage is upstream's EnsureImageExists: it applies the pull policy,
-// the pull backoff, and pulls.
+// the pull backoff, and pulls, recording upstream's events about the
+// container's image.
 func (r *Runtime) ensureImage(ctx context.Context, pod *v1.Pod, c *v1.Container, sandbox *runtimeapi.PodSandboxConfig, backoff *Backoff) pullOutcome {
+	event := func(eventtype, reason, message string) { r.containerEvent(pod, c.Name, "", eventtype, reason, message) }
 	spec := &runtimeapi.ImageSpec{Image: c.Image, UserSpecifiedImage: c.Image}
 	policy := PullPolicy(c)
 	sctx, cancel := r.callCtx(ctx)
 	st, err := r.Img.ImageStatus(sctx, &runtimeapi.ImageStatusRequest{Image: spec})
 	cancel()
 	if err != nil {
+		event(v1.EventTypeWarning, EventInspectFailed, fmt.Sprintf("Failed to inspect image %q: %v", c.Image, err))
 		err = fmt.Errorf("inspect image %q for container %s of pod %s/%s: %w", c.Image, c.Name, pod.Namespace, pod.Name, err)
 		return pullOutcome{waiting: &WaitingReason{ReasonErrImageInspect, err.Error()}, err: err}
 	}
 	present := st.GetImage() != nil
 	if present && policy != v1.PullAlways {
+		event(v1.EventTypeNormal, EventPulled, fmt.Sprintf("Container image %q already present on machine", c.Image))
 		return pullOutcome{ref: st.Image.Id}
 	}
 	if policy == v1.PullNever {
 		msg := fmt.Sprintf("Container image %q is not present with pull policy of Never", c.Image)
+		event(v1.EventTypeWarning, EventErrImageNeverPull, msg)
 		return pullOutcome{waiting: &WaitingReason{ReasonErrImageNeverPull, msg},
 			err: fmt.Errorf("container %s of pod %s/%s: %s", c.Name, pod.Namespace, pod.Name, msg)}
 	}
@@ -95,15 +100,19 @@ func (r *Runtime) ensureImage(ctx context.Context, pod *v1.Pod, c *v1.Container,
 	if backoff != nil {
 		if in, left := backoff.InBackoffSinceUpdate(key); in {
 			msg := fmt.Sprintf("Back-off pulling image %q", c.Image)
+			event(v1.EventTypeNormal, EventBackOff, msg)
 			return pullOutcome{waiting: &WaitingReason{ReasonImagePullBackOff, msg}, retry: left,
 				err: fmt.Errorf("container %s of pod %s/%s: %s", c.Name, pod.Namespace, pod.Name, msg)}
 		}
 	}
+	event(v1.EventTypeNormal, EventPulling, fmt.Sprintf("Pulling image %q", c.Image))
+	start := time.Now()
 	resp, err := r.Img.PullImage(ctx, &runtimeapi.PullImageRequest{Image: spec, SandboxConfig: sandbox})
 	if err != nil {
 		if ctx.Err() != nil {
 			return pullOutcome{err: fmt.Errorf("pull image %q for pod %s/%s aborted: %w", c.Image, pod.Namespace, pod.Name, ctx.Err())}
 		}
+		event(v1.EventTypeWarning, EventFailed, fmt.Sprintf("Failed to pull image %q: %v", c.Image, err))
 		var retry time.Duration
 		if backoff != nil {
 			backoff.Next(key, backoff.Now())
@@ -115,5 +124,23 @@ func (r *Runtime) ensureImage(ctx context.Context, pod *v1.Pod, c *v1.Container,
 	if backoff != nil {
 		backoff.Reset(key)
 	}
+	if r.Opts.Recorder != nil {
+		// Pulls are not queued here: the pull took as long as the wait.
+		took := time.Since(start).Truncate(time.Millisecond)
+		event(v1.EventTypeNormal, EventPulled, fmt.Sprintf("Successfully pulled image %q in %v (%v including waiting). Image size: %v bytes.",
+			c.Image, took, took, r.imageSize(ctx, spec)))
+	}
 	return pullOutcome{ref: resp.ImageRef}
+}
+
+// imageSize is the size of a pulled image for the Pulled event, 0 when the
+// runtime cannot tell: like upstream, the event does not depend on it.
+func (r *Runtime) imageSize(ctx context.Context, spec *runtimeapi.ImageSpec) uint64 {
+	sctx, cancel := r.callCtx(ctx)
+	defer cancel()
+	st, err := r.Img.ImageStatus(sctx, &runtimeapi.ImageStatusRequest{Image: spec})
+	if err != nil {
+		return 0
+	}
+	return st.GetImage().GetSize()
 }

@@ -28,7 +28,24 @@ const (
 // sandboxes, leaving nothing of the pod in the runtime. gracePeriod nil is
 // the pod's terminationGracePeriodSeconds as recorded on its containers.
 // To shorten a kill in flight, cancel its ctx and call KillPod again.
+//
+// Without the pod's spec (an orphan), its Killing events refer to each
+// container as an "implicitly required container", as upstream's do for
+// pods restored from container labels; KillPodWithSpec refers to them by
+// their place in the spec.
 func (r *Runtime) KillPod(ctx context.Context, uid types.UID, name, namespace string, gracePeriod *int64) error {
+	return r.killPod(ctx, metaPod(uid, name, namespace), gracePeriod)
+}
+
+// KillPodWithSpec is KillPod for a pod whose spec is known (a pod being
+// deleted or removed from its source): the same kill, with the events
+// referring to spec.containers{NAME} as upstream's.
+func (r *Runtime) KillPodWithSpec(ctx context.Context, pod *v1.Pod, gracePeriod *int64) error {
+	return r.killPod(ctx, pod, gracePeriod)
+}
+
+func (r *Runtime) killPod(ctx context.Context, pod *v1.Pod, gracePeriod *int64) error {
+	uid, name, namespace := pod.UID, pod.Name, pod.Namespace
 	status, err := r.GetPodStatus(ctx, uid, name, namespace)
 	if err != nil {
 		return fmt.Errorf("kill pod %s/%s: %w", namespace, name, err)
@@ -37,7 +54,7 @@ func (r *Runtime) KillPod(ctx context.Context, uid types.UID, name, namespace st
 	if gracePeriod != nil {
 		grace = *gracePeriod
 	}
-	if err := r.stopPod(ctx, status, grace); err != nil {
+	if err := r.stopPod(ctx, pod, status, grace); err != nil {
 		return fmt.Errorf("kill pod %s/%s: %w", namespace, name, err)
 	}
 	var errs []error
@@ -70,7 +87,7 @@ func (r *Runtime) RemovePodLogs(uid types.UID, name, namespace string) error {
 }
 
 // stopPod stops the running containers in parallel, then the sandboxes.
-func (r *Runtime) stopPod(ctx context.Context, status *PodStatus, grace int64) error {
+func (r *Runtime) stopPod(ctx context.Context, pod *v1.Pod, status *PodStatus, grace int64) error {
 	var (
 		wg   sync.WaitGroup
 		mu   sync.Mutex
@@ -80,6 +97,7 @@ func (r *Runtime) stopPod(ctx context.Context, status *PodStatus, grace int64) e
 		if c.State == runtimeapi.ContainerState_CONTAINER_EXITED {
 			continue
 		}
+		r.killingEvent(pod, c.ID, c.Name, "")
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -106,6 +124,15 @@ func (r *Runtime) stopPod(ctx context.Context, status *PodStatus, grace int64) e
 		}
 	}
 	return nil
+}
+
+// killingEvent records upstream's Killing event for a container about to be
+// stopped: why, when the sync says, else "Stopping container NAME".
+func (r *Runtime) killingEvent(pod *v1.Pod, id, name, message string) {
+	if message == "" {
+		message = "Stopping container " + name
+	}
+	r.containerEvent(pod, name, id, v1.EventTypeNormal, EventKilling, message)
 }
 
 func (r *Runtime) stopContainer(ctx context.Context, id, name string, grace int64) error {

@@ -7,6 +7,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/record"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
@@ -45,6 +46,9 @@ type Options struct {
 	// (ImagePullBackOff). Nil: the backoff passed to SyncPod is used for
 	// them too, under keys of their own.
 	PullBackoff *Backoff
+	// Recorder receives upstream's events about pods and their containers
+	// (pulls, starts, kills, back-offs, failures); nil records none.
+	Recorder record.EventRecorder
 }
 
 const (

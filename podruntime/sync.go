@@ -7,6 +7,7 @@ import (
 	"os"
 	"time"
 
+	"google.golang.org/grpc/status"
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
@@ -45,6 +46,8 @@ func (r *Runtime) SyncPod(ctx context.Context, pod *v1.Pod, backoff *Backoff) Sy
 	for _, b := range actions.BackingOff {
 		s.waiting[b.Name] = WaitingReason{ReasonCrashLoopBackOff, b.Message}
 		s.retryAfter(b.Remaining)
+		r.containerEvent(pod, b.Name, "", v1.EventTypeWarning, EventBackOff,
+			fmt.Sprintf("Back-off restarting failed container %s in pod %s", b.Name, podDesc(pod)))
 	}
 	s.run(ctx, actions)
 	return r.result(ctx, pod, s.waiting, status, s.retry, errors.Join(s.errs...), now)
@@ -92,13 +95,17 @@ func (s *syncPass) fail(err error) { s.errs = append(s.errs, err) }
 
 func (s *syncPass) run(ctx context.Context, a PodActions) {
 	pod, r := s.pod, s.r
+	if a.CreateSandbox && a.SandboxID != "" {
+		r.podEvent(pod, v1.EventTypeNormal, EventSandboxChanged, "Pod sandbox changed, it will be killed and re-created.")
+	}
 	if a.KillPod {
-		if err := r.stopPod(ctx, s.status, podGracePeriod(pod)); err != nil {
+		if err := r.stopPod(ctx, pod, s.status, podGracePeriod(pod)); err != nil {
 			s.fail(fmt.Errorf("kill pod %s/%s before recreating its sandbox: %w", pod.Namespace, pod.Name, err))
 			return
 		}
 	} else {
 		for _, k := range a.ContainersToKill {
+			r.killingEvent(pod, k.ID, k.Name, k.Message)
 			if err := r.stopContainer(ctx, k.ID, k.Name, podGracePeriod(pod)); err != nil {
 				s.fail(fmt.Errorf("%s: %w", k.Message, err))
 				return
@@ -110,6 +117,9 @@ func (s *syncPass) run(ctx context.Context, a PodActions) {
 	}
 	cfg, err := SandboxConfig(pod, a.Attempt, r.Opts)
 	if err != nil {
+		if a.CreateSandbox {
+			r.podEvent(pod, v1.EventTypeWarning, EventFailedCreatePodSandBox, fmt.Sprintf("Failed to create pod sandbox: %v", err))
+		}
 		s.fail(err)
 		return
 	}
@@ -130,7 +140,11 @@ func (s *syncPass) run(ctx context.Context, a PodActions) {
 
 func (s *syncPass) createSandbox(ctx context.Context) bool {
 	pod, r := s.pod, s.r
+	failed := func(err error) {
+		r.podEvent(pod, v1.EventTypeWarning, EventFailedCreatePodSandBox, fmt.Sprintf("Failed to create pod sandbox: %v", err))
+	}
 	if err := os.MkdirAll(s.sandboxConfig.LogDirectory, 0o755); err != nil {
+		failed(err)
 		s.fail(fmt.Errorf("create log directory of pod %s/%s: %w", pod.Namespace, pod.Name, err))
 		return false
 	}
@@ -138,6 +152,7 @@ func (s *syncPass) createSandbox(ctx context.Context) bool {
 	defer cancel()
 	resp, err := r.RT.RunPodSandbox(sctx, &runtimeapi.RunPodSandboxRequest{Config: s.sandboxConfig})
 	if err != nil {
+		failed(err)
 		s.fail(fmt.Errorf("create sandbox of pod %s/%s (attempt %d): %w", pod.Namespace, pod.Name, s.sandboxConfig.Metadata.Attempt, err))
 		return false
 	}
@@ -171,10 +186,16 @@ func (s *syncPass) startContainer(ctx context.Context, c *v1.Container) bool {
 	if pullBackoff == nil {
 		pullBackoff = s.backoff
 	}
+	// Failures of the container's creation are reported as upstream's
+	// startContainer does: "Error: " and the reason or the runtime's message.
+	failed := func(id, message string) {
+		r.containerEvent(pod, c.Name, id, v1.EventTypeWarning, EventFailed, "Error: "+message)
+	}
 	img := r.ensureImage(ctx, pod, c, s.sandboxConfig, pullBackoff)
 	if img.err != nil {
 		if img.waiting != nil {
 			s.waiting[c.Name] = *img.waiting
+			failed("", img.waiting.Reason)
 		}
 		s.retryAfter(img.retry)
 		s.fail(img.err)
@@ -182,6 +203,7 @@ func (s *syncPass) startContainer(ctx context.Context, c *v1.Container) bool {
 	}
 	cfg, err := ContainerConfig(pod, c, restartCount, s.podIPs, img.ref, r.Opts)
 	if err != nil {
+		failed("", err.Error())
 		s.waiting[c.Name] = WaitingReason{ReasonCreateContainerConfigError, err.Error()}
 		s.fail(err)
 		return false
@@ -195,17 +217,21 @@ func (s *syncPass) startContainer(ctx context.Context, c *v1.Container) bool {
 		PodSandboxId: s.sandboxID, Config: cfg, SandboxConfig: s.sandboxConfig,
 	})
 	if err != nil {
+		failed("", status.Convert(err).Message())
 		err = fmt.Errorf("create container %s of pod %s/%s: %w", c.Name, pod.Namespace, pod.Name, err)
 		s.waiting[c.Name] = WaitingReason{ReasonCreateContainerError, err.Error()}
 		s.fail(err)
 		return false
 	}
+	r.containerEvent(pod, c.Name, created.ContainerId, v1.EventTypeNormal, EventCreated, "Container created")
 	if _, err := r.RT.StartContainer(sctx, &runtimeapi.StartContainerRequest{ContainerId: created.ContainerId}); err != nil {
+		failed(created.ContainerId, status.Convert(err).Message())
 		err = fmt.Errorf("start container %s of pod %s/%s: %w", c.Name, pod.Namespace, pod.Name, err)
 		s.waiting[c.Name] = WaitingReason{ReasonRunContainerError, err.Error()}
 		s.fail(err)
 		return false
 	}
+	r.containerEvent(pod, c.Name, created.ContainerId, v1.EventTypeNormal, EventStarted, "Container started")
 	s.pruneExited(ctx, c.Name, prev)
 	return true
 }

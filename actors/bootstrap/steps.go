@@ -191,7 +191,7 @@ var runtimeActors = []struct {
 		return a.p.System.Registry.Props(configsource.Kind, configsource.New(configsource.Params{
 			StaticPodPath: c.StaticPodPath, FileCheckFrequency: c.FileCheckFrequency.Duration,
 			ManifestURL: c.StaticPodURL, ManifestURLHeader: c.StaticPodURLHeader, HTTPCheckFrequency: c.HTTPCheckFrequency.Duration,
-			NodeName: a.deps.NodeName, PodManager: a.child(podmanager.Kind), Log: a.log,
+			NodeName: a.deps.NodeName, Kube: a.deps.Kube, PodManager: a.child(podmanager.Kind), Log: a.log,
 		}), nil)
 	}},
 	{pleg.Kind, func(a *Actor, env *runtimeEnv) *actor.Props {
@@ -278,6 +278,7 @@ func (a *Actor) runtimeEnv() (*runtimeEnv, error) {
 		NodeName:         a.deps.NodeName, NodeIP: a.deps.NodeIP.String(),
 		NodeMemoryCapacity: mem.Value(), NodeAllocatable: allocatable,
 		RuntimeRequestTimeout: c.RuntimeRequestTimeout.Duration,
+		Recorder:              a.deps.Events,
 	}}
 	return env, nil
 }

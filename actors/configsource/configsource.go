@@ -1,7 +1,8 @@
 // Package configsource holds the config-source actor: it reads static pods
 // from the manifest path (a directory or one file) and the manifest URL, and
-// sends the pod-manager one OpSet PodUpdate per source whenever that source's
-// set of pods changes, as upstream's file and URL pod sources do.
+// watches the API server for the pods bound to this node; it sends the
+// pod-manager one OpSet PodUpdate per source whenever that source's set of
+// pods changes, as upstream's file, URL and API server pod sources do.
 //
 // The reading happens in goroutines that the actor starts when it starts and
 // cancels when it restarts or stops; they hand their results to the actor as
@@ -20,6 +21,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/rs/zerolog"
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/actorlet/actorlet/manifest"
 	"github.com/actorlet/actorlet/messages"
@@ -43,7 +45,11 @@ type Params struct {
 	ManifestURL        string
 	ManifestURLHeader  map[string][]string
 	HTTPCheckFrequency time.Duration
-	// NodeName is this node's name: static pods are named after it.
+	// Kube is the API server client; nil (standalone mode) disables the
+	// API server source.
+	Kube kubernetes.Interface
+	// NodeName is this node's name: static pods are named after it, and the
+	// API server source watches the pods bound to it.
 	NodeName string
 	// PodManager receives the PodUpdates.
 	PodManager *actor.PID
@@ -96,7 +102,11 @@ func (a *Actor) Receive(ctx actor.Context) {
 	case *actor.Stopped:
 		a.log.Debug().Str("path", ctx.Self().Id).Msg("stopped")
 	case *messages.SourceScanned:
-		a.scanned(ctx, m)
+		if m.Source == messages.SourceAPI {
+			a.apiListed(ctx, m)
+		} else {
+			a.scanned(ctx, m)
+		}
 	}
 }
 
@@ -111,6 +121,10 @@ func (a *Actor) startReaders(system *actor.ActorSystem, self *actor.PID) {
 	if a.p.ManifestURL != "" {
 		us := newURLSource(a.p.ManifestURL, http.Header(a.p.ManifestURLHeader), a.p.NodeName, a.p.HTTPCheckFrequency, send)
 		a.readers.Go(func() { us.run(rctx) })
+	}
+	if a.p.Kube != nil {
+		as := newAPISource(a.p.Kube, a.p.NodeName, send, a.log)
+		a.readers.Go(func() { as.run(rctx) })
 	}
 }
 

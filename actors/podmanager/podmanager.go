@@ -38,6 +38,7 @@ const recentlyDoneFor = time.Minute
 type Runtime interface {
 	SyncPod(ctx context.Context, pod *v1.Pod, backoff *podruntime.Backoff) podruntime.SyncResult
 	KillPod(ctx context.Context, uid types.UID, name, namespace string, gracePeriod *int64) error
+	KillPodWithSpec(ctx context.Context, pod *v1.Pod, gracePeriod *int64) error
 	ListPods(ctx context.Context) ([]*podruntime.PodStatus, error)
 }
 
@@ -421,10 +422,14 @@ func (w *workerRuntime) SyncPod(ctx context.Context, pod *v1.Pod) podworker.Sync
 	return podworker.SyncOutcome{Status: r.APIStatus, RetryAfter: r.RetryAfter, Err: r.Err}
 }
 
-func (w *workerRuntime) KillPod(ctx context.Context, uid types.UID, name, namespace string, grace int64) error {
-	if w.orphan {
+func (w *workerRuntime) KillPod(ctx context.Context, pod *v1.Pod, uid types.UID, name, namespace string, grace int64) error {
+	switch {
+	case w.orphan:
 		// No spec: the grace period recorded on the containers applies.
 		return w.rt.KillPod(ctx, uid, name, namespace, nil)
+	case pod == nil:
+		return w.rt.KillPod(ctx, uid, name, namespace, &grace)
 	}
-	return w.rt.KillPod(ctx, uid, name, namespace, &grace)
+	// With the spec, the Killing events name each container's field path.
+	return w.rt.KillPodWithSpec(ctx, pod, &grace)
 }

@@ -47,6 +47,10 @@ func (f *fakeRuntime) KillPod(_ context.Context, uid types.UID, _, _ string, gra
 	return nil
 }
 
+func (f *fakeRuntime) KillPodWithSpec(ctx context.Context, pod *v1.Pod, grace *int64) error {
+	return f.KillPod(ctx, pod.UID, pod.Name, pod.Namespace, grace)
+}
+
 func (f *fakeRuntime) ListPods(context.Context) ([]*podruntime.PodStatus, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()

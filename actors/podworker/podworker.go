@@ -27,8 +27,8 @@ type Runtime interface {
 	// SyncPod runs one sync pass toward pod's spec.
 	SyncPod(ctx context.Context, pod *v1.Pod) SyncOutcome
 	// KillPod stops the pod's containers within grace seconds, then removes
-	// its containers and sandboxes.
-	KillPod(ctx context.Context, uid types.UID, name, namespace string, grace int64) error
+	// its containers and sandboxes. pod is the latest spec, nil for an orphan.
+	KillPod(ctx context.Context, pod *v1.Pod, uid types.UID, name, namespace string, grace int64) error
 }
 
 // SyncOutcome is what one sync pass reports.
@@ -132,9 +132,10 @@ func (a *Actor) execute(ctx actor.Context, c Command) {
 		a.log.Info().Int64("gracePeriod", c.Grace).Msg("killing the pod")
 		opCtx, cancel := context.WithCancel(context.Background())
 		a.cancelKill = cancel
+		pod := a.state.Pod
 		supervision.Go(ctx, func() messages.Message {
 			defer cancel()
-			return &messages.PodKilled{Gen: c.Gen, Err: rt.KillPod(opCtx, p.UID, p.Name, p.Namespace, c.Grace)}
+			return &messages.PodKilled{Gen: c.Gen, Err: rt.KillPod(opCtx, pod, p.UID, p.Name, p.Namespace, c.Grace)}
 		})
 	case CmdCancelKill:
 		if a.cancelKill != nil {

@@ -30,7 +30,7 @@ func (r *blockingRuntime) SyncPod(ctx context.Context, _ *v1.Pod) SyncOutcome {
 	return SyncOutcome{Err: ctx.Err()}
 }
 
-func (r *blockingRuntime) KillPod(_ context.Context, _ types.UID, _, _ string, grace int64) error {
+func (r *blockingRuntime) KillPod(_ context.Context, _ *v1.Pod, _ types.UID, _, _ string, grace int64) error {
 	r.killed <- grace
 	return nil
 }
