@@ -11,7 +11,7 @@ PKG_IMPORTS = $(GO) list -f '{{.ImportPath}}{{range .TestImports}} {{.}}{{end}}{
 INTEGRATION = $$($(PKG_IMPORTS) | awk '/actorlet\/test\/env( |$$)/ || $$1 ~ /\/cmd\// {print $$1}')
 UNIT = $$($(PKG_IMPORTS) | awk '!(/actorlet\/test\/env( |$$)/ || $$1 ~ /\/cmd\//) {print $$1}')
 
-.PHONY: build test unit integration lint env-up env-down run bench-static clean
+.PHONY: build test unit integration lint env-up env-down run run-cluster bench-static clean
 
 build:
 	$(GO) build -o $(BIN)/actorlet ./cmd/actorlet
@@ -48,6 +48,21 @@ run: build
 	source <(hack/node-env env) && exec $(BIN)/actorlet \
 		--container-runtime-endpoint "$$CONTAINER_RUNTIME_ENDPOINT" \
 		--hostname-override "$$ACTORLET_NODE_NAME" \
+		--root-dir "$$ACTORLET_STATE_DIR/actorlet-root" \
+		--pod-manifest-path $(CURDIR)/examples/static-pods \
+		--read-only-port 10255
+
+# actorlet as the node of the environment's kube-apiserver and
+# kube-controller-manager (set up first if needed), with the node's own
+# credentials. In another shell:
+#   source <(hack/node-env env); $$KUBECTL --kubeconfig $$ACTORLET_ADMIN_KUBECONFIG get nodes
+run-cluster: build
+	hack/node-env up --with-apiserver
+	source <(hack/node-env env) && echo "kubectl: $$KUBECTL --kubeconfig $$ACTORLET_ADMIN_KUBECONFIG get nodes" && exec $(BIN)/actorlet \
+		--kubeconfig "$$ACTORLET_NODE_KUBECONFIG" \
+		--container-runtime-endpoint "$$CONTAINER_RUNTIME_ENDPOINT" \
+		--hostname-override "$$ACTORLET_NODE_NAME" \
+		--node-ip 127.0.0.1 \
 		--root-dir "$$ACTORLET_STATE_DIR/actorlet-root" \
 		--pod-manifest-path $(CURDIR)/examples/static-pods \
 		--read-only-port 10255
