@@ -73,3 +73,10 @@ func (m *PodUpdate) Summary() string {
 	}
 	return fmt.Sprintf("%s %s: %d pods [%s%s]", m.Source, m.Op, len(m.Pods), strings.Join(names, " "), more)
 }
+
+// ResendPods asks for every source's current pods again, as a SET each.
+// Sender: the pod-manager when it (re)starts, since a restart loses the
+// desired set. Receiver: the config-source.
+type ResendPods struct{}
+
+func (m *ResendPods) Summary() string { return "resend every source's pods" }

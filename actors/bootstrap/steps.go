@@ -177,13 +177,18 @@ var runtimeActors = []struct {
 	props func(a *Actor, env *runtimeEnv) *actor.Props
 }{
 	{statusreporter.Kind, func(a *Actor, env *runtimeEnv) *actor.Props {
-		return a.p.System.Registry.Props(statusreporter.Kind, statusreporter.New(a.log), nil)
+		d := a.deps
+		return a.p.System.Registry.Props(statusreporter.Kind, statusreporter.New(statusreporter.Params{
+			Kube: d.Kube, NodeName: d.NodeName, NodeIP: d.NodeIP, Config: a.cfg, NodeLabels: a.cmdline.Options.NodeLabels,
+			Capacity: env.capacity, Allocatable: env.allocatable, RootDir: d.RootDir, RuntimeVersion: d.RuntimeVersion,
+			Runtime: d.Runtime, Images: d.Images, PLEG: a.child(pleg.Kind), Events: d.Events, Log: a.log,
+		}), nil)
 	}},
 	{podmanager.Kind, func(a *Actor, env *runtimeEnv) *actor.Props {
 		return a.p.System.Registry.Props(podmanager.Kind, podmanager.New(podmanager.Params{
 			Registry: a.p.System.Registry, Runtime: env.runtime, MaxContainerRestartPeriod: env.maxRestartPeriod,
 			Sources: env.sources, MaxPods: int(a.cfg.MaxPods), Allocatable: env.allocatable,
-			StatusReporter: a.child(statusreporter.Kind), Log: a.log,
+			StatusReporter: a.child(statusreporter.Kind), ConfigSource: a.child(configsource.Kind), Log: a.log,
 		}), podmanager.WorkerStrategy(a.p.System.Registry))
 	}},
 	{configsource.Kind, func(a *Actor, env *runtimeEnv) *actor.Props {
@@ -218,6 +223,7 @@ var runtimeActors = []struct {
 type runtimeEnv struct {
 	runtime          *podruntime.Runtime
 	sources          []string
+	capacity         v1.ResourceList
 	allocatable      v1.ResourceList
 	maxRestartPeriod time.Duration
 }
@@ -258,7 +264,7 @@ func (a *Actor) runtimeEnv() (*runtimeEnv, error) {
 	if err != nil {
 		return nil, err
 	}
-	env := &runtimeEnv{allocatable: allocatable, maxRestartPeriod: 5 * time.Minute}
+	env := &runtimeEnv{capacity: capacity, allocatable: allocatable, maxRestartPeriod: 5 * time.Minute}
 	if p := c.CrashLoopBackOff.MaxContainerRestartPeriod; p != nil && a.gates.Enabled("KubeletCrashLoopBackOffMax") {
 		env.maxRestartPeriod = p.Duration
 	}

@@ -21,7 +21,6 @@ import (
 
 	"github.com/actorlet/actorlet/manifest"
 	"github.com/actorlet/actorlet/messages"
-	"github.com/actorlet/actorlet/supervision"
 )
 
 // apiSource watches the pods bound to this node, as upstream's
@@ -158,5 +157,5 @@ func (s *apiSource) set(objs []any) *messages.SourceScanned {
 // a change of some pod (its resourceVersion at least).
 func (a *Actor) apiListed(ctx actor.Context, m *messages.SourceScanned) {
 	a.log.Debug().Int("pods", len(m.Pods)).Msg("pods bound to this node changed")
-	supervision.Tell(ctx, a.p.PodManager, &messages.PodUpdate{Source: messages.SourceAPI, Op: messages.OpSet, Pods: m.Pods})
+	a.send(ctx, messages.SourceAPI, m.Pods)
 }

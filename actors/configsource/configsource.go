@@ -68,6 +68,8 @@ type Actor struct {
 	// sent is, per source, the signature of the last set sent; a source
 	// missing from it has sent nothing yet, so its first set always goes.
 	sent map[string]string
+	// last is, per source, the pods last sent, for ResendPods.
+	last map[string][]*v1.Pod
 	// logged is, per location, the version of the error last logged, so
 	// that an invalid manifest is reported once per change, not per rescan.
 	logged map[string]string
@@ -86,6 +88,7 @@ func New(p Params) actor.Producer {
 			p:      p,
 			log:    p.Log.With().Str("actor", Kind).Logger(),
 			sent:   map[string]string{},
+			last:   map[string][]*v1.Pod{},
 			logged: map[string]string{},
 		}
 	}
@@ -101,6 +104,10 @@ func (a *Actor) Receive(ctx actor.Context) {
 		a.stopReaders()
 	case *actor.Stopped:
 		a.log.Debug().Str("path", ctx.Self().Id).Msg("stopped")
+	case *messages.ResendPods:
+		for source, pods := range a.last {
+			supervision.Tell(ctx, a.p.PodManager, &messages.PodUpdate{Source: source, Op: messages.OpSet, Pods: pods})
+		}
 	case *messages.SourceScanned:
 		if m.Source == messages.SourceAPI {
 			a.apiListed(ctx, m)
@@ -151,7 +158,14 @@ func (a *Actor) scanned(ctx actor.Context, m *messages.SourceScanned) {
 	}
 	a.sent[m.Source] = sig
 	a.log.Info().Str("source", m.Source).Int("pods", len(m.Pods)).Msg("static pods changed")
-	supervision.Tell(ctx, a.p.PodManager, &messages.PodUpdate{Source: m.Source, Op: messages.OpSet, Pods: m.Pods})
+	a.send(ctx, m.Source, m.Pods)
+}
+
+// send hands a source's whole set to the pod-manager and keeps it for
+// ResendPods.
+func (a *Actor) send(ctx actor.Context, source string, pods []*v1.Pod) {
+	a.last[source] = pods
+	supervision.Tell(ctx, a.p.PodManager, &messages.PodUpdate{Source: source, Op: messages.OpSet, Pods: pods})
 }
 
 // logInvalid logs each error whose location or content is new, and forgets

@@ -55,7 +55,10 @@ type Params struct {
 	Allocatable v1.ResourceList
 	// StatusReporter receives every pod's status, and each pod's end.
 	StatusReporter *actor.PID
-	Log            zerolog.Logger
+	// ConfigSource is asked to send every source's pods again when the
+	// pod-manager (re)starts, since a restart loses the desired set.
+	ConfigSource *actor.PID
+	Log          zerolog.Logger
 }
 
 // Actor is the pod-manager actor.
@@ -82,6 +85,9 @@ type podEntry struct {
 	state  string
 	// terminate is the termination requested, resent to a restarted worker.
 	terminate *messages.TerminatePod
+	// finished: the pod reached a terminal phase on its own and its worker
+	// is done; the entry keeps its final status until a source drops it.
+	finished bool
 }
 
 // New returns a producer of the pod-manager.
@@ -108,6 +114,9 @@ func (a *Actor) Receive(ctx actor.Context) {
 		a.seen = map[string]bool{}
 		a.rejected = map[types.UID]*v1.Pod{}
 		a.recentlyDone = map[types.UID]time.Time{}
+		if a.p.ConfigSource != nil {
+			supervision.Tell(ctx, a.p.ConfigSource, &messages.ResendPods{})
+		}
 		a.markReadyIfAllSeen(ctx)
 	case *messages.PodUpdate:
 		a.update(ctx, m)
@@ -194,13 +203,18 @@ func (a *Actor) upsert(ctx actor.Context, source string, pod *v1.Pod) {
 			return
 		}
 		e.pod = pod
+		if e.finished {
+			// Nothing runs any more: the deletion can complete at once.
+			a.forget(ctx, pod.UID, e, true)
+			return
+		}
 		if e.terminate == nil || !sameGrace(e.terminate.GracePeriod, pod.DeletionGracePeriodSeconds) {
 			a.terminate(ctx, e, pod.DeletionGracePeriodSeconds, "deleted")
 		}
 		return
 	}
 	if e, ok := a.pods[pod.UID]; ok {
-		if e.pod != nil && e.terminate == nil && !apiequality.Semantic.DeepEqual(e.pod.Spec, pod.Spec) {
+		if e.pod != nil && e.terminate == nil && !e.finished && !apiequality.Semantic.DeepEqual(e.pod.Spec, pod.Spec) {
 			e.pod = pod
 			supervision.Tell(ctx, e.worker, &messages.UpdatePod{Pod: pod})
 		} else if e.pod != nil {
@@ -225,7 +239,7 @@ func (a *Actor) upsert(ctx actor.Context, source string, pod *v1.Pod) {
 func (a *Actor) admitted() []*v1.Pod {
 	out := make([]*v1.Pod, 0, len(a.pods))
 	for _, e := range a.pods {
-		if e.pod != nil && e.terminate == nil {
+		if e.pod != nil && e.terminate == nil && !e.finished {
 			out = append(out, e.pod)
 		}
 	}
@@ -236,7 +250,12 @@ func (a *Actor) admitted() []*v1.Pod {
 func (a *Actor) remove(ctx actor.Context, source string, uid types.UID, grace *int64, reason string) {
 	delete(a.bySource[source], uid)
 	delete(a.rejected, uid)
-	if e, ok := a.pods[uid]; ok {
+	e, ok := a.pods[uid]
+	switch {
+	case !ok:
+	case e.finished:
+		a.forget(ctx, uid, e, true)
+	default:
 		a.terminate(ctx, e, grace, reason)
 	}
 }
@@ -303,17 +322,32 @@ func (a *Actor) done(ctx actor.Context, uid types.UID) {
 		return
 	}
 	ctx.Stop(e.worker)
-	delete(a.pods, uid)
-	if e.pod != nil {
-		supervision.Tell(ctx, a.p.StatusReporter, &messages.PodFinished{Pod: e.pod, Removed: e.terminate != nil})
+	e.worker = nil
+	if e.pod != nil && e.terminate == nil {
+		// The pod ran to completion: it stays, with its final status, for
+		// as long as its source has it, and is not started again.
+		e.finished = true
+		supervision.Tell(ctx, a.p.StatusReporter, &messages.PodFinished{Pod: e.pod})
+		return
 	}
-	a.recentlyDone[uid] = time.Now()
-	// A pod whose source wants it again (a UID re-added while terminating)
-	// is started afresh.
+	a.forget(ctx, uid, e, e.pod != nil)
+	// A pod its source gave back while it was terminating (removed, then
+	// re-added with the same UID) is started afresh.
 	for source, uids := range a.bySource {
-		if uids[uid] && e.pod != nil && e.terminate == nil {
+		if uids[uid] && e.pod != nil && e.pod.DeletionTimestamp == nil {
 			a.upsert(ctx, source, e.pod)
+			return
 		}
+	}
+}
+
+// forget drops a pod whose worker is gone, telling the status-reporter when
+// the pod was wanted by a source (an orphan was never reported).
+func (a *Actor) forget(ctx actor.Context, uid types.UID, e *podEntry, report bool) {
+	delete(a.pods, uid)
+	a.recentlyDone[uid] = time.Now()
+	if report {
+		supervision.Tell(ctx, a.p.StatusReporter, &messages.PodFinished{Pod: e.pod, Removed: true})
 	}
 }
 
@@ -332,7 +366,9 @@ func (a *Actor) route(ctx actor.Context, events []messages.PodLifecycleEvent) {
 	}
 	for uid, evs := range byPod {
 		if e, ok := a.pods[uid]; ok {
-			supervision.Tell(ctx, e.worker, &messages.RuntimeChanged{Events: evs})
+			if e.worker != nil { // a finished pod has none: nothing to sync
+				supervision.Tell(ctx, e.worker, &messages.RuntimeChanged{Events: evs})
+			}
 			continue
 		}
 		if !a.ready || a.recentlyDone[uid].After(now.Add(-recentlyDoneFor)) {

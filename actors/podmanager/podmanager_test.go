@@ -34,6 +34,9 @@ func (f *fakeRuntime) SyncPod(_ context.Context, pod *v1.Pod, _ *podruntime.Back
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.synced[pod.UID]++
+	if strings.HasPrefix(string(pod.UID), "done") {
+		return podruntime.SyncResult{APIStatus: v1.PodStatus{Phase: v1.PodSucceeded}}
+	}
 	return podruntime.SyncResult{APIStatus: v1.PodStatus{Phase: v1.PodRunning}}
 }
 
@@ -236,6 +239,48 @@ func TestOrphansAreTerminatedOnceAllSourcesReported(t *testing.T) {
 		sort.Strings(keys)
 		if strings.Join(keys, ",") != "orphan=recorded" {
 			return fmt.Errorf("killed %v", keys)
+		}
+		return nil
+	})
+}
+
+func TestCompletedPodIsTerminatedAndNotStartedAgain(t *testing.T) {
+	h := newHarness(t, 10)
+	p := testPod("done1", "")
+	h.send(messages.SourceAPI, messages.OpSet, p)
+	h.eventually("the completed pod's sandbox is killed", func(_ map[types.UID]int, k map[types.UID]string) error {
+		if k["done1"] != "30" {
+			return fmt.Errorf("killed %v", k)
+		}
+		return nil
+	})
+	h.eventually("reported finished, not removed", func(map[types.UID]int, map[types.UID]string) error {
+		h.reports.mu.Lock()
+		defer h.reports.mu.Unlock()
+		if strings.Join(h.reports.finished, ",") != "done1 removed=false" {
+			return fmt.Errorf("finished %v", h.reports.finished)
+		}
+		return nil
+	})
+	synced, _ := h.rt.state()
+	h.send(messages.SourceAPI, messages.OpSet, p)
+	time.Sleep(200 * time.Millisecond)
+	if again, _ := h.rt.state(); again["done1"] != synced["done1"] {
+		t.Errorf("the completed pod was synced again: %d → %d", synced["done1"], again["done1"])
+	}
+	if pods := h.list(); len(pods) != 1 || pods[0].Status.Phase != v1.PodSucceeded {
+		t.Errorf("/pods lists %+v", pods)
+	}
+	// Its deletion completes at once: nothing runs.
+	deleting := p.DeepCopy()
+	now := metav1.Now()
+	deleting.DeletionTimestamp = &now
+	h.send(messages.SourceAPI, messages.OpSet, deleting)
+	h.eventually("reported removed", func(map[types.UID]int, map[types.UID]string) error {
+		h.reports.mu.Lock()
+		defer h.reports.mu.Unlock()
+		if strings.Join(h.reports.finished, ",") != "done1 removed=false,done1 removed=true" {
+			return fmt.Errorf("finished %v", h.reports.finished)
 		}
 		return nil
 	})

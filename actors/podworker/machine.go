@@ -91,11 +91,13 @@ type EvRuntimeChanged struct{}
 // EvRetry: a retry timer fired.
 type EvRetry struct{ Gen uint64 }
 
-// EvSynced: a sync pass ended.
+// EvSynced: a sync pass ended. Terminal: the pod reached Succeeded or
+// Failed, so nothing of it will run again.
 type EvSynced struct {
 	Gen        uint64
 	RetryAfter time.Duration
 	Err        error
+	Terminal   bool
 }
 
 // EvKilled: a kill ended.
@@ -188,6 +190,11 @@ func Step(s State, ev Event) (State, []Command) {
 			return s.startKill() // the termination that cancelled this pass
 		}
 		switch {
+		case e.Terminal:
+			// As upstream's pod workers: a pod that reached a terminal phase
+			// is terminated, so that its sandbox goes and its final phase is
+			// written once nothing of it can run any more.
+			return s.terminate(nil)
 		case s.dirty:
 			return s.startSync()
 		case e.RetryAfter > 0:

@@ -61,6 +61,10 @@ func TestStep(t *testing.T) {
 			nil, Syncing},
 		{"a retry during a sync marks it dirty", []Event{EvUpdate{podA}, EvSynced{Gen: 1, RetryAfter: time.Second}, EvRetry{Gen: 2}, EvRetry{Gen: 2}},
 			nil, Syncing},
+		{"a terminal pod is terminated with its grace period", []Event{EvUpdate{podA}, EvSynced{Gen: 1, Terminal: true}},
+			[]Command{CmdStartKill{2, 30}}, Terminating},
+		{"a terminal pod's kill finishes it", []Event{EvUpdate{podA}, EvSynced{Gen: 1, Terminal: true}, EvKilled{Gen: 2}},
+			[]Command{CmdFinish{}}, Terminated},
 		{"a stale sync outcome is ignored", []Event{EvUpdate{podA}, EvSynced{Gen: 7}},
 			nil, Syncing},
 		{"an orphan with no pod does not sync", []Event{EvRuntimeChanged{}},
@@ -134,7 +138,7 @@ func TestStep(t *testing.T) {
 func TestAtMostOneOperationInFlight(t *testing.T) {
 	events := []Event{
 		EvUpdate{podA}, EvUpdate{podB}, EvRuntimeChanged{}, EvTerminate{}, EvTerminate{i64(1)},
-		EvSynced{Gen: 1}, EvSynced{Gen: 2, RetryAfter: time.Second}, EvSynced{Gen: 1, Err: errBoom},
+		EvSynced{Gen: 1}, EvSynced{Gen: 2, RetryAfter: time.Second}, EvSynced{Gen: 1, Err: errBoom}, EvSynced{Gen: 1, Terminal: true},
 		EvKilled{Gen: 1}, EvKilled{Gen: 2}, EvKilled{Gen: 3, Err: errBoom}, EvRetry{Gen: 2}, EvRetry{Gen: 3},
 	}
 	var walk func(s State, depth int, path []Event)

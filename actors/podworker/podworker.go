@@ -88,7 +88,8 @@ func (a *Actor) Receive(ctx actor.Context) {
 		a.step(ctx, EvRetry{Gen: m.Gen})
 	case *messages.PodSynced:
 		current := a.state.inFlight == opSync && a.state.gen == m.Gen
-		a.step(ctx, EvSynced{Gen: m.Gen, RetryAfter: m.RetryAfter, Err: m.Err})
+		terminal := m.Status.Phase == v1.PodSucceeded || m.Status.Phase == v1.PodFailed
+		a.step(ctx, EvSynced{Gen: m.Gen, RetryAfter: m.RetryAfter, Err: m.Err, Terminal: terminal})
 		if current {
 			a.report(ctx, &m.Status)
 		}

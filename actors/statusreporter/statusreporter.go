@@ -1,33 +1,415 @@
-// Package statusreporter holds the status-reporter actor: it will register the node, renew its lease, and write node and pod status to the API server.
+// Package statusreporter holds the status-reporter actor: it registers the
+// node, renews its lease, and writes node and pod status (and mirror pods)
+// to the API server.
 //
-// Until then it is a supervised shell that starts and stops in its place in
-// the tree, so that supervision, shutdown order and the registry are real.
+// Every API call runs outside the mailbox (supervision.Go) and comes back as
+// a message, so that an unreachable API server never blocks the actor: it
+// keeps the latest status of each pod and retries with a backoff capped
+// low, so that statuses and the lease catch up within seconds of the API
+// server's return. Without an API client (standalone mode) it only tracks.
 package statusreporter
 
 import (
+	"context"
+	"net"
+	"time"
+
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/rs/zerolog"
+	v1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/record"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	kubeletconfigv1beta1 "k8s.io/kubelet/config/v1beta1"
+
+	"github.com/actorlet/actorlet/messages"
+	"github.com/actorlet/actorlet/supervision"
 )
 
 // Kind is this actor's kind in the registry and on the dashboard.
 const Kind = "status-reporter"
 
-// Actor is the status-reporter actor.
-type Actor struct {
-	log zerolog.Logger
+const (
+	// podWriters bounds the pod status writes in flight: enough that many
+	// pods started at once get their statuses out fast, few enough not to
+	// flood the API server.
+	podWriters = 4
+	// callTimeout bounds one round of API calls, so that a hung API server
+	// costs one timeout, never a stuck writer.
+	callTimeout = 10 * time.Second
+	// plegTimeout bounds the wait for PLEG's health report.
+	plegTimeout = 2 * time.Second
+	// retryCap caps every retry backoff, so that the node catches up within
+	// seconds once the API server is back (upstream registers with 7s).
+	retryCap = 5 * time.Second
+)
+
+// Params configures the status-reporter actor.
+type Params struct {
+	// Kube is nil in standalone mode: the actor then tracks, writes nothing.
+	Kube     kubernetes.Interface
+	NodeName string
+	NodeIP   net.IP
+	// Config gives registerNode, registerWithTaints, providerID, port,
+	// nodeStatusUpdateFrequency, nodeStatusReportFrequency,
+	// nodeLeaseDurationSeconds, nodeStatusMaxImages and evictionHard.
+	Config *kubeletconfigv1beta1.KubeletConfiguration
+	// NodeLabels are --node-labels, set when the Node is created.
+	NodeLabels map[string]string
+	// Capacity and Allocatable hold cpu, memory and pods; the actor adds
+	// ephemeral-storage (from RootDir's filesystem) and hugepages.
+	Capacity, Allocatable v1.ResourceList
+	RootDir               string
+	RuntimeVersion        *runtimeapi.VersionResponse
+	// Runtime answers CRI Status (the runtime and network conditions) and
+	// Images lists node.status.images; either may be nil.
+	Runtime runtimeapi.RuntimeServiceClient
+	Images  runtimeapi.ImageServiceClient
+	// PLEG answers HealthRequest; nil: PLEG is not consulted.
+	PLEG   *actor.PID
+	Events record.EventRecorder
+	Log    zerolog.Logger
 }
 
-// New returns a producer of status-reporter actors that log to log.
-func New(log zerolog.Logger) actor.Producer {
-	return func() actor.Actor { return &Actor{log: log.With().Str("actor", Kind).Logger()} }
+// Actor is the status-reporter actor.
+type Actor struct {
+	p    Params
+	log  zerolog.Logger
+	spec *nodeSpec
+
+	// node is the Node as last read or written; nil until registered.
+	node           *v1.Node
+	registerRetry  backoff
+	updatingStatus bool
+	lastReport     time.Time
+	// statusFailed forces a report on the next update, so that the Ready
+	// heartbeat is fresh soon after an API server outage rather than at
+	// the next nodeStatusReportFrequency.
+	statusFailed bool
+	renewing     bool
+	leaseRetry   backoff
+
+	pods     map[types.UID]*podEntry
+	queue    []types.UID
+	inFlight int
+}
+
+// New returns a producer of status-reporter actors.
+func New(p Params) actor.Producer {
+	return func() actor.Actor {
+		return &Actor{p: p, log: p.Log.With().Str("actor", Kind).Logger(), pods: map[types.UID]*podEntry{}}
+	}
 }
 
 // Receive implements actor.Actor.
 func (a *Actor) Receive(ctx actor.Context) {
-	switch ctx.Message().(type) {
+	switch m := ctx.Message().(type) {
 	case *actor.Started:
-		a.log.Debug().Str("path", ctx.Self().Id).Msg("started")
-	case *actor.Stopped:
-		a.log.Debug().Str("path", ctx.Self().Id).Msg("stopped")
+		a.start(ctx)
+	case *messages.RegisterNode:
+		a.register(ctx)
+	case *messages.NodeRegistered:
+		a.registered(ctx, m)
+	case *messages.NodeStatusTick:
+		a.tick(ctx)
+	case *messages.NodeStatusUpdated:
+		a.statusUpdated(ctx, m)
+	case *messages.RenewLease:
+		a.renew(ctx)
+	case *messages.LeaseRenewed:
+		a.leaseRenewed(ctx, m)
+	case *messages.PodStatusReport:
+		a.report(ctx, m)
+	case *messages.PodFinished:
+		a.finished(ctx, m)
+	case *messages.PodStatusSynced:
+		a.synced(ctx, m)
+	case *messages.RetryPodStatus:
+		a.retryPod(ctx, m)
 	}
 }
+
+func (a *Actor) start(ctx actor.Context) {
+	c := a.p.Config
+	spec := &nodeSpec{
+		Name: a.p.NodeName, IP: a.p.NodeIP, Labels: a.p.NodeLabels, Taints: c.RegisterWithTaints,
+		ProviderID: c.ProviderID, Machine: readMachineInfo(), Port: c.Port, MaxImages: 50,
+	}
+	if c.NodeStatusMaxImages != nil {
+		spec.MaxImages = *c.NodeStatusMaxImages
+	}
+	if v := a.p.RuntimeVersion; v != nil {
+		spec.RuntimeVersion = v.RuntimeName + "://" + v.RuntimeVersion
+	}
+	var err error
+	spec.Capacity, spec.Allocatable, err = storageResources(a.p.Capacity, a.p.Allocatable, a.p.RootDir, c.EvictionHard)
+	if err != nil {
+		// The Node then reports no ephemeral-storage; pods still run.
+		a.log.Warn().Err(err).Msg("ephemeral-storage capacity unknown")
+	}
+	a.spec = spec
+	a.registerRetry = backoff{initial: 100 * time.Millisecond, max: retryCap}
+	a.leaseRetry = backoff{initial: 200 * time.Millisecond, max: retryCap}
+	if a.p.Kube == nil {
+		a.log.Debug().Msg("standalone: tracking pod statuses, writing none")
+		return
+	}
+	if a.p.Events != nil {
+		a.p.Events.Eventf(a.nodeRef(), v1.EventTypeNormal, "Starting", "Starting kubelet.")
+	}
+	if c.RegisterNode != nil && !*c.RegisterNode {
+		// Someone else registers the Node: read it, for its UID.
+		a.log.Info().Msg("registerNode is false: waiting for the Node to exist")
+	}
+	a.register(ctx)
+}
+
+// nodeRef is the Node as events refer to it; upstream uses the node's name
+// as its UID there.
+func (a *Actor) nodeRef() *v1.ObjectReference {
+	return &v1.ObjectReference{Kind: "Node", Name: a.p.NodeName, UID: types.UID(a.p.NodeName)}
+}
+
+// register makes one registration attempt (with registerNode false: one
+// read of the Node) outside the mailbox.
+func (a *Actor) register(ctx actor.Context) {
+	kube, spec, create := a.p.Kube, a.spec, a.p.Config.RegisterNode == nil || *a.p.Config.RegisterNode
+	supervision.Go(ctx, func() messages.Message {
+		c, cancel := context.WithTimeout(context.Background(), callTimeout)
+		defer cancel()
+		var node *v1.Node
+		var err error
+		if create {
+			node, err = register(c, kube, spec.initialNode())
+		} else {
+			node, err = getNode(c, kube, spec.Name)
+		}
+		return &messages.NodeRegistered{Node: node, Err: err}
+	})
+}
+
+func (a *Actor) registered(ctx actor.Context, m *messages.NodeRegistered) {
+	if m.Err != nil {
+		d := a.registerRetry.next()
+		a.log.Warn().Err(m.Err).Dur("retryIn", d).Msg("node registration failed")
+		supervision.After(ctx, d, &messages.RegisterNode{})
+		return
+	}
+	a.log.Info().Str("node", m.Node.Name).Str("uid", string(m.Node.UID)).Msg("node registered")
+	a.node = m.Node
+	a.tick(ctx)
+	a.renew(ctx)
+	// Static pods reported before registration wait for the Node's UID.
+	for uid, e := range a.pods {
+		if isStatic(e.pod) {
+			a.enqueue(uid)
+		}
+	}
+	a.pump(ctx)
+}
+
+// tick updates the node status, then re-arms itself every
+// nodeStatusUpdateFrequency; each tick also re-checks the static pods'
+// mirror pods, so that a deleted mirror pod comes back.
+func (a *Actor) tick(ctx actor.Context) {
+	if a.node == nil || a.updatingStatus {
+		return
+	}
+	a.updatingStatus = true
+	kube, spec, p, system := a.p.Kube, a.spec, &a.p, ctx.ActorSystem()
+	reportDue := a.statusFailed || time.Since(a.lastReport) >= a.p.Config.NodeStatusReportFrequency.Duration
+	supervision.Go(ctx, func() messages.Message {
+		c, cancel := context.WithTimeout(context.Background(), callTimeout)
+		defer cancel()
+		return updateNodeStatus(c, kube, spec, probe(c, system, p, spec.MaxImages), reportDue)
+	})
+	for uid, e := range a.pods {
+		if isStatic(e.pod) && !e.removed {
+			a.enqueue(uid)
+		}
+	}
+	a.pump(ctx)
+}
+
+func (a *Actor) statusUpdated(ctx actor.Context, m *messages.NodeStatusUpdated) {
+	a.updatingStatus = false
+	supervision.After(ctx, a.p.Config.NodeStatusUpdateFrequency.Duration, &messages.NodeStatusTick{})
+	a.statusFailed = m.Err != nil
+	if m.Err != nil {
+		a.log.Warn().Err(m.Err).Msg("node status update failed")
+		return
+	}
+	a.node = m.Node
+	if m.Patched {
+		a.lastReport = time.Now()
+	}
+	if m.ReadyTransition != nil && a.p.Events != nil {
+		reason := "NodeNotReady"
+		if *m.ReadyTransition == v1.ConditionTrue {
+			reason = "NodeReady"
+		}
+		a.p.Events.Eventf(a.nodeRef(), v1.EventTypeNormal, reason, "Node %s status is now: %s", a.p.NodeName, reason)
+	}
+}
+
+// renew renews the lease outside the mailbox.
+func (a *Actor) renew(ctx actor.Context) {
+	if a.node == nil || a.renewing {
+		return
+	}
+	a.renewing = true
+	kube, name, uid, duration := a.p.Kube, a.p.NodeName, a.node.UID, a.p.Config.NodeLeaseDurationSeconds
+	supervision.Go(ctx, func() messages.Message {
+		c, cancel := context.WithTimeout(context.Background(), callTimeout)
+		defer cancel()
+		return &messages.LeaseRenewed{Err: renewLease(c, kube, name, uid, duration, time.Now())}
+	})
+}
+
+// leaseRenewed re-arms the renewal: every nodeLeaseDurationSeconds/4, as
+// upstream, or sooner with a backoff after a failure.
+func (a *Actor) leaseRenewed(ctx actor.Context, m *messages.LeaseRenewed) {
+	a.renewing = false
+	interval := time.Duration(a.p.Config.NodeLeaseDurationSeconds) * time.Second / 4
+	if m.Err != nil {
+		interval = min(a.leaseRetry.next(), interval)
+		a.log.Warn().Err(m.Err).Dur("retryIn", interval).Msg("lease renewal failed")
+	} else {
+		a.leaseRetry.reset()
+	}
+	supervision.After(ctx, interval, &messages.RenewLease{})
+}
+
+func (a *Actor) report(ctx actor.Context, m *messages.PodStatusReport) {
+	uid := m.Pod.UID
+	e := a.pods[uid]
+	if e == nil {
+		e = &podEntry{backoff: backoff{initial: 100 * time.Millisecond, max: retryCap}}
+		a.pods[uid] = e
+	}
+	deletionChanged := e.pod == nil || (e.pod.DeletionTimestamp == nil) != (m.Pod.DeletionTimestamp == nil)
+	e.pod = m.Pod
+	if e.reported && !deletionChanged && apiequality.Semantic.DeepEqual(e.status, m.Status) {
+		return
+	}
+	e.status, e.reported = m.Status, true
+	e.version++
+	a.enqueue(uid)
+	a.pump(ctx)
+}
+
+func (a *Actor) finished(ctx actor.Context, m *messages.PodFinished) {
+	uid := m.Pod.UID
+	e := a.pods[uid]
+	if e == nil {
+		e = &podEntry{backoff: backoff{initial: 100 * time.Millisecond, max: retryCap}}
+		a.pods[uid] = e
+	}
+	e.pod, e.finished, e.removed = m.Pod, true, m.Removed
+	e.version++
+	if a.p.Kube == nil {
+		if m.Removed {
+			delete(a.pods, uid)
+		}
+		return
+	}
+	a.enqueue(uid)
+	a.pump(ctx)
+}
+
+// enqueue marks a pod for a write; a pod already queued keeps its place and
+// will be written at its latest version.
+func (a *Actor) enqueue(uid types.UID) {
+	e := a.pods[uid]
+	if a.p.Kube == nil || e == nil || e.queued || e.retrying {
+		return
+	}
+	e.queued = true
+	a.queue = append(a.queue, uid)
+}
+
+// pump starts writers for queued pods, up to podWriters at a time and one
+// per pod, each with a snapshot of the pod's latest state.
+func (a *Actor) pump(ctx actor.Context) {
+	for a.inFlight < podWriters && len(a.queue) > 0 {
+		uid := a.queue[0]
+		a.queue = a.queue[1:]
+		e := a.pods[uid]
+		if e == nil {
+			continue
+		}
+		e.queued = false
+		if e.inFlight {
+			// synced re-queues it if a newer version arrived meanwhile.
+			continue
+		}
+		e.inFlight = true
+		a.inFlight++
+		w := podWork{uid: uid, version: e.version, pod: e.pod, status: e.status, reported: e.reported,
+			finished: e.finished, removed: e.removed, nodeName: a.p.NodeName}
+		if a.node != nil {
+			w.nodeUID = a.node.UID
+		}
+		kube := a.p.Kube
+		supervision.Go(ctx, func() messages.Message {
+			c, cancel := context.WithTimeout(context.Background(), callTimeout)
+			defer cancel()
+			if isStatic(w.pod) {
+				return syncStaticPod(c, kube, w)
+			}
+			return syncAPIPod(c, kube, w)
+		})
+	}
+}
+
+func (a *Actor) synced(ctx actor.Context, m *messages.PodStatusSynced) {
+	a.inFlight--
+	defer a.pump(ctx)
+	e := a.pods[m.UID]
+	if e == nil {
+		return
+	}
+	e.inFlight = false
+	if m.Err != nil {
+		d := e.backoff.next()
+		a.log.Warn().Err(m.Err).Str("pod", e.pod.Namespace+"/"+e.pod.Name).Dur("retryIn", d).Msg("pod status write failed")
+		e.retrying = true
+		supervision.After(ctx, d, &messages.RetryPodStatus{UID: m.UID})
+		return
+	}
+	e.backoff.reset()
+	e.written = max(e.written, m.Version)
+	if m.Done && e.version == m.Version {
+		delete(a.pods, m.UID)
+		return
+	}
+	if e.version > e.written {
+		a.enqueue(m.UID)
+	}
+}
+
+func (a *Actor) retryPod(ctx actor.Context, m *messages.RetryPodStatus) {
+	if e := a.pods[m.UID]; e != nil {
+		e.retrying = false
+	}
+	a.enqueue(m.UID)
+	a.pump(ctx)
+}
+
+// backoff doubles from initial to max, as upstream's registration loop.
+type backoff struct {
+	initial, max, cur time.Duration
+}
+
+func (b *backoff) next() time.Duration {
+	if b.cur == 0 {
+		b.cur = b.initial
+	} else {
+		b.cur = min(2*b.cur, b.max)
+	}
+	return b.cur
+}
+
+func (b *backoff) reset() { b.cur = 0 }

@@ -358,3 +358,31 @@ func TestPanickingWorkerRestartsAlone(t *testing.T) {
 		}
 	}
 }
+
+// TestPodManagerRestartResumesPods injects a panic into the pod-manager: it
+// restarts with its workers, asks the config-source for the pods again, and
+// its new workers adopt the running containers.
+func TestPodManagerRestartResumesPods(t *testing.T) {
+	n := newNode(t)
+	n.start()
+	n.writeManifest("keep.yaml", manifest("keep", fmt.Sprintf("  containers:\n  - name: c\n    image: %s\n    command: [\"sleep\", \"3600\"]\n", n.busybox())))
+	before := n.running("keep", 60*time.Second)
+	resp, err := http.Post(fmt.Sprintf("http://127.0.0.1:%d/debug/inject/panic?actor=bootstrap/pod-manager", n.healthz), "text/plain", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("inject panic: %s", resp.Status)
+	}
+	n.eventually("the pod-manager restarted", 30*time.Second, func() error {
+		if !strings.Contains(n.logs(), "injected fault") {
+			return fmt.Errorf("no restart logged yet")
+		}
+		return nil
+	})
+	after := n.running("keep", 60*time.Second)
+	if fmt.Sprint(containerIDs(after)) != fmt.Sprint(containerIDs(before)) {
+		t.Errorf("containers recreated: %v → %v", containerIDs(before), containerIDs(after))
+	}
+}

@@ -1,0 +1,225 @@
+package statusreporter
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+
+	"golang.org/x/sys/unix"
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/actorlet/actorlet/version"
+)
+
+// Labels upstream's kubelet sets on its Node (k8s.io/kubelet/pkg/apis).
+const (
+	labelOSBeta   = "beta.kubernetes.io/os"
+	labelArchBeta = "beta.kubernetes.io/arch"
+)
+
+// defaultLabels are the labels an existing Node is reconciled to, as
+// upstream's updateDefaultLabels does; --node-labels and taints are only
+// applied when the Node is created, as upstream does.
+var defaultLabels = []string{v1.LabelHostname, v1.LabelOSStable, v1.LabelArchStable, labelOSBeta, labelArchBeta}
+
+// machineInfo is what the node reports about the host; read once at start.
+type machineInfo struct {
+	MachineID, SystemUUID, BootID, KernelVersion, OSImage string
+}
+
+// readMachineInfo reads the host's identity from the files upstream's
+// cadvisor reads. Missing files leave fields empty: a container without
+// /sys/class/dmi still runs pods.
+func readMachineInfo() machineInfo {
+	read := func(path string) string {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return ""
+		}
+		return strings.TrimSpace(string(b))
+	}
+	mi := machineInfo{
+		MachineID:  read("/etc/machine-id"),
+		SystemUUID: read("/sys/class/dmi/id/product_uuid"),
+		BootID:     read("/proc/sys/kernel/random/boot_id"),
+		OSImage:    osImage(read("/etc/os-release")),
+	}
+	if mi.SystemUUID == "" {
+		mi.SystemUUID = mi.MachineID
+	}
+	var uts unix.Utsname
+	if unix.Uname(&uts) == nil {
+		mi.KernelVersion = string(bytes.TrimRight(uts.Release[:], "\x00"))
+	}
+	return mi
+}
+
+// osImage is PRETTY_NAME of an os-release file, as upstream reports it.
+func osImage(osRelease string) string {
+	for _, line := range strings.Split(osRelease, "\n") {
+		if v, ok := strings.CutPrefix(line, "PRETTY_NAME="); ok {
+			if u, err := strconv.Unquote(v); err == nil {
+				return u
+			}
+			return strings.Trim(v, `"'`)
+		}
+	}
+	return "Linux"
+}
+
+// storageResources adds ephemeral-storage (the filesystem of rootDir, less
+// the nodefs.available hard eviction threshold in allocatable, as upstream
+// does) and zero hugepages to copies of capacity and allocatable.
+func storageResources(capacity, allocatable v1.ResourceList, rootDir string, evictionHard map[string]string) (v1.ResourceList, v1.ResourceList, error) {
+	c, a := capacity.DeepCopy(), allocatable.DeepCopy()
+	if c == nil {
+		c = v1.ResourceList{}
+	}
+	if a == nil {
+		a = v1.ResourceList{}
+	}
+	for _, hp := range []v1.ResourceName{"hugepages-1Gi", "hugepages-2Mi"} {
+		c[hp] = *resource.NewQuantity(0, resource.BinarySI)
+		a[hp] = *resource.NewQuantity(0, resource.BinarySI)
+	}
+	var st unix.Statfs_t
+	if err := unix.Statfs(rootDir, &st); err != nil {
+		return c, a, fmt.Errorf("statfs root directory %s: %w", rootDir, err)
+	}
+	total := int64(st.Blocks) * st.Bsize
+	c[v1.ResourceEphemeralStorage] = *resource.NewQuantity(total, resource.BinarySI)
+	reserved, err := evictionReserve(evictionHard["nodefs.available"], total)
+	if err != nil {
+		return c, a, err
+	}
+	a[v1.ResourceEphemeralStorage] = *resource.NewQuantity(max(total-reserved, 0), resource.BinarySI)
+	return c, a, nil
+}
+
+// evictionReserve is a threshold ("10%" or a quantity) in bytes of total.
+func evictionReserve(threshold string, total int64) (int64, error) {
+	if threshold == "" {
+		return 0, nil
+	}
+	if p, ok := strings.CutSuffix(threshold, "%"); ok {
+		f, err := strconv.ParseFloat(p, 64)
+		if err != nil {
+			return 0, fmt.Errorf("evictionHard nodefs.available %q: %w", threshold, err)
+		}
+		return int64(float64(total) * f / 100), nil
+	}
+	q, err := resource.ParseQuantity(threshold)
+	if err != nil {
+		return 0, fmt.Errorf("evictionHard nodefs.available %q: %w", threshold, err)
+	}
+	return q.Value(), nil
+}
+
+// initialNode is the Node this kubelet registers, as upstream's initialNode
+// builds it: labels, taints, addresses, resources, nodeInfo and endpoint.
+func (s *nodeSpec) initialNode() *v1.Node {
+	labels := map[string]string{
+		v1.LabelHostname:   s.Name,
+		v1.LabelOSStable:   runtime.GOOS,
+		v1.LabelArchStable: runtime.GOARCH,
+		labelOSBeta:        runtime.GOOS,
+		labelArchBeta:      runtime.GOARCH,
+	}
+	for k, v := range s.Labels {
+		labels[k] = v
+	}
+	node := &v1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: s.Name, Labels: labels},
+		Spec:       v1.NodeSpec{Taints: append([]v1.Taint(nil), s.Taints...), ProviderID: s.ProviderID},
+	}
+	s.setStaticStatus(node)
+	return node
+}
+
+// setStaticStatus sets the parts of the status that do not change while the
+// kubelet runs.
+func (s *nodeSpec) setStaticStatus(node *v1.Node) {
+	st := &node.Status
+	st.Addresses = nil
+	if s.IP != nil {
+		st.Addresses = append(st.Addresses, v1.NodeAddress{Type: v1.NodeInternalIP, Address: s.IP.String()})
+	}
+	st.Addresses = append(st.Addresses, v1.NodeAddress{Type: v1.NodeHostName, Address: s.Name})
+	st.Capacity = s.Capacity.DeepCopy()
+	st.Allocatable = s.Allocatable.DeepCopy()
+	st.NodeInfo = v1.NodeSystemInfo{
+		MachineID:               s.Machine.MachineID,
+		SystemUUID:              s.Machine.SystemUUID,
+		BootID:                  s.Machine.BootID,
+		KernelVersion:           s.Machine.KernelVersion,
+		OSImage:                 s.Machine.OSImage,
+		ContainerRuntimeVersion: s.RuntimeVersion,
+		KubeletVersion:          version.NodeVersion(),
+		OperatingSystem:         runtime.GOOS,
+		Architecture:            runtime.GOARCH,
+	}
+	st.DaemonEndpoints.KubeletEndpoint.Port = s.Port
+}
+
+// reconcileExisting brings an existing Node's default labels in line with
+// the initial Node, never removing others, as upstream does. It reports
+// whether existing changed.
+func reconcileExisting(initial, existing *v1.Node) bool {
+	changed := false
+	if existing.Labels == nil {
+		existing.Labels = map[string]string{}
+	}
+	for _, l := range defaultLabels {
+		want, ok := initial.Labels[l]
+		if !ok {
+			continue
+		}
+		if existing.Labels[l] != want {
+			existing.Labels[l] = want
+			changed = true
+		}
+		if existing.Labels[l] == "" {
+			delete(existing.Labels, l)
+		}
+	}
+	return changed
+}
+
+// register creates the Node, or reconciles the existing one, as upstream's
+// tryRegisterWithAPIServer does, and returns the Node as the API has it.
+func register(ctx context.Context, kube kubernetes.Interface, initial *v1.Node) (*v1.Node, error) {
+	created, err := kube.CoreV1().Nodes().Create(ctx, initial, metav1.CreateOptions{})
+	if err == nil {
+		return created, nil
+	}
+	if !apierrors.IsAlreadyExists(err) && !apierrors.IsForbidden(err) {
+		return nil, fmt.Errorf("create node %s: %w", initial.Name, err)
+	}
+	existing, err := kube.CoreV1().Nodes().Get(ctx, initial.Name, metav1.GetOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("get existing node %s: %w", initial.Name, err)
+	}
+	updated := existing.DeepCopy()
+	if !reconcileExisting(initial, updated) {
+		return existing, nil
+	}
+	return patchNodeStatus(ctx, kube, existing, updated)
+}
+
+// getNode reads the Node when registerNode is false: someone else
+// registers it, and this kubelet only needs it to exist.
+func getNode(ctx context.Context, kube kubernetes.Interface, name string) (*v1.Node, error) {
+	node, err := kube.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("get node %s: %w", name, err)
+	}
+	return node, nil
+}

@@ -1,0 +1,319 @@
+// Package cluster runs actorlet against the environment's real
+// kube-apiserver (Node and RBAC authorization, NodeRestriction) and
+// containerd: node registration, lease, node and pod status.
+package cluster
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/actorlet/actorlet/test/env"
+)
+
+// binary is actorlet, built once for the package.
+var binary string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "actorlet-cluster")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	binary = filepath.Join(dir, "actorlet")
+	root, err := env.RepoRoot()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	build := exec.Command("go", "build", "-o", binary, "./cmd/actorlet")
+	build.Dir = root
+	if out, err := build.CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "build actorlet: %v\n%s", err, out)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// clusterNode is the one actorlet of the environment's node (e.NodeName),
+// joined to its API server with the node's credentials. Tests run one at a
+// time: there is one node identity.
+type clusterNode struct {
+	t         testing.TB
+	env       *env.Env
+	name      string
+	admin     kubernetes.Interface
+	manifests string
+	rootDir   string
+	config    string
+	readOnly  int
+	healthz   int
+	rt        runtimeapi.RuntimeServiceClient
+	// namespaces are deleted at cleanup; pods tests create theirs here.
+	namespaces []string
+
+	mu   sync.Mutex
+	cmd  *exec.Cmd
+	log  strings.Builder
+	done chan struct{}
+}
+
+// nodeOption changes the configuration newClusterNode writes.
+type nodeOption func(*nodeConfig)
+
+type nodeConfig struct {
+	// extra is appended to the KubeletConfiguration YAML.
+	extra string
+}
+
+// withConfig appends lines to the KubeletConfiguration, e.g.
+// "nodeStatusUpdateFrequency: 2s\n".
+func withConfig(yaml string) nodeOption {
+	return func(c *nodeConfig) { c.extra += yaml }
+}
+
+func newClusterNode(t testing.TB, opts ...nodeOption) *clusterNode {
+	t.Helper()
+	e := env.Require(t, env.WithAPIServer())
+	rt, _ := e.CRI(t)
+	dir := t.TempDir()
+	n := &clusterNode{
+		t: t, env: e, rt: rt, name: e.NodeName, admin: e.AdminClient(t),
+		manifests: filepath.Join(dir, "manifests"),
+		rootDir:   filepath.Join(dir, "root"),
+		config:    filepath.Join(dir, "config.yaml"),
+		readOnly:  freePort(t),
+		healthz:   freePort(t),
+	}
+	if err := os.MkdirAll(n.manifests, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var c nodeConfig
+	for _, o := range opts {
+		o(&c)
+	}
+	// A short file check and crash-loop cap keep the tests quick; the
+	// behaviours are the same as with upstream's defaults.
+	cfg := fmt.Sprintf(`apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+staticPodPath: %s
+fileCheckFrequency: 2s
+readOnlyPort: %d
+healthzPort: %d
+crashLoopBackOff:
+  maxContainerRestartPeriod: 2s
+%s`, n.manifests, n.readOnly, n.healthz, c.extra)
+	if err := os.WriteFile(n.config, []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(n.cleanup)
+	return n
+}
+
+func freePort(t testing.TB) int {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// start runs actorlet joined to the API server and waits until its healthz
+// port listens.
+func (n *clusterNode) start() {
+	n.t.Helper()
+	cmd := exec.Command(binary, "--config", n.config, "--kubeconfig", n.env.NodeKubeconfig,
+		"--container-runtime-endpoint", n.env.RuntimeEndpoint, "--hostname-override", n.name,
+		"--node-ip", "127.0.0.1", "--root-dir", n.rootDir, "--address", "127.0.0.1", "-v", "2")
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		n.t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		n.t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		s := bufio.NewScanner(stderr)
+		s.Buffer(make([]byte, 64*1024), 1024*1024)
+		for s.Scan() {
+			n.mu.Lock()
+			n.log.WriteString(s.Text() + "\n")
+			n.mu.Unlock()
+		}
+	}()
+	n.mu.Lock()
+	n.cmd, n.done = cmd, done
+	n.mu.Unlock()
+	eventually(n.t, "actorlet listens on its healthz port", 30*time.Second, func() error {
+		c, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", n.healthz), time.Second)
+		if err != nil {
+			return err
+		}
+		return c.Close()
+	})
+}
+
+// stop ends actorlet with sig and waits for it to exit.
+func (n *clusterNode) stop(sig syscall.Signal) {
+	n.mu.Lock()
+	cmd, done := n.cmd, n.done
+	n.cmd = nil
+	n.mu.Unlock()
+	if cmd == nil {
+		return
+	}
+	_ = cmd.Process.Signal(sig)
+	<-done
+	_ = cmd.Wait()
+}
+
+func (n *clusterNode) logs() string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.log.String()
+}
+
+// namespace creates a namespace for the test's pods, deleted at cleanup.
+func (n *clusterNode) namespace(prefix string) string {
+	n.t.Helper()
+	ns, err := n.admin.CoreV1().Namespaces().Create(context.Background(),
+		&v1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: prefix + "-"}}, metav1.CreateOptions{})
+	if err != nil {
+		n.t.Fatalf("create namespace %s-: %v", prefix, err)
+	}
+	n.namespaces = append(n.namespaces, ns.Name)
+	// Pods are refused until the controller-manager has given the namespace
+	// its default ServiceAccount; after an API server restart its watches
+	// may take a while to come back.
+	eventually(n.t, "default ServiceAccount in "+ns.Name, 90*time.Second, func() error {
+		_, err := n.admin.CoreV1().ServiceAccounts(ns.Name).Get(context.Background(), "default", metav1.GetOptions{})
+		return err
+	})
+	return ns.Name
+}
+
+// cleanup stops actorlet, deletes the test's namespaces (pods first, with
+// grace 0, so that nothing waits for a kubelet that is gone) and removes
+// every pod sandbox of this node from the runtime.
+func (n *clusterNode) cleanup() {
+	n.stop(syscall.SIGKILL)
+	if n.t.Failed() {
+		n.t.Logf("actorlet log:\n%s", n.logs())
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	zero := int64(0)
+	for _, ns := range n.namespaces {
+		_ = n.admin.CoreV1().Pods(ns).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: &zero}, metav1.ListOptions{})
+		_ = n.admin.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{})
+	}
+	// Mirror pods of this node's static pods live in any namespace.
+	if pods, err := n.admin.CoreV1().Pods("").List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + n.name}); err == nil {
+		for _, p := range pods.Items {
+			if _, mirror := p.Annotations["kubernetes.io/config.mirror"]; mirror {
+				_ = n.admin.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero})
+			}
+		}
+	}
+	sbs, err := n.rt.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{})
+	if err != nil {
+		n.t.Logf("cleanup: list sandboxes: %v", err)
+		return
+	}
+	for _, sb := range sbs.Items {
+		if sb.Labels["io.kubernetes.pod.namespace"] == "" {
+			continue
+		}
+		if !n.owns(sb) {
+			continue
+		}
+		_, _ = n.rt.StopPodSandbox(ctx, &runtimeapi.StopPodSandboxRequest{PodSandboxId: sb.Id})
+		_, _ = n.rt.RemovePodSandbox(ctx, &runtimeapi.RemovePodSandboxRequest{PodSandboxId: sb.Id})
+	}
+}
+
+// owns tells this test's sandboxes: its namespaces' pods and this node's
+// static pods (named with the node's suffix).
+func (n *clusterNode) owns(sb *runtimeapi.PodSandbox) bool {
+	ns := sb.Labels["io.kubernetes.pod.namespace"]
+	for _, own := range n.namespaces {
+		if ns == own {
+			return true
+		}
+	}
+	return strings.HasSuffix(sb.Labels["io.kubernetes.pod.name"], "-"+n.name)
+}
+
+// node reads this node's Node as the admin.
+func (n *clusterNode) node() (*v1.Node, error) {
+	return n.admin.CoreV1().Nodes().Get(context.Background(), n.name, metav1.GetOptions{})
+}
+
+// ready returns nil once the Node's Ready condition is True.
+func (n *clusterNode) ready() error {
+	node, err := n.node()
+	if err != nil {
+		return err
+	}
+	for _, c := range node.Status.Conditions {
+		if c.Type == v1.NodeReady {
+			if c.Status != v1.ConditionTrue {
+				return fmt.Errorf("Ready=%s: %s: %s", c.Status, c.Reason, c.Message)
+			}
+			return nil
+		}
+	}
+	return fmt.Errorf("no Ready condition")
+}
+
+// writeManifest places a static pod manifest atomically (write, rename).
+func (n *clusterNode) writeManifest(file, content string) {
+	n.t.Helper()
+	tmp := filepath.Join(n.manifests, "."+file+".tmp")
+	if err := os.WriteFile(tmp, []byte(content), 0o644); err != nil {
+		n.t.Fatal(err)
+	}
+	if err := os.Rename(tmp, filepath.Join(n.manifests, file)); err != nil {
+		n.t.Fatal(err)
+	}
+}
+
+func (n *clusterNode) removeManifest(file string) {
+	n.t.Helper()
+	if err := os.Remove(filepath.Join(n.manifests, file)); err != nil {
+		n.t.Fatal(err)
+	}
+}
+
+// eventually polls check until it returns nil, failing the test after within.
+func eventually(t testing.TB, what string, within time.Duration, check func() error) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	var err error
+	for time.Now().Before(deadline) {
+		if err = check(); err == nil {
+			return
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	t.Fatalf("%s: not within %v: %v", what, within, err)
+}

@@ -1,0 +1,207 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/actorlet/actorlet/version"
+)
+
+func TestNodeRegistersAndIsReady(t *testing.T) {
+	n := newClusterNode(t)
+	n.start()
+	eventually(t, "node Ready", 30*time.Second, n.ready)
+
+	node, err := n.node()
+	if err != nil {
+		t.Fatal(err)
+	}
+	info := node.Status.NodeInfo
+	if !strings.HasPrefix(info.ContainerRuntimeVersion, "containerd://") {
+		t.Errorf("containerRuntimeVersion = %q", info.ContainerRuntimeVersion)
+	}
+	if info.KubeletVersion != version.NodeVersion() {
+		t.Errorf("kubeletVersion = %q, want %q", info.KubeletVersion, version.NodeVersion())
+	}
+	for _, l := range []string{"kubernetes.io/hostname", "kubernetes.io/os", "kubernetes.io/arch"} {
+		if node.Labels[l] == "" {
+			t.Errorf("label %s missing: %v", l, node.Labels)
+		}
+	}
+	for _, r := range []v1.ResourceName{v1.ResourceCPU, v1.ResourceMemory, v1.ResourcePods, v1.ResourceEphemeralStorage} {
+		if _, ok := node.Status.Allocatable[r]; !ok {
+			t.Errorf("allocatable %s missing: %v", r, node.Status.Allocatable)
+		}
+	}
+
+	first := leaseRenewTime(t, n)
+	eventually(t, "lease renewed", 30*time.Second, func() error {
+		l, err := lease(n)
+		if err != nil {
+			return err
+		}
+		if !l.Spec.RenewTime.After(first) {
+			return fmt.Errorf("renewTime still %v", l.Spec.RenewTime)
+		}
+		if l.Spec.HolderIdentity == nil || *l.Spec.HolderIdentity != n.name {
+			return fmt.Errorf("holder %v", l.Spec.HolderIdentity)
+		}
+		if len(l.OwnerReferences) != 1 || l.OwnerReferences[0].UID != node.UID {
+			return fmt.Errorf("ownerReferences %v, want the node %s", l.OwnerReferences, node.UID)
+		}
+		return nil
+	})
+}
+
+func lease(n *clusterNode) (*coordinationv1.Lease, error) {
+	return n.admin.CoordinationV1().Leases("kube-node-lease").Get(context.Background(), n.name, metav1.GetOptions{})
+}
+
+// leaseRenewTime waits for the node's lease and returns its renewTime.
+func leaseRenewTime(t *testing.T, n *clusterNode) time.Time {
+	t.Helper()
+	var at time.Time
+	eventually(t, "lease exists", 30*time.Second, func() error {
+		l, err := lease(n)
+		if err != nil {
+			return err
+		}
+		if l.Spec.RenewTime == nil {
+			return fmt.Errorf("no renewTime")
+		}
+		at = l.Spec.RenewTime.Time
+		return nil
+	})
+	return at
+}
+
+func TestNodeRestrictionIsOn(t *testing.T) {
+	n := newClusterNode(t)
+	ctx := context.Background()
+	nodeClient := n.env.NodeClient(t)
+	other := "actorlet-other-node"
+	zero := int64(0)
+	_, err := n.admin.CoreV1().Nodes().Create(ctx, &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: other}}, metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatalf("create node %s: %v", other, err)
+	}
+	t.Cleanup(func() { _ = n.admin.CoreV1().Nodes().Delete(context.Background(), other, metav1.DeleteOptions{}) })
+
+	_, err = nodeClient.CoreV1().Nodes().Patch(ctx, other, types.StrategicMergePatchType,
+		[]byte(`{"metadata":{"labels":{"stolen":"true"}}}`), metav1.PatchOptions{})
+	if !apierrors.IsForbidden(err) {
+		t.Errorf("node %s patching node %s: got %v, want Forbidden", n.name, other, err)
+	}
+
+	ns := n.namespace("restriction")
+	pod := &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "elsewhere", Namespace: ns},
+		Spec: v1.PodSpec{NodeName: other, TerminationGracePeriodSeconds: &zero,
+			Containers: []v1.Container{{Name: "c", Image: n.env.BusyboxImage}}},
+	}
+	if _, err := n.admin.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create pod bound to %s: %v", other, err)
+	}
+	_, err = nodeClient.CoreV1().Pods(ns).Patch(ctx, pod.Name, types.StrategicMergePatchType,
+		[]byte(`{"status":{"phase":"Running"}}`), metav1.PatchOptions{}, "status")
+	if !apierrors.IsForbidden(err) {
+		t.Errorf("node %s patching the status of a pod on %s: got %v, want Forbidden", n.name, other, err)
+	}
+}
+
+// TestAPIServerOutage stops the API server for a minute: the node keeps
+// running, and its lease and Ready heartbeat are fresh again soon after the
+// API server is back.
+func TestAPIServerOutage(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a minute-long outage")
+	}
+	n := newClusterNode(t, withConfig("nodeStatusUpdateFrequency: 10s\n"))
+	n.start()
+	eventually(t, "node Ready", 30*time.Second, n.ready)
+	// One pod runs through the outage; another completes during it, so its
+	// final status can only reach the API after the return.
+	ns := n.namespace("outage")
+	n.create(n.apiPod(ns, "steady", "sleep 3600", 2, v1.RestartPolicyAlways))
+	n.create(n.apiPod(ns, "finisher", "sleep 20; exit 0", 2, v1.RestartPolicyNever))
+	var steady *v1.Pod
+	eventually(t, "pods running", 60*time.Second, func() error {
+		for _, name := range []string{"steady", "finisher"} {
+			p, err := n.get(ns, name)
+			if err != nil {
+				return err
+			}
+			if p.Status.Phase != v1.PodRunning {
+				return fmt.Errorf("%s: phase %s", name, p.Status.Phase)
+			}
+			if name == "steady" {
+				steady = p
+			}
+		}
+		return nil
+	})
+
+	n.env.StopAPIServer(t)
+	t.Cleanup(func() { n.env.StartAPIServer(t) })
+	time.Sleep(60 * time.Second)
+	n.mu.Lock()
+	alive := n.cmd != nil && n.cmd.ProcessState == nil
+	n.mu.Unlock()
+	if !alive {
+		t.Fatalf("actorlet exited during the outage")
+	}
+	n.env.StartAPIServer(t)
+	back := time.Now()
+
+	eventually(t, "lease and Ready heartbeat fresh after the outage", 30*time.Second, func() error {
+		l, err := lease(n)
+		if err != nil {
+			return err
+		}
+		if l.Spec.RenewTime == nil || l.Spec.RenewTime.Time.Before(back) {
+			return fmt.Errorf("lease renewTime %v before the API server's return %v", l.Spec.RenewTime, back)
+		}
+		node, err := n.node()
+		if err != nil {
+			return err
+		}
+		for _, c := range node.Status.Conditions {
+			if c.Type == v1.NodeReady {
+				if c.LastHeartbeatTime.Time.Before(back.Add(-time.Second)) {
+					return fmt.Errorf("Ready heartbeat %v before the return %v", c.LastHeartbeatTime, back)
+				}
+				return nil
+			}
+		}
+		return fmt.Errorf("no Ready condition")
+	})
+	t.Logf("caught up %v after the API server's return", time.Since(back).Round(100*time.Millisecond))
+
+	eventually(t, "the status written during the outage reaches the API", 30*time.Second, func() error {
+		p, err := n.get(ns, "finisher")
+		if err != nil {
+			return err
+		}
+		if p.Status.Phase != v1.PodSucceeded {
+			return fmt.Errorf("finisher: phase %s", p.Status.Phase)
+		}
+		return nil
+	})
+	p, err := n.get(ns, "steady")
+	if err != nil {
+		t.Fatal(err)
+	}
+	before, after := steady.Status.ContainerStatuses[0], p.Status.ContainerStatuses[0]
+	if after.RestartCount != 0 || after.ContainerID != before.ContainerID || p.Status.Phase != v1.PodRunning {
+		t.Errorf("the outage disturbed a running pod: %s restarts %d, container %s → %s", p.Status.Phase, after.RestartCount, before.ContainerID, after.ContainerID)
+	}
+}

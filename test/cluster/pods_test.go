@@ -1,0 +1,233 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// apiPod is a busybox pod bound to the node (no scheduler here), without a
+// service account token, since volumes come with a later issue.
+func (n *clusterNode) apiPod(ns, name, script string, grace int64, policy v1.RestartPolicy) *v1.Pod {
+	no := false
+	return &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec: v1.PodSpec{
+			NodeName:                      n.name,
+			RestartPolicy:                 policy,
+			TerminationGracePeriodSeconds: &grace,
+			AutomountServiceAccountToken:  &no,
+			Containers: []v1.Container{{Name: "c", Image: n.env.BusyboxImage, ImagePullPolicy: v1.PullIfNotPresent,
+				Command: []string{"sh", "-c", script}}},
+		},
+	}
+}
+
+func (n *clusterNode) create(p *v1.Pod) *v1.Pod {
+	n.t.Helper()
+	created, err := n.admin.CoreV1().Pods(p.Namespace).Create(context.Background(), p, metav1.CreateOptions{})
+	if err != nil {
+		n.t.Fatalf("create pod %s/%s: %v", p.Namespace, p.Name, err)
+	}
+	return created
+}
+
+func (n *clusterNode) get(ns, name string) (*v1.Pod, error) {
+	return n.admin.CoreV1().Pods(ns).Get(context.Background(), name, metav1.GetOptions{})
+}
+
+func podReady(p *v1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == v1.PodReady {
+			return c.Status == v1.ConditionTrue
+		}
+	}
+	return false
+}
+
+func TestAPIPodRunsAndReportsStatus(t *testing.T) {
+	n := newClusterNode(t)
+	n.start()
+	eventually(t, "node Ready", 30*time.Second, n.ready)
+	ns := n.namespace("run")
+	n.create(n.apiPod(ns, "web", "sleep 3600", 2, v1.RestartPolicyAlways))
+	var seen time.Time
+	var pod *v1.Pod
+	eventually(t, "pod Running and Ready in the API", 60*time.Second, func() error {
+		p, err := n.get(ns, "web")
+		if err != nil {
+			return err
+		}
+		if p.Status.Phase != v1.PodRunning || !podReady(p) {
+			return fmt.Errorf("phase %s, ready %v", p.Status.Phase, podReady(p))
+		}
+		seen, pod = time.Now(), p
+		return nil
+	})
+	if pod.Status.PodIP == "" || len(pod.Status.PodIPs) == 0 || pod.Status.HostIP != "127.0.0.1" {
+		t.Errorf("podIP %q podIPs %v hostIP %q", pod.Status.PodIP, pod.Status.PodIPs, pod.Status.HostIP)
+	}
+	if len(pod.Status.ContainerStatuses) != 1 || pod.Status.ContainerStatuses[0].State.Running == nil || pod.Status.ContainerStatuses[0].ContainerID == "" {
+		t.Fatalf("container statuses %+v", pod.Status.ContainerStatuses)
+	}
+	// startedAt has second precision: the status may be seen up to 1 s
+	// "before" it, never long after. The product's bound is 2 s.
+	started := pod.Status.ContainerStatuses[0].State.Running.StartedAt.Time
+	if lag := seen.Sub(started); lag > 3*2*time.Second+time.Second {
+		t.Errorf("status reached the API %v after the container started", lag)
+	}
+	t.Logf("status in the API %v after the container started (1 s precision, polled every 200 ms)", seen.Sub(started).Round(time.Millisecond))
+}
+
+func TestCrashLoopShowsInTheAPI(t *testing.T) {
+	n := newClusterNode(t)
+	n.start()
+	eventually(t, "node Ready", 30*time.Second, n.ready)
+	ns := n.namespace("crash")
+	n.create(n.apiPod(ns, "crash", "exit 1", 2, v1.RestartPolicyAlways))
+	sawBackoff := false
+	eventually(t, "restarts and CrashLoopBackOff in the API", 90*time.Second, func() error {
+		p, err := n.get(ns, "crash")
+		if err != nil {
+			return err
+		}
+		if len(p.Status.ContainerStatuses) == 0 {
+			return fmt.Errorf("no container status")
+		}
+		cs := p.Status.ContainerStatuses[0]
+		if cs.State.Waiting != nil && cs.State.Waiting.Reason == "CrashLoopBackOff" {
+			sawBackoff = true
+		}
+		if cs.RestartCount < 2 || !sawBackoff {
+			return fmt.Errorf("restartCount %d, saw CrashLoopBackOff %v", cs.RestartCount, sawBackoff)
+		}
+		return nil
+	})
+}
+
+func TestDeleteWithGracePeriod(t *testing.T) {
+	n := newClusterNode(t)
+	n.start()
+	eventually(t, "node Ready", 30*time.Second, n.ready)
+	ns := n.namespace("delete")
+	// The container ignores SIGTERM: it goes at the deadline.
+	n.create(n.apiPod(ns, "stubborn", "trap '' TERM; while true; do sleep 0.2; done", 30, v1.RestartPolicyAlways))
+	var pod *v1.Pod
+	eventually(t, "pod running", 60*time.Second, func() error {
+		p, err := n.get(ns, "stubborn")
+		if err != nil {
+			return err
+		}
+		if p.Status.Phase != v1.PodRunning {
+			return fmt.Errorf("phase %s", p.Status.Phase)
+		}
+		pod = p
+		return nil
+	})
+	const grace = 3
+	g := int64(grace)
+	deleted := time.Now()
+	if err := n.admin.CoreV1().Pods(ns).Delete(context.Background(), "stubborn", metav1.DeleteOptions{GracePeriodSeconds: &g}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "pod gone from the API", 3*(grace+3)*time.Second, func() error {
+		_, err := n.get(ns, "stubborn")
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("still there: %v", err)
+	})
+	took := time.Since(deleted)
+	t.Logf("pod gone from the API %v after the delete (grace %ds)", took.Round(time.Millisecond), grace)
+	if took < grace*time.Second {
+		t.Errorf("gone after %v, before the grace period: the container ignores SIGTERM", took)
+	}
+	if sb, c := countRuntime(t, n, string(pod.UID)); sb+c > 0 {
+		t.Errorf("%d sandboxes and %d containers left in the runtime", sb, c)
+	}
+}
+
+func TestMirrorPodFollowsTheStaticPod(t *testing.T) {
+	n := newClusterNode(t)
+	n.start()
+	eventually(t, "node Ready", 30*time.Second, n.ready)
+	n.writeManifest("static.yaml", fmt.Sprintf(`apiVersion: v1
+kind: Pod
+metadata:
+  name: static
+  namespace: default
+spec:
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: c
+    image: %s
+    command: ["sleep", "3600"]
+`, n.env.BusyboxImage))
+	name := "static-" + n.name
+	eventually(t, "mirror pod Running in the API", 60*time.Second, func() error {
+		p, err := n.get("default", name)
+		if err != nil {
+			return err
+		}
+		if p.Annotations["kubernetes.io/config.mirror"] == "" {
+			return fmt.Errorf("no mirror annotation: %v", p.Annotations)
+		}
+		if len(p.OwnerReferences) != 1 || p.OwnerReferences[0].Kind != "Node" || p.OwnerReferences[0].Name != n.name {
+			return fmt.Errorf("owner references %+v", p.OwnerReferences)
+		}
+		if p.Status.Phase != v1.PodRunning {
+			return fmt.Errorf("phase %s", p.Status.Phase)
+		}
+		return nil
+	})
+	n.removeManifest("static.yaml")
+	eventually(t, "mirror pod gone", 30*time.Second, func() error {
+		_, err := n.get("default", name)
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("still there: %v", err)
+	})
+}
+
+// countRuntime counts the sandboxes and containers the runtime holds for a
+// pod UID.
+func countRuntime(t *testing.T, n *clusterNode, uid string) (sandboxes, containers int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	sel := map[string]string{"io.kubernetes.pod.uid": uid}
+	sbs, err := n.rt.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{Filter: &runtimeapi.PodSandboxFilter{LabelSelector: sel}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs, err := n.rt.ListContainers(ctx, &runtimeapi.ListContainersRequest{Filter: &runtimeapi.ContainerFilter{LabelSelector: sel}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(sbs.Items), len(cs.Containers)
+}
+
+func TestCompletedPodSucceedsInTheAPI(t *testing.T) {
+	n := newClusterNode(t)
+	n.start()
+	eventually(t, "node Ready", 30*time.Second, n.ready)
+	ns := n.namespace("done")
+	n.create(n.apiPod(ns, "finisher", "sleep 3; exit 0", 2, v1.RestartPolicyNever))
+	eventually(t, "pod Succeeded in the API", 60*time.Second, func() error {
+		p, err := n.get(ns, "finisher")
+		if err != nil {
+			return err
+		}
+		if p.Status.Phase != v1.PodSucceeded {
+			return fmt.Errorf("phase %s", p.Status.Phase)
+		}
+		return nil
+	})
+}
