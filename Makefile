@@ -11,7 +11,7 @@ PKG_IMPORTS = $(GO) list -f '{{.ImportPath}}{{range .TestImports}} {{.}}{{end}}{
 INTEGRATION = $$($(PKG_IMPORTS) | awk '/actorlet\/test\/env( |$$)/ || $$1 ~ /\/cmd\// {print $$1}')
 UNIT = $$($(PKG_IMPORTS) | awk '!(/actorlet\/test\/env( |$$)/ || $$1 ~ /\/cmd\//) {print $$1}')
 
-.PHONY: build test unit integration lint env-up env-down run run-cluster bench-static clean
+.PHONY: build test unit integration lint env-up env-down run run-cluster bench-static bench-cluster clean
 
 build:
 	$(GO) build -o $(BIN)/actorlet ./cmd/actorlet
@@ -34,6 +34,10 @@ lint:
 # 30 static pods placed at once: time until all are Running (issue #4).
 bench-static: env-up
 	$(GO) test -run XXX -bench BenchmarkStaticPods -benchtime 3x ./test/standalone
+
+# 60 pods created through the API at once: startup latency to Ready (issue #5).
+bench-cluster: env-up
+	$(GO) test -run XXX -bench BenchmarkAPIPodStartup -benchtime 1x -timeout 20m ./test/cluster
 
 env-up:
 	hack/node-env up --with-apiserver
