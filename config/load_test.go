@@ -183,7 +183,7 @@ func TestUnknownFields(t *testing.T) {
 	}
 	for _, want := range []string{
 		"unknown field: fooBarBaz (in " + path + ")",
-		"ignored (not implemented yet): cpuManagerPolicy, logging.flushFrequency, oomScoreAdj, topologyManagerPolicy",
+		"ignored (not implemented yet): cpuManagerPolicy, logging.flushFrequency, topologyManagerPolicy",
 		"the last of duplicate keys wins",
 	} {
 		if !containsWarning(warnings, want) {
