@@ -11,6 +11,7 @@ package statusreporter
 
 import (
 	"context"
+	"errors"
 	"net"
 	"time"
 
@@ -374,7 +375,11 @@ func (a *Actor) synced(ctx actor.Context, m *messages.PodStatusSynced) {
 	e.inFlight = false
 	if m.Err != nil {
 		d := e.backoff.next()
-		a.log.Warn().Err(m.Err).Str("pod", e.pod.Namespace+"/"+e.pod.Name).Dur("retryIn", d).Msg("pod status write failed")
+		level := zerolog.WarnLevel
+		if errors.Is(m.Err, errNotRegistered) {
+			level = zerolog.DebugLevel // a mirror pod waits for the Node's UID: routine at start-up
+		}
+		a.log.WithLevel(level).Err(m.Err).Str("pod", e.pod.Namespace+"/"+e.pod.Name).Dur("retryIn", d).Msg("pod status write failed")
 		e.retrying = true
 		supervision.After(ctx, d, &messages.RetryPodStatus{UID: m.UID})
 		return
