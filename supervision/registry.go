@@ -51,6 +51,9 @@ type ActorInfo struct {
 	Processed     uint64    `json:"processed"`
 	// MeanHandling is the mean time Receive took per message.
 	MeanHandling time.Duration `json:"meanHandlingNanos"`
+	// State is what the actor last said of itself with SetState (a
+	// pod-worker: its state machine's phase); empty if it never did.
+	State string `json:"state,omitempty"`
 }
 
 // MessageRecord is one message an actor received.
@@ -88,6 +91,7 @@ type entry struct {
 	mailbox            *mailboxStats
 
 	mu            sync.Mutex
+	state         string
 	restarts      int
 	lastFailure   string
 	lastFailureAt time.Time
@@ -199,12 +203,29 @@ func (e *entry) info() ActorInfo {
 	info := ActorInfo{
 		Path: e.path, Kind: e.kind, Parent: e.parent, Started: e.started,
 		Restarts: e.restarts, LastFailure: e.lastFailure, LastFailureAt: e.lastFailureAt,
-		MailboxDepth: e.mailbox.depth(), Processed: e.processed,
+		MailboxDepth: e.mailbox.depth(), Processed: e.processed, State: e.state,
 	}
 	if e.processed > 0 {
 		info.MeanHandling = e.handling / time.Duration(e.processed)
 	}
 	return info
+}
+
+// SetState records the state the actor at path is in (for a pod-worker, its
+// state machine's phase), for the dashboard. It is kept across the actor's
+// restarts until the next SetState, and forgotten with the actor. It reports
+// whether a live actor is at path; a state for an unknown path is dropped.
+func (r *Registry) SetState(path, state string) bool {
+	r.mu.RLock()
+	e, ok := r.actors[path]
+	r.mu.RUnlock()
+	if !ok {
+		return false
+	}
+	e.mu.Lock()
+	e.state = state
+	e.mu.Unlock()
+	return true
 }
 
 // Actors returns a snapshot of every live actor, ordered by path so that a

@@ -100,3 +100,53 @@ func TestRegistryRecordsTimelineAndEdges(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+func TestRegistrySetState(t *testing.T) {
+	system := NewSystem(zerolog.Nop())
+	reg := system.Registry
+	defer system.Shutdown()
+	if reg.SetState("nobody", "syncing") {
+		t.Error("SetState on an unknown path reported a live actor")
+	}
+	got := make(chan int, 1)
+	pid, err := system.Root.SpawnNamed(reg.Props("sink", func() actor.Actor { return &sink{got: got} }, nil), "sink")
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		if _, ok := reg.Actor("sink"); ok {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("sink never registered")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if info, _ := reg.Actor("sink"); info.State != "" {
+		t.Errorf("state before SetState = %q, want empty", info.State)
+	}
+	if !reg.SetState("sink", "syncing") {
+		t.Fatal("SetState on a live actor reported none")
+	}
+	if info, _ := reg.Actor("sink"); info.State != "syncing" {
+		t.Errorf("state = %q, want syncing", info.State)
+	}
+	reg.SetState("sink", "terminating")
+	var listed string
+	for _, a := range reg.Actors() {
+		if a.Path == "sink" {
+			listed = a.State
+		}
+	}
+	if listed != "terminating" {
+		t.Errorf("Actors() state = %q, want terminating", listed)
+	}
+	system.Root.Stop(pid)
+	for reg.SetState("sink", "terminated") {
+		if time.Now().After(deadline) {
+			t.Fatal("stopped actor still takes a state")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}

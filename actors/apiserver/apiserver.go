@@ -1,7 +1,8 @@
 // Package apiserver holds the api-server actor: it serves the kubelet's HTTP
 // endpoints. Today: the healthz listener (/healthz, and with
-// --debug-fault-injection POST /debug/inject/panic) and the read-only port
-// (/healthz, /pods). The authenticated API, metrics, stats and the dashboard
+// --debug-fault-injection POST /debug/inject/panic; the live actor dashboard
+// under /debug/actors and pprof under /debug/pprof/, dashboard.go) and the
+// read-only port (/healthz, /pods). The authenticated API, metrics and stats
 // come with issue #6.
 package apiserver
 
@@ -76,6 +77,9 @@ func (a *Actor) listen() error {
 	if a.p.HealthzPort > 0 {
 		mux := http.NewServeMux()
 		mux.HandleFunc("/healthz", a.healthz)
+		if a.p.System != nil {
+			RegisterDebugHandlers(mux, a.p.System.Registry)
+		}
 		if a.p.FaultInjection {
 			mux.HandleFunc("/debug/inject/panic", a.injectPanic)
 		}
@@ -101,7 +105,12 @@ func (a *Actor) serve(name, address string, port int32, handler http.Handler) er
 	if err != nil {
 		return fmt.Errorf("%s listener on %s: %w", name, addr, err)
 	}
-	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
+	// Shutdown cancels the requests' context, so that long-lived responses
+	// (the dashboard's event stream) end instead of holding Shutdown up.
+	base, cancel := context.WithCancel(context.Background())
+	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second,
+		BaseContext: func(net.Listener) context.Context { return base }}
+	srv.RegisterOnShutdown(cancel)
 	a.servers = append(a.servers, srv)
 	a.log.Info().Str("address", l.Addr().String()).Msgf("%s listening", name)
 	go func() {

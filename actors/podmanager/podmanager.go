@@ -275,7 +275,7 @@ func (a *Actor) terminate(ctx actor.Context, e *podEntry, grace *int64, reason s
 }
 
 func (a *Actor) spawn(ctx actor.Context, e *podEntry, uid types.UID, name, namespace string) {
-	e.params = &podworker.Params{UID: uid, Name: name, Namespace: namespace, Log: a.p.Log,
+	e.params = &podworker.Params{UID: uid, Name: name, Namespace: namespace, Log: a.p.Log, Registry: a.p.Registry,
 		Runtime: &workerRuntime{rt: a.p.Runtime, orphan: e.pod == nil,
 			crashLoop: podruntime.NewCrashLoopBackoff(a.p.MaxContainerRestartPeriod, time.Now)}}
 	props := a.p.Registry.Props(podworker.Kind, podworker.New(e.params), nil)

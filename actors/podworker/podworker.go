@@ -41,6 +41,8 @@ type Params struct {
 	Name, Namespace string
 	Runtime         Runtime
 	Log             zerolog.Logger
+	// Registry, when set, shows the worker's phase on the dashboard.
+	Registry *supervision.Registry
 	// incarnations numbers the actor's restarts so that the outcome of an
 	// operation started by a previous incarnation is never taken for one of
 	// this incarnation's.
@@ -73,6 +75,7 @@ func (a *Actor) Receive(ctx actor.Context) {
 		// Operation numbers start past every earlier incarnation's.
 		a.state = State{gen: a.p.incarnations.Add(1) << 32}
 		a.reportedPhase = -1
+		a.publishState(ctx)
 		// Ask for the pod: on a first start and after a restart alike, the
 		// pod-manager answers with the desired pod or its termination.
 		supervision.Tell(ctx, ctx.Parent(), &messages.PodWorkerStarted{UID: a.p.UID})
@@ -104,6 +107,7 @@ func (a *Actor) Receive(ctx actor.Context) {
 func (a *Actor) step(ctx actor.Context, ev Event) {
 	var cmds []Command
 	a.state, cmds = Step(a.state, ev)
+	a.publishState(ctx)
 	for _, c := range cmds {
 		a.execute(ctx, c)
 	}
@@ -150,6 +154,13 @@ func (a *Actor) execute(ctx actor.Context, c Command) {
 	case CmdFinish:
 		a.log.Info().Msg("pod terminated and cleaned up")
 		supervision.Tell(ctx, ctx.Parent(), &messages.PodWorkerDone{UID: p.UID})
+	}
+}
+
+// publishState shows the worker's phase on the dashboard.
+func (a *Actor) publishState(ctx actor.Context) {
+	if a.p.Registry != nil {
+		a.p.Registry.SetState(ctx.Self().Id, a.state.Phase.String())
 	}
 }
 

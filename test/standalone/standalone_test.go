@@ -1,6 +1,7 @@
 package standalone
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -346,6 +347,37 @@ func TestPanickingWorkerRestartsAlone(t *testing.T) {
 	n.eventually("the worker restarted", 30*time.Second, func() error {
 		if !strings.Contains(n.logs(), "injected fault") {
 			return fmt.Errorf("no restart logged yet")
+		}
+		return nil
+	})
+	// The dashboard's data shows the restart on the victim's worker alone.
+	n.eventually("the registry shows the restart", 30*time.Second, func() error {
+		resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/debug/actors.json", n.healthz))
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		var snap struct {
+			Actors []struct {
+				Path, Kind, State string
+				Restarts          int
+			}
+		}
+		if err := json.NewDecoder(resp.Body).Decode(&snap); err != nil {
+			return err
+		}
+		restarts := map[string]int{}
+		for _, a := range snap.Actors {
+			if a.Kind == "pod-worker" {
+				if a.State != "syncing" {
+					return fmt.Errorf("worker %s in state %q", a.Path, a.State)
+				}
+				restarts[a.Path] = a.Restarts
+			}
+		}
+		bystanderWorker := fmt.Sprintf("bootstrap/pod-manager/default/%s@%s", bystander.Name, string(bystander.UID)[:8])
+		if restarts[worker] != 1 || restarts[bystanderWorker] != 0 {
+			return fmt.Errorf("worker restarts %v", restarts)
 		}
 		return nil
 	})
