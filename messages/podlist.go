@@ -17,6 +17,12 @@ func (m *ListPods) Summary() string { return "list pods" }
 // Sender: the pod-manager. Receiver: whoever asked.
 type PodList struct {
 	Pods []v1.Pod
+	// Active are the UIDs of every pod with a live worker, including
+	// orphans being terminated, which Pods does not list.
+	Active []types.UID
+	// SourcesReady is true once every pod source has sent its pods: only
+	// then does a pod the pod-manager does not know really have no owner.
+	SourcesReady bool
 }
 
 func (m *PodList) Summary() string { return fmt.Sprintf("%d pods", len(m.Pods)) }

@@ -206,7 +206,12 @@ var runtimeActors = []struct {
 		}), nil)
 	}},
 	{gc.Kind, func(a *Actor, env *runtimeEnv) *actor.Props {
-		return a.p.System.Registry.Props(gc.Kind, gc.New(a.log), nil)
+		return a.p.System.Registry.Props(gc.Kind, gc.New(gc.Params{
+			Runtime: a.deps.Runtime, Images: a.deps.Images, PodManager: a.child(podmanager.Kind), Config: a.cfg,
+			ContainerGCPeriod: time.Minute, ImageGCPeriod: 5 * time.Minute,
+			MinContainerAge: 0, MaxPerPodContainer: 1, MaxContainers: -1,
+			PodLogsDir: a.cfg.PodLogsDir, RootDir: a.deps.RootDir, Log: a.log,
+		}), nil)
 	}},
 	{apiserver.Kind, func(a *Actor, env *runtimeEnv) *actor.Props {
 		c := a.cfg

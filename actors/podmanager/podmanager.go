@@ -427,8 +427,11 @@ func (a *Actor) markReadyIfAllSeen(ctx actor.Context) {
 
 // list returns the pods with their latest status, for /pods.
 func (a *Actor) list() *messages.PodList {
-	out := &messages.PodList{}
-	for _, e := range a.pods {
+	out := &messages.PodList{SourcesReady: a.ready}
+	for uid, e := range a.pods {
+		if e.worker != nil {
+			out.Active = append(out.Active, uid)
+		}
 		if e.pod == nil {
 			continue
 		}
