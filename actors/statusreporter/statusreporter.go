@@ -45,6 +45,8 @@ const (
 	// retryCap caps every retry backoff, so that the node catches up within
 	// seconds once the API server is back (upstream registers with 7s).
 	retryCap = 5 * time.Second
+	// nodeRetryCap caps the lease's and node status's retries.
+	nodeRetryCap = 2 * time.Second
 )
 
 // Params configures the status-reporter actor.
@@ -91,6 +93,9 @@ type Actor struct {
 	statusFailed bool
 	renewing     bool
 	leaseRetry   backoff
+	// statusRetry paces node status updates after a failure, so that the
+	// Ready heartbeat catches up soon after the API server returns.
+	statusRetry backoff
 
 	pods     map[types.UID]*podEntry
 	queue    []types.UID
@@ -152,7 +157,11 @@ func (a *Actor) start(ctx actor.Context) {
 	}
 	a.spec = spec
 	a.registerRetry = backoff{initial: 100 * time.Millisecond, max: retryCap}
-	a.leaseRetry = backoff{initial: 200 * time.Millisecond, max: retryCap}
+	// The lease and the node status are two calls every retry: they may
+	// retry often, so that the node is seen alive again soon after the
+	// API server's return.
+	a.leaseRetry = backoff{initial: 200 * time.Millisecond, max: nodeRetryCap}
+	a.statusRetry = backoff{initial: 200 * time.Millisecond, max: nodeRetryCap}
 	if a.p.Kube == nil {
 		a.log.Debug().Msg("standalone: tracking pod statuses, writing none")
 		return
@@ -236,12 +245,16 @@ func (a *Actor) tick(ctx actor.Context) {
 
 func (a *Actor) statusUpdated(ctx actor.Context, m *messages.NodeStatusUpdated) {
 	a.updatingStatus = false
-	supervision.After(ctx, a.p.Config.NodeStatusUpdateFrequency.Duration, &messages.NodeStatusTick{})
+	next := a.p.Config.NodeStatusUpdateFrequency.Duration
 	a.statusFailed = m.Err != nil
 	if m.Err != nil {
-		a.log.Warn().Err(m.Err).Msg("node status update failed")
+		next = min(a.statusRetry.next(), next)
+		supervision.After(ctx, next, &messages.NodeStatusTick{})
+		a.log.Warn().Err(m.Err).Dur("retryIn", next).Msg("node status update failed")
 		return
 	}
+	a.statusRetry.reset()
+	supervision.After(ctx, next, &messages.NodeStatusTick{})
 	a.node = m.Node
 	if m.Patched {
 		a.lastReport = time.Now()
