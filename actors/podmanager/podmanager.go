@@ -233,6 +233,12 @@ func (a *Actor) upsert(ctx actor.Context, source string, pod *v1.Pod) {
 		supervision.Tell(ctx, a.p.StatusReporter, &messages.PodStatusReport{Pod: pod, Status: rejected.Status})
 		return
 	}
+	if len(pod.Spec.Volumes) > 0 {
+		// Said once per pod, so that nobody mistakes a missing mount for a
+		// bug in their application.
+		a.log.Warn().Str("pod", pod.Namespace+"/"+pod.Name).Int("volumes", len(pod.Spec.Volumes)).
+			Msg("volumes are not implemented yet: the pod's containers run without their volume mounts")
+	}
 	a.spawn(ctx, &podEntry{pod: pod, source: source}, pod.UID, pod.Name, pod.Namespace)
 }
 
