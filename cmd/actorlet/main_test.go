@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/actorlet/actorlet/test/agent"
 	"github.com/actorlet/actorlet/test/env"
 	"github.com/actorlet/actorlet/version"
 )
@@ -22,21 +23,7 @@ import (
 // sees, exit codes and output, from the real command.
 var binary string
 
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "actorlet-cli")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	binary = filepath.Join(dir, "actorlet")
-	if out, err := exec.Command("go", "build", "-o", binary, ".").CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "build actorlet: %v\n%s", err, out)
-		os.Exit(1)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { agent.MainWithBinary(m, &binary) }
 
 type result struct {
 	code           int

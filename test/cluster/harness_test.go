@@ -4,15 +4,12 @@
 package cluster
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -22,34 +19,14 @@ import (
 	"k8s.io/client-go/kubernetes"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/actorlet/actorlet/test/agent"
 	"github.com/actorlet/actorlet/test/env"
 )
 
 // binary is actorlet, built once for the package.
 var binary string
 
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "actorlet-cluster")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	binary = filepath.Join(dir, "actorlet")
-	root, err := env.RepoRoot()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	build := exec.Command("go", "build", "-o", binary, "./cmd/actorlet")
-	build.Dir = root
-	if out, err := build.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "build actorlet: %v\n%s", err, out)
-		os.Exit(1)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { agent.MainWithBinary(m, &binary) }
 
 // clusterNode is the one actorlet of the environment's node (e.NodeName),
 // joined to its API server with the node's credentials. Tests run one at a
@@ -68,10 +45,7 @@ type clusterNode struct {
 	// namespaces are deleted at cleanup; pods tests create theirs here.
 	namespaces []string
 
-	mu   sync.Mutex
-	cmd  *exec.Cmd
-	log  strings.Builder
-	done chan struct{}
+	proc *agent.Process
 }
 
 // nodeOption changes the configuration newClusterNode writes.
@@ -98,8 +72,8 @@ func newClusterNode(t testing.TB, opts ...nodeOption) *clusterNode {
 		manifests: filepath.Join(dir, "manifests"),
 		rootDir:   filepath.Join(dir, "root"),
 		config:    filepath.Join(dir, "config.yaml"),
-		readOnly:  freePort(t),
-		healthz:   freePort(t),
+		readOnly:  agent.FreePort(t),
+		healthz:   agent.FreePort(t),
 	}
 	if err := os.MkdirAll(n.manifests, 0o755); err != nil {
 		t.Fatal(err)
@@ -126,43 +100,13 @@ crashLoopBackOff:
 	return n
 }
 
-func freePort(t testing.TB) int {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
 // start runs actorlet joined to the API server and waits until its healthz
 // port listens.
 func (n *clusterNode) start() {
 	n.t.Helper()
-	cmd := exec.Command(binary, "--config", n.config, "--kubeconfig", n.env.NodeKubeconfig,
+	n.proc = agent.Start(n.t, binary, "--config", n.config, "--kubeconfig", n.env.NodeKubeconfig,
 		"--container-runtime-endpoint", n.env.RuntimeEndpoint, "--hostname-override", n.name,
 		"--node-ip", "127.0.0.1", "--root-dir", n.rootDir, "--address", "127.0.0.1", "-v", "2")
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		n.t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		n.t.Fatal(err)
-	}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		s := bufio.NewScanner(stderr)
-		s.Buffer(make([]byte, 64*1024), 1024*1024)
-		for s.Scan() {
-			n.mu.Lock()
-			n.log.WriteString(s.Text() + "\n")
-			n.mu.Unlock()
-		}
-	}()
-	n.mu.Lock()
-	n.cmd, n.done = cmd, done
-	n.mu.Unlock()
 	eventually(n.t, "actorlet listens on its healthz port", 30*time.Second, func() error {
 		c, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", n.healthz), time.Second)
 		if err != nil {
@@ -173,24 +117,9 @@ func (n *clusterNode) start() {
 }
 
 // stop ends actorlet with sig and waits for it to exit.
-func (n *clusterNode) stop(sig syscall.Signal) {
-	n.mu.Lock()
-	cmd, done := n.cmd, n.done
-	n.cmd = nil
-	n.mu.Unlock()
-	if cmd == nil {
-		return
-	}
-	_ = cmd.Process.Signal(sig)
-	<-done
-	_ = cmd.Wait()
-}
+func (n *clusterNode) stop(sig syscall.Signal) { n.proc.Stop(sig) }
 
-func (n *clusterNode) logs() string {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	return n.log.String()
-}
+func (n *clusterNode) logs() string { return n.proc.Logs() }
 
 // namespace creates a namespace for the test's pods, deleted at cleanup.
 func (n *clusterNode) namespace(prefix string) string {
@@ -305,15 +234,4 @@ func (n *clusterNode) removeManifest(file string) {
 }
 
 // eventually polls check until it returns nil, failing the test after within.
-func eventually(t testing.TB, what string, within time.Duration, check func() error) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	var err error
-	for time.Now().Before(deadline) {
-		if err = check(); err == nil {
-			return
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-	t.Fatalf("%s: not within %v: %v", what, within, err)
-}
+var eventually = agent.Eventually

@@ -166,10 +166,7 @@ func TestAPIServerOutage(t *testing.T) {
 	n.env.StopAPIServer(t)
 	t.Cleanup(func() { n.env.StartAPIServer(t) })
 	time.Sleep(60 * time.Second)
-	n.mu.Lock()
-	alive := n.cmd != nil && n.cmd.ProcessState == nil
-	n.mu.Unlock()
-	if !alive {
+	if !n.proc.Alive() {
 		t.Fatalf("actorlet exited during the outage")
 	}
 	// Nothing can reach the API server before it is started again, and

@@ -1,18 +1,14 @@
 package standalone
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -20,34 +16,14 @@ import (
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/actorlet/actorlet/test/agent"
 	"github.com/actorlet/actorlet/test/env"
 )
 
 // binary is actorlet, built once for the package.
 var binary string
 
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "actorlet-standalone")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	binary = filepath.Join(dir, "actorlet")
-	root, err := env.RepoRoot()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	build := exec.Command("go", "build", "-o", binary, "./cmd/actorlet")
-	build.Dir = root
-	if out, err := build.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "build actorlet: %v\n%s", err, out)
-		os.Exit(1)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { agent.MainWithBinary(m, &binary) }
 
 // node is one actorlet in standalone mode on the environment's containerd,
 // with its own manifest directory, root directory and node name.
@@ -62,10 +38,9 @@ type node struct {
 	healthz   int
 	rt        runtimeapi.RuntimeServiceClient
 
-	mu   sync.Mutex
-	cmd  *exec.Cmd
-	log  strings.Builder
-	done chan struct{}
+	proc *agent.Process
+	// past is the log of earlier runs of this node's actorlet.
+	past string
 }
 
 func newNode(t testing.TB) *node {
@@ -79,8 +54,8 @@ func newNode(t testing.TB) *node {
 		manifests: filepath.Join(dir, "manifests"),
 		rootDir:   filepath.Join(dir, "root"),
 		config:    filepath.Join(dir, "config.yaml"),
-		readOnly:  freePort(t),
-		healthz:   freePort(t),
+		readOnly:  agent.FreePort(t),
+		healthz:   agent.FreePort(t),
 	}
 	if len(n.name) > 40 {
 		n.name = n.name[:40]
@@ -107,63 +82,19 @@ crashLoopBackOff:
 	return n
 }
 
-func freePort(t testing.TB) int {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
 // start runs actorlet and waits until its read-only port answers.
 func (n *node) start() {
 	n.t.Helper()
-	cmd := exec.Command(binary, "--config", n.config, "--container-runtime-endpoint", n.env.RuntimeEndpoint,
+	n.past += n.proc.Logs()
+	n.proc = agent.Start(n.t, binary, "--config", n.config, "--container-runtime-endpoint", n.env.RuntimeEndpoint,
 		"--hostname-override", n.name, "--root-dir", n.rootDir, "--address", "127.0.0.1", "--debug-fault-injection", "-v", "1")
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		n.t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		n.t.Fatal(err)
-	}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		s := bufio.NewScanner(stderr)
-		s.Buffer(make([]byte, 64*1024), 1024*1024)
-		for s.Scan() {
-			n.mu.Lock()
-			n.log.WriteString(s.Text() + "\n")
-			n.mu.Unlock()
-		}
-	}()
-	n.mu.Lock()
-	n.cmd, n.done = cmd, done
-	n.mu.Unlock()
 	n.eventually("actorlet serves /pods", 30*time.Second, func() error { _, err := n.pods(); return err })
 }
 
 // stop ends actorlet with sig and waits for it to exit.
-func (n *node) stop(sig syscall.Signal) {
-	n.mu.Lock()
-	cmd, done := n.cmd, n.done
-	n.cmd = nil
-	n.mu.Unlock()
-	if cmd == nil {
-		return
-	}
-	_ = cmd.Process.Signal(sig)
-	<-done
-	_ = cmd.Wait()
-}
+func (n *node) stop(sig syscall.Signal) { n.proc.Stop(sig) }
 
-func (n *node) logs() string {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	return n.log.String()
-}
+func (n *node) logs() string { return n.past + n.proc.Logs() }
 
 // cleanup stops actorlet and removes every pod of this node from the runtime.
 func (n *node) cleanup() {
@@ -244,15 +175,7 @@ func (n *node) pod(name string) (*v1.Pod, error) {
 // eventually polls check until it returns nil, failing the test after within.
 func (n *node) eventually(what string, within time.Duration, check func() error) {
 	n.t.Helper()
-	deadline := time.Now().Add(within)
-	var err error
-	for time.Now().Before(deadline) {
-		if err = check(); err == nil {
-			return
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-	n.t.Fatalf("%s: not within %v: %v", what, within, err)
+	agent.Eventually(n.t, what, within, check)
 }
 
 // running waits for the pod's phase to be Running with every container

@@ -1,0 +1,148 @@
+// Package agent runs the actorlet binary for integration tests: it builds
+// it once per test binary, starts it with the test's flags, keeps its log,
+// and stops it. Test packages that run actorlet share it, so that starting
+// and stopping the agent works the same everywhere.
+package agent
+
+import (
+	"bufio"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/actorlet/actorlet/test/env"
+)
+
+// Build builds cmd/actorlet into a new temporary directory, for TestMain.
+// The returned cleanup removes it.
+func Build() (binary string, cleanup func(), err error) {
+	dir, err := os.MkdirTemp("", "actorlet-bin")
+	if err != nil {
+		return "", nil, err
+	}
+	cleanup = func() { os.RemoveAll(dir) }
+	root, err := env.RepoRoot()
+	if err != nil {
+		cleanup()
+		return "", nil, err
+	}
+	binary = filepath.Join(dir, "actorlet")
+	build := exec.Command("go", "build", "-o", binary, "./cmd/actorlet")
+	build.Dir = root
+	if out, err := build.CombinedOutput(); err != nil {
+		cleanup()
+		return "", nil, fmt.Errorf("build actorlet: %v\n%s", err, out)
+	}
+	return binary, cleanup, nil
+}
+
+// MainWithBinary is a TestMain body: it builds actorlet into *binary, runs
+// the tests and exits.
+func MainWithBinary(m *testing.M, binary *string) {
+	path, cleanup, err := Build()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	*binary = path
+	code := m.Run()
+	cleanup()
+	os.Exit(code)
+}
+
+// Process is one running actorlet.
+type Process struct {
+	cmd  *exec.Cmd
+	done chan struct{}
+	mu   sync.Mutex
+	log  strings.Builder
+}
+
+// Start runs binary with args, collecting its log (stderr).
+func Start(t testing.TB, binary string, args ...string) *Process {
+	t.Helper()
+	cmd := exec.Command(binary, args...)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	p := &Process{cmd: cmd, done: make(chan struct{})}
+	go func() {
+		defer close(p.done)
+		s := bufio.NewScanner(stderr)
+		s.Buffer(make([]byte, 64*1024), 1024*1024)
+		for s.Scan() {
+			p.mu.Lock()
+			p.log.WriteString(s.Text() + "\n")
+			p.mu.Unlock()
+		}
+	}()
+	return p
+}
+
+// Stop sends sig and waits for the process to exit. It may be called more
+// than once.
+func (p *Process) Stop(sig syscall.Signal) {
+	if p == nil {
+		return
+	}
+	_ = p.cmd.Process.Signal(sig)
+	<-p.done
+	_ = p.cmd.Wait()
+}
+
+// Alive reports whether the process has not exited.
+func (p *Process) Alive() bool {
+	select {
+	case <-p.done:
+		return false
+	default:
+		return true
+	}
+}
+
+// Logs returns what the process logged so far.
+func (p *Process) Logs() string {
+	if p == nil {
+		return ""
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.log.String()
+}
+
+// FreePort returns a loopback port free at the time of the call.
+func FreePort(t testing.TB) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// Eventually polls check every 200 ms until it returns nil, failing the
+// test with check's last error after within.
+func Eventually(t testing.TB, what string, within time.Duration, check func() error) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	var err error
+	for time.Now().Before(deadline) {
+		if err = check(); err == nil {
+			return
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	t.Fatalf("%s: not within %v: %v", what, within, err)
+}
