@@ -214,24 +214,15 @@ func (n *clusterNode) ready() error {
 	return fmt.Errorf("no Ready condition")
 }
 
-// writeManifest places a static pod manifest atomically (write, rename).
+// eventually polls check until it returns nil, failing the test after within.
+var eventually = agent.Eventually
+
 func (n *clusterNode) writeManifest(file, content string) {
 	n.t.Helper()
-	tmp := filepath.Join(n.manifests, "."+file+".tmp")
-	if err := os.WriteFile(tmp, []byte(content), 0o644); err != nil {
-		n.t.Fatal(err)
-	}
-	if err := os.Rename(tmp, filepath.Join(n.manifests, file)); err != nil {
-		n.t.Fatal(err)
-	}
+	agent.WriteManifest(n.t, n.manifests, file, content)
 }
 
 func (n *clusterNode) removeManifest(file string) {
 	n.t.Helper()
-	if err := os.Remove(filepath.Join(n.manifests, file)); err != nil {
-		n.t.Fatal(err)
-	}
+	agent.RemoveManifest(n.t, n.manifests, file)
 }
-
-// eventually polls check until it returns nil, failing the test after within.
-var eventually = agent.Eventually

@@ -9,7 +9,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/actorlet/actorlet/test/agent"
 )
 
 // apiPod is a busybox pod bound to the node (no scheduler here), without a
@@ -148,7 +149,7 @@ func TestDeleteWithGracePeriod(t *testing.T) {
 	if took < grace*time.Second {
 		t.Errorf("gone after %v, before the grace period: the container ignores SIGTERM", took)
 	}
-	if sb, c := countRuntime(t, n, string(pod.UID)); sb+c > 0 {
+	if sb, c := agent.RuntimeObjects(t, n.rt, string(pod.UID)); sb+c > 0 {
 		t.Errorf("%d sandboxes and %d containers left in the runtime", sb, c)
 	}
 }
@@ -194,24 +195,6 @@ spec:
 		}
 		return fmt.Errorf("still there: %v", err)
 	})
-}
-
-// countRuntime counts the sandboxes and containers the runtime holds for a
-// pod UID.
-func countRuntime(t *testing.T, n *clusterNode, uid string) (sandboxes, containers int) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	sel := map[string]string{"io.kubernetes.pod.uid": uid}
-	sbs, err := n.rt.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{Filter: &runtimeapi.PodSandboxFilter{LabelSelector: sel}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cs, err := n.rt.ListContainers(ctx, &runtimeapi.ListContainersRequest{Filter: &runtimeapi.ContainerFilter{LabelSelector: sel}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return len(sbs.Items), len(cs.Containers)
 }
 
 func TestCompletedPodSucceedsInTheAPI(t *testing.T) {

@@ -118,26 +118,6 @@ func (n *node) cleanup() {
 	}
 }
 
-// writeManifest places a manifest atomically (write, then rename), as
-// configuration management tools do.
-func (n *node) writeManifest(file, content string) {
-	n.t.Helper()
-	tmp := filepath.Join(n.manifests, "."+file+".tmp")
-	if err := os.WriteFile(tmp, []byte(content), 0o644); err != nil {
-		n.t.Fatal(err)
-	}
-	if err := os.Rename(tmp, filepath.Join(n.manifests, file)); err != nil {
-		n.t.Fatal(err)
-	}
-}
-
-func (n *node) removeManifest(file string) {
-	n.t.Helper()
-	if err := os.Remove(filepath.Join(n.manifests, file)); err != nil {
-		n.t.Fatal(err)
-	}
-}
-
 func (n *node) pods() ([]v1.Pod, error) {
 	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/pods", n.readOnly))
 	if err != nil {
@@ -202,24 +182,6 @@ func (n *node) running(name string, within time.Duration) *v1.Pod {
 	return pod
 }
 
-// runtimeObjects counts the sandboxes and containers the runtime holds for
-// a pod UID.
-func (n *node) runtimeObjects(uid string) (sandboxes, containers int) {
-	n.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	sel := map[string]string{"io.kubernetes.pod.uid": uid}
-	sbs, err := n.rt.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{Filter: &runtimeapi.PodSandboxFilter{LabelSelector: sel}})
-	if err != nil {
-		n.t.Fatal(err)
-	}
-	cs, err := n.rt.ListContainers(ctx, &runtimeapi.ListContainersRequest{Filter: &runtimeapi.ContainerFilter{LabelSelector: sel}})
-	if err != nil {
-		n.t.Fatal(err)
-	}
-	return len(sbs.Items), len(cs.Containers)
-}
-
 func containerIDs(p *v1.Pod) map[string]string {
 	out := map[string]string{}
 	for _, cs := range p.Status.ContainerStatuses {
@@ -231,4 +193,19 @@ func containerIDs(p *v1.Pod) map[string]string {
 // manifest renders a pod manifest with the environment's busybox image.
 func manifest(name, body string) string {
 	return "apiVersion: v1\nkind: Pod\nmetadata:\n  name: " + name + "\nspec:\n" + body
+}
+
+func (n *node) writeManifest(file, content string) {
+	n.t.Helper()
+	agent.WriteManifest(n.t, n.manifests, file, content)
+}
+
+func (n *node) removeManifest(file string) {
+	n.t.Helper()
+	agent.RemoveManifest(n.t, n.manifests, file)
+}
+
+func (n *node) runtimeObjects(uid string) (sandboxes, containers int) {
+	n.t.Helper()
+	return agent.RuntimeObjects(n.t, n.rt, uid)
 }
