@@ -43,21 +43,7 @@ func TestContainerGCAgainstContainerd(t *testing.T) {
 	podLabels := map[string]string{
 		podruntime.LabelPodUID: uid, podruntime.LabelPodName: name, podruntime.LabelPodNamespace: ns,
 	}
-	sbCfg := &runtimeapi.PodSandboxConfig{
-		Metadata:     &runtimeapi.PodSandboxMetadata{Name: name, Uid: uid, Namespace: ns},
-		Hostname:     name,
-		LogDirectory: logDir,
-		Labels:       podLabels,
-		Linux: &runtimeapi.LinuxPodSandboxConfig{
-			SecurityContext: &runtimeapi.LinuxSandboxSecurityContext{
-				NamespaceOptions: &runtimeapi.NamespaceOption{
-					Network: runtimeapi.NamespaceMode_POD,
-					Pid:     runtimeapi.NamespaceMode_CONTAINER,
-					Ipc:     runtimeapi.NamespaceMode_POD,
-				},
-			},
-		},
-	}
+	sbCfg := env.SandboxConfig(name, uid, ns, logDir, podLabels)
 	sb, err := rt.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: sbCfg})
 	if err != nil {
 		t.Fatalf("RunPodSandbox: %v", err)

@@ -326,3 +326,24 @@ func (e *Env) run(t testing.TB, args ...string) {
 		t.Fatalf("%s %s: %v\n%s", e.Script, strings.Join(args, " "), err, out)
 	}
 }
+
+// SandboxConfig is a minimal pod sandbox configuration for tests that drive
+// CRI directly: the pod's network and IPC namespaces, its own PID namespace
+// per container, logs under logDir.
+func SandboxConfig(name, uid, namespace, logDir string, labels map[string]string) *runtimeapi.PodSandboxConfig {
+	return &runtimeapi.PodSandboxConfig{
+		Metadata:     &runtimeapi.PodSandboxMetadata{Name: name, Uid: uid, Namespace: namespace},
+		Hostname:     name,
+		LogDirectory: logDir,
+		Labels:       labels,
+		Linux: &runtimeapi.LinuxPodSandboxConfig{
+			SecurityContext: &runtimeapi.LinuxSandboxSecurityContext{
+				NamespaceOptions: &runtimeapi.NamespaceOption{
+					Network: runtimeapi.NamespaceMode_POD,
+					Pid:     runtimeapi.NamespaceMode_CONTAINER,
+					Ipc:     runtimeapi.NamespaceMode_POD,
+				},
+			},
+		},
+	}
+}

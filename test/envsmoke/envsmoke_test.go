@@ -54,21 +54,7 @@ func TestCRISandboxAndContainer(t *testing.T) {
 	}
 	t.Cleanup(func() { os.RemoveAll(logDir) })
 
-	sbCfg := &runtimeapi.PodSandboxConfig{
-		Metadata:     &runtimeapi.PodSandboxMetadata{Name: name, Uid: name + "-uid", Namespace: "envsmoke"},
-		Hostname:     name,
-		LogDirectory: logDir,
-		Labels:       map[string]string{"actorlet.io/test": "envsmoke"},
-		Linux: &runtimeapi.LinuxPodSandboxConfig{
-			SecurityContext: &runtimeapi.LinuxSandboxSecurityContext{
-				NamespaceOptions: &runtimeapi.NamespaceOption{
-					Network: runtimeapi.NamespaceMode_POD,
-					Pid:     runtimeapi.NamespaceMode_CONTAINER,
-					Ipc:     runtimeapi.NamespaceMode_POD,
-				},
-			},
-		},
-	}
+	sbCfg := env.SandboxConfig(name, name+"-uid", "envsmoke", logDir, map[string]string{"actorlet.io/test": "envsmoke"})
 	sb, err := rt.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: sbCfg})
 	if err != nil {
 		t.Fatalf("RunPodSandbox: %v", err)
@@ -195,6 +181,15 @@ func TestPullFromLocalRegistry(t *testing.T) {
 
 	const ref = "docker.io/library/busybox:pulltest"
 	spec := &runtimeapi.ImageSpec{Image: ref}
+	// containerd removes an image with all its names, and pulltest is the
+	// busybox image under another tag: put busybox back for the other tests.
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if _, err := img.PullImage(ctx, &runtimeapi.PullImageRequest{Image: &runtimeapi.ImageSpec{Image: e.BusyboxImage}}); err != nil {
+			t.Errorf("restore %s: %v", e.BusyboxImage, err)
+		}
+	})
 	removeIfPresent := func() {
 		st, err := img.ImageStatus(ctx, &runtimeapi.ImageStatusRequest{Image: spec})
 		if err != nil {
