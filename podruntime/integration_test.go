@@ -29,6 +29,7 @@ func (c *fakeClock) Set(t time.Time) { c.mu.Lock(); c.t = t; c.mu.Unlock() }
 func newIntegration(t *testing.T) (*env.Env, *Runtime) {
 	t.Helper()
 	e := env.Require(t)
+	env.HoldRuntime(t)
 	rt, img := e.CRI(t)
 	return e, &Runtime{RT: rt, Img: img, Opts: Options{
 		NodeName: e.NodeName, NodeIP: "127.0.0.1", RuntimeRequestTimeout: time.Minute,

@@ -26,6 +26,7 @@ import (
 // actorlet.
 func TestContainerGCAgainstContainerd(t *testing.T) {
 	e := env.Require(t)
+	env.HoldRuntime(t)
 	rt, _ := e.CRI(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	t.Cleanup(cancel)
@@ -183,6 +184,7 @@ func TestContainerGCAgainstContainerd(t *testing.T) {
 // size and the sandbox image, which must never be a candidate.
 func TestDetectImagesAgainstContainerd(t *testing.T) {
 	e := env.Require(t)
+	env.HoldRuntime(t)
 	rt, img := e.CRI(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	t.Cleanup(cancel)

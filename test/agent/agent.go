@@ -59,24 +59,32 @@ func MainWithBinary(m *testing.M, binary *string) {
 
 // Process is one running actorlet.
 type Process struct {
-	cmd  *exec.Cmd
-	done chan struct{}
-	mu   sync.Mutex
-	log  strings.Builder
+	cmd      *exec.Cmd
+	done     chan struct{}
+	mu       sync.Mutex
+	log      strings.Builder
+	stopOnce sync.Once
 }
 
-// Start runs binary with args, collecting its log (stderr).
+// Start runs binary with args, collecting its log (stderr). It holds the
+// runtime lock (env.AcquireRuntimeLock) until the process is stopped.
 func Start(t testing.TB, binary string, args ...string) *Process {
 	t.Helper()
+	if err := env.AcquireRuntimeLock(); err != nil {
+		t.Fatal(err)
+	}
 	cmd := exec.Command(binary, args...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
+		env.ReleaseRuntimeLock()
 		t.Fatal(err)
 	}
 	if err := cmd.Start(); err != nil {
+		env.ReleaseRuntimeLock()
 		t.Fatal(err)
 	}
 	p := &Process{cmd: cmd, done: make(chan struct{})}
+	t.Cleanup(func() { p.Stop(syscall.SIGKILL) })
 	go func() {
 		defer close(p.done)
 		s := bufio.NewScanner(stderr)
@@ -96,9 +104,12 @@ func (p *Process) Stop(sig syscall.Signal) {
 	if p == nil {
 		return
 	}
-	_ = p.cmd.Process.Signal(sig)
-	<-p.done
-	_ = p.cmd.Wait()
+	p.stopOnce.Do(func() {
+		_ = p.cmd.Process.Signal(sig)
+		<-p.done
+		_ = p.cmd.Wait()
+		env.ReleaseRuntimeLock()
+	})
 }
 
 // Alive reports whether the process has not exited.

@@ -44,6 +44,7 @@ type Env struct {
 	NodeKubeconfig  string // ACTORLET_NODE_KUBECONFIG (CN=system:node:NodeName, O=system:nodes)
 	AdminKubeconfig string // ACTORLET_ADMIN_KUBECONFIG (O=system:masters)
 	APIServerURL    string // ACTORLET_APISERVER_URL
+	CAFile          string // ACTORLET_CA_FILE, the cluster CA: signs every client and serving cert
 	PodCIDR         string // ACTORLET_POD_CIDR
 	Registry        string // ACTORLET_REGISTRY, host:port of the local registry
 	PauseImage      string // ACTORLET_PAUSE_IMAGE
@@ -171,6 +172,7 @@ func parse(out []byte) (*Env, error) {
 		NodeKubeconfig:  vars["ACTORLET_NODE_KUBECONFIG"],
 		AdminKubeconfig: vars["ACTORLET_ADMIN_KUBECONFIG"],
 		APIServerURL:    vars["ACTORLET_APISERVER_URL"],
+		CAFile:          vars["ACTORLET_CA_FILE"],
 		PodCIDR:         vars["ACTORLET_POD_CIDR"],
 		Registry:        vars["ACTORLET_REGISTRY"],
 		PauseImage:      vars["ACTORLET_PAUSE_IMAGE"],

@@ -44,6 +44,7 @@ func ctxFor(t *testing.T, d time.Duration) context.Context {
 // HTTP server from the host over the pod network.
 func TestCRISandboxAndContainer(t *testing.T) {
 	e := env.Require(t)
+	env.HoldRuntime(t)
 	rt, _ := e.CRI(t)
 	ctx := ctxFor(t, 2*time.Minute)
 
@@ -176,6 +177,7 @@ func TestCRISandboxAndContainer(t *testing.T) {
 // unknown image is a clean NotFound from that registry.
 func TestPullFromLocalRegistry(t *testing.T) {
 	e := env.Require(t)
+	env.HoldRuntime(t)
 	_, img := e.CRI(t)
 	ctx := ctxFor(t, 2*time.Minute)
 
@@ -252,6 +254,7 @@ func TestPullFromLocalRegistry(t *testing.T) {
 // node's kubeconfig and is refused writing another node's.
 func TestNodeCredentials(t *testing.T) {
 	e := env.Require(t, env.WithAPIServer())
+	env.HoldRuntime(t)
 	nc, ac := e.NodeClient(t), e.AdminClient(t)
 	ctx := ctxFor(t, time.Minute)
 	nodes := nc.CoreV1().Nodes()
@@ -304,6 +307,7 @@ func TestNodeCredentials(t *testing.T) {
 // made the default ServiceAccount.
 func TestPodWithServiceAccount(t *testing.T) {
 	e := env.Require(t, env.WithAPIServer())
+	env.HoldRuntime(t)
 	ac := e.AdminClient(t)
 	ctx := ctxFor(t, time.Minute)
 
