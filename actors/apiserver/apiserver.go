@@ -1,13 +1,20 @@
 // Package apiserver holds the api-server actor: it serves the kubelet's HTTP
-// endpoints. Today: the healthz listener (/healthz, and with
-// --debug-fault-injection POST /debug/inject/panic; the live actor dashboard
-// under /debug/actors and pprof under /debug/pprof/, dashboard.go) and the
-// read-only port (/healthz, /pods). The authenticated API, metrics and stats
-// come with issue #6.
+// API (docs/api.md). Three listeners, as upstream:
+//   - the main API on address:port (10250), HTTPS, every request
+//     authenticated and authorized (server/auth): pods, logs, exec, attach,
+//     port-forward, run, stats, metrics, configz, the dashboard and pprof;
+//   - the healthz listener (127.0.0.1:10248, plain HTTP): /healthz, and the
+//     live actor dashboard and pprof for the node's own operator;
+//   - the read-only port (off unless readOnlyPort is set): /healthz, /pods,
+//     /stats/summary, /metrics and /spec without authentication.
+//
+// The HTTP servers run in their own goroutines and reach the other actors
+// with requests that time out, never with shared state.
 package apiserver
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -17,6 +24,9 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/rs/zerolog"
+	"k8s.io/client-go/kubernetes"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	kubeletconfig "k8s.io/kubelet/config/v1beta1"
 
 	"github.com/actorlet/actorlet/messages"
 	"github.com/actorlet/actorlet/supervision"
@@ -34,10 +44,32 @@ type Params struct {
 	// HealthzAddress and HealthzPort: the healthz listener; port 0 disables it.
 	HealthzAddress string
 	HealthzPort    int32
-	// Address and ReadOnlyPort: the unauthenticated read-only API; port 0
+	// Address and Port: the authenticated API; port 0 disables it.
+	Address string
+	Port    int32
+	// ReadOnlyPort: the unauthenticated read-only API on Address; 0
 	// disables it.
-	Address      string
 	ReadOnlyPort int32
+	// TLSCertFile and TLSPrivateKeyFile serve the API; when both are empty
+	// a self-signed certificate is kept in CertDir.
+	TLSCertFile, TLSPrivateKeyFile, CertDir string
+	// Authentication and Authorization guard the API, as upstream's.
+	Authentication kubeletconfig.KubeletAuthentication
+	Authorization  kubeletconfig.KubeletAuthorization
+	// Kube is nil in standalone mode; webhook authentication and
+	// authorization need it.
+	Kube     kubernetes.Interface
+	NodeName string
+	NodeIP   net.IP
+	// Runtime and Images are the CRI services: streaming URLs, container
+	// lookups, logs and stats.
+	Runtime runtimeapi.RuntimeServiceClient
+	Images  runtimeapi.ImageServiceClient
+	// RootDir is the kubelet's root directory (node filesystem stats).
+	RootDir string
+	// Configz is the effective configuration, served at /configz; the
+	// api-server keeps its own copy.
+	Configz *kubeletconfig.KubeletConfiguration
 	// FaultInjection enables POST /debug/inject/panic on the healthz listener.
 	FaultInjection bool
 	PodManager     *actor.PID
@@ -75,35 +107,35 @@ func (a *Actor) Receive(ctx actor.Context) {
 
 func (a *Actor) listen() error {
 	if a.p.HealthzPort > 0 {
-		mux := http.NewServeMux()
-		mux.HandleFunc("/healthz", a.healthz)
-		if a.p.System != nil {
-			RegisterDebugHandlers(mux, a.p.System.Registry)
+		if err := a.serve("healthz", a.p.HealthzAddress, a.p.HealthzPort, a.healthzMux(), nil); err != nil {
+			return err
 		}
-		if a.p.FaultInjection {
-			mux.HandleFunc("/debug/inject/panic", a.injectPanic)
+	}
+	if a.p.Port > 0 {
+		tlsConfig, handler, err := a.secureAPI()
+		if err != nil {
+			return err
 		}
-		if err := a.serve("healthz", a.p.HealthzAddress, a.p.HealthzPort, mux); err != nil {
+		if err := a.serve("kubelet API", a.p.Address, a.p.Port, handler, tlsConfig); err != nil {
 			return err
 		}
 	}
 	if a.p.ReadOnlyPort > 0 {
-		mux := http.NewServeMux()
-		mux.HandleFunc("/healthz", a.healthz)
-		mux.HandleFunc("/pods", a.pods)
-		mux.HandleFunc("/pods/", a.pods)
-		if err := a.serve("read-only API", a.p.Address, a.p.ReadOnlyPort, mux); err != nil {
+		if err := a.serve("read-only API", a.p.Address, a.p.ReadOnlyPort, a.readOnlyMux(), nil); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func (a *Actor) serve(name, address string, port int32, handler http.Handler) error {
+func (a *Actor) serve(name, address string, port int32, handler http.Handler, tlsConfig *tls.Config) error {
 	addr := net.JoinHostPort(address, strconv.Itoa(int(port)))
 	l, err := net.Listen("tcp", addr)
 	if err != nil {
 		return fmt.Errorf("%s listener on %s: %w", name, addr, err)
+	}
+	if tlsConfig != nil {
+		l = tls.NewListener(l, tlsConfig)
 	}
 	// Shutdown cancels the requests' context, so that long-lived responses
 	// (the dashboard's event stream) end instead of holding Shutdown up.

@@ -1,6 +1,7 @@
 package apiserver
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -9,8 +10,11 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/actorlet/actorlet/messages"
+	"github.com/actorlet/actorlet/podruntime"
 	"github.com/actorlet/actorlet/supervision"
 )
 
@@ -25,6 +29,7 @@ type check struct {
 func (a *Actor) healthz(w http.ResponseWriter, r *http.Request) {
 	checks := []check{
 		{"ping", func() error { return nil }},
+		{"runtime", func() error { return a.runtimeHealth(r.Context()) }},
 		{"pleg", func() error { return a.healthOf(a.p.PLEG) }},
 		{"syncloop", func() error { return a.healthOf(a.p.PodManager) }},
 	}
@@ -51,6 +56,26 @@ func (a *Actor) healthz(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	fmt.Fprint(w, "ok")
+}
+
+// runtimeHealth asks the runtime for its status: it must answer and report
+// RuntimeReady.
+func (a *Actor) runtimeHealth(ctx context.Context) error {
+	if a.p.Runtime == nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, askTimeout)
+	defer cancel()
+	resp, err := a.p.Runtime.Status(ctx, &runtimeapi.StatusRequest{})
+	if err != nil {
+		return fmt.Errorf("container runtime status: %w", err)
+	}
+	for _, c := range resp.GetStatus().GetConditions() {
+		if c.Type == runtimeapi.RuntimeReady && !c.Status {
+			return fmt.Errorf("container runtime not ready: %s: %s", c.Reason, c.Message)
+		}
+	}
+	return nil
 }
 
 func (a *Actor) healthOf(pid *actor.PID) error {
@@ -115,4 +140,70 @@ func (a *Actor) injectPanic(w http.ResponseWriter, r *http.Request) {
 	a.log.Warn().Str("target", path).Msg("fault injected: the actor will panic once")
 	w.WriteHeader(http.StatusAccepted)
 	fmt.Fprintf(w, "panic injected into %s\n", path)
+}
+
+// runningPods lists the pods the runtime runs, as upstream's /runningpods/:
+// built from the runtime's sandboxes and containers, not the pod-manager.
+func (a *Actor) runningPods(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet {
+		http.Error(w, "method not allowed: /runningpods/ takes GET", http.StatusMethodNotAllowed)
+		return
+	}
+	sandboxes, err := a.p.Runtime.ListPodSandbox(r.Context(), &runtimeapi.ListPodSandboxRequest{})
+	if err != nil {
+		http.Error(w, "list running pods: ListPodSandbox: "+err.Error(), http.StatusInternalServerError)
+		return
+	}
+	containers, err := a.p.Runtime.ListContainers(r.Context(), &runtimeapi.ListContainersRequest{
+		Filter: &runtimeapi.ContainerFilter{State: &runtimeapi.ContainerStateValue{State: runtimeapi.ContainerState_CONTAINER_RUNNING}}})
+	if err != nil {
+		http.Error(w, "list running pods: ListContainers: "+err.Error(), http.StatusInternalServerError)
+		return
+	}
+	a.jsonResponse(w, "/runningpods/", runningPodList(sandboxes.Items, containers.Containers))
+}
+
+// runningPodList shapes runtime pods as upstream does: a v1.PodList whose
+// pods carry name, namespace, UID and their running containers' names and
+// images, nothing else.
+func runningPodList(sandboxes []*runtimeapi.PodSandbox, containers []*runtimeapi.Container) *v1.PodList {
+	list := &v1.PodList{TypeMeta: metav1.TypeMeta{Kind: "PodList", APIVersion: "v1"}, Items: []v1.Pod{}}
+	index := map[string]int{}
+	for _, s := range sandboxes {
+		if s.State != runtimeapi.PodSandboxState_SANDBOX_READY || s.Metadata == nil {
+			continue
+		}
+		if _, seen := index[s.Metadata.Uid]; seen {
+			continue
+		}
+		index[s.Metadata.Uid] = len(list.Items)
+		list.Items = append(list.Items, v1.Pod{ObjectMeta: metav1.ObjectMeta{
+			Name: s.Metadata.Name, Namespace: s.Metadata.Namespace, UID: types.UID(s.Metadata.Uid)}})
+	}
+	for _, c := range containers {
+		i, ok := index[c.Labels[podruntime.LabelPodUID]]
+		if !ok || c.Metadata == nil {
+			continue
+		}
+		image := c.ImageRef
+		if c.Image != nil && c.Image.Image != "" {
+			image = c.Image.Image
+		}
+		list.Items[i].Spec.Containers = append(list.Items[i].Spec.Containers, v1.Container{Name: c.Metadata.Name, Image: image})
+	}
+	return list
+}
+
+// configz serves the effective configuration, as upstream's /configz:
+// {"kubeletconfig": {...}}.
+func (a *Actor) configz(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet {
+		http.Error(w, "method not allowed: /configz takes GET", http.StatusMethodNotAllowed)
+		return
+	}
+	if a.p.Configz == nil {
+		http.Error(w, "configz: no configuration", http.StatusNotFound)
+		return
+	}
+	a.jsonResponse(w, "/configz", map[string]any{"kubeletconfig": a.p.Configz})
 }

@@ -137,6 +137,7 @@ func (a *Actor) validate(actor.Context) (outcome, error) {
 	}
 	a.log = log.With().Str("actor", Kind).Logger()
 	a.p.System.SetLogger(log)
+	logging.RouteKlog(log)
 	a.log.Info().Str("version", version.String()).Msg("starting")
 	for _, s := range a.p.System.Registry.Steps() {
 		a.logStep(s)
@@ -215,9 +216,18 @@ var runtimeActors = []struct {
 	}},
 	{apiserver.Kind, func(a *Actor, env *runtimeEnv) *actor.Props {
 		c := a.cfg
+		port := c.Port
+		if c.EnableServer != nil && !*c.EnableServer {
+			port = 0
+		}
 		return a.p.System.Registry.Props(apiserver.Kind, apiserver.New(apiserver.Params{
 			HealthzAddress: c.HealthzBindAddress, HealthzPort: deref(c.HealthzPort),
-			Address: c.Address, ReadOnlyPort: c.ReadOnlyPort,
+			Address: c.Address, Port: port, ReadOnlyPort: c.ReadOnlyPort,
+			TLSCertFile: c.TLSCertFile, TLSPrivateKeyFile: c.TLSPrivateKeyFile, CertDir: a.cmdline.Options.CertDir,
+			Authentication: c.Authentication, Authorization: c.Authorization,
+			Kube: a.deps.Kube, NodeName: a.deps.NodeName, NodeIP: a.deps.NodeIP,
+			Runtime: a.deps.Runtime, Images: a.deps.Images, RootDir: a.deps.RootDir,
+			Configz:        c.DeepCopy(),
 			FaultInjection: a.cmdline.Options.DebugFaultInjection,
 			PodManager:     a.child(podmanager.Kind), PLEG: a.child(pleg.Kind), System: a.p.System, Log: a.log,
 		}), nil)

@@ -41,6 +41,7 @@ type clusterNode struct {
 	config    string
 	readOnly  int
 	healthz   int
+	port      int // the kubelet API (10250)
 	rt        runtimeapi.RuntimeServiceClient
 	// namespaces are deleted at cleanup; pods tests create theirs here.
 	namespaces []string
@@ -74,6 +75,7 @@ func newClusterNode(t testing.TB, opts ...nodeOption) *clusterNode {
 		config:    filepath.Join(dir, "config.yaml"),
 		readOnly:  agent.FreePort(t),
 		healthz:   agent.FreePort(t),
+		port:      agent.FreePort(t),
 	}
 	if err := os.MkdirAll(n.manifests, 0o755); err != nil {
 		t.Fatal(err)
@@ -90,9 +92,13 @@ staticPodPath: %s
 fileCheckFrequency: 2s
 readOnlyPort: %d
 healthzPort: %d
+port: %d
+authentication:
+  x509:
+    clientCAFile: %s
 crashLoopBackOff:
   maxContainerRestartPeriod: 2s
-%s`, n.manifests, n.readOnly, n.healthz, c.extra)
+%s`, n.manifests, n.readOnly, n.healthz, n.port, e.CAFile, c.extra)
 	if err := os.WriteFile(n.config, []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -106,7 +112,7 @@ func (n *clusterNode) start() {
 	n.t.Helper()
 	n.proc = agent.Start(n.t, binary, "--config", n.config, "--kubeconfig", n.env.NodeKubeconfig,
 		"--container-runtime-endpoint", n.env.RuntimeEndpoint, "--hostname-override", n.name,
-		"--node-ip", "127.0.0.1", "--root-dir", n.rootDir, "--address", "127.0.0.1", "-v", "2")
+		"--node-ip", "127.0.0.1", "--root-dir", n.rootDir, "--cert-dir", filepath.Join(n.rootDir, "pki"), "--address", "127.0.0.1", "-v", "2")
 	eventually(n.t, "actorlet listens on its healthz port", 30*time.Second, func() error {
 		c, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", n.healthz), time.Second)
 		if err != nil {

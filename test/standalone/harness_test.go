@@ -72,9 +72,16 @@ staticPodPath: %s
 fileCheckFrequency: 2s
 readOnlyPort: %d
 healthzPort: %d
+port: %d
 crashLoopBackOff:
   maxContainerRestartPeriod: 2s
-`, n.manifests, n.readOnly, n.healthz)
+# Standalone: no API server to review tokens or access, as upstream.
+authentication:
+  webhook:
+    enabled: false
+authorization:
+  mode: AlwaysAllow
+`, n.manifests, n.readOnly, n.healthz, agent.FreePort(t))
 	if err := os.WriteFile(n.config, []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +94,7 @@ func (n *node) start() {
 	n.t.Helper()
 	n.past += n.proc.Logs()
 	n.proc = agent.Start(n.t, binary, "--config", n.config, "--container-runtime-endpoint", n.env.RuntimeEndpoint,
-		"--hostname-override", n.name, "--root-dir", n.rootDir, "--address", "127.0.0.1", "--debug-fault-injection", "-v", "1")
+		"--hostname-override", n.name, "--root-dir", n.rootDir, "--cert-dir", filepath.Join(n.rootDir, "pki"), "--address", "127.0.0.1", "--debug-fault-injection", "-v", "1")
 	n.eventually("actorlet serves /pods", 30*time.Second, func() error { _, err := n.pods(); return err })
 }
 

@@ -1,0 +1,62 @@
+package apiserver
+
+import (
+	"crypto/tls"
+	"net/http"
+)
+
+// healthzMux is the healthz listener's: health, and the operator's live
+// view of the actor tree (loopback by default, no authentication).
+func (a *Actor) healthzMux() *http.ServeMux {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/healthz", a.healthz)
+	if a.p.System != nil {
+		RegisterDebugHandlers(mux, a.p.System.Registry)
+	}
+	if a.p.FaultInjection {
+		mux.HandleFunc("/debug/inject/panic", a.injectPanic)
+	}
+	return mux
+}
+
+// readOnlyMux is the read-only port's: upstream's handlers that need no
+// authentication.
+func (a *Actor) readOnlyMux() *http.ServeMux {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/healthz", a.healthz)
+	mux.HandleFunc("/pods", a.pods)
+	mux.HandleFunc("/pods/", a.pods)
+	return mux
+}
+
+// apiMux is the authenticated API's: every handler, as upstream's
+// InstallDefaultHandlers, InstallDebuggingHandlers and
+// InstallAuthRequiredHandlers.
+func (a *Actor) apiMux() *http.ServeMux {
+	mux := a.readOnlyMux()
+	mux.HandleFunc("/runningpods/", a.runningPods)
+	mux.HandleFunc("/exec/", a.exec)
+	mux.HandleFunc("/attach/", a.attach)
+	mux.HandleFunc("/portForward/", a.portForward)
+	mux.HandleFunc("/run/", a.run)
+	mux.HandleFunc("/configz", a.configz)
+	mux.Handle("/logs/", http.StripPrefix("/logs/", http.FileServer(http.Dir(nodeLogDir))))
+	if a.p.System != nil {
+		RegisterDebugHandlers(mux, a.p.System.Registry)
+	}
+	return mux
+}
+
+// nodeLogDir is what /logs/ serves, as upstream.
+const nodeLogDir = "/var/log/"
+
+// secureAPI builds the TLS configuration and the guarded handler of the
+// main API.
+func (a *Actor) secureAPI() (*tls.Config, http.Handler, error) {
+	cert, err := servingCertificate(a.p.TLSCertFile, a.p.TLSPrivateKeyFile, a.p.CertDir, a.p.NodeName, a.p.NodeIP)
+	if err != nil {
+		return nil, nil, err
+	}
+	cfg := &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	return cfg, a.apiMux(), nil
+}

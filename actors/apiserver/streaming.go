@@ -1,0 +1,253 @@
+package apiserver
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/proxy"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// The streaming endpoints (/exec, /attach, /portForward) do what upstream's
+// do with a CRI runtime that serves its own streams: ask the runtime for a
+// one-time URL on its streaming server (containerd's listens on loopback)
+// and proxy the upgraded SPDY connection there. The API server translates
+// kubectl's WebSockets to SPDY before it reaches us, because actorlet does
+// not declare the ExtendWebSocketsToKubelet node feature.
+
+// streamOptions are the remotecommand query parameters, as upstream's
+// remotecommand.NewOptions reads them.
+type streamOptions struct {
+	stdin, stdout, stderr, tty bool
+}
+
+func parseStreamOptions(q url.Values) (streamOptions, error) {
+	on := func(name string) bool { v := q.Get(name); return v == "1" || v == "true" }
+	o := streamOptions{stdin: on("input"), stdout: on("output"), stderr: on("error"), tty: on("tty")}
+	if o.tty && o.stderr {
+		// A terminal has one output stream; upstream drops stderr too.
+		o.stderr = false
+	}
+	if !o.stdin && !o.stdout && !o.stderr {
+		return o, fmt.Errorf("you must specify at least 1 of stdin, stdout, stderr")
+	}
+	return o, nil
+}
+
+// execPath splits /exec/NS/POD[/UID]/CONTAINER (and /attach, /run).
+func execPath(rest string) (namespace, pod string, uid types.UID, container string, err error) {
+	parts := strings.Split(strings.Trim(rest, "/"), "/")
+	switch len(parts) {
+	case 3:
+		return parts[0], parts[1], "", parts[2], nil
+	case 4:
+		return parts[0], parts[1], types.UID(parts[2]), parts[3], nil
+	}
+	return "", "", "", "", fmt.Errorf("path %q: want NAMESPACE/POD[/UID]/CONTAINER", rest)
+}
+
+func (a *Actor) exec(w http.ResponseWriter, r *http.Request) {
+	a.streamContainer(w, r, "/exec/", func(_ *v1.Pod, c *runtimeapi.Container, o streamOptions) (string, error) {
+		cmd := r.URL.Query()["command"]
+		if len(cmd) == 0 {
+			return "", statusError(http.StatusBadRequest, "exec: missing query parameter command")
+		}
+		resp, err := a.p.Runtime.Exec(r.Context(), &runtimeapi.ExecRequest{ContainerId: c.Id, Cmd: cmd,
+			Tty: o.tty, Stdin: o.stdin, Stdout: o.stdout, Stderr: o.stderr})
+		if err != nil {
+			return "", err
+		}
+		return resp.Url, nil
+	})
+}
+
+func (a *Actor) attach(w http.ResponseWriter, r *http.Request) {
+	a.streamContainer(w, r, "/attach/", func(pod *v1.Pod, c *runtimeapi.Container, o streamOptions) (string, error) {
+		// The terminal setting must be the container's own: whether its
+		// process runs on a terminal was fixed when it started.
+		resp, err := a.p.Runtime.Attach(r.Context(), &runtimeapi.AttachRequest{ContainerId: c.Id,
+			Tty: containerTTY(pod, c.Metadata.GetName()), Stdin: o.stdin, Stdout: o.stdout, Stderr: o.stderr})
+		if err != nil {
+			return "", err
+		}
+		return resp.Url, nil
+	})
+}
+
+func containerTTY(pod *v1.Pod, name string) bool {
+	for _, c := range pod.Spec.Containers {
+		if c.Name == name {
+			return c.TTY
+		}
+	}
+	for _, c := range pod.Spec.InitContainers {
+		if c.Name == name {
+			return c.TTY
+		}
+	}
+	return false
+}
+
+func (a *Actor) streamContainer(w http.ResponseWriter, r *http.Request, prefix string,
+	streamURL func(*v1.Pod, *runtimeapi.Container, streamOptions) (string, error)) {
+	if r.Method != http.MethodGet && r.Method != http.MethodPost {
+		http.Error(w, fmt.Sprintf("method not allowed: %s takes GET or POST", prefix), http.StatusMethodNotAllowed)
+		return
+	}
+	ns, name, uid, container, err := execPath(strings.TrimPrefix(r.URL.Path, prefix))
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	opts, err := parseStreamOptions(r.URL.Query())
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	pod, err := a.podByName(ns, name, uid)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	c, err := a.runningContainer(r.Context(), pod, container)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	raw, err := streamURL(pod, c, opts)
+	if err != nil {
+		writeStreamError(w, err)
+		return
+	}
+	a.proxyStream(w, r, raw)
+}
+
+func (a *Actor) portForward(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet && r.Method != http.MethodPost {
+		http.Error(w, "method not allowed: /portForward/ takes GET or POST", http.StatusMethodNotAllowed)
+		return
+	}
+	parts := strings.Split(strings.Trim(strings.TrimPrefix(r.URL.Path, "/portForward/"), "/"), "/")
+	if len(parts) < 2 || len(parts) > 3 {
+		http.Error(w, fmt.Sprintf("path %q: want /portForward/NAMESPACE/POD[/UID]", r.URL.Path), http.StatusBadRequest)
+		return
+	}
+	var uid types.UID
+	if len(parts) == 3 {
+		uid = types.UID(parts[2])
+	}
+	pod, err := a.podByName(parts[0], parts[1], uid)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	sandbox, err := a.readySandbox(r.Context(), pod)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	// With SPDY the ports travel in each stream's headers, so the request
+	// names none.
+	resp, err := a.p.Runtime.PortForward(r.Context(), &runtimeapi.PortForwardRequest{PodSandboxId: sandbox})
+	if err != nil {
+		writeStreamError(w, err)
+		return
+	}
+	a.proxyStream(w, r, resp.Url)
+}
+
+func (a *Actor) proxyStream(w http.ResponseWriter, r *http.Request, raw string) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		http.Error(w, fmt.Sprintf("runtime returned a bad streaming URL %q: %v", raw, err), http.StatusInternalServerError)
+		return
+	}
+	h := proxy.NewUpgradeAwareHandler(u, nil, false, true, streamResponder{a})
+	h.ServeHTTP(w, r)
+}
+
+type streamResponder struct{ a *Actor }
+
+func (s streamResponder) Error(w http.ResponseWriter, r *http.Request, err error) {
+	s.a.log.Warn().Err(err).Str("path", r.URL.Path).Msg("proxy a stream to the runtime")
+	http.Error(w, err.Error(), http.StatusInternalServerError)
+}
+
+// writeStreamError answers a CRI error with the HTTP status upstream's
+// streaming.WriteError gives its gRPC code.
+func writeStreamError(w http.ResponseWriter, err error) {
+	st, _ := status.FromError(err)
+	code := http.StatusInternalServerError
+	switch st.Code() {
+	case codes.NotFound:
+		code = http.StatusNotFound
+	case codes.ResourceExhausted:
+		// Upstream tells clients to retry; so do we.
+		w.Header().Set("Retry-After", "1")
+		code = http.StatusTooManyRequests
+	case codes.InvalidArgument:
+		code = http.StatusBadRequest
+	case codes.Unimplemented:
+		code = http.StatusNotImplemented
+	}
+	if he, ok := err.(*httpError); ok {
+		code = he.status
+	}
+	http.Error(w, err.Error(), code)
+}
+
+// run executes ?cmd= in a container and answers its output, as upstream's
+// /run: the legacy, non-streaming form of exec.
+func (a *Actor) run(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost {
+		http.Error(w, "method not allowed: /run/ takes POST", http.StatusMethodNotAllowed)
+		return
+	}
+	ns, name, uid, container, err := execPath(strings.TrimPrefix(r.URL.Path, "/run/"))
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	cmd := strings.Fields(r.URL.Query().Get("cmd"))
+	if len(cmd) == 0 {
+		http.Error(w, "run: missing query parameter cmd", http.StatusBadRequest)
+		return
+	}
+	pod, err := a.podByName(ns, name, uid)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	c, err := a.runningContainer(r.Context(), pod, container)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	resp, err := a.p.Runtime.ExecSync(r.Context(), &runtimeapi.ExecSyncRequest{ContainerId: c.Id, Cmd: cmd})
+	if err != nil {
+		http.Error(w, fmt.Sprintf("run %q in %s/%s/%s: %v", cmd, ns, name, container, err), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	// Upstream answers the combined output as the body, exit code aside.
+	out := append(resp.Stdout, resp.Stderr...)
+	if resp.ExitCode != 0 {
+		a.log.Debug().Int32("exit", resp.ExitCode).Strs("cmd", cmd).Msg("/run command exited non-zero")
+	}
+	_, _ = w.Write(out)
+}
+
+// jsonResponse writes v as JSON.
+func (a *Actor) jsonResponse(w http.ResponseWriter, what string, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	if err := json.NewEncoder(w).Encode(v); err != nil {
+		a.log.Warn().Err(err).Msg("write " + what)
+	}
+}
