@@ -67,6 +67,9 @@ type Params struct {
 	Images  runtimeapi.ImageServiceClient
 	// RootDir is the kubelet's root directory (node filesystem stats).
 	RootDir string
+	// SplitLogStreams is the PodLogsQuerySplitStreams feature gate: logs
+	// of one stream (stdout or stderr) only.
+	SplitLogStreams bool
 	// Configz is the effective configuration, served at /configz; the
 	// api-server keeps its own copy.
 	Configz *kubeletconfig.KubeletConfiguration

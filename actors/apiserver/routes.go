@@ -39,6 +39,7 @@ func (a *Actor) apiMux() *http.ServeMux {
 	mux.HandleFunc("/attach/", a.attach)
 	mux.HandleFunc("/portForward/", a.portForward)
 	mux.HandleFunc("/run/", a.run)
+	mux.HandleFunc("/containerLogs/", a.containerLogs)
 	mux.HandleFunc("/configz", a.configz)
 	mux.Handle("/logs/", http.StripPrefix("/logs/", http.FileServer(http.Dir(nodeLogDir))))
 	if a.p.System != nil {

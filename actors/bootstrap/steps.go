@@ -227,9 +227,10 @@ var runtimeActors = []struct {
 			Authentication: c.Authentication, Authorization: c.Authorization,
 			Kube: a.deps.Kube, NodeName: a.deps.NodeName, NodeIP: a.deps.NodeIP,
 			Runtime: a.deps.Runtime, Images: a.deps.Images, RootDir: a.deps.RootDir,
-			Configz:        c.DeepCopy(),
-			FaultInjection: a.cmdline.Options.DebugFaultInjection,
-			PodManager:     a.child(podmanager.Kind), PLEG: a.child(pleg.Kind), System: a.p.System, Log: a.log,
+			SplitLogStreams: a.gates.Enabled("PodLogsQuerySplitStreams"),
+			Configz:         c.DeepCopy(),
+			FaultInjection:  a.cmdline.Options.DebugFaultInjection,
+			PodManager:      a.child(podmanager.Kind), PLEG: a.child(pleg.Kind), System: a.p.System, Log: a.log,
 		}), nil)
 	}},
 }

@@ -1,0 +1,110 @@
+package apiserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	v1 "k8s.io/api/core/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/actorlet/actorlet/server/logs"
+)
+
+// containerLogs serves /containerLogs/NS/POD/CONTAINER, as upstream: the
+// CRI log file of the container's current (or, with previous, its previous)
+// instance, read by server/logs.
+func (a *Actor) containerLogs(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet {
+		w.Header().Set("Allow", http.MethodGet)
+		http.Error(w, "method not allowed: /containerLogs/ takes GET", http.StatusMethodNotAllowed)
+		return
+	}
+	parts := strings.Split(strings.Trim(strings.TrimPrefix(r.URL.Path, "/containerLogs/"), "/"), "/")
+	if len(parts) != 3 || parts[0] == "" || parts[1] == "" {
+		http.Error(w, fmt.Sprintf("path %q: want /containerLogs/NAMESPACE/POD/CONTAINER", r.URL.Path), http.StatusBadRequest)
+		return
+	}
+	ns, name, container := parts[0], parts[1], parts[2]
+	if container == "" {
+		// Upstream needs the container named, even for a pod with one.
+		http.Error(w, fmt.Sprintf("missing container name in %q", r.URL.Path), http.StatusBadRequest)
+		return
+	}
+	opts, err := logs.OptionsFromQuery(r.URL.Query(), time.Now(), a.p.SplitLogStreams)
+	if err != nil {
+		status := http.StatusBadRequest
+		var qe *logs.QueryError
+		if errors.As(err, &qe) {
+			status = qe.Status
+		}
+		http.Error(w, fmt.Sprintf("container logs of %s/%s/%s: %v", ns, name, container, err), status)
+		return
+	}
+	pod, err := a.podByName(ns, name, "")
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	c, err := a.logContainer(r.Context(), pod, container, opts.Previous)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	st, err := a.p.Runtime.ContainerStatus(r.Context(), &runtimeapi.ContainerStatusRequest{ContainerId: c.Id})
+	if err != nil {
+		http.Error(w, fmt.Sprintf("container logs of %s/%s/%s: ContainerStatus %s: %v", ns, name, container, c.Id, err), http.StatusInternalServerError)
+		return
+	}
+	path := st.GetStatus().GetLogPath()
+	if path == "" {
+		http.Error(w, fmt.Sprintf("container %s of pod %s/%s has no log file", container, ns, name), http.StatusNotFound)
+		return
+	}
+	w.Header().Set("Content-Type", "text/plain")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	running := func(ctx context.Context) (bool, error) {
+		s, err := a.p.Runtime.ContainerStatus(ctx, &runtimeapi.ContainerStatusRequest{ContainerId: c.Id})
+		if status.Code(err) == codes.Unavailable {
+			// The runtime restarting does not end the container: keep
+			// following, as upstream.
+			return true, nil
+		}
+		if err != nil {
+			return false, err
+		}
+		return s.GetStatus().GetState() == runtimeapi.ContainerState_CONTAINER_RUNNING, nil
+	}
+	if err := logs.Read(r.Context(), path, opts, w, w, running); err != nil && r.Context().Err() == nil {
+		a.log.Warn().Err(err).Str("pod", ns+"/"+name).Str("container", container).Msg("read container log")
+	}
+}
+
+// logContainer finds the container instance whose log is asked for: the
+// newest one, or with previous the one before it, as upstream (which
+// needs a previous instance to exist, and the current one to have started
+// for the current log).
+func (a *Actor) logContainer(ctx context.Context, pod *v1.Pod, container string, previous bool) (*runtimeapi.Container, error) {
+	if !hasContainer(pod, container) {
+		return nil, statusError(http.StatusBadRequest, "container %s is not valid for pod %s/%s", container, pod.Namespace, pod.Name)
+	}
+	cs, err := a.podContainers(ctx, pod, container)
+	if err != nil {
+		return nil, err
+	}
+	if previous {
+		if len(cs) < 2 {
+			return nil, statusError(http.StatusBadRequest, "previous terminated container %q in pod %q not found", container, pod.Name)
+		}
+		return cs[1], nil
+	}
+	if len(cs) == 0 {
+		return nil, statusError(http.StatusBadRequest, "container %q in pod %q is waiting to start", container, pod.Name)
+	}
+	return cs[0], nil
+}
