@@ -24,11 +24,11 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/rs/zerolog"
-	"k8s.io/client-go/kubernetes"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	kubeletconfig "k8s.io/kubelet/config/v1beta1"
 
 	"github.com/actorlet/actorlet/messages"
+	"github.com/actorlet/actorlet/server/auth"
 	"github.com/actorlet/actorlet/supervision"
 )
 
@@ -50,17 +50,11 @@ type Params struct {
 	// ReadOnlyPort: the unauthenticated read-only API on Address; 0
 	// disables it.
 	ReadOnlyPort int32
-	// TLSCertFile and TLSPrivateKeyFile serve the API; when both are empty
-	// a self-signed certificate is kept in CertDir.
-	TLSCertFile, TLSPrivateKeyFile, CertDir string
-	// Authentication and Authorization guard the API, as upstream's.
-	Authentication kubeletconfig.KubeletAuthentication
-	Authorization  kubeletconfig.KubeletAuthorization
-	// Kube is nil in standalone mode; webhook authentication and
-	// authorization need it.
-	Kube     kubernetes.Interface
-	NodeName string
-	NodeIP   net.IP
+	// ServingCert (ServingCertificate) and Auth guard the API; both are
+	// needed when Port is set.
+	ServingCert *tls.Certificate
+	Auth        *auth.Filter
+	NodeName    string
 	// Runtime and Images are the CRI services: streaming URLs, container
 	// lookups, logs and stats.
 	Runtime runtimeapi.RuntimeServiceClient

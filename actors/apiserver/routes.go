@@ -2,6 +2,7 @@ package apiserver
 
 import (
 	"crypto/tls"
+	"fmt"
 	"net/http"
 )
 
@@ -54,10 +55,11 @@ const nodeLogDir = "/var/log/"
 // secureAPI builds the TLS configuration and the guarded handler of the
 // main API.
 func (a *Actor) secureAPI() (*tls.Config, http.Handler, error) {
-	cert, err := servingCertificate(a.p.TLSCertFile, a.p.TLSPrivateKeyFile, a.p.CertDir, a.p.NodeName, a.p.NodeIP)
-	if err != nil {
-		return nil, nil, err
+	if a.p.ServingCert == nil || a.p.Auth == nil {
+		return nil, nil, fmt.Errorf("kubelet API on port %d: no serving certificate or authenticator", a.p.Port)
 	}
-	cfg := &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
-	return cfg, a.apiMux(), nil
+	// HTTP/1.1 only: the streaming endpoints upgrade the connection, which
+	// HTTP/2 cannot.
+	base := &tls.Config{Certificates: []tls.Certificate{*a.p.ServingCert}, MinVersion: tls.VersionTLS12, NextProtos: []string{"http/1.1"}}
+	return a.p.Auth.TLSConfig(base), a.p.Auth.Wrap(a.apiMux()), nil
 }

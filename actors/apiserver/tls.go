@@ -11,11 +11,11 @@ import (
 	"k8s.io/client-go/util/keyutil"
 )
 
-// servingCertificate loads the port-10250 serving certificate: the files of
+// ServingCertificate loads the port-10250 serving certificate: the files of
 // tlsCertFile/tlsPrivateKeyFile when set, otherwise, as upstream, a
 // self-signed one kept as kubelet.crt/kubelet.key in the certificate
 // directory, generated on first start for the node's name and addresses.
-func servingCertificate(certFile, keyFile, certDir, nodeName string, nodeIP net.IP) (tls.Certificate, error) {
+func ServingCertificate(certFile, keyFile, certDir, nodeName string, nodeIP net.IP) (tls.Certificate, error) {
 	if certFile == "" && keyFile == "" {
 		certFile = filepath.Join(certDir, "kubelet.crt")
 		keyFile = filepath.Join(certDir, "kubelet.key")

@@ -8,6 +8,7 @@ package bootstrap
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"io"
 	"time"
@@ -20,6 +21,7 @@ import (
 	"github.com/actorlet/actorlet/config/features"
 	"github.com/actorlet/actorlet/dependencies"
 	"github.com/actorlet/actorlet/messages"
+	"github.com/actorlet/actorlet/server/auth"
 	"github.com/actorlet/actorlet/supervision"
 )
 
@@ -54,6 +56,9 @@ type Actor struct {
 	gates   *features.Gates
 	cfg     *kubeletconfigv1beta1.KubeletConfiguration
 	deps    *dependencies.Dependencies
+	// apiCert and apiAuth guard the kubelet API; nil with enableServer: false.
+	apiCert *tls.Certificate
+	apiAuth *auth.Filter
 
 	// children are the live runtime actors in order of start.
 	children []*actor.PID

@@ -23,6 +23,7 @@ import (
 	"github.com/actorlet/actorlet/machine"
 	"github.com/actorlet/actorlet/messages"
 	"github.com/actorlet/actorlet/podruntime"
+	"github.com/actorlet/actorlet/server/auth"
 	"github.com/actorlet/actorlet/version"
 )
 
@@ -164,6 +165,21 @@ func (a *Actor) buildDependencies(actor.Context) (outcome, error) {
 		return next, err
 	}
 	a.deps = deps
+	// The kubelet API's credentials are dependencies too, as upstream's
+	// BuildAuth and InitializeTLS: a node that cannot guard its API does not
+	// start at all.
+	if c.EnableServer == nil || *c.EnableServer {
+		cert, err := apiserver.ServingCertificate(c.TLSCertFile, c.TLSPrivateKeyFile, o.CertDir, deps.NodeName, deps.NodeIP)
+		if err != nil {
+			return next, fmt.Errorf("kubelet API: %w", err)
+		}
+		filter, err := auth.New(auth.Config{Authentication: c.Authentication, Authorization: c.Authorization,
+			Client: deps.Kube, NodeName: deps.NodeName, Log: a.log.With().Str("component", "kubelet-api-auth").Logger()})
+		if err != nil {
+			return next, fmt.Errorf("kubelet API: %w", err)
+		}
+		a.apiCert, a.apiAuth = &cert, filter
+	}
 	return next, nil
 }
 
@@ -217,16 +233,15 @@ var runtimeActors = []struct {
 	{apiserver.Kind, func(a *Actor, env *runtimeEnv) *actor.Props {
 		c := a.cfg
 		port := c.Port
-		if c.EnableServer != nil && !*c.EnableServer {
-			port = 0
+		if a.apiAuth == nil {
+			port = 0 // enableServer: false
 		}
 		return a.p.System.Registry.Props(apiserver.Kind, apiserver.New(apiserver.Params{
 			HealthzAddress: c.HealthzBindAddress, HealthzPort: deref(c.HealthzPort),
 			Address: c.Address, Port: port, ReadOnlyPort: c.ReadOnlyPort,
-			TLSCertFile: c.TLSCertFile, TLSPrivateKeyFile: c.TLSPrivateKeyFile, CertDir: a.cmdline.Options.CertDir,
-			Authentication: c.Authentication, Authorization: c.Authorization,
-			Kube: a.deps.Kube, NodeName: a.deps.NodeName, NodeIP: a.deps.NodeIP,
-			Runtime: a.deps.Runtime, Images: a.deps.Images, RootDir: a.deps.RootDir,
+			ServingCert: a.apiCert, Auth: a.apiAuth,
+			NodeName: a.deps.NodeName,
+			Runtime:  a.deps.Runtime, Images: a.deps.Images, RootDir: a.deps.RootDir,
 			SplitLogStreams: a.gates.Enabled("PodLogsQuerySplitStreams"),
 			Configz:         c.DeepCopy(),
 			FaultInjection:  a.cmdline.Options.DebugFaultInjection,
