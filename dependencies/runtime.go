@@ -12,6 +12,8 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/actorlet/actorlet/metrics"
 )
 
 // handshakeTimeout bounds the first contact with the runtime, so that a node
@@ -61,6 +63,7 @@ func dialRuntime(ctx context.Context, endpoint string) (*grpc.ClientConn, *runti
 	conn, err := grpc.NewClient("unix://"+path,
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxMessageSize), grpc.MaxCallSendMsgSize(maxMessageSize)),
+		grpc.WithChainUnaryInterceptor(metrics.CRIUnaryInterceptor),
 	)
 	if err != nil {
 		return nil, nil, err

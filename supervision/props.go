@@ -35,6 +35,15 @@ func (r *Registry) Props(kind string, producer actor.Producer, children actor.Su
 func (r *Registry) middleware(kind string, mbox *mailboxStats) actor.ReceiverMiddleware {
 	return func(next actor.ReceiverFunc) actor.ReceiverFunc {
 		return func(c actor.ReceiverContext, env *actor.MessageEnvelope) {
+			// protoactor's mailbox reports a message received only after it
+			// was handled without a panic; count the failed one here, or the
+			// mailbox depth stays one too high for good.
+			defer func() {
+				if rec := recover(); rec != nil {
+					mbox.received.Add(1)
+					panic(rec)
+				}
+			}()
 			self := c.Self()
 			lifecycle := false
 			switch m := env.Message.(type) {

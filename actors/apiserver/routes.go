@@ -4,6 +4,8 @@ import (
 	"crypto/tls"
 	"fmt"
 	"net/http"
+
+	"github.com/actorlet/actorlet/metrics"
 )
 
 // healthzMux is the healthz listener's: health, and the operator's live
@@ -27,6 +29,7 @@ func (a *Actor) readOnlyMux() *http.ServeMux {
 	mux.HandleFunc("/healthz", a.healthz)
 	mux.HandleFunc("/pods", a.pods)
 	mux.HandleFunc("/pods/", a.pods)
+	mux.Handle("/metrics", metrics.Handler())
 	return mux
 }
 

@@ -22,6 +22,7 @@ import (
 	"github.com/actorlet/actorlet/logging"
 	"github.com/actorlet/actorlet/machine"
 	"github.com/actorlet/actorlet/messages"
+	"github.com/actorlet/actorlet/metrics"
 	"github.com/actorlet/actorlet/podruntime"
 	"github.com/actorlet/actorlet/server/auth"
 	"github.com/actorlet/actorlet/version"
@@ -269,6 +270,7 @@ func (a *Actor) spawnRuntime(ctx actor.Context) (outcome, error) {
 	if err != nil {
 		return next, err
 	}
+	metrics.RegisterActors(a.p.System.Registry)
 	for _, ra := range runtimeActors {
 		pid, err := ctx.SpawnNamed(ra.props(a, env), ra.kind)
 		if err != nil {

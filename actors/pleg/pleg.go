@@ -16,6 +16,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/actorlet/actorlet/messages"
+	"github.com/actorlet/actorlet/metrics"
 	"github.com/actorlet/actorlet/supervision"
 )
 
@@ -97,6 +98,7 @@ func (a *Actor) Receive(ctx actor.Context) {
 		}
 		a.lastErr = nil
 		a.lastRelist = m.At
+		recordRelist(m)
 		current := index(m)
 		if events := diff(a.previous, current); len(events) > 0 {
 			supervision.Tell(ctx, a.p.PodManager, &messages.PodLifecycleEvents{Events: events})
@@ -112,11 +114,15 @@ func (a *Actor) relist(ctx actor.Context) {
 		return
 	}
 	a.relisting = true
+	if !a.lastRelist.IsZero() {
+		metrics.PLEGRelistInterval.Observe(time.Since(a.lastRelist).Seconds())
+	}
 	rt, timeout := a.p.Runtime, a.p.Timeout
 	supervision.Go(ctx, func() messages.Message {
 		c, cancel := context.WithTimeout(context.Background(), timeout)
 		defer cancel()
 		at := time.Now()
+		defer func() { metrics.PLEGRelistDuration.Observe(time.Since(at).Seconds()) }()
 		sandboxes, err := rt.ListPodSandbox(c, &runtimeapi.ListPodSandboxRequest{})
 		if err != nil {
 			return &messages.Relisted{Err: fmt.Errorf("list pod sandboxes: %w", err)}

@@ -120,6 +120,7 @@ func (a *Actor) Receive(ctx actor.Context) {
 		a.markReadyIfAllSeen(ctx)
 	case *messages.PodUpdate:
 		a.update(ctx, m)
+		a.recordPodCounts()
 		a.seen[m.Source] = true
 		a.markReadyIfAllSeen(ctx)
 	case *messages.PodWorkerStarted:
@@ -133,6 +134,7 @@ func (a *Actor) Receive(ctx actor.Context) {
 		}
 	case *messages.PodWorkerDone:
 		a.done(ctx, m.UID)
+		a.recordPodCounts()
 	case *messages.PodLifecycleEvents:
 		a.route(ctx, m.Events)
 	case *messages.OrphansFound:

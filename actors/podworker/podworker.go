@@ -8,6 +8,7 @@ package podworker
 import (
 	"context"
 	"sync/atomic"
+	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/rs/zerolog"
@@ -16,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/actorlet/actorlet/messages"
+	"github.com/actorlet/actorlet/metrics"
 	"github.com/actorlet/actorlet/supervision"
 )
 
@@ -47,6 +49,9 @@ type Params struct {
 	// operation started by a previous incarnation is never taken for one of
 	// this incarnation's.
 	incarnations atomic.Uint64
+	// synced and startObserved outlive restarts so that the pod's first
+	// sync and its start are measured once (metrics.go).
+	synced, startObserved atomic.Bool
 }
 
 // Actor is the pod-worker actor.
@@ -59,6 +64,9 @@ type Actor struct {
 	cancelRetry            func() bool
 	reported               *v1.PodStatus
 	reportedPhase          Phase
+	// specChanged: an update changed the pod's spec since the last sync
+	// started.
+	specChanged bool
 }
 
 // New returns a producer of the pod-worker for p's pod.
@@ -82,6 +90,9 @@ func (a *Actor) Receive(ctx actor.Context) {
 	case *actor.Restarting, *actor.Stopping:
 		a.cancelAll()
 	case *messages.UpdatePod:
+		// The pod-manager sends a pod again only when its spec changed, or
+		// to a worker that (re)started and has none yet.
+		a.specChanged = a.specChanged || a.state.Pod != nil
 		a.step(ctx, EvUpdate{Pod: m.Pod})
 	case *messages.TerminatePod:
 		a.step(ctx, EvTerminate{Grace: m.GracePeriod})
@@ -94,6 +105,7 @@ func (a *Actor) Receive(ctx actor.Context) {
 		terminal := m.Status.Phase == v1.PodSucceeded || m.Status.Phase == v1.PodFailed
 		a.step(ctx, EvSynced{Gen: m.Gen, RetryAfter: m.RetryAfter, Err: m.Err, Terminal: terminal})
 		if current {
+			a.observePodStart(&m.Status)
 			a.report(ctx, &m.Status)
 		}
 	case *messages.PodKilled:
@@ -123,9 +135,12 @@ func (a *Actor) execute(ctx actor.Context, c Command) {
 	case CmdStartSync:
 		opCtx, cancel := context.WithCancel(context.Background())
 		a.cancelSync = cancel
+		op := a.syncOperation()
 		supervision.Go(ctx, func() messages.Message {
 			defer cancel()
+			start := time.Now()
 			out := rt.SyncPod(opCtx, c.Pod)
+			metrics.PodWorkerDuration.WithLabelValues(op).Observe(time.Since(start).Seconds())
 			out.Gen = c.Gen
 			return &out
 		})
@@ -140,7 +155,10 @@ func (a *Actor) execute(ctx actor.Context, c Command) {
 		pod := a.state.Pod
 		supervision.Go(ctx, func() messages.Message {
 			defer cancel()
-			return &messages.PodKilled{Gen: c.Gen, Err: rt.KillPod(opCtx, pod, p.UID, p.Name, p.Namespace, c.Grace)}
+			start := time.Now()
+			err := rt.KillPod(opCtx, pod, p.UID, p.Name, p.Namespace, c.Grace)
+			metrics.PodWorkerDuration.WithLabelValues(metrics.OperationKill).Observe(time.Since(start).Seconds())
+			return &messages.PodKilled{Gen: c.Gen, Err: err}
 		})
 	case CmdCancelKill:
 		if a.cancelKill != nil {

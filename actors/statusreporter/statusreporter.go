@@ -26,6 +26,7 @@ import (
 	kubeletconfigv1beta1 "k8s.io/kubelet/config/v1beta1"
 
 	"github.com/actorlet/actorlet/messages"
+	"github.com/actorlet/actorlet/metrics"
 	"github.com/actorlet/actorlet/supervision"
 )
 
@@ -138,6 +139,7 @@ func (a *Actor) Receive(ctx actor.Context) {
 }
 
 func (a *Actor) start(ctx actor.Context) {
+	metrics.SetNodeName(a.p.NodeName)
 	c := a.p.Config
 	spec := &nodeSpec{
 		Name: a.p.NodeName, IP: a.p.NodeIP, Labels: a.p.NodeLabels, Taints: c.RegisterWithTaints,

@@ -1,0 +1,54 @@
+package podmanager
+
+import (
+	"testing"
+
+	dto "github.com/prometheus/client_model/go"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/actorlet/actorlet/manifest"
+	"github.com/actorlet/actorlet/messages"
+	"github.com/actorlet/actorlet/metrics"
+)
+
+func sourcedPod(uid, source string) *v1.Pod {
+	return &v1.Pod{ObjectMeta: metav1.ObjectMeta{UID: types.UID(uid), Name: uid,
+		Annotations: map[string]string{manifest.ConfigSourceAnnotation: source}}}
+}
+
+func TestRecordPodCounts(t *testing.T) {
+	a := &Actor{
+		pods: map[types.UID]*podEntry{
+			"file-running": {pod: sourcedPod("file-running", messages.SourceFile)},
+			"api-running":  {pod: sourcedPod("api-running", messages.SourceAPI)},
+			"api-deleting": {pod: sourcedPod("api-deleting", messages.SourceAPI), terminate: &messages.TerminatePod{}},
+			"http-done":    {pod: sourcedPod("http-done", messages.SourceHTTP), finished: true},
+			"orphan":       {terminate: &messages.TerminatePod{}},
+		},
+		rejected: map[types.UID]*v1.Pod{"api-rejected": sourcedPod("api-rejected", messages.SourceAPI)},
+	}
+	a.recordPodCounts()
+	for _, c := range []struct {
+		name, static string
+		want         float64
+	}{
+		{"kubelet_desired_pods", metrics.StaticTrue, 2},  // file-running, http-done
+		{"kubelet_desired_pods", metrics.StaticFalse, 3}, // api-running, api-deleting, api-rejected
+		{"kubelet_active_pods", metrics.StaticTrue, 1},   // file-running
+		{"kubelet_active_pods", metrics.StaticFalse, 1},  // api-running
+	} {
+		vec := metrics.DesiredPods
+		if c.name == "kubelet_active_pods" {
+			vec = metrics.ActivePods
+		}
+		var m dto.Metric
+		if err := vec.WithLabelValues(c.static).Write(&m); err != nil {
+			t.Fatal(err)
+		}
+		if got := m.GetGauge().GetValue(); got != c.want {
+			t.Errorf("%s{static=%q} = %v, want %v", c.name, c.static, got, c.want)
+		}
+	}
+}

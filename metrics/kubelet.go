@@ -1,0 +1,175 @@
+package metrics
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// The kubelet metrics, under upstream's names, types, labels and buckets
+// (k8s.io/kubernetes pkg/kubelet/metrics). Upstream registers them through
+// component-base, whose stability levels add nothing to the exposed names,
+// so dashboards and alerts written for the kubelet read these as they are.
+
+// kubeletSubsystem prefixes every kubelet metric, as upstream's.
+const kubeletSubsystem = "kubelet"
+
+// Values of kubelet_pod_worker_duration_seconds' operation_type label:
+// upstream's SyncPodType names.
+const (
+	// OperationCreate: the first sync of a pod the kubelet was given.
+	OperationCreate = "create"
+	// OperationUpdate: the sync that follows a change of the pod's spec.
+	OperationUpdate = "update"
+	// OperationSync: any other sync (runtime events, retries).
+	OperationSync = "sync"
+	// OperationKill: stopping the pod's containers and removing them.
+	OperationKill = "kill"
+)
+
+// Values of kubelet_running_containers' container_state label: upstream's
+// kubecontainer states, one for each CRI container state.
+const (
+	ContainerStateCreated = "created"
+	ContainerStateRunning = "running"
+	ContainerStateExited  = "exited"
+	ContainerStateUnknown = "unknown"
+)
+
+// Values of the static label of kubelet_desired_pods and kubelet_active_pods:
+// upstream writes "true" for a static pod and the empty string otherwise.
+const (
+	StaticTrue  = "true"
+	StaticFalse = ""
+)
+
+var (
+	// podStartupDurationBuckets are upstream's, roughly exponential in
+	// everyday units so that SLO thresholds fall on a bucket boundary.
+	podStartupDurationBuckets = []float64{0.5, 1, 2, 3, 4, 5, 6, 8, 10, 20, 30, 45, 60, 120, 180, 240, 300, 360, 480, 600, 900, 1200, 1800, 2700, 3600}
+	// runtimeOperationsBuckets are upstream's: 5 ms to about 3.5 hours.
+	runtimeOperationsBuckets = prometheus.ExponentialBuckets(.005, 2.5, 14)
+)
+
+var (
+	// NodeName is 1 with the node's name as its label.
+	NodeName = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Subsystem: kubeletSubsystem, Name: "node_name",
+		Help: "The node's name. The count is always 1.",
+	}, []string{"node"})
+
+	// RunningPods counts the pods with a ready sandbox, as PLEG's last
+	// relist saw them.
+	RunningPods = prometheus.NewGauge(prometheus.GaugeOpts{
+		Subsystem: kubeletSubsystem, Name: "running_pods",
+		Help: "Number of pods that have a running pod sandbox",
+	})
+
+	// RunningContainers counts the containers by state, as PLEG's last
+	// relist saw them.
+	RunningContainers = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Subsystem: kubeletSubsystem, Name: "running_containers",
+		Help: "Number of containers currently running",
+	}, []string{"container_state"})
+
+	// DesiredPods counts the pods the sources want on this node, rejected
+	// ones included.
+	DesiredPods = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Subsystem: kubeletSubsystem, Name: "desired_pods",
+		Help: "The number of pods the kubelet is being instructed to run. static is true if the pod is not from the apiserver.",
+	}, []string{"static"})
+
+	// ActivePods counts the pods admission counts against the node: admitted,
+	// neither terminating nor finished.
+	ActivePods = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Subsystem: kubeletSubsystem, Name: "active_pods",
+		Help: "The number of pods the kubelet considers active and which are being considered when admitting new pods. static is true if the pod is not from the apiserver.",
+	}, []string{"static"})
+
+	// PodStartDuration is the time from the kubelet's first sight of a pod
+	// (its config.seen annotation) to all of its containers running.
+	PodStartDuration = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Subsystem: kubeletSubsystem, Name: "pod_start_duration_seconds",
+		Help:    "Duration in seconds from kubelet seeing a pod for the first time to the pod starting to run",
+		Buckets: podStartupDurationBuckets,
+	})
+
+	// PodWorkerDuration is the time one sync or kill pass of a pod took.
+	PodWorkerDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Subsystem: kubeletSubsystem, Name: "pod_worker_duration_seconds",
+		Help:    "Duration in seconds to sync a single pod. Broken down by operation type: create, update, or sync",
+		Buckets: prometheus.DefBuckets,
+	}, []string{"operation_type"})
+
+	// PLEGRelistDuration is the time one relist of the runtime took.
+	PLEGRelistDuration = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Subsystem: kubeletSubsystem, Name: "pleg_relist_duration_seconds",
+		Help:    "Duration in seconds for relisting pods in PLEG.",
+		Buckets: prometheus.DefBuckets,
+	})
+
+	// PLEGRelistInterval is the time from the last successful relist to the
+	// start of the next one.
+	PLEGRelistInterval = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Subsystem: kubeletSubsystem, Name: "pleg_relist_interval_seconds",
+		Help:    "Interval in seconds between relisting in PLEG.",
+		Buckets: prometheus.DefBuckets,
+	})
+
+	// PLEGLastSeen is the Unix time, in whole seconds as upstream's, of the
+	// last successful relist, so that alerts can say
+	// time() - kubelet_pleg_last_seen_seconds > threshold.
+	PLEGLastSeen = prometheus.NewGauge(prometheus.GaugeOpts{
+		Subsystem: kubeletSubsystem, Name: "pleg_last_seen_seconds",
+		Help: "Timestamp in seconds when PLEG was last seen active.",
+	})
+
+	// RuntimeOperations counts the CRI calls by operation (cri.go).
+	RuntimeOperations = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Subsystem: kubeletSubsystem, Name: "runtime_operations_total",
+		Help: "Cumulative number of runtime operations by operation type.",
+	}, []string{"operation_type"})
+
+	// RuntimeOperationsErrors counts the CRI calls that failed.
+	RuntimeOperationsErrors = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Subsystem: kubeletSubsystem, Name: "runtime_operations_errors_total",
+		Help: "Cumulative number of runtime operation errors by operation type.",
+	}, []string{"operation_type"})
+
+	// RuntimeOperationsDuration is the time each CRI call took.
+	RuntimeOperationsDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Subsystem: kubeletSubsystem, Name: "runtime_operations_duration_seconds",
+		Help:    "Duration in seconds of runtime operations. Broken down by operation type.",
+		Buckets: runtimeOperationsBuckets,
+	}, []string{"operation_type"})
+
+	// StartedPods counts the pod sandboxes the kubelet asked the runtime
+	// to create.
+	StartedPods = prometheus.NewCounter(prometheus.CounterOpts{
+		Subsystem: kubeletSubsystem, Name: "started_pods_total",
+		Help: "Cumulative number of pods started",
+	})
+
+	// StartedPodsErrors counts the sandbox creations that failed.
+	StartedPodsErrors = prometheus.NewCounter(prometheus.CounterOpts{
+		Subsystem: kubeletSubsystem, Name: "started_pods_errors_total",
+		Help: "Cumulative number of errors when starting pods",
+	})
+)
+
+// kubeletMetrics are registered on Registry, in the order of the list of
+// names documented for /metrics.
+var kubeletMetrics = []prometheus.Collector{
+	NodeName, RunningPods, RunningContainers, DesiredPods, ActivePods,
+	PodStartDuration, PodWorkerDuration,
+	PLEGRelistDuration, PLEGRelistInterval, PLEGLastSeen,
+	RuntimeOperations, RuntimeOperationsErrors, RuntimeOperationsDuration,
+	StartedPods, StartedPodsErrors,
+}
+
+func init() {
+	Registry.MustRegister(kubeletMetrics...)
+}
+
+// SetNodeName makes kubelet_node_name report name, as upstream's.
+func SetNodeName(name string) {
+	NodeName.WithLabelValues(name).Set(1)
+}

@@ -1,0 +1,110 @@
+package metrics
+
+import (
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/asynkron/protoactor-go/actor"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/rs/zerolog"
+
+	"github.com/actorlet/actorlet/supervision"
+)
+
+var (
+	defBuckets          = []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10}
+	podStartBuckets     = []float64{0.5, 1, 2, 3, 4, 5, 6, 8, 10, 20, 30, 45, 60, 120, 180, 240, 300, 360, 480, 600, 900, 1200, 1800, 2700, 3600}
+	runtimeOpsBuckets   = []float64{.005, .0125, .03125, .078125, .1953125, .48828125, 1.220703125, 3.0517578125, 7.62939453125, 19.073486328125, 47.6837158203125, 119.20928955078125, 298.0232238769531, 745.0580596923828}
+	gaugeT, counterT    = dto.MetricType_GAUGE, dto.MetricType_COUNTER
+	histogramT, summary = dto.MetricType_HISTOGRAM, dto.MetricType_SUMMARY
+)
+
+// promised is the list of metrics actorlet serves at /metrics besides the
+// Go runtime's and the process's: the kubelet's under upstream's names,
+// types, labels and buckets, and the actors'.
+var promised = []struct {
+	name    string
+	typ     dto.MetricType
+	labels  []string
+	buckets []float64
+}{
+	{"kubelet_node_name", gaugeT, []string{"node"}, nil},
+	{"kubelet_running_pods", gaugeT, nil, nil},
+	{"kubelet_running_containers", gaugeT, []string{"container_state"}, nil},
+	{"kubelet_desired_pods", gaugeT, []string{"static"}, nil},
+	{"kubelet_active_pods", gaugeT, []string{"static"}, nil},
+	{"kubelet_pod_start_duration_seconds", histogramT, nil, podStartBuckets},
+	{"kubelet_pod_worker_duration_seconds", histogramT, []string{"operation_type"}, defBuckets},
+	{"kubelet_pleg_relist_duration_seconds", histogramT, nil, defBuckets},
+	{"kubelet_pleg_relist_interval_seconds", histogramT, nil, defBuckets},
+	{"kubelet_pleg_last_seen_seconds", gaugeT, nil, nil},
+	{"kubelet_runtime_operations_total", counterT, []string{"operation_type"}, nil},
+	{"kubelet_runtime_operations_errors_total", counterT, []string{"operation_type"}, nil},
+	{"kubelet_runtime_operations_duration_seconds", histogramT, []string{"operation_type"}, runtimeOpsBuckets},
+	{"kubelet_started_pods_total", counterT, nil, nil},
+	{"kubelet_started_pods_errors_total", counterT, nil, nil},
+	{"actorlet_actors", gaugeT, []string{"kind"}, nil},
+	{"actorlet_actor_mailbox_depth", gaugeT, []string{"kind"}, nil},
+	{"actorlet_actor_messages_processed_total", counterT, []string{"kind"}, nil},
+	{"actorlet_actor_message_processing_seconds", summary, []string{"kind"}, nil},
+	{"actorlet_actor_restarts_total", counterT, []string{"kind"}, nil},
+}
+
+func TestRegistryServesThePromisedMetrics(t *testing.T) {
+	// A vector shows in a scrape once it has a series: give each one.
+	SetNodeName("test-node")
+	RunningContainers.WithLabelValues(ContainerStateRunning)
+	DesiredPods.WithLabelValues(StaticTrue)
+	ActivePods.WithLabelValues(StaticTrue)
+	PodWorkerDuration.WithLabelValues(OperationSync)
+	RuntimeOperations.WithLabelValues("version")
+	RuntimeOperationsErrors.WithLabelValues("version")
+	RuntimeOperationsDuration.WithLabelValues("version")
+	// The actor metrics show once there is an actor.
+	system := supervision.NewSystem(zerolog.Nop())
+	defer system.Shutdown()
+	if _, err := system.Root.SpawnNamed(system.Registry.Props("pleg", func() actor.Actor { return &worker{} }, nil), "pleg"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, system.Registry, "pleg registered", func(a []supervision.ActorInfo) bool { return len(a) == 1 })
+	RegisterActors(system.Registry)
+	defer RegisterActors(nil)
+
+	mfs := gather(t, Registry)
+	for _, p := range promised {
+		mf, ok := mfs[p.name]
+		if !ok {
+			t.Errorf("%s is not served", p.name)
+			continue
+		}
+		checkFamily(t, mf, p.typ, p.labels, p.buckets)
+	}
+	for name := range mfs {
+		if !strings.HasPrefix(name, "go_") && !strings.HasPrefix(name, "process_") &&
+			!strings.HasPrefix(name, "kubelet_") && !strings.HasPrefix(name, "actorlet_") {
+			t.Errorf("%s is served: every metric is kubelet_*, actorlet_*, go_* or process_*", name)
+		}
+	}
+}
+
+func checkFamily(t *testing.T, mf *dto.MetricFamily, typ dto.MetricType, labels []string, buckets []float64) {
+	t.Helper()
+	if mf.GetType() != typ {
+		t.Errorf("%s is a %s, want %s", mf.GetName(), mf.GetType(), typ)
+	}
+	if got := labelNames(mf); !slices.Equal(got, labels) {
+		t.Errorf("%s has labels %v, want %v", mf.GetName(), got, labels)
+	}
+	if buckets == nil {
+		return
+	}
+	var got []float64
+	for _, b := range mf.GetMetric()[0].GetHistogram().GetBucket() {
+		got = append(got, b.GetUpperBound())
+	}
+	if !reflect.DeepEqual(got, buckets) {
+		t.Errorf("%s has buckets %v, want %v", mf.GetName(), got, buckets)
+	}
+}
