@@ -29,6 +29,7 @@ import (
 
 	"github.com/actorlet/actorlet/messages"
 	"github.com/actorlet/actorlet/server/auth"
+	"github.com/actorlet/actorlet/server/stats"
 	"github.com/actorlet/actorlet/supervision"
 )
 
@@ -55,12 +56,13 @@ type Params struct {
 	ServingCert *tls.Certificate
 	Auth        *auth.Filter
 	NodeName    string
-	// Runtime and Images are the CRI services: streaming URLs, container
-	// lookups, logs and stats.
+	// Runtime is the CRI runtime service: streaming URLs, container lookups
+	// and logs.
 	Runtime runtimeapi.RuntimeServiceClient
-	Images  runtimeapi.ImageServiceClient
-	// RootDir is the kubelet's root directory (node filesystem stats).
-	RootDir string
+	// Stats answers /stats/summary, /metrics/resource and /spec; one
+	// provider for every listener, since it keeps the CPU samples that
+	// rates are computed from.
+	Stats *stats.Provider
 	// SplitLogStreams is the PodLogsQuerySplitStreams feature gate: logs
 	// of one stream (stdout or stderr) only.
 	SplitLogStreams bool

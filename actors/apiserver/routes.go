@@ -30,6 +30,12 @@ func (a *Actor) readOnlyMux() *http.ServeMux {
 	mux.HandleFunc("/pods", a.pods)
 	mux.HandleFunc("/pods/", a.pods)
 	mux.Handle("/metrics", metrics.Handler())
+	if a.p.Stats != nil {
+		mux.Handle("/stats/summary", a.p.Stats.SummaryHandler())
+		mux.Handle("/metrics/resource", a.p.Stats.ResourceMetricsHandler())
+		mux.Handle("/spec", a.p.Stats.SpecHandler())
+		mux.Handle("/spec/", a.p.Stats.SpecHandler())
+	}
 	return mux
 }
 

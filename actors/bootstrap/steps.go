@@ -25,6 +25,7 @@ import (
 	"github.com/actorlet/actorlet/metrics"
 	"github.com/actorlet/actorlet/podruntime"
 	"github.com/actorlet/actorlet/server/auth"
+	"github.com/actorlet/actorlet/server/stats"
 	"github.com/actorlet/actorlet/version"
 )
 
@@ -242,7 +243,10 @@ var runtimeActors = []struct {
 			Address: c.Address, Port: port, ReadOnlyPort: c.ReadOnlyPort,
 			ServingCert: a.apiCert, Auth: a.apiAuth,
 			NodeName: a.deps.NodeName,
-			Runtime:  a.deps.Runtime, Images: a.deps.Images, RootDir: a.deps.RootDir,
+			Stats: &stats.Provider{Runtime: a.deps.Runtime, Images: a.deps.Images, NodeName: a.deps.NodeName,
+				RootDir: a.deps.RootDir, PodLogsDir: c.PodLogsDir, PodCgroupRoot: env.runtime.Opts.CgroupParentRoot,
+				Log: a.log.With().Str("component", "stats").Logger()},
+			Runtime:         a.deps.Runtime,
 			SplitLogStreams: a.gates.Enabled("PodLogsQuerySplitStreams"),
 			Configz:         c.DeepCopy(),
 			FaultInjection:  a.cmdline.Options.DebugFaultInjection,

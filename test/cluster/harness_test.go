@@ -41,7 +41,8 @@ type clusterNode struct {
 	config    string
 	readOnly  int
 	healthz   int
-	port      int // the kubelet API (10250)
+	port      int    // the kubelet API (10250)
+	nodeIP    string // the node's address, where its kubelet API listens
 	rt        runtimeapi.RuntimeServiceClient
 	// namespaces are deleted at cleanup; pods tests create theirs here.
 	namespaces []string
@@ -55,6 +56,15 @@ type nodeOption func(*nodeConfig)
 type nodeConfig struct {
 	// extra is appended to the KubeletConfiguration YAML.
 	extra string
+	// onPodNetwork puts the node on the pod network's bridge address.
+	onPodNetwork bool
+}
+
+// onPodNetwork makes the node's address (and its kubelet API's) the host's
+// address on the pod network instead of loopback: kube-apiserver's
+// nodes/proxy refuses to proxy to loopback.
+func onPodNetwork() nodeOption {
+	return func(c *nodeConfig) { c.onPodNetwork = true }
 }
 
 // withConfig appends lines to the KubeletConfiguration, e.g.
@@ -84,6 +94,10 @@ func newClusterNode(t testing.TB, opts ...nodeOption) *clusterNode {
 	for _, o := range opts {
 		o(&c)
 	}
+	n.nodeIP = "127.0.0.1"
+	if c.onPodNetwork {
+		n.nodeIP = e.BridgeIP
+	}
 	// A short file check and crash-loop cap keep the tests quick; the
 	// behaviours are the same as with upstream's defaults.
 	cfg := fmt.Sprintf(`apiVersion: kubelet.config.k8s.io/v1beta1
@@ -112,7 +126,7 @@ func (n *clusterNode) start() {
 	n.t.Helper()
 	n.proc = agent.Start(n.t, binary, "--config", n.config, "--kubeconfig", n.env.NodeKubeconfig,
 		"--container-runtime-endpoint", n.env.RuntimeEndpoint, "--hostname-override", n.name,
-		"--node-ip", "127.0.0.1", "--root-dir", n.rootDir, "--cert-dir", filepath.Join(n.rootDir, "pki"), "--address", "127.0.0.1", "-v", "2")
+		"--node-ip", n.nodeIP, "--root-dir", n.rootDir, "--cert-dir", filepath.Join(n.rootDir, "pki"), "--address", n.nodeIP, "-v", "2")
 	eventually(n.t, "actorlet listens on its healthz port", 30*time.Second, func() error {
 		c, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", n.healthz), time.Second)
 		if err != nil {

@@ -45,6 +45,7 @@ type Env struct {
 	AdminKubeconfig string // ACTORLET_ADMIN_KUBECONFIG (O=system:masters)
 	APIServerURL    string // ACTORLET_APISERVER_URL
 	CAFile          string // ACTORLET_CA_FILE, the cluster CA: signs every client and serving cert
+	BridgeIP        string // ACTORLET_BRIDGE_IP, the host's address on the pod network
 	PodCIDR         string // ACTORLET_POD_CIDR
 	Registry        string // ACTORLET_REGISTRY, host:port of the local registry
 	PauseImage      string // ACTORLET_PAUSE_IMAGE
@@ -173,6 +174,7 @@ func parse(out []byte) (*Env, error) {
 		AdminKubeconfig: vars["ACTORLET_ADMIN_KUBECONFIG"],
 		APIServerURL:    vars["ACTORLET_APISERVER_URL"],
 		CAFile:          vars["ACTORLET_CA_FILE"],
+		BridgeIP:        vars["ACTORLET_BRIDGE_IP"],
 		PodCIDR:         vars["ACTORLET_POD_CIDR"],
 		Registry:        vars["ACTORLET_REGISTRY"],
 		PauseImage:      vars["ACTORLET_PAUSE_IMAGE"],

@@ -1,0 +1,90 @@
+package stats
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strconv"
+	"time"
+
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
+)
+
+// podNetwork reads the pod's interfaces in its network namespace, through
+// /proc/<pid>/net/dev of the sandbox's process, as cAdvisor reads the
+// sandbox container's. nil, logged, when the sandbox is not ready or its
+// process cannot be found: the rest of the pod's figures still count.
+func (p *Provider) podNetwork(ctx context.Context, sb *runtimeapi.PodSandbox, now time.Time) *statsapi.NetworkStats {
+	if sb.GetState() != runtimeapi.PodSandboxState_SANDBOX_READY {
+		return nil
+	}
+	log := p.Log.Debug().Str("sandbox", sb.GetId())
+	pid, err := p.sandboxPID(ctx, sb.GetId())
+	if err != nil {
+		log.Err(err).Msg("pod network statistics left out")
+		return nil
+	}
+	path := p.hostPath("proc", strconv.Itoa(pid), "net", "dev")
+	data, err := os.ReadFile(path)
+	if err != nil {
+		// The process is gone: the sandbox is stopping, or was
+		// restarted; the next request asks again.
+		p.pidsMu.Lock()
+		delete(p.sandboxPIDs, sb.GetId())
+		p.pidsMu.Unlock()
+		log.Err(err).Msg("pod network statistics left out")
+		return nil
+	}
+	ifaces, err := parseNetDev(data)
+	if err != nil {
+		log.Err(err).Str("file", path).Msg("pod network statistics left out")
+		return nil
+	}
+	return networkStats(now, ifaces)
+}
+
+// sandboxPID is the pid of the sandbox's process, from the runtime's
+// verbose status (containerd's info.pid), remembered for the sandbox's
+// life.
+func (p *Provider) sandboxPID(ctx context.Context, id string) (int, error) {
+	p.pidsMu.Lock()
+	pid, ok := p.sandboxPIDs[id]
+	p.pidsMu.Unlock()
+	if ok {
+		return pid, nil
+	}
+	resp, err := p.Runtime.PodSandboxStatus(ctx, &runtimeapi.PodSandboxStatusRequest{PodSandboxId: id, Verbose: true})
+	if err != nil {
+		return 0, fmt.Errorf("CRI PodSandboxStatus: %w", err)
+	}
+	var info struct {
+		Pid int `json:"pid"`
+	}
+	raw, ok := resp.GetInfo()["info"]
+	if !ok {
+		return 0, fmt.Errorf("CRI PodSandboxStatus: no info in the verbose status")
+	}
+	if err := json.Unmarshal([]byte(raw), &info); err != nil {
+		return 0, fmt.Errorf("CRI PodSandboxStatus: verbose info: %w", err)
+	}
+	if info.Pid <= 0 {
+		return 0, fmt.Errorf("CRI PodSandboxStatus: no pid in the verbose info")
+	}
+	p.pidsMu.Lock()
+	p.sandboxPIDs[id] = info.Pid
+	p.pidsMu.Unlock()
+	return info.Pid, nil
+}
+
+// forgetSandboxPIDs drops the pids of sandboxes no longer listed.
+func (p *Provider) forgetSandboxPIDs(listed map[string]*runtimeapi.PodSandbox) {
+	p.pidsMu.Lock()
+	defer p.pidsMu.Unlock()
+	for id := range p.sandboxPIDs {
+		if _, ok := listed[id]; !ok {
+			delete(p.sandboxPIDs, id)
+		}
+	}
+}
