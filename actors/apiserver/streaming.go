@@ -2,6 +2,7 @@ package apiserver
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -10,9 +11,11 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/proxy"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"k8s.io/streaming/pkg/httpstream"
 )
 
 // The streaming endpoints (/exec, /attach, /portForward) do what upstream's
@@ -121,6 +124,9 @@ func (a *Actor) streamContainer(w http.ResponseWriter, r *http.Request, prefix s
 		writeError(w, err)
 		return
 	}
+	if !requireUpgrade(w, r) {
+		return
+	}
 	raw, err := streamURL(pod, c, opts)
 	if err != nil {
 		writeStreamError(w, err)
@@ -153,6 +159,9 @@ func (a *Actor) portForward(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
+	if !requireUpgrade(w, r) {
+		return
+	}
 	// With SPDY the ports travel in each stream's headers, so the request
 	// names none.
 	resp, err := a.p.Runtime.PortForward(r.Context(), &runtimeapi.PortForwardRequest{PodSandboxId: sandbox})
@@ -177,7 +186,23 @@ type streamResponder struct{ a *Actor }
 
 func (s streamResponder) Error(w http.ResponseWriter, r *http.Request, err error) {
 	s.a.log.Warn().Err(err).Str("path", r.URL.Path).Msg("proxy a stream to the runtime")
-	http.Error(w, err.Error(), http.StatusInternalServerError)
+	code := http.StatusInternalServerError
+	var st apierrors.APIStatus
+	if errors.As(err, &st) && st.Status().Code != 0 {
+		code = int(st.Status().Code)
+	}
+	http.Error(w, err.Error(), code)
+}
+
+// requireUpgrade answers a request that does not ask to upgrade the
+// connection with 400 before the runtime is asked for anything: the
+// streaming endpoints speak nothing else.
+func requireUpgrade(w http.ResponseWriter, r *http.Request) bool {
+	if httpstream.IsUpgradeRequest(r) {
+		return true
+	}
+	http.Error(w, fmt.Sprintf("%s: upgrade request required (SPDY or WebSocket streaming, as kubectl and kube-apiserver send)", r.URL.Path), http.StatusBadRequest)
+	return false
 }
 
 // writeStreamError answers a CRI error with the HTTP status upstream's

@@ -35,6 +35,7 @@ type node struct {
 	rootDir   string
 	config    string
 	readOnly  int
+	port      int // the kubelet API (10250)
 	healthz   int
 	rt        runtimeapi.RuntimeServiceClient
 
@@ -55,6 +56,7 @@ func newNode(t testing.TB) *node {
 		rootDir:   filepath.Join(dir, "root"),
 		config:    filepath.Join(dir, "config.yaml"),
 		readOnly:  agent.FreePort(t),
+		port:      agent.FreePort(t),
 		healthz:   agent.FreePort(t),
 	}
 	if len(n.name) > 40 {
@@ -75,13 +77,16 @@ healthzPort: %d
 port: %d
 crashLoopBackOff:
   maxContainerRestartPeriod: 2s
-# Standalone: no API server to review tokens or access, as upstream.
+# Standalone: no API server to review tokens or access; as with upstream,
+# the kubelet API is then open to anyone who reaches it.
 authentication:
+  anonymous:
+    enabled: true
   webhook:
     enabled: false
 authorization:
   mode: AlwaysAllow
-`, n.manifests, n.readOnly, n.healthz, agent.FreePort(t))
+`, n.manifests, n.readOnly, n.healthz, n.port)
 	if err := os.WriteFile(n.config, []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
 	}
