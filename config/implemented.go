@@ -53,6 +53,8 @@ var Implemented = map[string]bool{
 	"imageMaximumGCAge":           true,
 	"containerLogMaxSize":         true,
 	"containerLogMaxFiles":        true,
+	"containerLogMaxWorkers":      true,
+	"containerLogMonitorInterval": true,
 	"kubeReserved":                true,
 	"systemReserved":              true,
 	"evictionHard":                true,

@@ -18,20 +18,18 @@ func (m *ContainerGC) Summary() string { return "container gc" }
 // gc actor's mailbox.
 // Sender and receiver: the gc actor (from its own goroutine).
 type ContainerGCDone struct {
-	Started            time.Time
-	Duration           time.Duration
-	ContainersRemoved  int
-	SandboxesRemoved   int
-	LogsRotated        int
-	RotatedLogsRemoved int
-	LogDirsRemoved     int
+	Started           time.Time
+	Duration          time.Duration
+	ContainersRemoved int
+	SandboxesRemoved  int
+	LogDirsRemoved    int
 	// Errs are the failures of the pass; the pass goes on past each one.
 	Errs []error
 }
 
 func (m *ContainerGCDone) Summary() string {
-	return fmt.Sprintf("container gc: %d containers, %d sandboxes, %d logs rotated, %d log dirs removed, %d errors in %s",
-		m.ContainersRemoved, m.SandboxesRemoved, m.LogsRotated, m.LogDirsRemoved, len(m.Errs), m.Duration.Round(time.Millisecond))
+	return fmt.Sprintf("container gc: %d containers, %d sandboxes, %d log dirs removed, %d errors in %s",
+		m.ContainersRemoved, m.SandboxesRemoved, m.LogDirsRemoved, len(m.Errs), m.Duration.Round(time.Millisecond))
 }
 
 // ImageGC asks the gc actor to run an image garbage-collection pass.
@@ -79,4 +77,26 @@ type ImageGCDone struct {
 func (m *ImageGCDone) Summary() string {
 	return fmt.Sprintf("image gc: %d images removed, %d bytes freed, %d errors in %s",
 		len(m.ImagesRemoved), m.BytesFreed, len(m.Errs), m.Duration.Round(time.Millisecond))
+}
+
+// RotateLogs asks the gc actor to rotate the running containers' logs.
+// Sender and receiver: the gc actor (its containerLogMonitorInterval timer).
+type RotateLogs struct{}
+
+func (*RotateLogs) Summary() string { return "rotate container logs" }
+
+// LogsRotated is the outcome of one log rotation pass, run outside the gc
+// actor's mailbox.
+// Sender and receiver: the gc actor (from its own goroutine).
+type LogsRotated struct {
+	Started  time.Time
+	Duration time.Duration
+	// Rotated logs, and rotated files removed beyond containerLogMaxFiles.
+	Rotated, FilesRemoved int
+	Errs                  []error
+}
+
+func (m *LogsRotated) Summary() string {
+	return fmt.Sprintf("log rotation: %d rotated, %d rotated files removed, %d errors in %s",
+		m.Rotated, m.FilesRemoved, len(m.Errs), m.Duration.Round(time.Millisecond))
 }

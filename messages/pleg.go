@@ -17,6 +17,9 @@ const (
 	ContainerDied    PodLifecycleEventType = "ContainerDied"
 	ContainerRemoved PodLifecycleEventType = "ContainerRemoved"
 	SandboxChanged   PodLifecycleEventType = "SandboxChanged"
+	// SandboxRemoved: a sandbox is gone from the runtime (GC or a kill
+	// removed it); unlike the other events it never reveals a live orphan.
+	SandboxRemoved PodLifecycleEventType = "SandboxRemoved"
 )
 
 // PodLifecycleEvent is one change seen by a relist.

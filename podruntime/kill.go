@@ -25,9 +25,12 @@ const (
 // KillPod stops every container of the pod in parallel with the grace
 // period (StopContainer's timeout: the runtime sends SIGTERM, then SIGKILL
 // at the deadline), then stops the sandboxes and removes containers and
-// sandboxes, leaving nothing of the pod in the runtime. gracePeriod nil is
-// the pod's terminationGracePeriodSeconds as recorded on its containers.
-// To shorten a kill in flight, cancel its ctx and call KillPod again.
+// sandboxes: the pod is gone from its sources, so nothing of it is kept
+// (upstream's pod-container deleter removes a deleted pod's dead containers
+// as soon as they die; the sandbox, which upstream's container GC would
+// remove within a minute, goes at once). gracePeriod nil is the pod's
+// terminationGracePeriodSeconds as recorded on its containers. To shorten a
+// kill in flight, cancel its ctx and call KillPod again.
 //
 // Without the pod's spec (an orphan), its Killing events refer to each
 // container as an "implicitly required container", as upstream's do for
@@ -38,8 +41,13 @@ func (r *Runtime) KillPod(ctx context.Context, uid types.UID, name, namespace st
 }
 
 // KillPodWithSpec is KillPod for a pod whose spec is known (a pod being
-// deleted or removed from its source): the same kill, with the events
-// referring to spec.containers{NAME} as upstream's.
+// deleted or removed from its source, or one that ran to completion): the
+// same kill, with the events referring to spec.containers{NAME} as
+// upstream's. A pod that ran to completion (Succeeded or Failed before the
+// kill: nothing runs and, by its restart policy, nothing starts again) is
+// only stopped: as upstream, its dead containers and its sandbox stay, so
+// that its logs can still be read, until container GC removes them by its
+// policy, or entirely once the pod is gone.
 func (r *Runtime) KillPodWithSpec(ctx context.Context, pod *v1.Pod, gracePeriod *int64) error {
 	return r.killPod(ctx, pod, gracePeriod)
 }
@@ -54,8 +62,12 @@ func (r *Runtime) killPod(ctx context.Context, pod *v1.Pod, gracePeriod *int64) 
 	if gracePeriod != nil {
 		grace = *gracePeriod
 	}
+	completed := ranToCompletion(pod, status)
 	if err := r.stopPod(ctx, pod, status, grace); err != nil {
 		return fmt.Errorf("kill pod %s/%s: %w", namespace, name, err)
+	}
+	if completed {
+		return nil
 	}
 	var errs []error
 	for _, c := range status.ContainerStatuses {
@@ -78,6 +90,24 @@ func (r *Runtime) killPod(ctx context.Context, pod *v1.Pod, gracePeriod *int64) 
 		return fmt.Errorf("kill pod %s/%s: %w", namespace, name, err)
 	}
 	return nil
+}
+
+// ranToCompletion reports whether the pod, as status shows it, reached
+// Succeeded or Failed by itself. Only a pod with a spec can: an orphan's
+// restart policy is unknown. The phase is computed from the runtime alone,
+// as the sync's, so that a kill racing the pod's last exit decides as the
+// sync that saw it would have.
+func ranToCompletion(pod *v1.Pod, status *PodStatus) bool {
+	if len(pod.Spec.Containers) == 0 {
+		return false // an orphan: metaPod has no spec
+	}
+	for _, c := range status.ContainerStatuses {
+		if c.State == runtimeapi.ContainerState_CONTAINER_RUNNING {
+			return false
+		}
+	}
+	phase := GenerateAPIStatus(pod, status, nil, nil, time.Time{}).Phase
+	return phase == v1.PodSucceeded || phase == v1.PodFailed
 }
 
 // RemovePodLogs removes the pod's log directory, once the pod is gone for
@@ -144,24 +174,37 @@ func (r *Runtime) stopContainer(ctx context.Context, id, name string, grace int6
 	sctx, cancel := context.WithTimeout(ctx, time.Duration(grace)*time.Second+d)
 	defer cancel()
 	_, err := r.RT.StopContainer(sctx, &runtimeapi.StopContainerRequest{ContainerId: id, Timeout: grace})
-	if err == nil || isNotFound(err) || r.exited(ctx, id) {
+	if err == nil || isNotFound(err) || r.exitedWithin(ctx, id, exitReportDelay) {
 		// A container that exits by itself while being stopped can make
-		// containerd 1.6 fail the stop ("ttrpc: closed"): it is stopped all
-		// the same.
+		// containerd 1.6 fail the stop ("ttrpc: closed"), and report the
+		// exit a moment later: it is stopped all the same.
 		return nil
 	}
 	return fmt.Errorf("stop container %s (%s) with grace period %ds: %w", name, id, grace, err)
 }
 
-// exited reports whether the container has exited or is gone.
-func (r *Runtime) exited(ctx context.Context, id string) bool {
-	sctx, cancel := r.callCtx(ctx)
-	defer cancel()
-	resp, err := r.RT.ContainerStatus(sctx, &runtimeapi.ContainerStatusRequest{ContainerId: id})
-	if err != nil {
-		return isNotFound(err)
+// exitReportDelay bounds how long after a failed stop the runtime may take
+// to report the container's own exit.
+const exitReportDelay = 2 * time.Second
+
+// exitedWithin reports whether the container has exited or is gone, or
+// does within d.
+func (r *Runtime) exitedWithin(ctx context.Context, id string, d time.Duration) bool {
+	deadline := time.Now().Add(d)
+	for {
+		sctx, cancel := r.callCtx(ctx)
+		resp, err := r.RT.ContainerStatus(sctx, &runtimeapi.ContainerStatusRequest{ContainerId: id})
+		cancel()
+		switch {
+		case err != nil:
+			return isNotFound(err)
+		case resp.GetStatus().GetState() == runtimeapi.ContainerState_CONTAINER_EXITED:
+			return true
+		case time.Now().After(deadline) || ctx.Err() != nil:
+			return false
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
-	return resp.GetStatus().GetState() == runtimeapi.ContainerState_CONTAINER_EXITED
 }
 
 // recordedGracePeriod is the pod's grace period from its containers'

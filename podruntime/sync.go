@@ -50,6 +50,7 @@ func (r *Runtime) SyncPod(ctx context.Context, pod *v1.Pod, backoff *Backoff) Sy
 			fmt.Sprintf("Back-off restarting failed container %s in pod %s", b.Name, podDesc(pod)))
 	}
 	s.run(ctx, actions)
+	s.removeDeadInstances(ctx)
 	return r.result(ctx, pod, s.waiting, status, s.retry, errors.Join(s.errs...), now)
 }
 
@@ -232,24 +233,47 @@ func (s *syncPass) startContainer(ctx context.Context, c *v1.Container) bool {
 		return false
 	}
 	r.containerEvent(pod, c.Name, created.ContainerId, v1.EventTypeNormal, EventStarted, "Container started")
-	s.pruneExited(ctx, c.Name, prev)
 	return true
 }
 
-// pruneExited removes the exited instances of a container older than prev,
-// the one before the new instance: the API shows only the last
-// termination, and a crash-looping container would otherwise pile up dead
-// instances until the pod is killed.
-func (s *syncPass) pruneExited(ctx context.Context, name string, prev *ContainerStatus) {
-	for _, cs := range s.status.ContainerStatuses {
-		if cs.Name != name || cs == prev || cs.State != runtimeapi.ContainerState_CONTAINER_EXITED {
-			continue
-		}
+// removeDeadInstances removes the exited instances of each container beyond
+// the newest deadInstancesKept, as upstream's pod-container deleter does when
+// a container dies: the newest is the one `kubectl logs --previous` reads
+// and whose restart count the next instance continues; older ones would
+// pile up in a crash loop until container GC. Instances created by this
+// pass are newer than any in s.status, so they are never counted.
+func (s *syncPass) removeDeadInstances(ctx context.Context) {
+	if ctx.Err() != nil {
+		return // the pod is being killed: its kill decides
+	}
+	for _, cs := range deadInstancesBeyond(s.status, deadInstancesKept) {
 		sctx, cancel := s.r.callCtx(ctx)
 		_, err := s.r.RT.RemoveContainer(sctx, &runtimeapi.RemoveContainerRequest{ContainerId: cs.ID})
 		cancel()
 		if err != nil && !isNotFound(err) {
-			s.fail(fmt.Errorf("remove old instance %s of container %s of pod %s/%s: %w", cs.ID, name, s.pod.Namespace, s.pod.Name, err))
+			s.fail(fmt.Errorf("remove old instance %s of container %s of pod %s/%s: %w", cs.ID, cs.Name, s.pod.Namespace, s.pod.Name, err))
 		}
 	}
+}
+
+// deadInstancesKept is how many exited instances of each container of a
+// pod the sync keeps: upstream's max(maximum-dead-containers-per-container
+// (default 1), 1). Container GC applies the configured number.
+const deadInstancesKept = 1
+
+// deadInstancesBeyond returns the exited instances of each container name
+// past the newest keep, oldest last.
+func deadInstancesBeyond(status *PodStatus, keep int) []*ContainerStatus {
+	var out []*ContainerStatus
+	seen := map[string]int{}
+	for _, cs := range status.ContainerStatuses { // newest first
+		if cs.State != runtimeapi.ContainerState_CONTAINER_EXITED {
+			continue
+		}
+		seen[cs.Name]++
+		if seen[cs.Name] > keep {
+			out = append(out, cs)
+		}
+	}
+	return out
 }

@@ -230,6 +230,7 @@ var runtimeActors = []struct {
 			ContainerGCPeriod: time.Minute, ImageGCPeriod: 5 * time.Minute,
 			MinContainerAge: 0, MaxPerPodContainer: 1, MaxContainers: -1,
 			PodLogsDir: a.cfg.PodLogsDir, RootDir: a.deps.RootDir, Log: a.log,
+			Events: a.deps.Events, NodeName: a.deps.NodeName, Registry: a.p.System.Registry,
 		}), nil)
 	}},
 	{apiserver.Kind, func(a *Actor, env *runtimeEnv) *actor.Props {
@@ -322,6 +323,7 @@ func (a *Actor) runtimeEnv() (*runtimeEnv, error) {
 		NodeMemoryCapacity: mem.Value(), NodeAllocatable: allocatable,
 		RuntimeRequestTimeout: c.RuntimeRequestTimeout.Duration,
 		Recorder:              a.deps.Events,
+		PodLogsDir:            c.PodLogsDir,
 	}}
 	return env, nil
 }

@@ -1,7 +1,9 @@
 package gc
 
 import (
+	"compress/gzip"
 	"context"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -29,11 +31,16 @@ type fakeRuntime struct {
 	logPaths   map[string]string
 	removed    []string
 	reopened   []string
+	// listErr fails ListContainers.
+	listErr error
 }
 
 func (f *fakeRuntime) ListContainers(context.Context, *runtimeapi.ListContainersRequest, ...grpc.CallOption) (*runtimeapi.ListContainersResponse, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.listErr != nil {
+		return nil, f.listErr
+	}
 	return &runtimeapi.ListContainersResponse{Containers: slices.Clone(f.containers)}, nil
 }
 
@@ -73,6 +80,10 @@ func (f *fakeRuntime) ReopenContainerLog(_ context.Context, r *runtimeapi.Reopen
 		return nil, err
 	}
 	return &runtimeapi.ReopenContainerLogResponse{}, nil
+}
+
+func (f *fakeRuntime) Status(context.Context, *runtimeapi.StatusRequest, ...grpc.CallOption) (*runtimeapi.StatusResponse, error) {
+	return &runtimeapi.StatusResponse{Info: map[string]string{"config": `{"sandboxImage":"registry.k8s.io/pause:3.10"}`}}, nil
 }
 
 func (f *fakeRuntime) removedIDs() []string {
@@ -136,21 +147,25 @@ func TestRotate(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, ts := range []string{"20260101-000001", "20260101-000002", "20260101-000003"} {
-		if err := os.WriteFile(path+"."+ts, nil, 0o644); err != nil {
+		if err := os.WriteFile(path+"."+ts, []byte("rotated at "+ts+"\n"), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
 	rt := &fakeRuntime{logPaths: map[string]string{"c": path}}
-	p := containerPass{Runtime: rt, LogMaxSize: 1024, LogMaxFiles: 3, Log: zerolog.Nop()}
+	p := logRotation{Runtime: rt, MaxSize: 1024, MaxFiles: 3, Log: zerolog.Nop()}
 	now := time.Date(2026, 1, 2, 0, 0, 0, 0, time.UTC)
 	rotated, removed, err := p.rotate(context.Background(), "c", now)
 	if err != nil || !rotated || removed != 2 {
 		t.Fatalf("rotate = %v, %d, %v", rotated, removed, err)
 	}
-	// MaxFiles 3: the live log plus two rotated ones.
-	want := []string{path + ".20260101-000003", path + ".20260102-000000"}
+	// MaxFiles 3: the live log plus two rotated ones, all but the newest
+	// rotated one compressed.
+	want := []string{path + ".20260101-000003.gz", path + ".20260102-000000"}
 	if got := rotatedLogs(path); !slices.Equal(got, want) {
 		t.Errorf("rotated = %v, want %v", got, want)
+	}
+	if got := gunzip(t, want[0]); got != "rotated at 20260101-000003\n" {
+		t.Errorf("compressed rotated log holds %q", got)
 	}
 	if fi, err := os.Stat(path); err != nil || fi.Size() != 0 || !slices.Equal(rt.reopened, []string{"c"}) {
 		t.Errorf("live log after rotation: %v %v, reopened %v", fi, err, rt.reopened)
@@ -158,5 +173,61 @@ func TestRotate(t *testing.T) {
 	// Under the limit: nothing.
 	if rotated, _, err := p.rotate(context.Background(), "c", now.Add(time.Second)); rotated || err != nil {
 		t.Errorf("rotated a small log: %v %v", rotated, err)
+	}
+}
+
+func gunzip(t *testing.T, path string) string {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	b, err := io.ReadAll(zr)
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	return string(b)
+}
+
+// TestWaitsForSourcesReady: until the pod-manager's sources are all ready,
+// a pod it does not know is left alone; the pass after they are comes
+// within seconds, not a period later.
+func TestWaitsForSourcesReady(t *testing.T) {
+	old := time.Now().Add(-time.Hour).UnixNano()
+	rt := &fakeRuntime{containers: []*runtimeapi.Container{ctr("x1", "x", "app", "sx", exited, 0)}}
+	rt.containers[0].CreatedAt = old
+	var mu sync.Mutex
+	answers := 0
+	system := actor.NewActorSystem()
+	t.Cleanup(system.Shutdown)
+	pm := system.Root.Spawn(actor.PropsFromFunc(func(c actor.Context) {
+		if _, ok := c.Message().(*messages.ListPods); ok {
+			mu.Lock()
+			answers++
+			ready := answers > 1
+			mu.Unlock()
+			c.Respond(&messages.PodList{SourcesReady: ready})
+		}
+	}))
+	system.Root.Spawn(actor.PropsFromProducer(New(Params{
+		Runtime: rt, PodManager: pm, ContainerGCPeriod: time.Hour, ImageGCPeriod: time.Hour,
+		MaxPerPodContainer: 1, MaxContainers: -1, PodLogsDir: t.TempDir(), Log: zerolog.Nop(),
+	})))
+	deadline := time.Now().Add(3 * 2 * firstReadyRetry)
+	for !slices.Equal(rt.removedIDs(), []string{"x1"}) {
+		if time.Now().After(deadline) {
+			t.Fatalf("removed %v, want x1 once the sources are ready", rt.removedIDs())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if answers != 2 {
+		t.Errorf("the pod-manager was asked %d times, want 2 (not ready, then ready)", answers)
 	}
 }

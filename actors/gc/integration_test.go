@@ -132,7 +132,7 @@ func TestContainerGCAgainstContainerd(t *testing.T) {
 	}
 	run := func(known map[types.UID]bool) {
 		t.Helper()
-		done := pass.Run(ctx, known, time.Now())
+		done := pass.Run(ctx, knownPods{UIDs: known, At: time.Now(), Complete: true})
 		if len(done.Errs) > 0 {
 			t.Fatalf("gc pass: %v", done.Errs)
 		}
@@ -204,7 +204,7 @@ func TestDetectImagesAgainstContainerd(t *testing.T) {
 	records := map[string]*imageRecord{}
 	inUse := imagesInUse(d.Containers)
 	detectImages(records, d.Images, inUse, d.At.Add(-time.Hour))
-	choices := selectImages(d.Images, inUse, d.SandboxImage, d.CapacityBytes, 0, imagePolicy{HighThresholdPercent: 85, LowThresholdPercent: 80}, d.At, d.At, records)
+	choices, _ := selectImages(d.Images, inUse, d.SandboxImage, d.CapacityBytes, 0, imagePolicy{HighThresholdPercent: 85, LowThresholdPercent: 80}, d.At, d.At, records)
 	for _, c := range choices {
 		for _, im := range d.Images {
 			if im.Id == c.id && (im.Pinned || imageNamed(im, map[string]bool{d.SandboxImage: true})) {

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 
@@ -17,35 +16,35 @@ import (
 	"github.com/actorlet/actorlet/podruntime"
 )
 
-// rotatedTimestamp is upstream's suffix of a rotated log: <path>.<timestamp>.
-const rotatedTimestamp = "20060102-150405"
-
 // containerPass is one container GC pass: what it needs, copied by value
 // into the goroutine that runs it.
 type containerPass struct {
 	Runtime    runtimeapi.RuntimeServiceClient
 	Policy     containerPolicy
 	PodLogsDir string // "" : no log directory cleanup
-	// LogMaxSize (bytes) and LogMaxFiles: rotation of running containers'
-	// logs; LogMaxSize <= 0 or LogMaxFiles < 2 turns it off.
-	LogMaxSize  int64
-	LogMaxFiles int
 	// Selector, when set, restricts the pass to the containers and
 	// sandboxes with these labels (tests: one pod on a shared runtime).
 	Selector map[string]string
 	Log      zerolog.Logger
 }
 
-// Run lists the runtime, removes what selectContainers chooses, rotates
-// logs and removes pod log directories. known is the pod-manager's pods,
-// asked for at knownAt. It carries on past failures and reports them.
-func (p containerPass) Run(ctx context.Context, known map[types.UID]bool, knownAt time.Time) *messages.ContainerGCDone {
+// failure is an error that stopped a pass, or part of one (a listing it
+// needs), as opposed to one removal failing. Upstream reports failures as
+// events and only logs failed removals.
+type failure struct{ err error }
+
+func (f failure) Error() string { return f.err.Error() }
+func (f failure) Unwrap() error { return f.err }
+
+// Run lists the runtime, removes what selectContainers chooses and removes
+// pod log directories. It carries on past failed removals and reports them.
+func (p containerPass) Run(ctx context.Context, known knownPods) *messages.ContainerGCDone {
 	start := time.Now()
 	done := &messages.ContainerGCDone{Started: start}
 	defer func() { done.Duration = time.Since(start) }()
 	call := func() (context.Context, context.CancelFunc) { return context.WithTimeout(ctx, callTimeout) }
 	if p.Runtime == nil {
-		done.Errs = append(done.Errs, errNoRuntime)
+		done.Errs = append(done.Errs, failure{errNoRuntime})
 		return done
 	}
 
@@ -53,18 +52,18 @@ func (p containerPass) Run(ctx context.Context, known map[types.UID]bool, knownA
 	cl, err := p.Runtime.ListContainers(c, &runtimeapi.ListContainersRequest{Filter: &runtimeapi.ContainerFilter{LabelSelector: p.Selector}})
 	cancel()
 	if err != nil {
-		done.Errs = append(done.Errs, fmt.Errorf("list containers: %w", err))
+		done.Errs = append(done.Errs, failure{fmt.Errorf("list containers: %w", err)})
 		return done
 	}
 	c, cancel = call()
 	sl, err := p.Runtime.ListPodSandbox(c, &runtimeapi.ListPodSandboxRequest{Filter: &runtimeapi.PodSandboxFilter{LabelSelector: p.Selector}})
 	cancel()
 	if err != nil {
-		done.Errs = append(done.Errs, fmt.Errorf("list pod sandboxes: %w", err))
+		done.Errs = append(done.Errs, failure{fmt.Errorf("list pod sandboxes: %w", err)})
 		return done
 	}
 	containers, sandboxes := cl.Containers, sl.Items
-	rmContainers, rmSandboxes := selectContainers(containers, sandboxes, known, knownAt, start, p.Policy)
+	rmContainers, rmSandboxes := selectContainers(containers, sandboxes, known, start, p.Policy)
 
 	gone := map[string]bool{}
 	for _, id := range rmContainers {
@@ -88,25 +87,9 @@ func (p containerPass) Run(ctx context.Context, known map[types.UID]bool, knownA
 		done.SandboxesRemoved++
 	}
 
-	// Log rotation of running containers.
-	if p.LogMaxSize > 0 && p.LogMaxFiles >= 2 {
-		for _, ct := range containers {
-			if ct.State != runtimeapi.ContainerState_CONTAINER_RUNNING || ct.GetLabels()[podruntime.LabelPodUID] == "" {
-				continue
-			}
-			rotated, removed, err := p.rotate(ctx, ct.Id, time.Now())
-			done.RotatedLogsRemoved += removed
-			if err != nil {
-				done.Errs = append(done.Errs, err)
-			}
-			if rotated {
-				done.LogsRotated++
-			}
-		}
-	}
-
-	// Pod log directories of pods with nothing left.
-	if p.PodLogsDir != "" {
+	// Pod log directories of pods with nothing left, once the pod-manager's
+	// set is complete (upstream: only when all sources are ready).
+	if p.PodLogsDir != "" && known.Complete {
 		left := map[types.UID]bool{}
 		for _, ct := range containers {
 			if !gone[ct.Id] {
@@ -118,7 +101,7 @@ func (p containerPass) Run(ctx context.Context, known map[types.UID]bool, knownA
 				left[types.UID(s.GetLabels()[podruntime.LabelPodUID])] = true
 			}
 		}
-		n, errs := removeLogDirs(p.PodLogsDir, known, left, knownAt)
+		n, errs := removeLogDirs(p.PodLogsDir, known, left)
 		done.LogDirsRemoved += n
 		done.Errs = append(done.Errs, errs...)
 	}
@@ -147,67 +130,6 @@ func (p containerPass) removeContainer(ctx context.Context, id string) error {
 	return nil
 }
 
-// rotatedLogs are path's rotated files, oldest first (the timestamp sorts).
-func rotatedLogs(path string) []string {
-	matches, _ := filepath.Glob(globEscape(path) + ".*")
-	var out []string
-	for _, m := range matches {
-		if !strings.HasSuffix(m, ".tmp") {
-			out = append(out, m)
-		}
-	}
-	slices.Sort(out)
-	return out
-}
-
-func globEscape(s string) string {
-	return strings.NewReplacer(`\`, `\\`, `*`, `\*`, `?`, `\?`, `[`, `\[`).Replace(s)
-}
-
-// rotate rotates the log of a running container when it exceeds LogMaxSize,
-// as upstream's containerLogManager.rotateLog without compression: keep at
-// most LogMaxFiles-2 rotated files, rename the log to <path>.<timestamp>,
-// and have the runtime reopen it (undoing the rename if it cannot).
-func (p containerPass) rotate(ctx context.Context, id string, now time.Time) (rotated bool, removed int, err error) {
-	c, cancel := context.WithTimeout(ctx, callTimeout)
-	defer cancel()
-	st, err := p.Runtime.ContainerStatus(c, &runtimeapi.ContainerStatusRequest{ContainerId: id})
-	if err != nil {
-		return false, 0, fmt.Errorf("container status %s: %w", id, err)
-	}
-	path := st.GetStatus().GetLogPath()
-	if path == "" {
-		return false, 0, nil
-	}
-	fi, err := os.Stat(path)
-	if err != nil || fi.Size() < p.LogMaxSize {
-		return false, 0, nil
-	}
-	old := rotatedLogs(path)
-	if excess := len(old) - (p.LogMaxFiles - 2); excess > 0 {
-		for _, r := range old[:excess] {
-			if err := os.Remove(r); err == nil || os.IsNotExist(err) {
-				removed++
-			}
-		}
-	}
-	target := path + "." + now.Format(rotatedTimestamp)
-	if _, err := os.Stat(target); err == nil {
-		return false, removed, nil // rotated this second already
-	}
-	if err := os.Rename(path, target); err != nil {
-		return false, removed, fmt.Errorf("rotate log of %s: %w", id, err)
-	}
-	if _, err := p.Runtime.ReopenContainerLog(c, &runtimeapi.ReopenContainerLogRequest{ContainerId: id}); err != nil {
-		if rerr := os.Rename(target, path); rerr != nil {
-			p.Log.Warn().Err(rerr).Str("log", path).Msg("could not undo log rotation")
-		}
-		return false, removed, fmt.Errorf("reopen log of %s: %w", id, err)
-	}
-	p.Log.Debug().Str("container", id).Str("rotated", target).Int64("size", fi.Size()).Msg("rotated container log")
-	return true, removed, nil
-}
-
 // podUIDFromLogDir is the UID in a pod log directory's name,
 // NAMESPACE_NAME_UID (upstream's parsePodUIDFromLogsDirectory).
 func podUIDFromLogDir(name string) types.UID {
@@ -217,14 +139,14 @@ func podUIDFromLogDir(name string) types.UID {
 
 // removeLogDirs removes the directories under root of pods that known does
 // not hold and that have nothing left in the runtime, unless changed since
-// knownAt (a pod added since the pod-manager was asked).
-func removeLogDirs(root string, known, left map[types.UID]bool, knownAt time.Time) (int, []error) {
+// known.At (a pod added since the pod-manager was asked).
+func removeLogDirs(root string, known knownPods, left map[types.UID]bool) (int, []error) {
 	entries, err := os.ReadDir(root)
 	if err != nil {
 		if os.IsNotExist(err) {
 			return 0, nil
 		}
-		return 0, []error{fmt.Errorf("read %s: %w", root, err)}
+		return 0, []error{failure{fmt.Errorf("read pod log directories %s: %w", root, err)}}
 	}
 	var errs []error
 	n := 0
@@ -233,10 +155,10 @@ func removeLogDirs(root string, known, left map[types.UID]bool, knownAt time.Tim
 			continue
 		}
 		uid := podUIDFromLogDir(e.Name())
-		if uid == "" || known[uid] || left[uid] {
+		if uid == "" || known.has(uid) || left[uid] {
 			continue
 		}
-		if fi, err := e.Info(); err != nil || !fi.ModTime().Before(knownAt) {
+		if fi, err := e.Info(); err != nil || !fi.ModTime().Before(known.At) {
 			continue
 		}
 		if err := os.RemoveAll(filepath.Join(root, e.Name())); err != nil {

@@ -35,23 +35,36 @@ type deadContainer struct {
 
 func created(ns int64) time.Time { return time.Unix(0, ns) }
 
+// knownPods is the pod-manager's answer to a container pass: the UIDs of
+// its pods (with a worker or wanted by a source), asked for At. Until
+// Complete (every pod source has sent its pods), a pod it does not hold may
+// still be wanted, so every pod counts as known, as upstream's
+// allSourcesReady guard.
+type knownPods struct {
+	UIDs     map[types.UID]bool
+	At       time.Time
+	Complete bool
+}
+
+func (k knownPods) has(uid types.UID) bool { return !k.Complete || k.UIDs[uid] }
+
 // selectContainers chooses the containers and sandboxes a container GC pass
 // removes, oldest first, as upstream's containerGC.evictContainers and
 // evictSandboxes do:
 //
 //   - objects without the pod UID label are not the kubelet's: never touched;
 //   - a running container or a ready sandbox is never removed;
-//   - of a pod that known holds, only exited containers older than MinAge are
+//   - of a known pod, only exited containers older than MinAge are
 //     candidates; the newest MaxPerPodContainer of each (pod, container name)
 //     are kept, then MaxContainers (if >= 0) bounds the node's total;
-//   - of a pod that known does not hold, every container that is not running
-//     and is older than MinAge, and every sandbox that is not ready and keeps
-//     no container, is removed, as long as it was created before knownAt
+//   - of a pod that is not known, every container that is not running and
+//     is older than MinAge, and every sandbox that is not ready and keeps no
+//     container, is removed, as long as it was created before known.At
 //     (when the pod-manager was asked): a pod added since may be unknown to
-//     known yet be real;
+//     the answer yet be real;
 //   - a sandbox that is not ready and keeps no container (once the selected
 //     containers are gone) is removed unless it is the newest of a known pod.
-func selectContainers(containers []*runtimeapi.Container, sandboxes []*runtimeapi.PodSandbox, known map[types.UID]bool, knownAt, now time.Time, policy containerPolicy) (removeContainers, removeSandboxes []string) {
+func selectContainers(containers []*runtimeapi.Container, sandboxes []*runtimeapi.PodSandbox, known knownPods, now time.Time, policy containerPolicy) (removeContainers, removeSandboxes []string) {
 	minBirth := now.Add(-policy.MinAge)
 	var remove []deadContainer
 	units := map[evictUnit][]deadContainer{}
@@ -65,8 +78,8 @@ func selectContainers(containers []*runtimeapi.Container, sandboxes []*runtimeap
 		if birth.After(minBirth) {
 			continue
 		}
-		if !known[uid] {
-			if birth.Before(knownAt) {
+		if !known.has(uid) {
+			if birth.Before(known.At) {
 				remove = append(remove, deadContainer{c.Id, birth})
 			}
 			continue
@@ -147,10 +160,10 @@ func selectContainers(containers []*runtimeapi.Container, sandboxes []*runtimeap
 			if s.State == runtimeapi.PodSandboxState_SANDBOX_READY || holds[s.Id] {
 				continue
 			}
-			if known[uid] && i == 0 {
+			if known.has(uid) && i == 0 {
 				continue // the newest sandbox of a known pod
 			}
-			if !known[uid] && !created(s.CreatedAt).Before(knownAt) {
+			if !known.has(uid) && !created(s.CreatedAt).Before(known.At) {
 				continue
 			}
 			dead = append(dead, s)
@@ -247,16 +260,25 @@ func detectImages(records map[string]*imageRecord, images []*runtimeapi.Image, i
 type imageChoice struct {
 	id     string
 	size   uint64
-	reason string // "age" or "space"
+	reason string // reasonAge or reasonSpace
 }
+
+// Why an image was removed: the values of upstream's
+// kubelet_image_garbage_collected_total reason label.
+const (
+	reasonAge   = "age"
+	reasonSpace = "space"
+)
 
 // selectImages chooses the images to remove, as upstream's
 // realImageGCManager: never an image in use, a pinned image or the sandbox
 // image; first (MaxAge > 0, once began is more than MaxAge ago) every image
 // unused for longer than MaxAge; then, when the image filesystem is at least
 // HighThresholdPercent full, the least recently used images at least MinAge
-// old until usage would be under LowThresholdPercent.
-func selectImages(images []*runtimeapi.Image, inUse map[string]bool, sandboxImage string, capacity, available uint64, policy imagePolicy, now, began time.Time, records map[string]*imageRecord) []imageChoice {
+// old until usage would be under LowThresholdPercent. need is what the
+// threshold asks to free beyond the images removed for their age (0 when
+// under the threshold): freeing less is upstream's FreeDiskSpaceFailed.
+func selectImages(images []*runtimeapi.Image, inUse map[string]bool, sandboxImage string, capacity, available uint64, policy imagePolicy, now, began time.Time, records map[string]*imageRecord) (choices []imageChoice, need uint64) {
 	sandbox := map[string]bool{}
 	if sandboxImage != "" {
 		sandbox[sandboxImage] = true
@@ -290,7 +312,6 @@ func selectImages(images []*runtimeapi.Image, inUse map[string]bool, sandboxImag
 		}
 		return cmp.Compare(a.img.Id, b.img.Id)
 	})
-	var out []imageChoice
 	var freed uint64
 	left := candidates[:0:0]
 	for _, c := range candidates {
@@ -299,24 +320,24 @@ func selectImages(images []*runtimeapi.Image, inUse map[string]bool, sandboxImag
 			last = c.rec.firstDetected
 		}
 		if policy.MaxAge > 0 && now.Sub(began) > policy.MaxAge && now.Sub(last) > policy.MaxAge {
-			out = append(out, imageChoice{c.img.Id, c.img.Size, "age"})
+			choices = append(choices, imageChoice{c.img.Id, c.img.Size, reasonAge})
 			freed += c.img.Size
 			continue
 		}
 		left = append(left, c)
 	}
 	if capacity == 0 || policy.HighThresholdPercent >= 100 {
-		return out
+		return choices, 0
 	}
 	usage := 100 - int(available*100/capacity)
 	if usage < policy.HighThresholdPercent {
-		return out
+		return choices, 0
 	}
 	target := capacity * uint64(100-policy.LowThresholdPercent) / 100
 	if available+freed >= target {
-		return out
+		return choices, 0
 	}
-	need := target - available - freed
+	need = target - available - freed
 	var got uint64
 	for _, c := range left {
 		if got >= need {
@@ -328,8 +349,8 @@ func selectImages(images []*runtimeapi.Image, inUse map[string]bool, sandboxImag
 		if !c.rec.lastUsed.IsZero() && now.Sub(c.rec.lastUsed) < policy.MinAge {
 			continue
 		}
-		out = append(out, imageChoice{c.img.Id, c.img.Size, "space"})
+		choices = append(choices, imageChoice{c.img.Id, c.img.Size, reasonSpace})
 		got += c.img.Size
 	}
-	return out
+	return choices, need
 }

@@ -48,6 +48,7 @@ func TestSelectContainers(t *testing.T) {
 		sandboxes  []*runtimeapi.PodSandbox
 		known      map[types.UID]bool
 		knownAt    time.Time
+		incomplete bool // not every source has sent its pods
 		policy     containerPolicy
 		wantC      []string
 		wantS      []string
@@ -129,6 +130,18 @@ func TestSelectContainers(t *testing.T) {
 			known:      knownA, knownAt: t0.Add(-2 * time.Minute), policy: def,
 		},
 		{
+			name: "sources not all ready: every pod counts as known",
+			containers: []*runtimeapi.Container{
+				ctr("c1", "x", "app", "s1", exited, 50), ctr("c2", "x", "app", "s1", exited, 40),
+			},
+			sandboxes: []*runtimeapi.PodSandbox{sb("s0", "x", notReady, 70), sb("s1", "x", notReady, 60)},
+			known:     knownA, knownAt: t0, incomplete: true, policy: def,
+			// x's older instance goes by MaxPerPodContainer; its newest
+			// sandbox stays, as a known pod's.
+			wantC: []string{"c1"},
+			wantS: []string{"s0"},
+		},
+		{
 			name:       "objects without the pod UID label are not ours",
 			containers: []*runtimeapi.Container{ctr("c1", "", "", "s1", exited, 50)},
 			sandboxes:  []*runtimeapi.PodSandbox{sb("s1", "", notReady, 60)},
@@ -148,7 +161,7 @@ func TestSelectContainers(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			gotC, gotS := selectContainers(tt.containers, tt.sandboxes, tt.known, tt.knownAt, t0, tt.policy)
+			gotC, gotS := selectContainers(tt.containers, tt.sandboxes, knownPods{UIDs: tt.known, At: tt.knownAt, Complete: !tt.incomplete}, t0, tt.policy)
 			if !slices.Equal(gotC, tt.wantC) {
 				t.Errorf("containers = %v, want %v", gotC, tt.wantC)
 			}
@@ -191,15 +204,15 @@ func TestSelectImages(t *testing.T) {
 		name                string
 		capacity, available uint64
 		policy              imagePolicy
-		now                 time.Time
 		want                []string
+		need                uint64 // to free beyond the images removed for their age
 	}{
 		{name: "under the high threshold: nothing", capacity: 100 * gib, available: 20 * gib, policy: pol},
 		// need 20 GiB available, have 14: only lru and mru (2 GiB) may go.
 		{name: "above: least recently used first", capacity: 100 * gib, available: 14 * gib, policy: pol,
-			want: []string{"sha256:lru", "sha256:mru"}},
+			want: []string{"sha256:lru", "sha256:mru"}, need: 6 * gib},
 		{name: "above: frees as much as it may, never young/used/pinned/sandbox", capacity: 10 * gib, available: 0, policy: pol,
-			want: []string{"sha256:lru", "sha256:mru"}},
+			want: []string{"sha256:lru", "sha256:mru"}, need: 2 * gib},
 		{name: "threshold 100 disables", capacity: 10 * gib, available: 0, policy: imagePolicy{HighThresholdPercent: 100, LowThresholdPercent: 80}},
 		{name: "max age removes old unused images whatever the usage", capacity: 100 * gib, available: 90 * gib,
 			policy: imagePolicy{HighThresholdPercent: 85, LowThresholdPercent: 80, MaxAge: time.Hour}, want: []string{"sha256:lru"}},
@@ -209,7 +222,11 @@ func TestSelectImages(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var got []string
-			for _, c := range selectImages(images, inUse, "registry.k8s.io/pause:3.10", tt.capacity, tt.available, tt.policy, t0, began, records) {
+			choices, need := selectImages(images, inUse, "registry.k8s.io/pause:3.10", tt.capacity, tt.available, tt.policy, t0, began, records)
+			if need != tt.need {
+				t.Errorf("need = %d, want %d", need, tt.need)
+			}
+			for _, c := range choices {
 				got = append(got, c.id)
 			}
 			if !slices.Equal(got, tt.want) {
@@ -219,9 +236,9 @@ func TestSelectImages(t *testing.T) {
 	}
 	t.Run("stops once enough is freed", func(t *testing.T) {
 		// 10 GiB disk, 1.5 GiB free, 85% -> need 2 GiB free: 0.5 GiB, lru is enough.
-		got := selectImages(images, inUse, "registry.k8s.io/pause:3.10", 10*gib, 3*gib/2, pol, t0, began, records)
-		if len(got) != 1 || got[0].id != "sha256:lru" || got[0].reason != "space" {
-			t.Errorf("got %+v", got)
+		got, need := selectImages(images, inUse, "registry.k8s.io/pause:3.10", 10*gib, 3*gib/2, pol, t0, began, records)
+		if len(got) != 1 || got[0].id != "sha256:lru" || got[0].reason != reasonSpace || need != gib/2 {
+			t.Errorf("got %+v, need %d", got, need)
 		}
 	})
 }
@@ -275,7 +292,8 @@ func TestRemoveLogDirs(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	n, errs := removeLogDirs(root, map[types.UID]bool{"uid-known": true}, map[types.UID]bool{"uid-left": true}, time.Now().Add(-time.Minute))
+	known := knownPods{UIDs: map[types.UID]bool{"uid-known": true}, At: time.Now().Add(-time.Minute), Complete: true}
+	n, errs := removeLogDirs(root, known, map[types.UID]bool{"uid-left": true})
 	if n != 1 || len(errs) != 0 {
 		t.Fatalf("removed %d, errs %v", n, errs)
 	}
@@ -292,14 +310,22 @@ func TestRemoveLogDirs(t *testing.T) {
 func TestRotatedLogs(t *testing.T) {
 	dir := t.TempDir()
 	p := filepath.Join(dir, "0.log")
-	for _, f := range []string{"0.log", "0.log.20260101-120002", "0.log.20260101-120001", "0.log.20260101-120003.tmp", "1.log.20260101-120000"} {
+	for _, f := range []string{"0.log", "0.log.20260101-120002", "0.log.20260101-120001.gz", "0.log.20260101-120001",
+		"0.log.20260101-120003.tmp", "1.log.20260101-120000"} {
 		if err := os.WriteFile(filepath.Join(dir, f), nil, 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
 	got := rotatedLogs(p)
-	want := []string{p + ".20260101-120001", p + ".20260101-120002"}
+	want := []string{p + ".20260101-120001", p + ".20260101-120001.gz", p + ".20260101-120002", p + ".20260101-120003.tmp"}
 	if !slices.Equal(got, want) {
 		t.Errorf("rotatedLogs = %v, want %v", got, want)
+	}
+	// The leftovers of an interrupted rotation go: the .tmp file and the
+	// uncompressed file whose compressed copy exists.
+	got = cleanupUnusedLogs(got)
+	want = []string{p + ".20260101-120001.gz", p + ".20260101-120002"}
+	if !slices.Equal(got, want) || !slices.Equal(rotatedLogs(p), want) {
+		t.Errorf("after cleanup: %v (on disk %v), want %v", got, rotatedLogs(p), want)
 	}
 }

@@ -168,7 +168,8 @@ func ref(labels map[string]string) podRef {
 // diff turns two relists into lifecycle events, as upstream's generic PLEG:
 // a container that appears running or turns running has started; one that
 // turns exited (or appears exited) has died; one that is gone was removed.
-// Anything of a sandbox's that changes is SandboxChanged. Objects without a
+// A sandbox that appears or changes state is SandboxChanged, one that is
+// gone SandboxRemoved. Objects without a
 // pod UID label are not the kubelet's and are ignored.
 func diff(previous, current map[string]record) []messages.PodLifecycleEvent {
 	var events []messages.PodLifecycleEvent
@@ -197,7 +198,7 @@ func diff(previous, current map[string]record) []messages.PodLifecycleEvent {
 			continue
 		}
 		if old.sandbox {
-			emit(id, old, messages.SandboxChanged)
+			emit(id, old, messages.SandboxRemoved)
 		} else {
 			emit(id, old, messages.ContainerRemoved)
 		}

@@ -44,7 +44,7 @@ func TestDiff(t *testing.T) {
 		{"gone container removed", map[string]record{"c1": {pod: web, state: exited}}, nil, []ev{{"u1", messages.ContainerRemoved, "c1"}}},
 		{"new sandbox", nil, map[string]record{"s1": {pod: web, sandbox: true, state: ready}}, []ev{{"u1", messages.SandboxChanged, "s1"}}},
 		{"sandbox not ready", map[string]record{"s1": {pod: web, sandbox: true, state: ready}}, map[string]record{"s1": {pod: web, sandbox: true, state: notRdy}}, []ev{{"u1", messages.SandboxChanged, "s1"}}},
-		{"sandbox removed", map[string]record{"s1": {pod: web, sandbox: true, state: notRdy}}, nil, []ev{{"u1", messages.SandboxChanged, "s1"}}},
+		{"sandbox removed", map[string]record{"s1": {pod: web, sandbox: true, state: notRdy}}, nil, []ev{{"u1", messages.SandboxRemoved, "s1"}}},
 		{"objects without a pod UID are not ours", nil, map[string]record{"x": {state: running}}, nil},
 		{"events of two pods", nil, map[string]record{"c1": {pod: web, state: running}, "c2": {pod: other, state: exited}},
 			[]ev{{"u1", messages.ContainerStarted, "c1"}, {"u2", messages.ContainerDied, "c2"}}},

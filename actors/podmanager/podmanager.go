@@ -382,6 +382,8 @@ func (a *Actor) route(ctx actor.Context, events []messages.PodLifecycleEvent) {
 		if !a.ready || a.recentlyDone[uid].After(now.Add(-recentlyDoneFor)) {
 			continue
 		}
+		// Only a start or a sandbox appearing reveals a live orphan: the
+		// remains of a finished pod that GC removes are not one.
 		for _, ev := range evs {
 			if ev.Type == messages.ContainerStarted || ev.Type == messages.SandboxChanged {
 				a.adoptOrphan(ctx, uid, ev.PodName, ev.PodNamespace)

@@ -285,3 +285,26 @@ func TestCompletedPodIsTerminatedAndNotStartedAgain(t *testing.T) {
 		return nil
 	})
 }
+
+func TestOnlyALiveRuntimePodIsTakenForAnOrphan(t *testing.T) {
+	h := newHarness(t, 10)
+	h.send(messages.SourceFile, messages.OpSet)
+	h.send(messages.SourceAPI, messages.OpSet)
+	h.list() // the pod-manager has taken both updates: sources are ready
+	event := func(uid types.UID, typ messages.PodLifecycleEventType) {
+		supervision.TellFromOutside(h.system.ActorSystem, h.pm, &messages.PodLifecycleEvents{Events: []messages.PodLifecycleEvent{
+			{PodUID: uid, PodName: "p-" + string(uid), PodNamespace: "default", Type: typ, ID: "x"}}})
+	}
+	// The remains of a finished pod going (GC) are not a pod to terminate.
+	event("remains", messages.SandboxRemoved)
+	event("remains", messages.ContainerRemoved)
+	event("remains", messages.ContainerDied)
+	// A container starting that no source wants is.
+	event("live", messages.ContainerStarted)
+	h.eventually("only the live orphan is killed", func(_ map[types.UID]int, k map[types.UID]string) error {
+		if len(k) != 1 || k["live"] == "" {
+			return fmt.Errorf("killed %v", k)
+		}
+		return nil
+	})
+}

@@ -1,0 +1,95 @@
+package metrics
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// The gc actor's metrics. Upstream's kubelet has one GC metric,
+// kubelet_image_garbage_collected_total, kept under its name; the others
+// are actorlet's own, under actorlet_gc_.
+
+// Values of the kind label of the actorlet_gc_ run metrics: the gc actor's
+// three passes.
+const (
+	GCKindContainer   = "container"    // dead containers, sandboxes, pod log directories
+	GCKindImage       = "image"        // unused images
+	GCKindLogRotation = "log_rotation" // container logs past containerLogMaxSize
+)
+
+// Values of actorlet_gc_runs_total's result label.
+const (
+	GCResultSuccess = "success"
+	// GCResultFailure: the pass failed, or some removal in it did.
+	GCResultFailure = "failure"
+)
+
+// Values of actorlet_gc_removed_total's object label.
+const (
+	GCObjectContainer = "container"
+	GCObjectSandbox   = "sandbox"
+	GCObjectImage     = "image"
+	// GCObjectLogFile: a rotated log file beyond containerLogMaxFiles.
+	GCObjectLogFile = "log_file"
+	// GCObjectPodLogDir: the /var/log/pods directory of a pod that is gone.
+	GCObjectPodLogDir = "pod_log_dir"
+)
+
+// Values of kubelet_image_garbage_collected_total's reason label, upstream's.
+const (
+	ImageGCReasonAge   = "age"
+	ImageGCReasonSpace = "space"
+)
+
+// gcDurationBuckets span a pass over an idle node (a few ms) to one
+// removing hundreds of objects or images (minutes).
+var gcDurationBuckets = prometheus.ExponentialBuckets(0.005, 2.5, 12)
+
+var (
+	// ImageGarbageCollectedTotal is upstream's: images removed, by reason.
+	ImageGarbageCollectedTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Subsystem: kubeletSubsystem, Name: "image_garbage_collected_total",
+		Help: "Total number of images garbage collected by the kubelet, whether through disk usage or image age.",
+	}, []string{"reason"})
+
+	// GCDuration is how long each GC pass took, by kind.
+	GCDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Namespace: "actorlet", Subsystem: "gc", Name: "duration_seconds",
+		Help:    "Duration in seconds of a garbage collection pass, by kind (container, image, log_rotation).",
+		Buckets: gcDurationBuckets,
+	}, []string{"kind"})
+
+	// GCRuns counts the GC passes by kind and result.
+	GCRuns = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "actorlet", Subsystem: "gc", Name: "runs_total",
+		Help: "Number of garbage collection passes, by kind and result (success, or failure when the pass or one of its removals failed).",
+	}, []string{"kind", "result"})
+
+	// GCRemoved counts what GC removed, by object.
+	GCRemoved = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "actorlet", Subsystem: "gc", Name: "removed_total",
+		Help: "Number of objects garbage collection removed, by object (container, sandbox, image, log_file, pod_log_dir).",
+	}, []string{"object"})
+
+	// GCLogsRotated counts the container logs rotated.
+	GCLogsRotated = prometheus.NewCounter(prometheus.CounterOpts{
+		Namespace: "actorlet", Subsystem: "gc", Name: "logs_rotated_total",
+		Help: "Number of container logs rotated for reaching containerLogMaxSize.",
+	})
+
+	// GCImageBytesFreed counts the bytes image GC freed (the removed
+	// images' sizes as the runtime reports them).
+	GCImageBytesFreed = prometheus.NewCounter(prometheus.CounterOpts{
+		Namespace: "actorlet", Subsystem: "gc", Name: "image_bytes_freed_total",
+		Help: "Bytes freed by image garbage collection: the sum of the removed images' sizes.",
+	})
+
+	// GCLastRun is when each kind of pass last ended.
+	GCLastRun = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: "actorlet", Subsystem: "gc", Name: "last_run_timestamp_seconds",
+		Help: "Unix time at which the last garbage collection pass of each kind ended.",
+	}, []string{"kind"})
+)
+
+func init() {
+	Registry.MustRegister(ImageGarbageCollectedTotal, GCDuration, GCRuns, GCRemoved, GCLogsRotated, GCImageBytesFreed, GCLastRun)
+}
