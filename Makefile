@@ -11,7 +11,7 @@ PKG_IMPORTS = $(GO) list -f '{{.ImportPath}}{{range .TestImports}} {{.}}{{end}}{
 INTEGRATION = $$($(PKG_IMPORTS) | awk '/actorlet\/test\/env( |$$)/ || $$1 ~ /\/cmd\// {print $$1}')
 UNIT = $$($(PKG_IMPORTS) | awk '!(/actorlet\/test\/env( |$$)/ || $$1 ~ /\/cmd\//) {print $$1}')
 
-.PHONY: build test unit integration lint env-up env-down run run-cluster bench-static bench-cluster clean
+.PHONY: build test unit integration lint env-up env-down run run-cluster bench bench-churn bench-static bench-cluster clean
 
 build:
 	$(GO) build -o $(BIN)/actorlet ./cmd/actorlet
@@ -30,6 +30,19 @@ lint:
 	$(GO) vet ./...
 	GOBIN=$(BIN) $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
 	$(BIN)/staticcheck ./...
+
+# Issue #8: pod start-up and deletion, CPU and memory of actorlet as the
+# node, beside the same pods straight through CRI (docs/performance.md).
+# Results under results/. BENCH_FLAGS passes flags, e.g.
+#   make bench BENCH_FLAGS="-n 10,30 -runs 1"
+#   make bench BENCH_FLAGS="-binary /tmp/actorlet-before"
+bench: env-up
+	GO=$(GO) $(GO) run ./cmd/actorlet-bench $(BENCH_FLAGS)
+
+# Issue #8: 20 pods created and deleted 20 times against one actorlet; RSS,
+# goroutines and actors after each loop, and what is left in the runtime.
+bench-churn: env-up
+	GO=$(GO) $(GO) run ./cmd/actorlet-bench -churn $(BENCH_FLAGS)
 
 # 30 static pods placed at once: time until all are Running (issue #4).
 bench-static: env-up
