@@ -23,6 +23,8 @@ type ContainerGCDone struct {
 	ContainersRemoved int
 	SandboxesRemoved  int
 	LogDirsRemoved    int
+	// PodCgroupsRemoved counts the pods whose cgroups were removed.
+	PodCgroupsRemoved int
 	// Errs are the failures of the pass; the pass goes on past each one.
 	Errs []error
 }

@@ -32,6 +32,8 @@ const (
 	GCObjectLogFile = "log_file"
 	// GCObjectPodLogDir: the /var/log/pods directory of a pod that is gone.
 	GCObjectPodLogDir = "pod_log_dir"
+	// GCObjectPodCgroup: the cgroups of a pod that is gone.
+	GCObjectPodCgroup = "pod_cgroup"
 )
 
 // Values of kubelet_image_garbage_collected_total's reason label, upstream's.

@@ -231,6 +231,7 @@ var runtimeActors = []struct {
 			MinContainerAge: 0, MaxPerPodContainer: 1, MaxContainers: -1,
 			PodLogsDir: a.cfg.PodLogsDir, RootDir: a.deps.RootDir, Log: a.log,
 			Events: a.deps.Events, NodeName: a.deps.NodeName, Registry: a.p.System.Registry,
+			CgroupRoot: "/sys/fs/cgroup", PodCgroupParent: env.runtime.Opts.CgroupParentRoot,
 		}), nil)
 	}},
 	{apiserver.Kind, func(a *Actor, env *runtimeEnv) *actor.Props {

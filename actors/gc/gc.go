@@ -69,7 +69,11 @@ type Params struct {
 	MaxPerPodContainer int           // upstream --maximum-dead-containers-per-container: 1
 	MaxContainers      int           // upstream --maximum-dead-containers: -1 (no limit)
 	PodLogsDir         string        // default /var/log/pods
-	RootDir            string        // not used yet (see docs/gc.md)
+	// CgroupRoot (/sys/fs/cgroup) and PodCgroupParent (the pods' parent,
+	// podruntime's CgroupParentRoot): pod cgroups of pods that are gone are
+	// removed; either "" turns that off (tests).
+	CgroupRoot, PodCgroupParent string
+	RootDir                     string // not used yet (see docs/gc.md)
 	// Events receives upstream's GC events about the node NodeName
 	// (ContainerGCFailed, ImageGCFailed, FreeDiskSpaceFailed,
 	// InvalidDiskCapacity); they are logged in any case.
@@ -149,6 +153,7 @@ func New(p Params) actor.Producer {
 		a := &Actor{p: p, log: log, images: map[string]*imageRecord{}, last: map[string]string{}}
 		a.containerPass = containerPass{
 			Runtime: p.Runtime, PodLogsDir: p.PodLogsDir, Log: log,
+			CgroupRoot: p.CgroupRoot, PodCgroupParent: p.PodCgroupParent,
 			Policy: containerPolicy{MinAge: p.MinContainerAge, MaxPerPodContainer: p.MaxPerPodContainer, MaxContainers: p.MaxContainers},
 		}
 		a.imagePolicy = imagePolicy{HighThresholdPercent: 85, LowThresholdPercent: 80, MinAge: 2 * time.Minute}
@@ -294,6 +299,7 @@ func (a *Actor) containerDone(ctx actor.Context, m *messages.ContainerGCDone) {
 	metrics.GCRemoved.WithLabelValues(metrics.GCObjectContainer).Add(float64(m.ContainersRemoved))
 	metrics.GCRemoved.WithLabelValues(metrics.GCObjectSandbox).Add(float64(m.SandboxesRemoved))
 	metrics.GCRemoved.WithLabelValues(metrics.GCObjectPodLogDir).Add(float64(m.LogDirsRemoved))
+	metrics.GCRemoved.WithLabelValues(metrics.GCObjectPodCgroup).Add(float64(m.PodCgroupsRemoved))
 	a.setLast(ctx, metrics.GCKindContainer, m.Started, m.Duration, len(m.Errs),
 		"%d containers, %d sandboxes, %d pod log dirs removed", m.ContainersRemoved, m.SandboxesRemoved, m.LogDirsRemoved)
 	ev := a.log.Info()
@@ -302,7 +308,7 @@ func (a *Actor) containerDone(ctx actor.Context, m *messages.ContainerGCDone) {
 	}
 	ev.Str("pass", "container").Bool("sourcesReady", !a.incomplete).Dur("duration", m.Duration).
 		Int("containersRemoved", m.ContainersRemoved).Int("sandboxesRemoved", m.SandboxesRemoved).
-		Int("logDirsRemoved", m.LogDirsRemoved).
+		Int("logDirsRemoved", m.LogDirsRemoved).Int("podCgroupsRemoved", m.PodCgroupsRemoved).
 		Int("totalContainersRemoved", t.containers).Int("totalSandboxesRemoved", t.sandboxes).
 		Msg("container gc done")
 }

@@ -22,6 +22,10 @@ type containerPass struct {
 	Runtime    runtimeapi.RuntimeServiceClient
 	Policy     containerPolicy
 	PodLogsDir string // "" : no log directory cleanup
+	// CgroupRoot holds the cgroup hierarchies (/sys/fs/cgroup) and
+	// PodCgroupParent the pods' parent in them (/kubepods); either ""
+	// turns pod cgroup cleanup off.
+	CgroupRoot, PodCgroupParent string
 	// Selector, when set, restricts the pass to the containers and
 	// sandboxes with these labels (tests: one pod on a shared runtime).
 	Selector map[string]string
@@ -104,6 +108,15 @@ func (p containerPass) Run(ctx context.Context, known knownPods) *messages.Conta
 		n, errs := removeLogDirs(p.PodLogsDir, known, left)
 		done.LogDirsRemoved += n
 		done.Errs = append(done.Errs, errs...)
+		if p.CgroupRoot != "" && p.PodCgroupParent != "" {
+			n, errs := removePodCgroups(p.CgroupRoot, p.PodCgroupParent, known, left)
+			done.PodCgroupsRemoved += n
+			// A cgroup that cannot go yet is routine (processes still
+			// leaving); it is tried again next pass, not reported.
+			for _, err := range errs {
+				p.Log.Debug().Err(err).Msg("pod cgroup not removed yet")
+			}
+		}
 	}
 	return done
 }
