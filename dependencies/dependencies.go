@@ -90,15 +90,22 @@ func Build(ctx context.Context, in Input, log zerolog.Logger) (*Dependencies, er
 		return nil, err
 	}
 
+	// Events have a client of their own, as upstream's eventClient: with
+	// their own QPS budget (eventRecordQPS/eventBurst) a burst of pod starts
+	// does not hold up the status writes behind its events.
+	var eventKube kubernetes.Interface
 	if in.Kubeconfig != "" {
 		if d.Kube, err = kubeClient(in.Kubeconfig, in.KubeAPIQPS, in.KubeAPIBurst); err != nil {
+			return nil, fmt.Errorf("kubeconfig %s: %w", in.Kubeconfig, err)
+		}
+		if eventKube, err = kubeClient(in.Kubeconfig, in.EventQPS, in.EventBurst); err != nil {
 			return nil, fmt.Errorf("kubeconfig %s: %w", in.Kubeconfig, err)
 		}
 	} else {
 		log.Info().Msg("no --kubeconfig: standalone mode, pods come from static sources only")
 	}
 	var stop func()
-	d.Events, stop = eventRecorder(d.Kube, d.NodeName, in.EventQPS, in.EventBurst, log)
+	d.Events, stop = eventRecorder(eventKube, d.NodeName, in.EventQPS, in.EventBurst, log)
 	d.closers = append(d.closers, stop)
 
 	if d.RootDir, err = rootDir(in.RootDir); err != nil {

@@ -73,6 +73,9 @@ type PodStatusSynced struct {
 	// deleted from the API, or the pod is gone from the node.
 	Done bool
 	Err  error
+	// APIPod is the pod as the API server answered the write: the base of
+	// the pod's next status patch, so that it needs no GET first.
+	APIPod *v1.Pod
 }
 
 func (m *PodStatusSynced) Summary() string {

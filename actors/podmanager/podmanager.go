@@ -197,6 +197,12 @@ func (a *Actor) upsert(ctx actor.Context, source string, pod *v1.Pod) {
 		// gets a worker too, which finds nothing to stop and lets the
 		// status-reporter finish the deletion.
 		if _, ok := a.pods[pod.UID]; !ok {
+			if at, done := a.recentlyDone[pod.UID]; done && time.Since(at) < recentlyDoneFor {
+				// Its termination is complete; the updates that follow (our
+				// own status writes, until the API deletes the pod) need
+				// no new worker and no new kill.
+				return
+			}
 			delete(a.rejected, pod.UID)
 			a.spawn(ctx, &podEntry{pod: pod, source: source}, pod.UID, pod.Name, pod.Namespace)
 		}
@@ -216,7 +222,7 @@ func (a *Actor) upsert(ctx actor.Context, source string, pod *v1.Pod) {
 		return
 	}
 	if e, ok := a.pods[pod.UID]; ok {
-		if e.pod != nil && e.terminate == nil && !e.finished && !apiequality.Semantic.DeepEqual(e.pod.Spec, pod.Spec) {
+		if e.pod != nil && e.terminate == nil && !e.finished && specChanged(e.pod, pod) {
 			e.pod = pod
 			supervision.Tell(ctx, e.worker, &messages.UpdatePod{Pod: pod})
 		} else if e.pod != nil {
@@ -481,4 +487,19 @@ func (w *workerRuntime) KillPod(ctx context.Context, pod *v1.Pod, uid types.UID,
 	}
 	// With the spec, the Killing events name each container's field path.
 	return w.rt.KillPodWithSpec(ctx, pod, &grace)
+}
+
+// specChanged reports whether the pod's spec differs. Most updates of a
+// running pod are status writes (ours, echoed by the watch), so the cheap
+// tests come first: the same resourceVersion, or the same non-zero
+// generation (the API server bumps it on every spec change), is the same
+// spec.
+func specChanged(old, cur *v1.Pod) bool {
+	if old.ResourceVersion != "" && old.ResourceVersion == cur.ResourceVersion {
+		return false
+	}
+	if old.Generation > 0 && old.Generation == cur.Generation {
+		return false
+	}
+	return !apiequality.Semantic.DeepEqual(old.Spec, cur.Spec)
 }

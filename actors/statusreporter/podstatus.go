@@ -49,6 +49,9 @@ type podEntry struct {
 	// reports, starts the next write, so that the backoff holds.
 	retrying bool
 	backoff  backoff
+	// apiPod is the pod as the API server last answered one of our
+	// writes: the base of the next patch.
+	apiPod *v1.Pod
 }
 
 // podWork is a snapshot of a podEntry for one writer: writers never touch
@@ -62,6 +65,9 @@ type podWork struct {
 	finished, removed bool
 	nodeName          string
 	nodeUID           types.UID
+	// base is the API pod the status patch is computed against, when the
+	// actor knows a fresh one; nil: read it first.
+	base *v1.Pod
 }
 
 // isStatic tells a static pod (file or http source) from an API pod; a pod
@@ -185,23 +191,40 @@ func deletePod(ctx context.Context, kube kubernetes.Interface, pod *v1.Pod) erro
 // canBeDeleted.
 func syncAPIPod(ctx context.Context, kube kubernetes.Interface, w podWork) *messages.PodStatusSynced {
 	res := &messages.PodStatusSynced{UID: w.uid, Version: w.version}
-	apiPod, err := kube.CoreV1().Pods(w.pod.Namespace).Get(ctx, w.pod.Name, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) || (err == nil && apiPod.UID != w.uid) {
-		res.Done = true
-		return res
-	}
-	if err != nil {
-		res.Err = fmt.Errorf("get pod %s/%s: %w", w.pod.Namespace, w.pod.Name, err)
-		return res
+	// Upstream reads the pod before every status write; the API's answer
+	// to our previous write, or the watch's copy before the first one, is
+	// as good a base (the patch carries the UID as its precondition and
+	// touches only what differs) at half the requests, which matters when
+	// many pods start at once under the client's QPS limit.
+	apiPod := w.base
+	if apiPod == nil {
+		var err error
+		apiPod, err = kube.CoreV1().Pods(w.pod.Namespace).Get(ctx, w.pod.Name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) || (err == nil && apiPod.UID != w.uid) {
+			res.Done = true
+			return res
+		}
+		if err != nil {
+			res.Err = fmt.Errorf("get pod %s/%s: %w", w.pod.Namespace, w.pod.Name, err)
+			return res
+		}
 	}
 	if w.reported {
+		var err error
 		apiPod, err = writeStatus(ctx, kube, apiPod, w.status, !w.finished)
+		if apierrors.IsNotFound(err) || (w.removed && apierrors.IsForbidden(err)) {
+			// Gone from the API; for a node, the Node authorizer answers
+			// Forbidden for a pod that is no longer bound to it.
+			res.Done = true
+			return res
+		}
 		if err != nil || apiPod == nil {
 			res.Err, res.Done = err, err == nil
 			return res
 		}
+		res.APIPod = apiPod
 	}
-	if w.finished && apiPod.DeletionTimestamp != nil {
+	if w.finished && (apiPod.DeletionTimestamp != nil || w.pod.DeletionTimestamp != nil) {
 		res.Err = deletePod(ctx, kube, apiPod)
 		res.Done = res.Err == nil
 	}

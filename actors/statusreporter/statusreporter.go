@@ -37,7 +37,7 @@ const (
 	// podWriters bounds the pod status writes in flight: enough that many
 	// pods started at once get their statuses out fast, few enough not to
 	// flood the API server.
-	podWriters = 4
+	podWriters = 8
 	// callTimeout bounds one round of API calls, so that a hung API server
 	// costs one timeout, never a stuck writer.
 	callTimeout = 10 * time.Second
@@ -364,7 +364,12 @@ func (a *Actor) pump(ctx actor.Context) {
 		e.inFlight = true
 		a.inFlight++
 		w := podWork{uid: uid, version: e.version, pod: e.pod, status: e.status, reported: e.reported,
-			finished: e.finished, removed: e.removed, nodeName: a.p.NodeName}
+			finished: e.finished, removed: e.removed, nodeName: a.p.NodeName, base: e.apiPod}
+		if w.base == nil && !isStatic(e.pod) && e.pod.ResourceVersion != "" {
+			// The source's copy is the watch's: fresh enough before our
+			// first write.
+			w.base = e.pod
+		}
 		if a.node != nil {
 			w.nodeUID = a.node.UID
 		}
@@ -389,6 +394,9 @@ func (a *Actor) synced(ctx actor.Context, m *messages.PodStatusSynced) {
 	}
 	e.inFlight = false
 	if m.Err != nil {
+		// The next try reads the pod again: the failure may come from a
+		// stale base.
+		e.apiPod = nil
 		d := e.backoff.next()
 		level := zerolog.WarnLevel
 		if errors.Is(m.Err, errNotRegistered) {
@@ -400,6 +408,9 @@ func (a *Actor) synced(ctx actor.Context, m *messages.PodStatusSynced) {
 		return
 	}
 	e.backoff.reset()
+	if m.APIPod != nil {
+		e.apiPod = m.APIPod
+	}
 	e.written = max(e.written, m.Version)
 	if m.Done && e.version == m.Version {
 		delete(a.pods, m.UID)
