@@ -24,6 +24,7 @@ import (
 	"github.com/actorlet/actorlet/messages"
 	"github.com/actorlet/actorlet/metrics"
 	"github.com/actorlet/actorlet/podruntime"
+	"github.com/actorlet/actorlet/process"
 	"github.com/actorlet/actorlet/server/auth"
 	"github.com/actorlet/actorlet/server/stats"
 	"github.com/actorlet/actorlet/version"
@@ -290,6 +291,10 @@ func (a *Actor) spawnRuntime(ctx actor.Context) (outcome, error) {
 	}
 	a.log.Info().Str("node", a.deps.NodeName).Str("nodeIP", a.deps.NodeIP.String()).Str("mode", mode).
 		Str("rootDir", a.deps.RootDir).Int("pid", os.Getpid()).Msg("actorlet is running")
+	// Start-up code is done with: let its pages go (package process).
+	if err := process.ReleaseStartupPages(); err != nil {
+		a.log.Debug().Err(err).Msg("could not release the executable's start-up pages")
+	}
 	return next, nil
 }
 

@@ -54,6 +54,7 @@ type nodeBench struct {
 	admin     kubernetes.Interface // high QPS: the creates must not wait for the client
 	rt        runtimeapi.RuntimeServiceClient
 	binary    string
+	agent     agentOptions
 	container int    // containerd's PID
 	logDir    string // actorlet's logs, one file per run
 	logf      func(format string, args ...any)
@@ -81,7 +82,7 @@ func (b *nodeBench) run(ctx context.Context, n int, name string) (res nodeRun, e
 	if err != nil {
 		return res, err
 	}
-	agent, err := startNode(b.binary, b.env, filepath.Join(b.logDir, name+".log"), false)
+	agent, err := startNode(b.binary, b.agent, b.env, filepath.Join(b.logDir, name+".log"), false)
 	if err != nil {
 		return res, err
 	}

@@ -64,7 +64,7 @@ func (b *nodeBench) churn(ctx context.Context, pods, loops int) (res *churnResul
 	if err != nil {
 		return res, err
 	}
-	agent, err := startNode(b.binary, b.env, filepath.Join(b.logDir, "churn.log"), true)
+	agent, err := startNode(b.binary, b.agent, b.env, filepath.Join(b.logDir, "churn.log"), true)
 	if err != nil {
 		return res, err
 	}

@@ -40,6 +40,7 @@ type options struct {
 	churnPods  int
 	binary     string
 	verbose    bool
+	agent      agentOptions
 }
 
 func main() {
@@ -68,6 +69,8 @@ func parseFlags(args []string) (options, error) {
 	fs.IntVar(&o.churnPods, "churn-pods", 20, "churn: pods per loop")
 	fs.StringVar(&o.binary, "binary", "", "actorlet binary to measure (default: build ./cmd/actorlet)")
 	fs.BoolVar(&o.verbose, "v", false, "log each step")
+	fs.StringVar(&o.agent.extraConfig, "config", "", "KubeletConfiguration YAML lines appended to the benchmark's (experiments, e.g. \"kubeAPIQPS: 100\")")
+	fs.IntVar(&o.agent.verbosity, "agent-v", 0, "actorlet's -v in its logs under results/")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -169,7 +172,7 @@ func run(ctx context.Context, o options) error {
 	if res.Host.OtherPods > 0 {
 		say("warning: %d pods of other namespaces are bound to %s; actorlet will run them too", res.Host.OtherPods, e.NodeName)
 	}
-	nb := &nodeBench{env: e, admin: admin, rt: rt, binary: o.binary, container: ctrd, logDir: logDir, logf: logf}
+	nb := &nodeBench{env: e, admin: admin, rt: rt, binary: o.binary, agent: o.agent, container: ctrd, logDir: logDir, logf: logf}
 	save := func() error { return writeJSON(filepath.Join(dir, "results.json"), res) }
 
 	var runErr error

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -39,9 +40,15 @@ type node struct {
 // shutdown deadline (10 s) and some slack.
 const nodeStopGrace = 20 * time.Second
 
+// agentOptions change how the measured actorlet runs.
+type agentOptions struct {
+	extraConfig string // appended to its KubeletConfiguration
+	verbosity   int    // its -v
+}
+
 // startNode runs binary as e's node. Its log goes to logPath. readOnly turns
 // on the read-only port, whose /metrics the churn benchmark reads.
-func startNode(binary string, e *env.Env, logPath string, readOnly bool) (*node, error) {
+func startNode(binary string, o agentOptions, e *env.Env, logPath string, readOnly bool) (*node, error) {
 	dir, err := os.MkdirTemp("", "actorlet-bench-node-")
 	if err != nil {
 		return nil, err
@@ -68,7 +75,8 @@ readOnlyPort: %d
 authentication:
   x509:
     clientCAFile: %s
-`, n.healthz, port, n.readOnly, e.CAFile)
+%s
+`, n.healthz, port, n.readOnly, e.CAFile, o.extraConfig)
 	config := filepath.Join(dir, "config.yaml")
 	if err := os.WriteFile(config, []byte(cfg), 0o644); err != nil {
 		return fail(err)
@@ -80,7 +88,7 @@ authentication:
 	n.cmd = exec.Command(binary, "--config", config, "--kubeconfig", e.NodeKubeconfig,
 		"--container-runtime-endpoint", e.RuntimeEndpoint, "--hostname-override", e.NodeName,
 		"--node-ip", "127.0.0.1", "--address", "127.0.0.1",
-		"--root-dir", root, "--cert-dir", filepath.Join(root, "pki"), "-v", "0")
+		"--root-dir", root, "--cert-dir", filepath.Join(root, "pki"), "-v", strconv.Itoa(o.verbosity))
 	n.cmd.Stdout, n.cmd.Stderr = n.log, n.log
 	// Its own process group: a Ctrl-C on the terminal reaches this program,
 	// which stops actorlet itself after cleaning up, and not actorlet first.
