@@ -45,6 +45,8 @@ type podEntry struct {
 	version, written  uint64
 	finished, removed bool
 	inFlight, queued  bool
+	// urgent: queued in the urgent queue (see Actor.urgent).
+	urgent bool
 	// retrying is set while a retry timer runs: the timer, not new
 	// reports, starts the next write, so that the backoff holds.
 	retrying bool
