@@ -114,12 +114,7 @@ func (a *Actor) streamContainer(w http.ResponseWriter, r *http.Request, prefix s
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
-	pod, err := a.podByName(ns, name, uid)
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	c, err := a.runningContainer(r.Context(), pod, container)
+	pod, c, err := a.runningPodContainer(r, ns, name, uid, container)
 	if err != nil {
 		writeError(w, err)
 		return
@@ -133,6 +128,20 @@ func (a *Actor) streamContainer(w http.ResponseWriter, r *http.Request, prefix s
 		return
 	}
 	a.proxyStream(w, r, raw)
+}
+
+// runningPodContainer finds the pod and its running container a request
+// names.
+func (a *Actor) runningPodContainer(r *http.Request, ns, name string, uid types.UID, container string) (*v1.Pod, *runtimeapi.Container, error) {
+	pod, err := a.podByName(ns, name, uid)
+	if err != nil {
+		return nil, nil, err
+	}
+	c, err := a.runningContainer(r.Context(), pod, container)
+	if err != nil {
+		return nil, nil, err
+	}
+	return pod, c, nil
 }
 
 func (a *Actor) portForward(w http.ResponseWriter, r *http.Request) {
@@ -245,12 +254,7 @@ func (a *Actor) run(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "run: missing query parameter cmd", http.StatusBadRequest)
 		return
 	}
-	pod, err := a.podByName(ns, name, uid)
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	c, err := a.runningContainer(r.Context(), pod, container)
+	_, c, err := a.runningPodContainer(r, ns, name, uid, container)
 	if err != nil {
 		writeError(w, err)
 		return
