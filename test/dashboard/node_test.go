@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/actorlet/actorlet/test/agent"
@@ -119,24 +118,11 @@ spec:
 func (n *node) running(name string, within time.Duration) {
 	n.t.Helper()
 	agent.Eventually(n.t, "pod "+name+" running", within, func() error {
-		res, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/pods", n.readOnly))
+		p, err := agent.StaticPod(n.readOnly, name, n.name)
 		if err != nil {
 			return err
 		}
-		defer res.Body.Close()
-		var list v1.PodList
-		if err := json.NewDecoder(res.Body).Decode(&list); err != nil {
-			return fmt.Errorf("GET /pods: %w", err)
-		}
-		for _, p := range list.Items {
-			if p.Name == name+"-"+n.name {
-				if p.Status.Phase != v1.PodRunning {
-					return fmt.Errorf("phase %q", p.Status.Phase)
-				}
-				return nil
-			}
-		}
-		return fmt.Errorf("pod %s-%s not in /pods", name, n.name)
+		return agent.PodRunning(p)
 	})
 }
 

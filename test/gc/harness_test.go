@@ -10,7 +10,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -160,39 +159,10 @@ func (n *node) cleanup() {
 
 func (n *node) busybox() string { return n.env.BusyboxImage }
 
-func (n *node) pods() ([]v1.Pod, error) {
-	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/pods", n.readOnly))
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return nil, err
-	}
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("GET /pods: %s: %s", resp.Status, body)
-	}
-	var list v1.PodList
-	if err := json.Unmarshal(body, &list); err != nil {
-		return nil, fmt.Errorf("GET /pods: %w", err)
-	}
-	return list.Items, nil
-}
+func (n *node) pods() ([]v1.Pod, error) { return agent.ReadOnlyPods(n.readOnly) }
 
 // pod returns the static pod named name (without the node suffix).
-func (n *node) pod(name string) (*v1.Pod, error) {
-	pods, err := n.pods()
-	if err != nil {
-		return nil, err
-	}
-	for i := range pods {
-		if pods[i].Name == name+"-"+n.name {
-			return &pods[i], nil
-		}
-	}
-	return nil, fmt.Errorf("pod %s not in /pods", name)
-}
+func (n *node) pod(name string) (*v1.Pod, error) { return agent.StaticPod(n.readOnly, name, n.name) }
 
 func (n *node) eventually(what string, within time.Duration, check func() error) {
 	n.t.Helper()
@@ -209,7 +179,7 @@ func (n *node) running(name string, within time.Duration) *v1.Pod {
 		if err != nil {
 			return err
 		}
-		if err := isRunning(p); err != nil {
+		if err := agent.PodRunning(p); err != nil {
 			return err
 		}
 		pod = p
@@ -218,22 +188,10 @@ func (n *node) running(name string, within time.Duration) *v1.Pod {
 	return pod
 }
 
-func isRunning(p *v1.Pod) error {
-	if p.Status.Phase != v1.PodRunning {
-		return fmt.Errorf("pod %s: phase %q", p.Name, p.Status.Phase)
-	}
-	for _, cs := range p.Status.ContainerStatuses {
-		if cs.State.Running == nil {
-			return fmt.Errorf("pod %s: container %s not running: %+v", p.Name, cs.Name, cs.State)
-		}
-	}
-	return nil
-}
+func isRunning(p *v1.Pod) error { return agent.PodRunning(p) }
 
 // manifest renders a static pod manifest.
-func manifest(name, spec string) string {
-	return "apiVersion: v1\nkind: Pod\nmetadata:\n  name: " + name + "\nspec:\n" + spec
-}
+func manifest(name, spec string) string { return agent.Manifest(name, spec) }
 
 func (n *node) writeManifest(file, content string) {
 	n.t.Helper()

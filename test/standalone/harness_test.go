@@ -2,10 +2,7 @@ package standalone
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -130,39 +127,10 @@ func (n *node) cleanup() {
 	}
 }
 
-func (n *node) pods() ([]v1.Pod, error) {
-	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/pods", n.readOnly))
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return nil, err
-	}
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("GET /pods: %s: %s", resp.Status, body)
-	}
-	var list v1.PodList
-	if err := json.Unmarshal(body, &list); err != nil {
-		return nil, fmt.Errorf("GET /pods: %w", err)
-	}
-	return list.Items, nil
-}
+func (n *node) pods() ([]v1.Pod, error) { return agent.ReadOnlyPods(n.readOnly) }
 
 // pod returns the static pod named name (without the node suffix).
-func (n *node) pod(name string) (*v1.Pod, error) {
-	pods, err := n.pods()
-	if err != nil {
-		return nil, err
-	}
-	for i := range pods {
-		if pods[i].Name == name+"-"+n.name {
-			return &pods[i], nil
-		}
-	}
-	return nil, fmt.Errorf("pod %s not in /pods", name)
-}
+func (n *node) pod(name string) (*v1.Pod, error) { return agent.StaticPod(n.readOnly, name, n.name) }
 
 // eventually polls check until it returns nil, failing the test after within.
 func (n *node) eventually(what string, within time.Duration, check func() error) {
@@ -180,13 +148,8 @@ func (n *node) running(name string, within time.Duration) *v1.Pod {
 		if err != nil {
 			return err
 		}
-		if p.Status.Phase != v1.PodRunning {
-			return fmt.Errorf("phase %q", p.Status.Phase)
-		}
-		for _, cs := range p.Status.ContainerStatuses {
-			if cs.State.Running == nil {
-				return fmt.Errorf("container %s not running: %+v", cs.Name, cs.State)
-			}
+		if err := agent.PodRunning(p); err != nil {
+			return err
 		}
 		pod = p
 		return nil
@@ -203,9 +166,7 @@ func containerIDs(p *v1.Pod) map[string]string {
 }
 
 // manifest renders a pod manifest with the environment's busybox image.
-func manifest(name, body string) string {
-	return "apiVersion: v1\nkind: Pod\nmetadata:\n  name: " + name + "\nspec:\n" + body
-}
+func manifest(name, spec string) string { return agent.Manifest(name, spec) }
 
 func (n *node) writeManifest(file, content string) {
 	n.t.Helper()

@@ -1,0 +1,66 @@
+package agent
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+
+	v1 "k8s.io/api/core/v1"
+)
+
+// ReadOnlyPods GETs /pods from the read-only port on loopback.
+func ReadOnlyPods(port int) ([]v1.Pod, error) {
+	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/pods", port))
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("GET /pods: %s: %s", resp.Status, body)
+	}
+	var list v1.PodList
+	if err := json.Unmarshal(body, &list); err != nil {
+		return nil, fmt.Errorf("GET /pods: %w", err)
+	}
+	return list.Items, nil
+}
+
+// StaticPod finds the static pod of manifest name on node in the read-only
+// port's /pods (static pods are named NAME-NODE).
+func StaticPod(port int, name, node string) (*v1.Pod, error) {
+	pods, err := ReadOnlyPods(port)
+	if err != nil {
+		return nil, err
+	}
+	for i := range pods {
+		if pods[i].Name == name+"-"+node {
+			return &pods[i], nil
+		}
+	}
+	return nil, fmt.Errorf("pod %s not in /pods", name)
+}
+
+// PodRunning is nil when the pod's phase is Running with every container
+// running.
+func PodRunning(p *v1.Pod) error {
+	if p.Status.Phase != v1.PodRunning {
+		return fmt.Errorf("pod %s: phase %q", p.Name, p.Status.Phase)
+	}
+	for _, cs := range p.Status.ContainerStatuses {
+		if cs.State.Running == nil {
+			return fmt.Errorf("pod %s: container %s not running: %+v", p.Name, cs.Name, cs.State)
+		}
+	}
+	return nil
+}
+
+// Manifest renders a static pod manifest from its name and the YAML of its
+// spec (indented two spaces).
+func Manifest(name, spec string) string {
+	return "apiVersion: v1\nkind: Pod\nmetadata:\n  name: " + name + "\nspec:\n" + spec
+}
