@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -48,4 +49,34 @@ func RuntimeObjects(t testing.TB, rt runtimeapi.RuntimeServiceClient, uid string
 		t.Fatal(err)
 	}
 	return len(sbs.Items), len(cs.Containers)
+}
+
+// RemoveSandboxes stops and removes every sandbox of the runtime that
+// match selects (a test's cleanup of the pods its actorlet left running),
+// logging what fails.
+func RemoveSandboxes(t testing.TB, rt runtimeapi.RuntimeServiceClient, match func(*runtimeapi.PodSandbox) bool) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	sbs, err := rt.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{})
+	if err != nil {
+		t.Logf("cleanup: list sandboxes: %v", err)
+		return
+	}
+	for _, sb := range sbs.Items {
+		if !match(sb) {
+			continue
+		}
+		_, _ = rt.StopPodSandbox(ctx, &runtimeapi.StopPodSandboxRequest{PodSandboxId: sb.Id})
+		if _, err := rt.RemovePodSandbox(ctx, &runtimeapi.RemovePodSandboxRequest{PodSandboxId: sb.Id}); err != nil {
+			t.Logf("cleanup: remove sandbox %s: %v", sb.Id, err)
+		}
+	}
+}
+
+// OfNode selects the sandboxes of the static pods of node (named NAME-NODE).
+func OfNode(node string) func(*runtimeapi.PodSandbox) bool {
+	return func(sb *runtimeapi.PodSandbox) bool {
+		return strings.HasSuffix(sb.Labels["io.kubernetes.pod.name"], "-"+node)
+	}
 }

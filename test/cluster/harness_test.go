@@ -9,7 +9,6 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -183,33 +182,22 @@ func (n *clusterNode) cleanup() {
 			}
 		}
 	}
-	sbs, err := n.rt.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{})
-	if err != nil {
-		n.t.Logf("cleanup: list sandboxes: %v", err)
-		return
-	}
-	for _, sb := range sbs.Items {
-		if sb.Labels["io.kubernetes.pod.namespace"] == "" {
-			continue
-		}
-		if !n.owns(sb) {
-			continue
-		}
-		_, _ = n.rt.StopPodSandbox(ctx, &runtimeapi.StopPodSandboxRequest{PodSandboxId: sb.Id})
-		_, _ = n.rt.RemovePodSandbox(ctx, &runtimeapi.RemovePodSandboxRequest{PodSandboxId: sb.Id})
-	}
+	agent.RemoveSandboxes(n.t, n.rt, n.owns)
 }
 
 // owns tells this test's sandboxes: its namespaces' pods and this node's
 // static pods (named with the node's suffix).
 func (n *clusterNode) owns(sb *runtimeapi.PodSandbox) bool {
 	ns := sb.Labels["io.kubernetes.pod.namespace"]
+	if ns == "" {
+		return false
+	}
 	for _, own := range n.namespaces {
 		if ns == own {
 			return true
 		}
 	}
-	return strings.HasSuffix(sb.Labels["io.kubernetes.pod.name"], "-"+n.name)
+	return agent.OfNode(n.name)(sb)
 }
 
 // node reads this node's Node as the admin.

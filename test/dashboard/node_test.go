@@ -8,11 +8,8 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
-
-	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/actorlet/actorlet/test/agent"
 	"github.com/actorlet/actorlet/test/env"
@@ -142,23 +139,8 @@ func (n *node) injectPanic(path string) {
 // removePods removes this node's pods from the runtime, once actorlet is
 // stopped (agent.Start's cleanup runs before this one).
 func (n *node) removePods() {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
 	rt, _ := n.env.CRI(n.t)
-	sandboxes, err := rt.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{})
-	if err != nil {
-		n.t.Logf("remove pods: list sandboxes: %v", err)
-		return
-	}
-	for _, sb := range sandboxes.Items {
-		if !strings.HasSuffix(sb.Labels["io.kubernetes.pod.name"], "-"+n.name) {
-			continue
-		}
-		_, _ = rt.StopPodSandbox(ctx, &runtimeapi.StopPodSandboxRequest{PodSandboxId: sb.Id})
-		if _, err := rt.RemovePodSandbox(ctx, &runtimeapi.RemovePodSandboxRequest{PodSandboxId: sb.Id}); err != nil {
-			n.t.Logf("remove pods: sandbox %s: %v", sb.Id, err)
-		}
-	}
+	agent.RemoveSandboxes(n.t, rt, agent.OfNode(n.name))
 }
 
 // actorInfo is the part of /debug/actors.json's actors the tests read.

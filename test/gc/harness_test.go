@@ -137,20 +137,7 @@ func (n *node) cleanup() {
 	if n.t.Failed() {
 		n.t.Logf("actorlet log:\n%s", n.logs())
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	sbs, err := n.rt.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{})
-	if err != nil {
-		n.t.Logf("cleanup: list sandboxes: %v", err)
-		return
-	}
-	for _, sb := range sbs.Items {
-		if !strings.HasSuffix(sb.Labels[podruntime.LabelPodName], "-"+n.name) {
-			continue
-		}
-		_, _ = n.rt.StopPodSandbox(ctx, &runtimeapi.StopPodSandboxRequest{PodSandboxId: sb.Id})
-		_, _ = n.rt.RemovePodSandbox(ctx, &runtimeapi.RemovePodSandboxRequest{PodSandboxId: sb.Id})
-	}
+	agent.RemoveSandboxes(n.t, n.rt, agent.OfNode(n.name))
 	dirs, _ := filepath.Glob(filepath.Join("/var/log/pods", "*_*-"+n.name+"_*"))
 	for _, d := range dirs {
 		_ = os.RemoveAll(d)
