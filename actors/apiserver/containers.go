@@ -83,32 +83,32 @@ func restartCount(c *runtimeapi.Container) int {
 	return n
 }
 
-// hasContainer reports whether pod's spec names container, among its init,
-// regular and ephemeral containers.
-func hasContainer(pod *v1.Pod, container string) bool {
-	for _, c := range pod.Spec.InitContainers {
-		if c.Name == container {
-			return true
+// specContainer finds container among pod's init, regular and ephemeral
+// containers; nil when the spec does not name it.
+func specContainer(pod *v1.Pod, container string) *v1.Container {
+	for i := range pod.Spec.InitContainers {
+		if pod.Spec.InitContainers[i].Name == container {
+			return &pod.Spec.InitContainers[i]
 		}
 	}
-	for _, c := range pod.Spec.Containers {
-		if c.Name == container {
-			return true
+	for i := range pod.Spec.Containers {
+		if pod.Spec.Containers[i].Name == container {
+			return &pod.Spec.Containers[i]
 		}
 	}
-	for _, c := range pod.Spec.EphemeralContainers {
-		if c.Name == container {
-			return true
+	for i := range pod.Spec.EphemeralContainers {
+		if c := &pod.Spec.EphemeralContainers[i]; c.Name == container {
+			return (*v1.Container)(&c.EphemeralContainerCommon)
 		}
 	}
-	return false
+	return nil
 }
 
 // runningContainer finds the running instance of container in pod, for
 // exec and attach, as upstream: a container that is not running is an
 // error the client sees.
 func (a *Actor) runningContainer(ctx context.Context, pod *v1.Pod, container string) (*runtimeapi.Container, error) {
-	if !hasContainer(pod, container) {
+	if specContainer(pod, container) == nil {
 		return nil, statusError(http.StatusNotFound, "container %s is not valid for pod %s/%s", container, pod.Namespace, pod.Name)
 	}
 	cs, err := a.podContainers(ctx, pod, container)

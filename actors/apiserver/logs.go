@@ -90,7 +90,7 @@ func (a *Actor) containerLogs(w http.ResponseWriter, r *http.Request) {
 // needs a previous instance to exist, and the current one to have started
 // for the current log).
 func (a *Actor) logContainer(ctx context.Context, pod *v1.Pod, container string, previous bool) (*runtimeapi.Container, error) {
-	if !hasContainer(pod, container) {
+	if specContainer(pod, container) == nil {
 		return nil, statusError(http.StatusBadRequest, "container %s is not valid for pod %s/%s", container, pod.Namespace, pod.Name)
 	}
 	cs, err := a.podContainers(ctx, pod, container)

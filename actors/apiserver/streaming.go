@@ -85,17 +85,8 @@ func (a *Actor) attach(w http.ResponseWriter, r *http.Request) {
 }
 
 func containerTTY(pod *v1.Pod, name string) bool {
-	for _, c := range pod.Spec.Containers {
-		if c.Name == name {
-			return c.TTY
-		}
-	}
-	for _, c := range pod.Spec.InitContainers {
-		if c.Name == name {
-			return c.TTY
-		}
-	}
-	return false
+	c := specContainer(pod, name)
+	return c != nil && c.TTY
 }
 
 func (a *Actor) streamContainer(w http.ResponseWriter, r *http.Request, prefix string,
