@@ -128,7 +128,10 @@ func (a *Actor) Receive(ctx actor.Context) {
 	case *messages.PodStatusChanged:
 		if e, ok := a.pods[m.UID]; ok {
 			e.status, e.state = m.Status, m.WorkerState
-			if e.pod != nil {
+			// A worker reports its phase before its first sync has
+			// observed anything: a status without a phase is no status,
+			// and writing it would blank the API's phase.
+			if e.pod != nil && m.Status.Phase != "" {
 				supervision.Tell(ctx, a.p.StatusReporter, &messages.PodStatusReport{Pod: e.pod, Status: m.Status})
 			}
 		}

@@ -77,13 +77,18 @@ func (f *fakeRuntime) state() (synced map[types.UID]int, killed map[types.UID]st
 type reports struct {
 	mu       sync.Mutex
 	finished []string
+	// phases are the phases of the statuses reported, in order.
+	phases []v1.PodPhase
 }
 
 func (r *reports) Receive(ctx actor.Context) {
-	if m, ok := ctx.Message().(*messages.PodFinished); ok {
-		r.mu.Lock()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	switch m := ctx.Message().(type) {
+	case *messages.PodFinished:
 		r.finished = append(r.finished, fmt.Sprintf("%s removed=%v", m.Pod.UID, m.Removed))
-		r.mu.Unlock()
+	case *messages.PodStatusReport:
+		r.phases = append(r.phases, m.Status.Phase)
 	}
 }
 
@@ -176,6 +181,27 @@ func TestSetStartsAndRemoves(t *testing.T) {
 	})
 	if pods := h.list(); len(pods) != 1 || pods[0].UID != "a" || pods[0].Status.Phase != v1.PodRunning {
 		t.Errorf("/pods lists %+v", pods)
+	}
+}
+
+// A worker tells its phase before its first sync observed anything; that
+// must not reach the status-reporter, whose write would blank the API
+// pod's phase.
+func TestOnlyObservedStatusesAreReported(t *testing.T) {
+	h := newHarness(t, 10)
+	h.send(messages.SourceAPI, messages.OpSet, testPod("a", ""))
+	h.eventually("synced and reported", func(synced map[types.UID]int, _ map[types.UID]string) error {
+		h.reports.mu.Lock()
+		defer h.reports.mu.Unlock()
+		if synced["a"] == 0 || len(h.reports.phases) == 0 {
+			return fmt.Errorf("synced %v, reported %v", synced, h.reports.phases)
+		}
+		return nil
+	})
+	h.reports.mu.Lock()
+	defer h.reports.mu.Unlock()
+	if len(h.reports.phases) != 1 || h.reports.phases[0] != v1.PodRunning {
+		t.Errorf("reported phases %q, want only Running", h.reports.phases)
 	}
 }
 
