@@ -31,6 +31,10 @@ type PodLifecycleEvent struct {
 	Type                  PodLifecycleEventType
 	// ID is the container's or sandbox's runtime ID.
 	ID string
+	// State is its CRI state after the change (e.g. "CONTAINER_RUNNING",
+	// "SANDBOX_READY"); empty when it was removed. A pod-worker compares it
+	// with what its last sync observed.
+	State string
 }
 
 // PodLifecycleEvents carries the changes one relist found.

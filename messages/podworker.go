@@ -47,6 +47,11 @@ type PodSynced struct {
 	// crash-loop or image-pull backoff expiring).
 	RetryAfter time.Duration
 	Err        error
+	// Observed is the pod in the runtime as the pass left it (runtime ID
+	// of each sandbox and container → its CRI state, as PLEG names it),
+	// set only when the pass left nothing more to do: the worker then
+	// needs no sync for PLEG events that show just this.
+	Observed map[string]string
 }
 
 func (m *PodSynced) Summary() string {

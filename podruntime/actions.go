@@ -29,6 +29,12 @@ type PodActions struct {
 	BackingOff []BackingOff
 }
 
+// none reports whether a pass would do nothing at all.
+func (a PodActions) none() bool {
+	return !a.KillPod && !a.CreateSandbox && len(a.InitContainersToStart) == 0 && len(a.ContainersToStart) == 0 &&
+		len(a.ContainersToKill) == 0 && len(a.BackingOff) == 0
+}
+
 // ContainerToKill is a container instance a sync pass stops.
 type ContainerToKill struct {
 	ID, Name, Message string

@@ -128,6 +128,14 @@ func TestIntegrationRunsPod(t *testing.T) {
 	if again.Err != nil || apiContainer(again.APIStatus, "main").ContainerID != cs.ContainerID {
 		t.Errorf("second sync changed the pod: err=%v %+v", again.Err, apiContainer(again.APIStatus, "main"))
 	}
+	// Settled lets the worker skip the passes PLEG's events of this one's
+	// own calls would ask for.
+	if !res.Settled || !again.Settled {
+		t.Errorf("a running pod's passes are not settled: first %v, second %v", res.Settled, again.Settled)
+	}
+	if st := again.Status.States(); st[cs.ContainerID[len("containerd://"):]] != "CONTAINER_RUNNING" || len(st) != 2 {
+		t.Errorf("observed states %v, want the sandbox and the running container", st)
+	}
 	pods, err := r.ListPods(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -286,6 +294,9 @@ func TestIntegrationImagePullErrors(t *testing.T) {
 	res := r.SyncPod(context.Background(), pod, nil)
 	if w := apiContainer(res.APIStatus, "never").State.Waiting; w == nil || w.Reason != ReasonErrImageNeverPull || res.Err == nil {
 		t.Errorf("Never: waiting %+v err %v", w, res.Err)
+	}
+	if res.Settled {
+		t.Error("a pass whose container could not start is settled")
 	}
 
 	clock := &fakeClock{t: time.Now()}

@@ -65,6 +65,19 @@ func (s *PodStatus) findActiveContainer(name string) *ContainerStatus {
 	return c
 }
 
+// States maps the runtime ID of each of the pod's sandboxes and containers to
+// its CRI state name, as PLEG reports them.
+func (s *PodStatus) States() map[string]string {
+	out := make(map[string]string, len(s.SandboxStatuses)+len(s.ContainerStatuses))
+	for _, sb := range s.SandboxStatuses {
+		out[sb.Id] = sb.State.String()
+	}
+	for _, c := range s.ContainerStatuses {
+		out[c.ID] = c.State.String()
+	}
+	return out
+}
+
 // GetPodStatus lists the pod's sandboxes and containers by the pod UID label.
 func (r *Runtime) GetPodStatus(ctx context.Context, uid types.UID, name, namespace string) (*PodStatus, error) {
 	sel := map[string]string{LabelPodUID: string(uid)}

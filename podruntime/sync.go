@@ -25,6 +25,10 @@ type SyncResult struct {
 	// Err is the pass's error, also reflected in waiting reasons. The
 	// worker retries failed passes with its own policy.
 	Err error
+	// Settled: the pass ended without error and its last observation
+	// calls for no action, so another pass on the same runtime state
+	// would do nothing.
+	Settled bool
 }
 
 // SyncPod performs one sync pass for a pod that should run, as upstream's
@@ -51,7 +55,9 @@ func (r *Runtime) SyncPod(ctx context.Context, pod *v1.Pod, backoff *Backoff) Sy
 	}
 	s.run(ctx, actions)
 	s.removeDeadInstances(ctx)
-	return r.result(ctx, pod, s.waiting, status, s.retry, errors.Join(s.errs...), now)
+	res := r.result(ctx, pod, s.waiting, status, s.retry, errors.Join(s.errs...), now)
+	res.Settled = res.Err == nil && res.Status != status && ComputePodActions(pod, res.Status, backoff, now).none()
+	return res
 }
 
 // result observes the pod again and builds the API status.

@@ -177,7 +177,11 @@ func diff(previous, current map[string]record) []messages.PodLifecycleEvent {
 		if r.pod.uid == "" {
 			return
 		}
-		events = append(events, messages.PodLifecycleEvent{PodUID: r.pod.uid, PodName: r.pod.name, PodNamespace: r.pod.namespace, Type: t, ID: id})
+		state := r.state
+		if t == messages.SandboxRemoved || t == messages.ContainerRemoved {
+			state = ""
+		}
+		events = append(events, messages.PodLifecycleEvent{PodUID: r.pod.uid, PodName: r.pod.name, PodNamespace: r.pod.namespace, Type: t, ID: id, State: state})
 	}
 	for id, cur := range current {
 		old, seen := previous[id]

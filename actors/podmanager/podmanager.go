@@ -477,7 +477,11 @@ type workerRuntime struct {
 
 func (w *workerRuntime) SyncPod(ctx context.Context, pod *v1.Pod) podworker.SyncOutcome {
 	r := w.rt.SyncPod(ctx, pod, w.crashLoop)
-	return podworker.SyncOutcome{Status: r.APIStatus, RetryAfter: r.RetryAfter, Err: r.Err}
+	out := podworker.SyncOutcome{Status: r.APIStatus, RetryAfter: r.RetryAfter, Err: r.Err}
+	if r.Settled {
+		out.Observed = r.Status.States()
+	}
+	return out
 }
 
 func (w *workerRuntime) KillPod(ctx context.Context, pod *v1.Pod, uid types.UID, name, namespace string, grace int64) error {

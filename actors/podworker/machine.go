@@ -2,9 +2,12 @@ package podworker
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/actorlet/actorlet/messages"
 )
 
 // Phase is where a pod-worker is in its pod's life. It only moves forward:
@@ -74,6 +77,14 @@ type State struct {
 	// retryGen identifies the retry timer that is due to wake the worker;
 	// zero when none is.
 	retryGen uint64
+	// observed is the runtime as the last sync pass left it, when that
+	// pass had nothing more to do (see EvSynced.Observed): runtime changes
+	// it already shows were made by that pass and need no sync.
+	observed map[string]string
+	// changedMeanwhile and pending: runtime changes that came while a sync
+	// ran, judged against what that sync observes once it ends.
+	changedMeanwhile bool
+	pending          []messages.PodLifecycleEvent
 }
 
 // Event is what happens to a worker; one type per kind.
@@ -86,18 +97,21 @@ type EvUpdate struct{ Pod *v1.Pod }
 type EvTerminate struct{ Grace *int64 }
 
 // EvRuntimeChanged: PLEG saw the pod's containers or sandbox change.
-type EvRuntimeChanged struct{}
+type EvRuntimeChanged struct{ Events []messages.PodLifecycleEvent }
 
 // EvRetry: a retry timer fired.
 type EvRetry struct{ Gen uint64 }
 
 // EvSynced: a sync pass ended. Terminal: the pod reached Succeeded or
-// Failed, so nothing of it will run again.
+// Failed, so nothing of it will run again. Observed (runtime ID → CRI
+// state) is set when the pass left the pod where its spec wants it, nil
+// otherwise.
 type EvSynced struct {
 	Gen        uint64
 	RetryAfter time.Duration
 	Err        error
 	Terminal   bool
+	Observed   map[string]string
 }
 
 // EvKilled: a kill ended.
@@ -165,7 +179,14 @@ func Step(s State, ev Event) (State, []Command) {
 			return s.syncOrMarkDirty()
 		}
 	case EvRuntimeChanged:
-		if s.Phase == Syncing {
+		switch {
+		case s.Phase != Syncing:
+		case s.inFlight == opSync:
+			// Most likely the pass in flight made these changes: what it
+			// observes when it ends tells.
+			s.changedMeanwhile = true
+			s.pending = append(slices.Clip(s.pending), e.Events...)
+		case !explained(s.observed, e.Events):
 			return s.syncOrMarkDirty()
 		}
 	case EvRetry:
@@ -186,6 +207,9 @@ func Step(s State, ev Event) (State, []Command) {
 			return s, nil
 		}
 		s.inFlight = opNone
+		s.observed = e.Observed
+		changed := s.changedMeanwhile && !explained(s.observed, s.pending)
+		s.changedMeanwhile, s.pending = false, nil
 		if s.Phase == Terminating {
 			return s.startKill() // the termination that cancelled this pass
 		}
@@ -195,7 +219,7 @@ func Step(s State, ev Event) (State, []Command) {
 			// is terminated, so that its sandbox goes and its final phase is
 			// written once nothing of it can run any more.
 			return s.terminate(nil)
-		case s.dirty:
+		case s.dirty || changed:
 			return s.startSync()
 		case e.RetryAfter > 0:
 			return s.scheduleRetry(e.RetryAfter)
@@ -216,6 +240,24 @@ func Step(s State, ev Event) (State, []Command) {
 		panic(fmt.Sprintf("podworker: unknown event %T", ev))
 	}
 	return s, nil
+}
+
+// explained reports whether every runtime change is already in what the last
+// sync pass observed, so that syncing again would find nothing to do: a
+// container or sandbox in the state observed, or a removed one the pass no
+// longer saw. Nothing observed explains nothing. The runtime events of the
+// worker's own calls are explained; a container that died since is not.
+func explained(observed map[string]string, events []messages.PodLifecycleEvent) bool {
+	if observed == nil {
+		return false
+	}
+	for _, e := range events {
+		state, seen := observed[e.ID]
+		if e.State == "" && seen || e.State != "" && state != e.State {
+			return false
+		}
+	}
+	return true
 }
 
 func (s State) syncOrMarkDirty() (State, []Command) {

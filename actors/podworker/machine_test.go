@@ -8,6 +8,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/actorlet/actorlet/messages"
 )
 
 func pod(image string, grace int64) *v1.Pod {
@@ -21,6 +23,26 @@ func pod(image string, grace int64) *v1.Pod {
 }
 
 func i64(v int64) *int64 { return &v }
+
+// observed is a settled pass's observation: sandbox s1 ready, container c1
+// running, c2 exited (a previous instance kept for its logs).
+var observed = map[string]string{"s1": "SANDBOX_READY", "c1": "CONTAINER_RUNNING", "c2": "CONTAINER_EXITED"}
+
+func started(id string) messages.PodLifecycleEvent {
+	return messages.PodLifecycleEvent{Type: messages.ContainerStarted, ID: id, State: "CONTAINER_RUNNING"}
+}
+
+func died(id string) messages.PodLifecycleEvent {
+	return messages.PodLifecycleEvent{Type: messages.ContainerDied, ID: id, State: "CONTAINER_EXITED"}
+}
+
+func ready(id string) messages.PodLifecycleEvent {
+	return messages.PodLifecycleEvent{Type: messages.SandboxChanged, ID: id, State: "SANDBOX_READY"}
+}
+
+func removed(id string) messages.PodLifecycleEvent {
+	return messages.PodLifecycleEvent{Type: messages.ContainerRemoved, ID: id}
+}
 
 var (
 	podA    = pod("a", 30)
@@ -69,6 +91,33 @@ func TestStep(t *testing.T) {
 			nil, Syncing},
 		{"an orphan with no pod does not sync", []Event{EvRuntimeChanged{}},
 			nil, Syncing},
+
+		// Runtime changes judged against the last settled pass's
+		// observation.
+		{"a change the settled pass observed needs no sync", []Event{EvUpdate{podA}, EvSynced{Gen: 1, Observed: observed}, EvRuntimeChanged{[]messages.PodLifecycleEvent{started("c1"), ready("s1")}}},
+			nil, Syncing},
+		{"a container that died since syncs", []Event{EvUpdate{podA}, EvSynced{Gen: 1, Observed: observed}, EvRuntimeChanged{[]messages.PodLifecycleEvent{died("c1")}}},
+			[]Command{CmdStartSync{2, podA}}, Syncing},
+		{"a container the pass never saw syncs", []Event{EvUpdate{podA}, EvSynced{Gen: 1, Observed: observed}, EvRuntimeChanged{[]messages.PodLifecycleEvent{started("c9")}}},
+			[]Command{CmdStartSync{2, podA}}, Syncing},
+		{"one unexplained change among explained ones syncs", []Event{EvUpdate{podA}, EvSynced{Gen: 1, Observed: observed}, EvRuntimeChanged{[]messages.PodLifecycleEvent{started("c1"), died("c2"), started("c3")}}},
+			[]Command{CmdStartSync{2, podA}}, Syncing},
+		{"the removal of a container the pass saw syncs", []Event{EvUpdate{podA}, EvSynced{Gen: 1, Observed: observed}, EvRuntimeChanged{[]messages.PodLifecycleEvent{removed("c1")}}},
+			[]Command{CmdStartSync{2, podA}}, Syncing},
+		{"the removal the pass made needs no sync", []Event{EvUpdate{podA}, EvSynced{Gen: 1, Observed: observed}, EvRuntimeChanged{[]messages.PodLifecycleEvent{removed("c0")}}},
+			nil, Syncing},
+		{"an unsettled pass explains nothing", []Event{EvUpdate{podA}, EvSynced{Gen: 1}, EvRuntimeChanged{[]messages.PodLifecycleEvent{started("c1")}}},
+			[]Command{CmdStartSync{2, podA}}, Syncing},
+		{"changes during a pass that it observed need no second pass", []Event{EvUpdate{podA}, EvRuntimeChanged{[]messages.PodLifecycleEvent{started("c1")}}, EvSynced{Gen: 1, Observed: observed}},
+			nil, Syncing},
+		{"changes during a pass that it did not observe sync again", []Event{EvUpdate{podA}, EvRuntimeChanged{[]messages.PodLifecycleEvent{died("c1")}}, EvSynced{Gen: 1, Observed: observed}},
+			[]Command{CmdStartSync{2, podA}}, Syncing},
+		{"changes during an unsettled pass sync again", []Event{EvUpdate{podA}, EvRuntimeChanged{[]messages.PodLifecycleEvent{started("c1")}}, EvSynced{Gen: 1}},
+			[]Command{CmdStartSync{2, podA}}, Syncing},
+		{"changes before a pass are not judged by the next one", []Event{EvUpdate{podA}, EvRuntimeChanged{[]messages.PodLifecycleEvent{died("c1")}}, EvSynced{Gen: 1, Observed: observed}, EvRuntimeChanged{[]messages.PodLifecycleEvent{started("c1")}}},
+			nil, Syncing},
+		{"a later unsettled pass forgets the observation", []Event{EvUpdate{podA}, EvSynced{Gen: 1, Observed: observed}, EvUpdate{podB}, EvSynced{Gen: 2}, EvRuntimeChanged{[]messages.PodLifecycleEvent{started("c1")}}},
+			[]Command{CmdStartSync{3, podB}}, Syncing},
 
 		// Termination.
 		{"terminate when idle kills with the pod's grace", []Event{EvUpdate{podA}, EvSynced{Gen: 1}, EvTerminate{}},
@@ -137,8 +186,8 @@ func TestStep(t *testing.T) {
 // operation while another is in flight and never leaves the terminated phase.
 func TestAtMostOneOperationInFlight(t *testing.T) {
 	events := []Event{
-		EvUpdate{podA}, EvUpdate{podB}, EvRuntimeChanged{}, EvTerminate{}, EvTerminate{i64(1)},
-		EvSynced{Gen: 1}, EvSynced{Gen: 2, RetryAfter: time.Second}, EvSynced{Gen: 1, Err: errBoom}, EvSynced{Gen: 1, Terminal: true},
+		EvUpdate{podA}, EvUpdate{podB}, EvRuntimeChanged{}, EvRuntimeChanged{[]messages.PodLifecycleEvent{started("c1")}}, EvTerminate{}, EvTerminate{i64(1)},
+		EvSynced{Gen: 1}, EvSynced{Gen: 1, Observed: observed}, EvSynced{Gen: 2, RetryAfter: time.Second}, EvSynced{Gen: 1, Err: errBoom}, EvSynced{Gen: 1, Terminal: true},
 		EvKilled{Gen: 1}, EvKilled{Gen: 2}, EvKilled{Gen: 3, Err: errBoom}, EvRetry{Gen: 2}, EvRetry{Gen: 3},
 	}
 	var walk func(s State, depth int, path []Event)

@@ -97,13 +97,13 @@ func (a *Actor) Receive(ctx actor.Context) {
 	case *messages.TerminatePod:
 		a.step(ctx, EvTerminate{Grace: m.GracePeriod})
 	case *messages.RuntimeChanged:
-		a.step(ctx, EvRuntimeChanged{})
+		a.step(ctx, EvRuntimeChanged{Events: m.Events})
 	case *messages.RetryDue:
 		a.step(ctx, EvRetry{Gen: m.Gen})
 	case *messages.PodSynced:
 		current := a.state.inFlight == opSync && a.state.gen == m.Gen
 		terminal := m.Status.Phase == v1.PodSucceeded || m.Status.Phase == v1.PodFailed
-		a.step(ctx, EvSynced{Gen: m.Gen, RetryAfter: m.RetryAfter, Err: m.Err, Terminal: terminal})
+		a.step(ctx, EvSynced{Gen: m.Gen, RetryAfter: m.RetryAfter, Err: m.Err, Terminal: terminal, Observed: m.Observed})
 		if current {
 			a.observePodStart(&m.Status)
 			a.report(ctx, &m.Status)
