@@ -79,6 +79,25 @@ func (m *PodKilled) Summary() string {
 	return fmt.Sprintf("kill #%d done", m.Gen)
 }
 
+// PodStopped: the kill in flight has stopped every container and the
+// sandbox, and goes on to remove them. Sender and receiver: the pod-worker
+// (from its kill's goroutine).
+type PodStopped struct {
+	Gen uint64
+}
+
+func (m *PodStopped) Summary() string { return fmt.Sprintf("kill #%d: all stopped", m.Gen) }
+
+// PodWorkerStopped tells the pod-manager that nothing of a terminating pod
+// runs any more, before its containers and sandbox are removed, so that a
+// pod being deleted can go from the API without waiting for the removal.
+// Sender: a pod-worker. Receiver: the pod-manager.
+type PodWorkerStopped struct {
+	UID types.UID
+}
+
+func (m *PodWorkerStopped) Summary() string { return fmt.Sprintf("%s stopped", m.UID) }
+
 // RetryDue wakes a pod-worker when a backoff (crash loop, image pull, a
 // failed kill) has expired. Sender and receiver: the pod-worker (its timer).
 type RetryDue struct {

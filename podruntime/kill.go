@@ -37,7 +37,7 @@ const (
 // pods restored from container labels; KillPodWithSpec refers to them by
 // their place in the spec.
 func (r *Runtime) KillPod(ctx context.Context, uid types.UID, name, namespace string, gracePeriod *int64) error {
-	return r.killPod(ctx, metaPod(uid, name, namespace), gracePeriod)
+	return r.killPod(ctx, metaPod(uid, name, namespace), gracePeriod, nil)
 }
 
 // KillPodWithSpec is KillPod for a pod whose spec is known (a pod being
@@ -49,10 +49,36 @@ func (r *Runtime) KillPod(ctx context.Context, uid types.UID, name, namespace st
 // that its logs can still be read, until container GC removes them by its
 // policy, or entirely once the pod is gone.
 func (r *Runtime) KillPodWithSpec(ctx context.Context, pod *v1.Pod, gracePeriod *int64) error {
-	return r.killPod(ctx, pod, gracePeriod)
+	return r.killPod(ctx, pod, gracePeriod, nil)
 }
 
-func (r *Runtime) killPod(ctx context.Context, pod *v1.Pod, gracePeriod *int64) error {
+// Kill is one kill as a pod-worker asks for it.
+type Kill struct {
+	// Pod is the pod's spec (KillPodWithSpec); nil for an orphan, known
+	// by UID, Name and Namespace only (KillPod).
+	Pod             *v1.Pod
+	UID             types.UID
+	Name, Namespace string
+	// GracePeriod nil is the one recorded on the containers.
+	GracePeriod *int64
+	// Stopped, when set, is called once the pod's containers and sandbox
+	// are stopped, before anything is removed: nothing of the pod runs any
+	// more, so it may go from the API (upstream deletes it then, and
+	// leaves the removal to GC).
+	Stopped func()
+}
+
+// Kill runs KillPodWithSpec, or KillPod without a spec, telling k.Stopped
+// when everything is stopped.
+func (r *Runtime) Kill(ctx context.Context, k Kill) error {
+	pod := k.Pod
+	if pod == nil {
+		pod = metaPod(k.UID, k.Name, k.Namespace)
+	}
+	return r.killPod(ctx, pod, k.GracePeriod, k.Stopped)
+}
+
+func (r *Runtime) killPod(ctx context.Context, pod *v1.Pod, gracePeriod *int64, stopped func()) error {
 	uid, name, namespace := pod.UID, pod.Name, pod.Namespace
 	status, err := r.GetPodStatus(ctx, uid, name, namespace)
 	if err != nil {
@@ -65,6 +91,9 @@ func (r *Runtime) killPod(ctx context.Context, pod *v1.Pod, gracePeriod *int64) 
 	completed := ranToCompletion(pod, status)
 	if err := r.stopPod(ctx, pod, status, grace); err != nil {
 		return fmt.Errorf("kill pod %s/%s: %w", namespace, name, err)
+	}
+	if stopped != nil {
+		stopped()
 	}
 	if completed {
 		return nil

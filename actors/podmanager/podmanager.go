@@ -37,8 +37,7 @@ const recentlyDoneFor = time.Minute
 // runtime (podruntime.Runtime).
 type Runtime interface {
 	SyncPod(ctx context.Context, pod *v1.Pod, backoff *podruntime.Backoff) podruntime.SyncResult
-	KillPod(ctx context.Context, uid types.UID, name, namespace string, gracePeriod *int64) error
-	KillPodWithSpec(ctx context.Context, pod *v1.Pod, gracePeriod *int64) error
+	Kill(ctx context.Context, k podruntime.Kill) error
 	ListPods(ctx context.Context) ([]*podruntime.PodStatus, error)
 }
 
@@ -88,6 +87,9 @@ type podEntry struct {
 	// finished: the pod reached a terminal phase on its own and its worker
 	// is done; the entry keeps its final status until a source drops it.
 	finished bool
+	// reportedGone: the status-reporter was told the pod is finished and
+	// removed when its worker stopped it, before the removal ended.
+	reportedGone bool
 }
 
 // New returns a producer of the pod-manager.
@@ -134,6 +136,13 @@ func (a *Actor) Receive(ctx actor.Context) {
 			if e.pod != nil && m.Status.Phase != "" {
 				supervision.Tell(ctx, a.p.StatusReporter, &messages.PodStatusReport{Pod: e.pod, Status: m.Status})
 			}
+		}
+	case *messages.PodWorkerStopped:
+		// A pod deleted from the API goes from it once nothing of it
+		// runs, as upstream; its removal from the runtime goes on.
+		if e, ok := a.pods[m.UID]; ok && e.terminate != nil && e.pod != nil && e.pod.DeletionTimestamp != nil && !e.reportedGone {
+			e.reportedGone = true
+			supervision.Tell(ctx, a.p.StatusReporter, &messages.PodFinished{Pod: e.pod, Removed: true})
 		}
 	case *messages.PodWorkerDone:
 		a.done(ctx, m.UID)
@@ -363,7 +372,7 @@ func (a *Actor) done(ctx actor.Context, uid types.UID) {
 func (a *Actor) forget(ctx actor.Context, uid types.UID, e *podEntry, report bool) {
 	delete(a.pods, uid)
 	a.recentlyDone[uid] = time.Now()
-	if report {
+	if report && !e.reportedGone {
 		supervision.Tell(ctx, a.p.StatusReporter, &messages.PodFinished{Pod: e.pod, Removed: true})
 	}
 }
@@ -484,16 +493,17 @@ func (w *workerRuntime) SyncPod(ctx context.Context, pod *v1.Pod) podworker.Sync
 	return out
 }
 
-func (w *workerRuntime) KillPod(ctx context.Context, pod *v1.Pod, uid types.UID, name, namespace string, grace int64) error {
-	switch {
-	case w.orphan:
+func (w *workerRuntime) KillPod(ctx context.Context, pod *v1.Pod, uid types.UID, name, namespace string, grace int64, stopped func()) error {
+	k := podruntime.Kill{UID: uid, Name: name, Namespace: namespace, GracePeriod: &grace, Stopped: stopped}
+	if w.orphan {
 		// No spec: the grace period recorded on the containers applies.
-		return w.rt.KillPod(ctx, uid, name, namespace, nil)
-	case pod == nil:
-		return w.rt.KillPod(ctx, uid, name, namespace, &grace)
+		k.GracePeriod = nil
+	} else {
+		// With the spec, the Killing events name each container's field
+		// path.
+		k.Pod = pod
 	}
-	// With the spec, the Killing events name each container's field path.
-	return w.rt.KillPodWithSpec(ctx, pod, &grace)
+	return w.rt.Kill(ctx, k)
 }
 
 // specChanged reports whether the pod's spec differs. Most updates of a

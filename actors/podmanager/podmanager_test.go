@@ -40,18 +40,21 @@ func (f *fakeRuntime) SyncPod(_ context.Context, pod *v1.Pod, _ *podruntime.Back
 	return podruntime.SyncResult{APIStatus: v1.PodStatus{Phase: v1.PodRunning}}
 }
 
-func (f *fakeRuntime) KillPod(_ context.Context, uid types.UID, _, _ string, grace *int64) error {
+func (f *fakeRuntime) Kill(_ context.Context, k podruntime.Kill) error {
+	if k.Stopped != nil {
+		k.Stopped()
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	uid := k.UID
+	if k.Pod != nil {
+		uid = k.Pod.UID
+	}
 	f.killed[uid] = "recorded"
-	if grace != nil {
-		f.killed[uid] = fmt.Sprint(*grace)
+	if k.GracePeriod != nil {
+		f.killed[uid] = fmt.Sprint(*k.GracePeriod)
 	}
 	return nil
-}
-
-func (f *fakeRuntime) KillPodWithSpec(ctx context.Context, pod *v1.Pod, grace *int64) error {
-	return f.KillPod(ctx, pod.UID, pod.Name, pod.Namespace, grace)
 }
 
 func (f *fakeRuntime) ListPods(context.Context) ([]*podruntime.PodStatus, error) {
@@ -226,6 +229,23 @@ func TestDeletionTimestampTerminatesWithItsGrace(t *testing.T) {
 		}
 		return nil
 	})
+	// Reported gone once, when stopped, though the worker's end follows.
+	h.eventually("reported removed", func(map[types.UID]int, map[types.UID]string) error {
+		h.reports.mu.Lock()
+		defer h.reports.mu.Unlock()
+		if len(h.reports.finished) == 0 {
+			return fmt.Errorf("not reported")
+		}
+		return nil
+	})
+	if pods := h.list(); len(pods) != 0 {
+		t.Errorf("/pods still lists %d pods", len(pods))
+	}
+	h.reports.mu.Lock()
+	defer h.reports.mu.Unlock()
+	if got := strings.Join(h.reports.finished, ","); got != "d removed=true" {
+		t.Errorf("finished reports %q, want one removal", got)
+	}
 }
 
 func TestAdmissionRejects(t *testing.T) {

@@ -29,8 +29,9 @@ type Runtime interface {
 	// SyncPod runs one sync pass toward pod's spec.
 	SyncPod(ctx context.Context, pod *v1.Pod) SyncOutcome
 	// KillPod stops the pod's containers within grace seconds, then removes
-	// its containers and sandboxes. pod is the latest spec, nil for an orphan.
-	KillPod(ctx context.Context, pod *v1.Pod, uid types.UID, name, namespace string, grace int64) error
+	// its containers and sandboxes; stopped is called in between. pod is the
+	// latest spec, nil for an orphan.
+	KillPod(ctx context.Context, pod *v1.Pod, uid types.UID, name, namespace string, grace int64, stopped func()) error
 }
 
 // SyncOutcome is what one sync pass reports.
@@ -108,6 +109,10 @@ func (a *Actor) Receive(ctx actor.Context) {
 			a.observePodStart(&m.Status)
 			a.report(ctx, &m.Status)
 		}
+	case *messages.PodStopped:
+		if a.state.inFlight == opKill && a.state.gen == m.Gen {
+			supervision.Tell(ctx, ctx.Parent(), &messages.PodWorkerStopped{UID: a.p.UID})
+		}
 	case *messages.PodKilled:
 		if m.Err != nil && a.state.gen == m.Gen {
 			a.log.Warn().Err(m.Err).Msg("killing the pod failed; retrying")
@@ -153,10 +158,12 @@ func (a *Actor) execute(ctx actor.Context, c Command) {
 		opCtx, cancel := context.WithCancel(context.Background())
 		a.cancelKill = cancel
 		pod := a.state.Pod
+		system, self := ctx.ActorSystem(), ctx.Self()
+		stopped := func() { supervision.TellFromOutside(system, self, &messages.PodStopped{Gen: c.Gen}) }
 		supervision.Go(ctx, func() messages.Message {
 			defer cancel()
 			start := time.Now()
-			err := rt.KillPod(opCtx, pod, p.UID, p.Name, p.Namespace, c.Grace)
+			err := rt.KillPod(opCtx, pod, p.UID, p.Name, p.Namespace, c.Grace, stopped)
 			metrics.PodWorkerDuration.WithLabelValues(metrics.OperationKill).Observe(time.Since(start).Seconds())
 			return &messages.PodKilled{Gen: c.Gen, Err: err}
 		})

@@ -30,7 +30,8 @@ func (r *blockingRuntime) SyncPod(ctx context.Context, _ *v1.Pod) SyncOutcome {
 	return SyncOutcome{Err: ctx.Err()}
 }
 
-func (r *blockingRuntime) KillPod(_ context.Context, _ *v1.Pod, _ types.UID, _, _ string, grace int64) error {
+func (r *blockingRuntime) KillPod(_ context.Context, _ *v1.Pod, _ types.UID, _, _ string, grace int64, stopped func()) error {
+	stopped()
 	r.killed <- grace
 	return nil
 }
@@ -42,7 +43,9 @@ type parent struct {
 	pod    *v1.Pod
 	mu     sync.Mutex
 	done   bool
-	ready  chan *actor.PID
+	// stoppedFirst: PodWorkerStopped came before PodWorkerDone.
+	stopped, stoppedFirst bool
+	ready                 chan *actor.PID
 }
 
 func (p *parent) Receive(ctx actor.Context) {
@@ -55,9 +58,14 @@ func (p *parent) Receive(ctx actor.Context) {
 		p.ready <- pid
 	case *messages.PodWorkerStarted:
 		supervision.Tell(ctx, ctx.Sender(), &messages.UpdatePod{Pod: p.pod})
+	case *messages.PodWorkerStopped:
+		p.mu.Lock()
+		p.stopped = m.UID == p.params.UID
+		p.mu.Unlock()
 	case *messages.PodWorkerDone:
 		p.mu.Lock()
 		p.done = m.UID == p.params.UID
+		p.stoppedFirst = p.stopped
 		p.mu.Unlock()
 	}
 }
@@ -100,9 +108,12 @@ func TestTerminationCancelsALongSync(t *testing.T) {
 	deadline := time.Now().Add(5 * time.Second)
 	for {
 		p.mu.Lock()
-		done := p.done
+		done, stoppedFirst := p.done, p.stoppedFirst
 		p.mu.Unlock()
 		if done {
+			if !stoppedFirst {
+				t.Error("the worker did not report PodWorkerStopped before PodWorkerDone")
+			}
 			break
 		}
 		if time.Now().After(deadline) {
