@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"time"
 
 	"google.golang.org/grpc/status"
@@ -43,7 +44,7 @@ func (r *Runtime) SyncPod(ctx context.Context, pod *v1.Pod, backoff *Backoff) Sy
 	}
 	status, err := r.GetPodStatus(ctx, pod.UID, pod.Name, pod.Namespace)
 	if err != nil {
-		return r.result(ctx, pod, nil, nil, 0, err, now)
+		return r.result(ctx, pod, nil, nil, nil, 0, err, now)
 	}
 	actions := ComputePodActions(pod, status, backoff, now)
 	s := &syncPass{r: r, pod: pod, status: status, backoff: backoff, waiting: map[string]WaitingReason{}}
@@ -55,16 +56,25 @@ func (r *Runtime) SyncPod(ctx context.Context, pod *v1.Pod, backoff *Backoff) Sy
 	}
 	s.run(ctx, actions)
 	s.removeDeadInstances(ctx)
-	res := r.result(ctx, pod, s.waiting, status, s.retry, errors.Join(s.errs...), now)
+	res := r.result(ctx, pod, s.waiting, status, s.observe, s.retry, errors.Join(s.errs...), now)
 	res.Settled = res.Err == nil && res.Status != status && ComputePodActions(pod, res.Status, backoff, now).none()
 	return res
 }
 
-// result observes the pod again and builds the API status.
-func (r *Runtime) result(ctx context.Context, pod *v1.Pod, waiting map[string]WaitingReason, before *PodStatus, retry time.Duration, err error, now time.Time) SyncResult {
+// result observes the pod again, through observe when it can tell (nil: it
+// cannot), else by listing it, and builds the API status.
+func (r *Runtime) result(ctx context.Context, pod *v1.Pod, waiting map[string]WaitingReason, before *PodStatus, observe func(context.Context) *PodStatus, retry time.Duration, err error, now time.Time) SyncResult {
 	status := before
 	if ctx.Err() == nil {
-		if after, serr := r.GetPodStatus(ctx, pod.UID, pod.Name, pod.Namespace); serr == nil {
+		var after *PodStatus
+		if observe != nil {
+			after = observe(ctx)
+		}
+		var serr error
+		if after == nil {
+			after, serr = r.GetPodStatus(ctx, pod.UID, pod.Name, pod.Namespace)
+		}
+		if serr == nil {
 			status = after
 		} else {
 			err = errors.Join(err, serr)
@@ -90,6 +100,14 @@ type syncPass struct {
 	sandboxID     string
 	sandboxConfig *runtimeapi.PodSandboxConfig
 	podIPs        []string
+
+	// What the pass changed, for observe: whether it stopped anything, the
+	// sandbox it created, the containers it created (oldest first) and the
+	// dead instances it removed.
+	stopped    bool
+	newSandbox *runtimeapi.PodSandboxStatus
+	created    []string
+	removed    map[string]bool
 }
 
 func (s *syncPass) retryAfter(d time.Duration) {
@@ -105,6 +123,7 @@ func (s *syncPass) run(ctx context.Context, a PodActions) {
 	if a.CreateSandbox && a.SandboxID != "" {
 		r.podEvent(pod, v1.EventTypeNormal, EventSandboxChanged, "Pod sandbox changed, it will be killed and re-created.")
 	}
+	s.stopped = a.KillPod || len(a.ContainersToKill) > 0
 	if a.KillPod {
 		if err := r.stopPod(ctx, pod, s.status, podGracePeriod(pod)); err != nil {
 			s.fail(fmt.Errorf("kill pod %s/%s before recreating its sandbox: %w", pod.Namespace, pod.Name, err))
@@ -169,6 +188,7 @@ func (s *syncPass) createSandbox(ctx context.Context) bool {
 		s.fail(fmt.Errorf("status of new sandbox %s of pod %s/%s: %w", s.sandboxID, pod.Namespace, pod.Name, err))
 		return false
 	}
+	s.newSandbox = st.Status
 	s.podIPs = sandboxIPs(st.Status)
 	// The new sandbox's containers start from a clean slate, but restart
 	// counts continue from the old instances, as upstream.
@@ -230,6 +250,7 @@ func (s *syncPass) startContainer(ctx context.Context, c *v1.Container) bool {
 		s.fail(err)
 		return false
 	}
+	s.created = append(s.created, created.ContainerId)
 	r.containerEvent(pod, c.Name, created.ContainerId, v1.EventTypeNormal, EventCreated, "Container created")
 	if _, err := r.RT.StartContainer(sctx, &runtimeapi.StartContainerRequest{ContainerId: created.ContainerId}); err != nil {
 		failed(created.ContainerId, status.Convert(err).Message())
@@ -258,8 +279,57 @@ func (s *syncPass) removeDeadInstances(ctx context.Context) {
 		cancel()
 		if err != nil && !isNotFound(err) {
 			s.fail(fmt.Errorf("remove old instance %s of container %s of pod %s/%s: %w", cs.ID, cs.Name, s.pod.Namespace, s.pod.Name, err))
+			continue
+		}
+		if s.removed == nil {
+			s.removed = map[string]bool{}
+		}
+		s.removed[cs.ID] = true
+	}
+}
+
+// observe is the pod's status after a pass that stopped nothing, built from
+// the status before it and what the pass made, at one ContainerStatus per
+// container created instead of listing the pod and reading every sandbox
+// and container again. What changed by itself during the pass (a container
+// that died) is not in it, but PLEG's next relist reports it and the worker
+// syncs for it. nil when the pass stopped something or a read failed: the
+// caller lists the pod then.
+func (s *syncPass) observe(ctx context.Context) *PodStatus {
+	if s.stopped {
+		return nil
+	}
+	ps := &PodStatus{UID: s.status.UID, Name: s.status.Name, Namespace: s.status.Namespace}
+	if s.newSandbox != nil {
+		ps.SandboxStatuses = append(ps.SandboxStatuses, s.newSandbox)
+	}
+	ps.SandboxStatuses = append(ps.SandboxStatuses, s.status.SandboxStatuses...)
+	for i := len(s.created) - 1; i >= 0; i-- {
+		sctx, cancel := s.r.callCtx(ctx)
+		resp, err := s.r.RT.ContainerStatus(sctx, &runtimeapi.ContainerStatusRequest{ContainerId: s.created[i]})
+		cancel()
+		if err != nil {
+			return nil
+		}
+		cs := toContainerStatus(resp.Status)
+		cs.SandboxID = s.sandboxID
+		ps.ContainerStatuses = append(ps.ContainerStatuses, cs)
+	}
+	for _, cs := range s.status.ContainerStatuses {
+		if !s.removed[cs.ID] {
+			ps.ContainerStatuses = append(ps.ContainerStatuses, cs)
 		}
 	}
+	slices.SortStableFunc(ps.ContainerStatuses, func(a, b *ContainerStatus) int {
+		return b.CreatedAt.Compare(a.CreatedAt)
+	})
+	for _, sb := range ps.SandboxStatuses {
+		if sb.State == runtimeapi.PodSandboxState_SANDBOX_READY {
+			ps.IPs = sandboxIPs(sb)
+			break
+		}
+	}
+	return ps
 }
 
 // deadInstancesKept is how many exited instances of each container of a
