@@ -20,14 +20,20 @@ import (
 // back. They would come back 64 KiB at a time: the kernel's fault-around
 // maps the neighbours of a faulting page that are in the page cache, and
 // MADV_RANDOM does not stop that (it stops read-ahead; measured on this
-// project's 6.x kernels). So the executable's page cache is dropped too:
-// a fault of the read-only data (types, pclntab) then brings one page.
+// project's 6.x kernels). So the page cache of the executable's read-only
+// data (types, pclntab) is dropped too: a fault there then reads one page.
+// Code keeps its page cache: the kernel reads ahead around a code fault
+// whatever the advice, and with nothing cached each fault read megabytes
+// (0.033 CPU-s per pod against 0.020 at N = 10 in make bench).
 // The writable mappings (data, bss) are never touched: dropping them would
 // lose state.
 
-// binaryMapping is one read-only mapping of the executable.
+// binaryMapping is one read-only mapping of the executable: its addresses,
+// where it starts in the file, and whether it is code.
 type binaryMapping struct {
 	start, end uintptr
+	offset     int64
+	exec       bool
 }
 
 // readOnlyMappings lists the executable's mappings without write
@@ -59,10 +65,11 @@ func parseMaps(sc *bufio.Scanner, exe string) ([]binaryMapping, error) {
 		}
 		start, err1 := strconv.ParseUint(lo, 16, 64)
 		end, err2 := strconv.ParseUint(hi, 16, 64)
-		if err1 != nil || err2 != nil || end <= start {
+		offset, err3 := strconv.ParseInt(fields[2], 16, 64)
+		if err1 != nil || err2 != nil || err3 != nil || end <= start {
 			continue
 		}
-		out = append(out, binaryMapping{start: uintptr(start), end: uintptr(end)})
+		out = append(out, binaryMapping{start: uintptr(start), end: uintptr(end), offset: offset, exec: fields[1][2] == 'x'})
 	}
 	return out, sc.Err()
 }
@@ -88,19 +95,23 @@ func advise(advice int) error {
 func AdviseRandomAccess() error { return advise(unix.MADV_RANDOM) }
 
 // ReleaseStartupPages drops the executable's read-only pages from the
-// process's resident set, and its pages no process maps from the page
-// cache; those still in use fault back in from the file. Call it once
-// start-up is done.
+// process's resident set, and the page cache of its read-only data that no
+// process maps; pages still in use fault back in. Call it once start-up is
+// done.
 func ReleaseStartupPages() error {
 	if err := advise(unix.MADV_DONTNEED); err != nil {
 		return err
 	}
-	return dropPageCache()
+	return dropDataPageCache()
 }
 
-// dropPageCache asks the kernel to drop the executable's cached pages; pages
-// another process maps stay.
-func dropPageCache() error {
+// dropDataPageCache asks the kernel to drop the cached pages of the
+// executable's read-only data mappings; pages another process maps stay.
+func dropDataPageCache() error {
+	maps, err := readOnlyMappings()
+	if err != nil {
+		return err
+	}
 	exe, err := os.Executable()
 	if err != nil {
 		return fmt.Errorf("find the executable: %w", err)
@@ -110,8 +121,13 @@ func dropPageCache() error {
 		return err
 	}
 	defer f.Close()
-	if err := unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED); err != nil {
-		return fmt.Errorf("drop the page cache of %s: %w", exe, err)
+	for _, m := range maps {
+		if m.exec {
+			continue
+		}
+		if err := unix.Fadvise(int(f.Fd()), m.offset, int64(m.end-m.start), unix.FADV_DONTNEED); err != nil {
+			return fmt.Errorf("drop the page cache of %s at %#x: %w", exe, m.offset, err)
+		}
 	}
 	return nil
 }
