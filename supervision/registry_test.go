@@ -150,3 +150,40 @@ func TestRegistrySetState(t *testing.T) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// An actor that has seen fewer messages than TimelineLength has all of
+// them, oldest first.
+func TestRegistryShortTimeline(t *testing.T) {
+	system := NewSystem(zerolog.Nop())
+	reg := system.Registry
+	defer system.Shutdown()
+	got := make(chan int, 3)
+	pid, err := system.Root.SpawnNamed(reg.Props("sink", func() actor.Actor { return &sink{got: got} }, nil), "short")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		TellFromOutside(system.ActorSystem, pid, &note{n: i})
+	}
+	for range 3 {
+		select {
+		case <-got:
+		case <-time.After(5 * time.Second):
+			t.Fatal("a note never arrived")
+		}
+	}
+	var notes []MessageRecord
+	for _, rec := range reg.Timeline("short") {
+		if rec.Type == "supervision.note" {
+			notes = append(notes, rec)
+		}
+	}
+	if len(notes) != 3 {
+		t.Fatalf("timeline has %d notes, want 3", len(notes))
+	}
+	for i, rec := range notes {
+		if rec.Summary != fmt.Sprintf("note %d", i) {
+			t.Errorf("record %d = %q, want note %d", i, rec.Summary, i)
+		}
+	}
+}
