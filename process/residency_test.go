@@ -20,9 +20,9 @@ garbage line
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []binaryMapping{{0x400000, 0x1a00000}, {0x1a00000, 0x3000000}}
+	want := []binaryMapping{{0x400000, 0x1a00000, 0, true}, {0x1a00000, 0x3000000, 0x1600000, false}}
 	if len(got) != len(want) || got[0] != want[0] || got[1] != want[1] {
-		t.Errorf("parseMaps = %x, want %x (the private read-only mappings of the executable only)", got, want)
+		t.Errorf("parseMaps = %+v, want %+v (the private read-only mappings of the executable only)", got, want)
 	}
 }
 
