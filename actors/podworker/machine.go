@@ -74,6 +74,9 @@ type State struct {
 	// grace is the termination grace period in seconds, set on termination
 	// and only ever shrinking.
 	grace *int64
+	// stopped: a kill has stopped every container and the sandbox; what is
+	// left is removal, which a shorter grace period cannot hasten.
+	stopped bool
 	// retryGen identifies the retry timer that is due to wake the worker;
 	// zero when none is.
 	retryGen uint64
@@ -114,6 +117,10 @@ type EvSynced struct {
 	Observed   map[string]string
 }
 
+// EvStopped: the kill in flight has stopped everything and goes on to
+// remove it.
+type EvStopped struct{ Gen uint64 }
+
 // EvKilled: a kill ended.
 type EvKilled struct {
 	Gen uint64
@@ -125,6 +132,7 @@ func (EvTerminate) isEvent()      {}
 func (EvRuntimeChanged) isEvent() {}
 func (EvRetry) isEvent()          {}
 func (EvSynced) isEvent()         {}
+func (EvStopped) isEvent()        {}
 func (EvKilled) isEvent()         {}
 
 // Command is what the actor must do at the edge after a step.
@@ -155,6 +163,10 @@ type CmdScheduleRetry struct {
 	After time.Duration
 }
 
+// CmdReportStopped: nothing of the pod runs any more; tell the pod-manager,
+// so that a pod being deleted can go from the API.
+type CmdReportStopped struct{}
+
 // CmdFinish: the pod is terminated and cleaned up; tell the pod-manager.
 type CmdFinish struct{}
 
@@ -163,6 +175,7 @@ func (CmdCancelSync) isCommand()    {}
 func (CmdStartKill) isCommand()     {}
 func (CmdCancelKill) isCommand()    {}
 func (CmdScheduleRetry) isCommand() {}
+func (CmdReportStopped) isCommand() {}
 func (CmdFinish) isCommand()        {}
 
 // Step is the pod-worker's transition function: a pure function of the
@@ -226,6 +239,12 @@ func Step(s State, ev Event) (State, []Command) {
 		case e.Err != nil:
 			return s.scheduleRetry(SyncErrorRetry)
 		}
+	case EvStopped:
+		if s.inFlight != opKill || e.Gen != s.gen || s.stopped {
+			return s, nil
+		}
+		s.stopped = true
+		return s, []Command{CmdReportStopped{}}
 	case EvKilled:
 		if s.inFlight != opKill || e.Gen != s.gen {
 			return s, nil
@@ -296,7 +315,9 @@ func (s State) terminate(requested *int64) (State, []Command) {
 	if requested != nil {
 		g = max(*requested, 0)
 	}
-	if s.grace != nil && *s.grace <= g {
+	if s.grace != nil && *s.grace <= g || s.stopped {
+		// Not shorter, or nothing left to stop: cancelling the removal
+		// under way would only make it collide with its successor.
 		return s, nil
 	}
 	s.grace = &g

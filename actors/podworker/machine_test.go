@@ -152,6 +152,18 @@ func TestStep(t *testing.T) {
 			[]Command{CmdScheduleRetry{2, KillErrorRetry}}, Terminating},
 		{"the kill retry kills again with the same grace", []Event{EvTerminate{i64(1)}, EvKilled{Gen: 1, Err: errBoom}, EvRetry{Gen: 2}},
 			[]Command{CmdStartKill{3, 1}}, Terminating},
+		{"the kill's stop is reported", []Event{EvTerminate{i64(1)}, EvStopped{Gen: 1}},
+			[]Command{CmdReportStopped{}}, Terminating},
+		{"a stale stop is ignored", []Event{EvTerminate{i64(1)}, EvStopped{Gen: 7}},
+			nil, Terminating},
+		{"a stop is reported once", []Event{EvTerminate{i64(1)}, EvStopped{Gen: 1}, EvStopped{Gen: 1}},
+			nil, Terminating},
+		{"a shorter grace after the stop leaves the removal alone", []Event{EvTerminate{i64(1)}, EvStopped{Gen: 1}, EvTerminate{i64(0)}},
+			nil, Terminating},
+		{"the stopped kill still finishes", []Event{EvTerminate{i64(1)}, EvStopped{Gen: 1}, EvTerminate{i64(0)}, EvKilled{Gen: 1}},
+			[]Command{CmdFinish{}}, Terminated},
+		{"a failed removal after the stop is retried", []Event{EvTerminate{i64(1)}, EvStopped{Gen: 1}, EvKilled{Gen: 1, Err: errBoom}},
+			[]Command{CmdScheduleRetry{2, KillErrorRetry}}, Terminating},
 		{"a successful kill finishes", []Event{EvUpdate{podA}, EvSynced{Gen: 1}, EvTerminate{}, EvKilled{Gen: 2}},
 			[]Command{CmdFinish{}}, Terminated},
 
@@ -188,6 +200,7 @@ func TestAtMostOneOperationInFlight(t *testing.T) {
 	events := []Event{
 		EvUpdate{podA}, EvUpdate{podB}, EvRuntimeChanged{}, EvRuntimeChanged{[]messages.PodLifecycleEvent{started("c1")}}, EvTerminate{}, EvTerminate{i64(1)},
 		EvSynced{Gen: 1}, EvSynced{Gen: 1, Observed: observed}, EvSynced{Gen: 2, RetryAfter: time.Second}, EvSynced{Gen: 1, Err: errBoom}, EvSynced{Gen: 1, Terminal: true},
+		EvStopped{Gen: 1}, EvStopped{Gen: 2},
 		EvKilled{Gen: 1}, EvKilled{Gen: 2}, EvKilled{Gen: 3, Err: errBoom}, EvRetry{Gen: 2}, EvRetry{Gen: 3},
 	}
 	var walk func(s State, depth int, path []Event)

@@ -110,9 +110,7 @@ func (a *Actor) Receive(ctx actor.Context) {
 			a.report(ctx, &m.Status)
 		}
 	case *messages.PodStopped:
-		if a.state.inFlight == opKill && a.state.gen == m.Gen {
-			supervision.Tell(ctx, ctx.Parent(), &messages.PodWorkerStopped{UID: a.p.UID})
-		}
+		a.step(ctx, EvStopped{Gen: m.Gen})
 	case *messages.PodKilled:
 		if m.Err != nil && a.state.gen == m.Gen {
 			a.log.Warn().Err(m.Err).Msg("killing the pod failed; retrying")
@@ -176,6 +174,8 @@ func (a *Actor) execute(ctx actor.Context, c Command) {
 			a.cancelRetry()
 		}
 		a.cancelRetry = supervision.After(ctx, c.After, &messages.RetryDue{Gen: c.Gen})
+	case CmdReportStopped:
+		supervision.Tell(ctx, ctx.Parent(), &messages.PodWorkerStopped{UID: p.UID})
 	case CmdFinish:
 		a.log.Info().Msg("pod terminated and cleaned up")
 		supervision.Tell(ctx, ctx.Parent(), &messages.PodWorkerDone{UID: p.UID})
