@@ -31,10 +31,11 @@ func kubeClient(path string, qps float32, burst int) (kubernetes.Interface, erro
 // remembers (for aggregating similar events and for its spam filter) in
 // each of its LRU caches. With client-go's default, 4096, the heap grew
 // with every pod's new keys for the whole of make bench-churn (RSS +7 MiB
-// over its 400 pods, by a heap profile diff) and would until 4096 keys.
-// 1024 still hold the recent events of a full node (110 pods, 4 events
-// each over start and deletion).
-const eventCorrelatorCache = 1024
+// over its 400 pods, by a heap profile diff) and would until 4096 keys;
+// with 1024 it still grew until about loop 15 (+11 %). 512 still hold the
+// recent events of a full node (110 pods, 4 events each over start and
+// deletion).
+const eventCorrelatorCache = 512
 
 // eventRecorder returns a recorder of events sourced from this node: written
 // to the API server when there is one (client-go's correlator bounds their
