@@ -164,15 +164,6 @@ func (r *Runtime) podStatus(ctx context.Context, ref podRef, sbs []*runtimeapi.P
 		}
 		ps.SandboxStatuses = append(ps.SandboxStatuses, resp.Status)
 	}
-	slices.SortStableFunc(ps.SandboxStatuses, func(a, b *runtimeapi.PodSandboxStatus) int {
-		return -cmpInt64(a.CreatedAt, b.CreatedAt)
-	})
-	for _, s := range ps.SandboxStatuses {
-		if s.State == runtimeapi.PodSandboxState_SANDBOX_READY {
-			ps.IPs = sandboxIPs(s)
-			break
-		}
-	}
 	for _, c := range cs {
 		sctx, cancel := r.callCtx(ctx)
 		resp, err := r.RT.ContainerStatus(sctx, &runtimeapi.ContainerStatusRequest{ContainerId: c.Id})
@@ -187,10 +178,26 @@ func (r *Runtime) podStatus(ctx context.Context, ref podRef, sbs []*runtimeapi.P
 		cst.SandboxID = c.PodSandboxId
 		ps.ContainerStatuses = append(ps.ContainerStatuses, cst)
 	}
+	ps.order()
+	return ps, nil
+}
+
+// order sorts the sandboxes and containers newest first and takes the IPs
+// of the newest ready sandbox.
+func (ps *PodStatus) order() {
+	slices.SortStableFunc(ps.SandboxStatuses, func(a, b *runtimeapi.PodSandboxStatus) int {
+		return -cmpInt64(a.CreatedAt, b.CreatedAt)
+	})
 	slices.SortStableFunc(ps.ContainerStatuses, func(a, b *ContainerStatus) int {
 		return b.CreatedAt.Compare(a.CreatedAt)
 	})
-	return ps, nil
+	ps.IPs = nil
+	for _, s := range ps.SandboxStatuses {
+		if s.State == runtimeapi.PodSandboxState_SANDBOX_READY {
+			ps.IPs = sandboxIPs(s)
+			break
+		}
+	}
 }
 
 func cmpInt64(a, b int64) int {

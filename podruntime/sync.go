@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"slices"
 	"time"
 
 	"google.golang.org/grpc/status"
@@ -320,15 +319,7 @@ func (s *syncPass) observe(ctx context.Context) *PodStatus {
 			ps.ContainerStatuses = append(ps.ContainerStatuses, cs)
 		}
 	}
-	slices.SortStableFunc(ps.ContainerStatuses, func(a, b *ContainerStatus) int {
-		return b.CreatedAt.Compare(a.CreatedAt)
-	})
-	for _, sb := range ps.SandboxStatuses {
-		if sb.State == runtimeapi.PodSandboxState_SANDBOX_READY {
-			ps.IPs = sandboxIPs(sb)
-			break
-		}
-	}
+	ps.order()
 	return ps
 }
 
