@@ -65,6 +65,14 @@ type nodeBench struct {
 // node status, the first relist) is over by then.
 const settle = 3 * time.Second
 
+// idleMemory lets a Ready actorlet idle for settle, then reads its memory.
+func (n *node) idleMemory(ctx context.Context) (memory, error) {
+	if err := sleep(ctx, settle); err != nil {
+		return memory{}, err
+	}
+	return procMemory(n.pid())
+}
+
 // run starts a fresh actorlet (each run from an idle node), creates n pods
 // through the API, waits for all Ready, deletes them and waits until they
 // are gone from the API and from CRI.
@@ -95,10 +103,7 @@ func (b *nodeBench) run(ctx context.Context, n int, name string) (res nodeRun, e
 		return res, err
 	}
 	res.StartupSeconds = time.Since(agent.started).Seconds()
-	if err := sleep(ctx, settle); err != nil {
-		return res, err
-	}
-	idle, err := procMemory(agent.pid())
+	idle, err := agent.idleMemory(ctx)
 	if err != nil {
 		return res, err
 	}

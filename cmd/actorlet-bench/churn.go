@@ -76,10 +76,7 @@ func (b *nodeBench) churn(ctx context.Context, pods, loops int) (res *churnResul
 	if err := agent.waitReady(ctx, b.admin, b.env.NodeName, time.Minute); err != nil {
 		return res, err
 	}
-	if err := sleep(ctx, settle); err != nil {
-		return res, err
-	}
-	idle, err := procMemory(agent.pid())
+	idle, err := agent.idleMemory(ctx)
 	if err != nil {
 		return res, err
 	}
