@@ -5,7 +5,6 @@ package logging
 import (
 	"fmt"
 	"io"
-	"time"
 
 	"github.com/rs/zerolog"
 )
@@ -20,17 +19,22 @@ const (
 // convention: 0 logs info and above, 1 to 3 add more detail at debug level,
 // 4 and above trace (including protoactor's own routine messages).
 func New(w io.Writer, format string, verbosity uint32) (zerolog.Logger, error) {
+	// Microseconds, as klog's: a pod starts within a second, and its steps
+	// can only be told apart in the log at this precision.
+	zerolog.TimeFieldFormat = timeFormat
 	var out io.Writer
 	switch format {
 	case FormatJSON:
 		out = w
 	case FormatText, "":
-		out = zerolog.ConsoleWriter{Out: w, TimeFormat: time.RFC3339Nano, NoColor: true}
+		out = zerolog.ConsoleWriter{Out: w, TimeFormat: timeFormat, NoColor: true}
 	default:
 		return zerolog.Nop(), fmt.Errorf("logging format %q: want %q or %q", format, FormatText, FormatJSON)
 	}
 	return zerolog.New(out).Level(Level(verbosity)).With().Timestamp().Logger(), nil
 }
+
+const timeFormat = "2006-01-02T15:04:05.000000Z07:00"
 
 // Level maps a -v verbosity to a zerolog level.
 func Level(verbosity uint32) zerolog.Level {

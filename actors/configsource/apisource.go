@@ -1,6 +1,7 @@
 package configsource
 
 import (
+	"cmp"
 	"context"
 	"slices"
 	"strings"
@@ -41,10 +42,16 @@ type apiSource struct {
 	// seen keeps, per UID, when the pod was first seen, as upstream's
 	// config.seen annotation: stable across updates of the pod.
 	seen map[types.UID]string
+	// sent keeps the copies of the last set, by UID: a pod whose
+	// resourceVersion has not changed is sent as the same copy. Every set
+	// follows a change of one pod or a few, and copying every pod of the
+	// node for each made the source's cost grow with the square of the
+	// pods being started (60 pods: 196 sets, some 7 800 copies).
+	sent map[types.UID]*v1.Pod
 }
 
 func newAPISource(kube kubernetes.Interface, node string, send func(*messages.SourceScanned), log zerolog.Logger) *apiSource {
-	return &apiSource{kube: kube, node: node, send: send, log: log, seen: map[types.UID]string{}}
+	return &apiSource{kube: kube, node: node, send: send, log: log, seen: map[types.UID]string{}, sent: map[types.UID]*v1.Pod{}}
 }
 
 // run watches until ctx is cancelled, and returns once the informer's
@@ -125,29 +132,37 @@ func dropManagedFields(obj any) (any, error) {
 
 // set builds the complete set from the informer's cache: copies, since the
 // cache's objects are shared and the message is handed over, annotated
-// with the source and first-seen time as upstream's pod config does.
+// with the source and first-seen time as upstream's pod config does. A copy
+// once sent is never changed (its receivers only read it), so a pod
+// unchanged since the last set is sent as the same copy.
 func (s *apiSource) set(objs []any) *messages.SourceScanned {
 	now := time.Now().Format(time.RFC3339Nano)
 	seen := make(map[types.UID]string, len(objs))
+	sent := make(map[types.UID]*v1.Pod, len(objs))
 	pods := make([]*v1.Pod, 0, len(objs))
 	for _, o := range objs {
-		pod := o.(*v1.Pod).DeepCopy()
-		first, ok := s.seen[pod.UID]
+		cached := o.(*v1.Pod)
+		first, ok := s.seen[cached.UID]
 		if !ok {
 			first = now
 		}
-		seen[pod.UID] = first
-		if pod.Annotations == nil {
-			pod.Annotations = map[string]string{}
+		seen[cached.UID] = first
+		pod := s.sent[cached.UID]
+		if pod == nil || pod.ResourceVersion != cached.ResourceVersion || cached.ResourceVersion == "" {
+			pod = cached.DeepCopy()
+			if pod.Annotations == nil {
+				pod.Annotations = map[string]string{}
+			}
+			pod.Annotations[manifest.ConfigSourceAnnotation] = messages.SourceAPI
+			pod.Annotations[manifest.ConfigSeenAnnotation] = first
 		}
-		pod.Annotations[manifest.ConfigSourceAnnotation] = messages.SourceAPI
-		pod.Annotations[manifest.ConfigSeenAnnotation] = first
+		sent[cached.UID] = pod
 		pods = append(pods, pod)
 	}
-	// Pods gone from the node are forgotten, so that seen does not grow.
-	s.seen = seen
+	// Pods gone from the node are forgotten, so that neither map grows.
+	s.seen, s.sent = seen, sent
 	slices.SortFunc(pods, func(a, b *v1.Pod) int {
-		return strings.Compare(a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name)
+		return cmp.Or(strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Name, b.Name))
 	})
 	return &messages.SourceScanned{Source: messages.SourceAPI, Pods: pods}
 }

@@ -102,6 +102,41 @@ func TestAPISourceTracksPods(t *testing.T) {
 	h.none()
 }
 
+// TestAPISourceSetReusesUnchangedCopies: a set copies only the pods whose
+// resourceVersion changed since the last set (or that have none).
+func TestAPISourceSetReusesUnchangedCopies(t *testing.T) {
+	withRV := func(name, rv string) *v1.Pod {
+		p := boundPod(name, "node-1")
+		p.ResourceVersion = rv
+		return p
+	}
+	s := newAPISource(nil, "node-1", nil, zerolog.Nop())
+	first := s.set([]any{withRV("a", "1"), withRV("b", "1"), withRV("c", "")})
+	second := s.set([]any{withRV("c", ""), withRV("b", "2"), withRV("a", "1")})
+	for i, tc := range []struct {
+		name string
+		same bool
+	}{
+		{"a", true},  // unchanged
+		{"b", false}, // a new resourceVersion
+		{"c", false}, // no resourceVersion: no way to tell
+	} {
+		if got := second.Pods[i].Name; got != tc.name {
+			t.Fatalf("pod %d of the set is %s, want %s (sorted by name)", i, got, tc.name)
+		}
+		if same := first.Pods[i] == second.Pods[i]; same != tc.same {
+			t.Errorf("pod %s sent as the same copy: %v, want %v", tc.name, same, tc.same)
+		}
+		if second.Pods[i].Annotations[manifest.ConfigSeenAnnotation] != first.Pods[i].Annotations[manifest.ConfigSeenAnnotation] {
+			t.Errorf("pod %s: seen time changed between sets", tc.name)
+		}
+	}
+	third := s.set([]any{withRV("a", "1")})
+	if len(third.Pods) != 1 || third.Pods[0] != first.Pods[0] || len(s.sent) != 1 || len(s.seen) != 1 {
+		t.Errorf("after b and c left: %d pods, %d copies and %d seen times kept; want 1 each, a's first copy", len(third.Pods), len(s.sent), len(s.seen))
+	}
+}
+
 func TestAPISourceRestartsAndStops(t *testing.T) {
 	kube := fake.NewClientset(boundPod("a", "node-1"))
 	h := startAPI(t, kube, "node-1")
