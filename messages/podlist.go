@@ -47,3 +47,20 @@ func (m *OrphansFound) Summary() string {
 	}
 	return fmt.Sprintf("%d orphaned pods", len(m.Pods))
 }
+
+// RuntimePodsListed gives the UIDs of the pods that had sandboxes or
+// containers in the runtime when the pod-manager started: a pod from the API
+// server that is not among them, and that no worker of this pod-manager has
+// run, holds nothing in the runtime, so its first pass need not list it.
+// Sender and receiver: the pod-manager (from its own goroutine).
+type RuntimePodsListed struct {
+	UIDs map[types.UID]bool
+	Err  error
+}
+
+func (m *RuntimePodsListed) Summary() string {
+	if m.Err != nil {
+		return "listing the runtime's pods failed: " + m.Err.Error()
+	}
+	return fmt.Sprintf("%d pods in the runtime", len(m.UIDs))
+}

@@ -101,11 +101,25 @@ func apiContainer(s v1.PodStatus, name string) v1.ContainerStatus {
 func TestIntegrationRunsPod(t *testing.T) {
 	e, r := newIntegration(t)
 	pod := testPod(t, r, busybox(e, "main", "sh", "-c", "echo hello-from-podruntime; sleep 3600"))
-	res := syncUntil(t, r, pod, NewCrashLoopBackoff(0, nil), time.Minute, "Running", func(res SyncResult) bool {
+	uids, err := r.PodUIDs(context.Background())
+	if err != nil || uids[pod.UID] {
+		t.Fatalf("the runtime's pods before the first pass: %v, %v; want no %s", uids, err, pod.UID)
+	}
+	// The first pass of a pod the runtime does not hold need not list it.
+	backoff := NewCrashLoopBackoff(0, nil)
+	first := r.SyncNewPod(context.Background(), pod, backoff)
+	pod.Status = first.APIStatus
+	res := syncUntil(t, r, pod, backoff, time.Minute, "Running", func(res SyncResult) bool {
 		return res.APIStatus.Phase == v1.PodRunning
 	})
-	if res.Err != nil {
-		t.Fatalf("sync: %v", res.Err)
+	if res.Err != nil || first.Err != nil {
+		t.Fatalf("sync: first pass %v, then %v", first.Err, res.Err)
+	}
+	if listed, err := r.GetPodStatus(context.Background(), pod.UID, pod.Name, pod.Namespace); err != nil || len(listed.SandboxStatuses) != 1 || len(listed.ContainerStatuses) != 1 {
+		t.Errorf("after the passes: %v; want one sandbox and one container (err %v)", listed, err)
+	}
+	if uids, err := r.PodUIDs(context.Background()); err != nil || !uids[pod.UID] {
+		t.Errorf("the runtime's pods after the passes: %v, %v; want %s among them", uids, err, pod.UID)
 	}
 	ip := res.APIStatus.PodIP
 	if !strings.HasPrefix(ip, "10.244.") {

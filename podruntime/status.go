@@ -98,15 +98,9 @@ func (r *Runtime) GetPodStatus(ctx context.Context, uid types.UID, name, namespa
 // labels in the runtime, grouped by UID, for adoption after a restart and
 // for removing pods no source wants any more.
 func (r *Runtime) ListPods(ctx context.Context) ([]*PodStatus, error) {
-	sctx, cancel := r.callCtx(ctx)
-	defer cancel()
-	sbs, err := r.RT.ListPodSandbox(sctx, &runtimeapi.ListPodSandboxRequest{})
+	sbs, cs, err := r.listAll(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("list sandboxes: %w", err)
-	}
-	cs, err := r.RT.ListContainers(sctx, &runtimeapi.ListContainersRequest{})
-	if err != nil {
-		return nil, fmt.Errorf("list containers: %w", err)
+		return nil, err
 	}
 	type group struct {
 		ref podRef
@@ -128,12 +122,12 @@ func (r *Runtime) ListPods(ctx context.Context) ([]*PodStatus, error) {
 		}
 		return g
 	}
-	for _, s := range sbs.Items {
+	for _, s := range sbs {
 		if g := get(s.Labels); g != nil {
 			g.sbs = append(g.sbs, s)
 		}
 	}
-	for _, c := range cs.Containers {
+	for _, c := range cs {
 		if g := get(c.Labels); g != nil {
 			g.cs = append(g.cs, c)
 		}
@@ -180,6 +174,42 @@ func (r *Runtime) podStatus(ctx context.Context, ref podRef, sbs []*runtimeapi.P
 	}
 	ps.order()
 	return ps, nil
+}
+
+// PodUIDs returns the UIDs of the pods that have sandboxes or containers
+// with our labels in the runtime: the two listings alone, no status calls.
+func (r *Runtime) PodUIDs(ctx context.Context) (map[types.UID]bool, error) {
+	sbs, cs, err := r.listAll(ctx)
+	if err != nil {
+		return nil, err
+	}
+	uids := map[types.UID]bool{}
+	for _, s := range sbs {
+		if uid := s.Labels[LabelPodUID]; uid != "" {
+			uids[types.UID(uid)] = true
+		}
+	}
+	for _, c := range cs {
+		if uid := c.Labels[LabelPodUID]; uid != "" {
+			uids[types.UID(uid)] = true
+		}
+	}
+	return uids, nil
+}
+
+// listAll lists every sandbox and container in the runtime.
+func (r *Runtime) listAll(ctx context.Context) ([]*runtimeapi.PodSandbox, []*runtimeapi.Container, error) {
+	sctx, cancel := r.callCtx(ctx)
+	defer cancel()
+	sbs, err := r.RT.ListPodSandbox(sctx, &runtimeapi.ListPodSandboxRequest{})
+	if err != nil {
+		return nil, nil, fmt.Errorf("list sandboxes: %w", err)
+	}
+	cs, err := r.RT.ListContainers(sctx, &runtimeapi.ListContainersRequest{})
+	if err != nil {
+		return nil, nil, fmt.Errorf("list containers: %w", err)
+	}
+	return sbs.Items, cs.Containers, nil
 }
 
 // order sorts the sandboxes and containers newest first and takes the IPs

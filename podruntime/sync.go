@@ -37,14 +37,32 @@ type SyncResult struct {
 // the crash-loop backoff (nil: none). Cancelling ctx (the pod is being
 // deleted) aborts a pull or a start promptly.
 func (r *Runtime) SyncPod(ctx context.Context, pod *v1.Pod, backoff *Backoff) SyncResult {
-	now := time.Now()
-	if backoff != nil {
-		now = backoff.Now()
-	}
+	now := passTime(backoff)
 	status, err := r.GetPodStatus(ctx, pod.UID, pod.Name, pod.Namespace)
 	if err != nil {
 		return r.result(ctx, pod, nil, nil, nil, 0, err, now)
 	}
+	return r.sync(ctx, pod, backoff, status, now)
+}
+
+// SyncNewPod is SyncPod for a pod the runtime is known to hold nothing of:
+// the caller listed the runtime after anything of this process could have
+// made part of the pod, and found none. The pass starts from that empty
+// observation instead of listing the pod, as upstream's first sync of a pod
+// starts from the PLEG's cache: two CRI calls fewer per new pod, each a scan
+// of every sandbox or container in containerd.
+func (r *Runtime) SyncNewPod(ctx context.Context, pod *v1.Pod, backoff *Backoff) SyncResult {
+	return r.sync(ctx, pod, backoff, &PodStatus{UID: pod.UID, Name: pod.Name, Namespace: pod.Namespace}, passTime(backoff))
+}
+
+func passTime(backoff *Backoff) time.Time {
+	if backoff != nil {
+		return backoff.Now()
+	}
+	return time.Now()
+}
+
+func (r *Runtime) sync(ctx context.Context, pod *v1.Pod, backoff *Backoff, status *PodStatus, now time.Time) SyncResult {
 	actions := ComputePodActions(pod, status, backoff, now)
 	s := &syncPass{r: r, pod: pod, status: status, backoff: backoff, waiting: map[string]WaitingReason{}}
 	for _, b := range actions.BackingOff {

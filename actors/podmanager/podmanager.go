@@ -11,6 +11,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -37,8 +38,10 @@ const recentlyDoneFor = time.Minute
 // runtime (podruntime.Runtime).
 type Runtime interface {
 	SyncPod(ctx context.Context, pod *v1.Pod, backoff *podruntime.Backoff) podruntime.SyncResult
+	SyncNewPod(ctx context.Context, pod *v1.Pod, backoff *podruntime.Backoff) podruntime.SyncResult
 	Kill(ctx context.Context, k podruntime.Kill) error
 	ListPods(ctx context.Context) ([]*podruntime.PodStatus, error)
+	PodUIDs(ctx context.Context) (map[types.UID]bool, error)
 }
 
 // Params configure the pod-manager.
@@ -72,6 +75,14 @@ type Actor struct {
 	// rejected are pods admission refused: they fail, with no worker.
 	rejected     map[types.UID]*v1.Pod
 	recentlyDone map[types.UID]time.Time
+
+	// first: this is the first incarnation of the pod-manager under its
+	// Props. Only then is the runtime listed at start: after a restart,
+	// the stopped workers' last CRI calls may still be landing.
+	first bool
+	// inRuntime holds the UIDs the runtime had at that listing; nil until
+	// it is answered (or when it failed): no pod is then taken for new.
+	inRuntime map[types.UID]bool
 }
 
 // podEntry is one pod with a worker.
@@ -94,8 +105,9 @@ type podEntry struct {
 
 // New returns a producer of the pod-manager.
 func New(p Params) actor.Producer {
+	var incarnations atomic.Int32
 	return func() actor.Actor {
-		return &Actor{p: p, log: p.Log.With().Str("actor", Kind).Logger()}
+		return &Actor{p: p, log: p.Log.With().Str("actor", Kind).Logger(), first: incarnations.Add(1) == 1}
 	}
 }
 
@@ -119,7 +131,16 @@ func (a *Actor) Receive(ctx actor.Context) {
 		if a.p.ConfigSource != nil {
 			supervision.Tell(ctx, a.p.ConfigSource, &messages.ResendPods{})
 		}
+		if a.first {
+			a.listRuntime(ctx)
+		}
 		a.markReadyIfAllSeen(ctx)
+	case *messages.RuntimePodsListed:
+		if m.Err != nil {
+			a.log.Debug().Err(m.Err).Msg("listing the runtime's pods failed: every pod's first pass lists it")
+			return
+		}
+		a.inRuntime = m.UIDs
 	case *messages.PodUpdate:
 		a.update(ctx, m)
 		a.recordPodCounts()
@@ -301,9 +322,10 @@ func (a *Actor) terminate(ctx actor.Context, e *podEntry, grace *int64, reason s
 }
 
 func (a *Actor) spawn(ctx actor.Context, e *podEntry, uid types.UID, name, namespace string) {
-	e.params = &podworker.Params{UID: uid, Name: name, Namespace: namespace, Log: a.p.Log, Registry: a.p.Registry,
-		Runtime: &workerRuntime{rt: a.p.Runtime, orphan: e.pod == nil,
-			crashLoop: podruntime.NewCrashLoopBackoff(a.p.MaxContainerRestartPeriod, time.Now)}}
+	wr := &workerRuntime{rt: a.p.Runtime, orphan: e.pod == nil,
+		crashLoop: podruntime.NewCrashLoopBackoff(a.p.MaxContainerRestartPeriod, time.Now)}
+	wr.fresh.Store(a.isNew(e, uid))
+	e.params = &podworker.Params{UID: uid, Name: name, Namespace: namespace, Log: a.p.Log, Registry: a.p.Registry, Runtime: wr}
 	props := a.p.Registry.Props(podworker.Kind, podworker.New(e.params), nil)
 	pid, err := ctx.SpawnNamed(props, workerName(uid, name, namespace))
 	if err != nil {
@@ -316,6 +338,34 @@ func (a *Actor) spawn(ctx actor.Context, e *podEntry, uid types.UID, name, names
 	e.worker = pid
 	e.state = podworker.Syncing.String()
 	a.pods[uid] = e
+}
+
+// isNew tells whether the runtime holds nothing of a pod about to get its
+// worker: the runtime did not have it when this pod-manager started, and
+// no worker of this pod-manager has run it. Only pods of the API server
+// qualify: their UIDs are never reused, while a static pod's UID is its
+// manifest's hash and comes back with the manifest, its last run's remains
+// maybe still in the runtime.
+func (a *Actor) isNew(e *podEntry, uid types.UID) bool {
+	if e.pod == nil || e.source != messages.SourceAPI || e.pod.DeletionTimestamp != nil || a.inRuntime == nil || a.inRuntime[uid] {
+		return false
+	}
+	_, done := a.recentlyDone[uid]
+	return !done
+}
+
+// listRuntime lists the UIDs the runtime holds, for isNew.
+func (a *Actor) listRuntime(ctx actor.Context) {
+	rt := a.p.Runtime
+	supervision.Go(ctx, func() messages.Message {
+		c, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		uids, err := rt.PodUIDs(c)
+		if err == nil && uids == nil {
+			uids = map[types.UID]bool{}
+		}
+		return &messages.RuntimePodsListed{UIDs: uids, Err: err}
+	})
 }
 
 // workerName names a worker by its pod, as the dashboard shows it; the UID
@@ -482,10 +532,19 @@ type workerRuntime struct {
 	rt        Runtime
 	crashLoop *podruntime.Backoff
 	orphan    bool
+	// fresh: the runtime holds nothing of the pod (isNew) until its first
+	// pass, which then need not list it. Atomic: a restarted worker's pass
+	// may start while its predecessor's last one ends.
+	fresh atomic.Bool
 }
 
 func (w *workerRuntime) SyncPod(ctx context.Context, pod *v1.Pod) podworker.SyncOutcome {
-	r := w.rt.SyncPod(ctx, pod, w.crashLoop)
+	var r podruntime.SyncResult
+	if w.fresh.CompareAndSwap(true, false) {
+		r = w.rt.SyncNewPod(ctx, pod, w.crashLoop)
+	} else {
+		r = w.rt.SyncPod(ctx, pod, w.crashLoop)
+	}
 	out := podworker.SyncOutcome{Status: r.APIStatus, RetryAfter: r.RetryAfter, Err: r.Err}
 	if r.Settled {
 		out.Observed = r.Status.States()

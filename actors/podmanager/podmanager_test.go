@@ -28,11 +28,24 @@ type fakeRuntime struct {
 	synced  map[types.UID]int
 	killed  map[types.UID]string // grace as text, "recorded" for nil
 	running []*podruntime.PodStatus
+	// firstPass records, per pod, whether its first pass was SyncNewPod.
+	firstPass map[types.UID]string
 }
 
-func (f *fakeRuntime) SyncPod(_ context.Context, pod *v1.Pod, _ *podruntime.Backoff) podruntime.SyncResult {
+func (f *fakeRuntime) SyncPod(ctx context.Context, pod *v1.Pod, b *podruntime.Backoff) podruntime.SyncResult {
+	return f.sync(pod, "listed")
+}
+
+func (f *fakeRuntime) SyncNewPod(ctx context.Context, pod *v1.Pod, b *podruntime.Backoff) podruntime.SyncResult {
+	return f.sync(pod, "new")
+}
+
+func (f *fakeRuntime) sync(pod *v1.Pod, how string) podruntime.SyncResult {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if _, ok := f.firstPass[pod.UID]; !ok {
+		f.firstPass[pod.UID] = how
+	}
 	f.synced[pod.UID]++
 	if strings.HasPrefix(string(pod.UID), "done") {
 		return podruntime.SyncResult{APIStatus: v1.PodStatus{Phase: v1.PodSucceeded}}
@@ -61,6 +74,22 @@ func (f *fakeRuntime) ListPods(context.Context) ([]*podruntime.PodStatus, error)
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.running, nil
+}
+
+// PodUIDs fails: the tests that need the pod-manager's listing of the
+// runtime send its answer themselves, in order with their pods.
+func (f *fakeRuntime) PodUIDs(context.Context) (map[types.UID]bool, error) {
+	return nil, fmt.Errorf("no listing in this test")
+}
+
+func (f *fakeRuntime) firstPasses() map[types.UID]string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := map[types.UID]string{}
+	for k, v := range f.firstPass {
+		out[k] = v
+	}
+	return out
 }
 
 func (f *fakeRuntime) state() (synced map[types.UID]int, killed map[types.UID]string) {
@@ -116,7 +145,7 @@ type harness struct {
 func newHarness(t *testing.T, maxPods int, running ...*podruntime.PodStatus) *harness {
 	system := supervision.NewSystem(zerolog.Nop())
 	t.Cleanup(system.Shutdown)
-	h := &harness{t: t, system: system, rt: &fakeRuntime{synced: map[types.UID]int{}, killed: map[types.UID]string{}, running: running}, reports: &reports{}}
+	h := &harness{t: t, system: system, rt: &fakeRuntime{synced: map[types.UID]int{}, killed: map[types.UID]string{}, running: running, firstPass: map[types.UID]string{}}, reports: &reports{}}
 	sr, err := system.Root.SpawnNamed(system.Registry.Props("status-reporter", func() actor.Actor { return h.reports }, nil), "sr")
 	if err != nil {
 		t.Fatal(err)
@@ -184,6 +213,37 @@ func TestSetStartsAndRemoves(t *testing.T) {
 	})
 	if pods := h.list(); len(pods) != 1 || pods[0].UID != "a" || pods[0].Status.Phase != v1.PodRunning {
 		t.Errorf("/pods lists %+v", pods)
+	}
+}
+
+// TestFirstPassOfANewPodDoesNotList: only a pod of the API server that the
+// runtime did not hold when the pod-manager started, and that it has not
+// run, starts without listing the runtime.
+func TestFirstPassOfANewPodDoesNotList(t *testing.T) {
+	h := newHarness(t, 10)
+	h.send(messages.SourceAPI, messages.OpAdd, testPod("before-listing", ""))
+	supervision.TellFromOutside(h.system.ActorSystem, h.pm, &messages.RuntimePodsListed{UIDs: map[types.UID]bool{"in-runtime": true}})
+	deleted := testPod("deleted", "")
+	deleted.DeletionTimestamp = &metav1.Time{Time: time.Now()}
+	h.send(messages.SourceAPI, messages.OpAdd, testPod("new", ""), testPod("in-runtime", ""), deleted)
+	h.send(messages.SourceFile, messages.OpSet, testPod("static", ""))
+	want := map[types.UID]string{
+		"before-listing": "listed", // the runtime not listed yet
+		"new":            "new",
+		"in-runtime":     "listed",
+		"static":         "listed", // a static pod's UID comes back with its manifest
+	}
+	h.eventually("every pod's first pass", func(map[types.UID]int, map[types.UID]string) error {
+		got := h.rt.firstPasses()
+		for uid, how := range want {
+			if got[uid] != how {
+				return fmt.Errorf("first passes %v, want %v", got, want)
+			}
+		}
+		return nil
+	})
+	if how, ok := h.rt.firstPasses()["deleted"]; ok {
+		t.Errorf("a pod deleted before it ran was synced (%s), want it only terminated", how)
 	}
 }
 
