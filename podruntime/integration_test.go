@@ -7,10 +7,12 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/actorlet/actorlet/test/env"
+	"google.golang.org/grpc"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -67,6 +69,22 @@ func testPod(t *testing.T, r *Runtime, containers ...v1.Container) *v1.Pod {
 	return pod
 }
 
+// countingCRI counts the listings made through it.
+type countingCRI struct {
+	runtimeapi.RuntimeServiceClient
+	lists atomic.Int32
+}
+
+func (c *countingCRI) ListPodSandbox(ctx context.Context, in *runtimeapi.ListPodSandboxRequest, opts ...grpc.CallOption) (*runtimeapi.ListPodSandboxResponse, error) {
+	c.lists.Add(1)
+	return c.RuntimeServiceClient.ListPodSandbox(ctx, in, opts...)
+}
+
+func (c *countingCRI) ListContainers(ctx context.Context, in *runtimeapi.ListContainersRequest, opts ...grpc.CallOption) (*runtimeapi.ListContainersResponse, error) {
+	c.lists.Add(1)
+	return c.RuntimeServiceClient.ListContainers(ctx, in, opts...)
+}
+
 func busybox(e *env.Env, name string, cmd ...string) v1.Container {
 	return v1.Container{Name: name, Image: e.BusyboxImage, Command: cmd, ImagePullPolicy: v1.PullIfNotPresent,
 		TerminationMessagePath: "/dev/termination-log", TerminationMessagePolicy: v1.TerminationMessageReadFile}
@@ -105,10 +123,18 @@ func TestIntegrationRunsPod(t *testing.T) {
 	if err != nil || uids[pod.UID] {
 		t.Fatalf("the runtime's pods before the first pass: %v, %v; want no %s", uids, err, pod.UID)
 	}
-	// The first pass of a pod the runtime does not hold need not list it.
+	// The first pass of a pod the runtime does not hold lists nothing: not
+	// before, since the caller knows, nor after, since the pass knows what
+	// it made.
 	backoff := NewCrashLoopBackoff(0, nil)
-	first := r.SyncNewPod(context.Background(), pod, backoff)
+	calls := &countingCRI{RuntimeServiceClient: r.RT}
+	counted := *r
+	counted.RT = calls
+	first := counted.SyncNewPod(context.Background(), pod, backoff)
 	pod.Status = first.APIStatus
+	if n := calls.lists.Load(); n != 0 || !first.Settled || first.APIStatus.Phase != v1.PodRunning {
+		t.Errorf("first pass: %d listings, settled %v, phase %s; want none, settled, Running", n, first.Settled, first.APIStatus.Phase)
+	}
 	res := syncUntil(t, r, pod, backoff, time.Minute, "Running", func(res SyncResult) bool {
 		return res.APIStatus.Phase == v1.PodRunning
 	})

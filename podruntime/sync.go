@@ -140,7 +140,10 @@ func (s *syncPass) run(ctx context.Context, a PodActions) {
 	if a.CreateSandbox && a.SandboxID != "" {
 		r.podEvent(pod, v1.EventTypeNormal, EventSandboxChanged, "Pod sandbox changed, it will be killed and re-created.")
 	}
-	s.stopped = a.KillPod || len(a.ContainersToKill) > 0
+	// A new pod's actions kill it before its first sandbox, as upstream's:
+	// with nothing of it in the runtime, that stops nothing, and the pass
+	// can still tell its own result without listing the pod.
+	s.stopped = (a.KillPod && (len(s.status.SandboxStatuses) > 0 || len(s.status.ContainerStatuses) > 0)) || len(a.ContainersToKill) > 0
 	if a.KillPod {
 		if err := r.stopPod(ctx, pod, s.status, podGracePeriod(pod)); err != nil {
 			s.fail(fmt.Errorf("kill pod %s/%s before recreating its sandbox: %w", pod.Namespace, pod.Name, err))
