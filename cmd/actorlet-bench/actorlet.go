@@ -44,8 +44,11 @@ type nodeRun struct {
 	Containerd usage   `json:"containerd"`
 	CreateCPU  float64 `json:"actorletCreateCPUSeconds"`
 	// Load1: the machine's 1-minute load average as the pods were created.
-	Load1  float64  `json:"load1"`
-	Errors []string `json:"errors,omitempty"`
+	Load1 float64 `json:"load1"`
+	// QuietWait: how long the run waited, after the idle memory reading,
+	// for the machine to be idle (waitQuiet) before its pods, in seconds.
+	QuietWait float64  `json:"quietWaitSeconds"`
+	Errors    []string `json:"errors,omitempty"`
 }
 
 // nodeBench runs actorlet as the environment's node.
@@ -108,6 +111,12 @@ func (b *nodeBench) run(ctx context.Context, n int, name string) (res nodeRun, e
 		return res, err
 	}
 	res.IdleRSS, res.IdleAnon, res.IdleFile = idle.RSS, idle.Anon, idle.File
+	waited, err := waitQuiet(ctx)
+	res.QuietWait = waited.Seconds()
+	if err != nil {
+		return res, err
+	}
+	b.logf("%s: waited %.1fs for an idle machine", name, res.QuietWait)
 
 	tracker, err := trackPods(ctx, b.admin, ns)
 	if err != nil {

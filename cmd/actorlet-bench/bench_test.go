@@ -195,3 +195,23 @@ func TestTargets(t *testing.T) {
 		t.Errorf("churn targets = %+v, want nothing left met and RSS +15%% missed by 5%%", ts)
 	}
 }
+
+func TestParseProcStatCPU(t *testing.T) {
+	for _, tc := range []struct {
+		name, stat  string
+		busy, total uint64
+		wantErr     bool
+	}{
+		{"all fields", "cpu  100 5 50 800 40 3 2 1 7 0\ncpu0 1 2 3 4\n", 161, 1001, false},
+		{"old kernel, four fields", "cpu 10 0 10 80\n", 20, 100, false},
+		{"not the cpu line", "intr 1 2 3 4 5\n", 0, 0, true},
+		{"bad number", "cpu 10 x 10 80\n", 0, 0, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			busy, total, err := parseProcStatCPU(tc.stat)
+			if (err != nil) != tc.wantErr || busy != tc.busy || total != tc.total {
+				t.Errorf("parseProcStatCPU = %d, %d, %v; want %d, %d, error %v", busy, total, err, tc.busy, tc.total, tc.wantErr)
+			}
+		})
+	}
+}

@@ -35,8 +35,11 @@ type floorRun struct {
 	// Containerd over the whole run, creation and removal.
 	Containerd usage `json:"containerd"`
 	// Load1: the machine's 1-minute load average as the run started.
-	Load1  float64  `json:"load1"`
-	Errors []string `json:"errors,omitempty"`
+	Load1 float64 `json:"load1"`
+	// QuietWait: how long the run waited for the machine to be idle
+	// (waitQuiet) before its pods, in seconds.
+	QuietWait float64  `json:"quietWaitSeconds"`
+	Errors    []string `json:"errors,omitempty"`
 }
 
 // floor runs pods with the sandbox and container configurations actorlet
@@ -67,7 +70,7 @@ type floorPod struct {
 
 func (f *floor) run(ctx context.Context, n int) (floorRun, error) {
 	ns := floorNamespacePrefix + randSuffix()
-	res := floorRun{N: n, Load1: loadAverage()}
+	res := floorRun{N: n}
 	defer f.cleanup(ns)
 	imageRef, err := f.imageRef(ctx)
 	if err != nil {
@@ -94,6 +97,13 @@ func (f *floor) run(ctx context.Context, n int) (floorRun, error) {
 		pods[i] = &floorPod{pod: p, sandbox: sb, ctr: cc}
 	}
 
+	waited, err := waitQuiet(ctx)
+	res.QuietWait = waited.Seconds()
+	if err != nil {
+		return res, err
+	}
+	f.logf("floor: waited %.1fs for an idle machine", res.QuietWait)
+	res.Load1 = loadAverage()
 	w, err := beginWindow(f.container)
 	if err != nil {
 		return res, err
