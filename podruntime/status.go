@@ -98,43 +98,12 @@ func (r *Runtime) GetPodStatus(ctx context.Context, uid types.UID, name, namespa
 // labels in the runtime, grouped by UID, for adoption after a restart and
 // for removing pods no source wants any more.
 func (r *Runtime) ListPods(ctx context.Context) ([]*PodStatus, error) {
-	sbs, cs, err := r.listAll(ctx)
+	groups, err := r.listGrouped(ctx)
 	if err != nil {
 		return nil, err
 	}
-	type group struct {
-		ref podRef
-		sbs []*runtimeapi.PodSandbox
-		cs  []*runtimeapi.Container
-	}
-	groups := map[types.UID]*group{}
-	var order []types.UID
-	get := func(labels map[string]string) *group {
-		ref := podRefFromLabels(labels)
-		if ref.UID == "" {
-			return nil
-		}
-		g, ok := groups[ref.UID]
-		if !ok {
-			g = &group{ref: ref}
-			groups[ref.UID] = g
-			order = append(order, ref.UID)
-		}
-		return g
-	}
-	for _, s := range sbs {
-		if g := get(s.Labels); g != nil {
-			g.sbs = append(g.sbs, s)
-		}
-	}
-	for _, c := range cs {
-		if g := get(c.Labels); g != nil {
-			g.cs = append(g.cs, c)
-		}
-	}
-	pods := make([]*PodStatus, 0, len(order))
-	for _, uid := range order {
-		g := groups[uid]
+	pods := make([]*PodStatus, 0, len(groups))
+	for _, g := range groups {
 		ps, err := r.podStatus(ctx, g.ref, g.sbs, g.cs)
 		if err != nil {
 			return nil, err
@@ -142,6 +111,68 @@ func (r *Runtime) ListPods(ctx context.Context) ([]*PodStatus, error) {
 		pods = append(pods, ps)
 	}
 	return pods, nil
+}
+
+// PodUIDs returns the UIDs of the pods that have sandboxes or containers
+// with our labels in the runtime: the two listings alone, no status calls.
+func (r *Runtime) PodUIDs(ctx context.Context) (map[types.UID]bool, error) {
+	groups, err := r.listGrouped(ctx)
+	if err != nil {
+		return nil, err
+	}
+	uids := make(map[types.UID]bool, len(groups))
+	for _, g := range groups {
+		uids[g.ref.UID] = true
+	}
+	return uids, nil
+}
+
+// podObjects are one pod's sandboxes and containers in a listing.
+type podObjects struct {
+	ref podRef
+	sbs []*runtimeapi.PodSandbox
+	cs  []*runtimeapi.Container
+}
+
+// listGrouped lists every sandbox and container in the runtime and groups
+// those with our pod UID label by pod, in the order first seen.
+func (r *Runtime) listGrouped(ctx context.Context) ([]*podObjects, error) {
+	sctx, cancel := r.callCtx(ctx)
+	defer cancel()
+	sbs, err := r.RT.ListPodSandbox(sctx, &runtimeapi.ListPodSandboxRequest{})
+	if err != nil {
+		return nil, fmt.Errorf("list sandboxes: %w", err)
+	}
+	cs, err := r.RT.ListContainers(sctx, &runtimeapi.ListContainersRequest{})
+	if err != nil {
+		return nil, fmt.Errorf("list containers: %w", err)
+	}
+	byUID := map[types.UID]*podObjects{}
+	var groups []*podObjects
+	get := func(labels map[string]string) *podObjects {
+		ref := podRefFromLabels(labels)
+		if ref.UID == "" {
+			return nil
+		}
+		g, ok := byUID[ref.UID]
+		if !ok {
+			g = &podObjects{ref: ref}
+			byUID[ref.UID] = g
+			groups = append(groups, g)
+		}
+		return g
+	}
+	for _, s := range sbs.Items {
+		if g := get(s.Labels); g != nil {
+			g.sbs = append(g.sbs, s)
+		}
+	}
+	for _, c := range cs.Containers {
+		if g := get(c.Labels); g != nil {
+			g.cs = append(g.cs, c)
+		}
+	}
+	return groups, nil
 }
 
 func (r *Runtime) podStatus(ctx context.Context, ref podRef, sbs []*runtimeapi.PodSandbox, cs []*runtimeapi.Container) (*PodStatus, error) {
@@ -174,42 +205,6 @@ func (r *Runtime) podStatus(ctx context.Context, ref podRef, sbs []*runtimeapi.P
 	}
 	ps.order()
 	return ps, nil
-}
-
-// PodUIDs returns the UIDs of the pods that have sandboxes or containers
-// with our labels in the runtime: the two listings alone, no status calls.
-func (r *Runtime) PodUIDs(ctx context.Context) (map[types.UID]bool, error) {
-	sbs, cs, err := r.listAll(ctx)
-	if err != nil {
-		return nil, err
-	}
-	uids := map[types.UID]bool{}
-	for _, s := range sbs {
-		if uid := s.Labels[LabelPodUID]; uid != "" {
-			uids[types.UID(uid)] = true
-		}
-	}
-	for _, c := range cs {
-		if uid := c.Labels[LabelPodUID]; uid != "" {
-			uids[types.UID(uid)] = true
-		}
-	}
-	return uids, nil
-}
-
-// listAll lists every sandbox and container in the runtime.
-func (r *Runtime) listAll(ctx context.Context) ([]*runtimeapi.PodSandbox, []*runtimeapi.Container, error) {
-	sctx, cancel := r.callCtx(ctx)
-	defer cancel()
-	sbs, err := r.RT.ListPodSandbox(sctx, &runtimeapi.ListPodSandboxRequest{})
-	if err != nil {
-		return nil, nil, fmt.Errorf("list sandboxes: %w", err)
-	}
-	cs, err := r.RT.ListContainers(sctx, &runtimeapi.ListContainersRequest{})
-	if err != nil {
-		return nil, nil, fmt.Errorf("list containers: %w", err)
-	}
-	return sbs.Items, cs.Containers, nil
 }
 
 // order sorts the sandboxes and containers newest first and takes the IPs

@@ -80,6 +80,10 @@ func advise(advice int) error {
 	if err != nil {
 		return err
 	}
+	return adviseMappings(maps, advice)
+}
+
+func adviseMappings(maps []binaryMapping, advice int) error {
 	for _, m := range maps {
 		// The raw call: the range is an address from /proc/self/maps, not
 		// memory Go allocated, so it is never turned into a Go pointer.
@@ -100,19 +104,19 @@ func AdviseRandomAccess() error { return advise(unix.MADV_RANDOM) }
 // process maps; pages still in use fault back in. Call it once start-up is
 // done.
 func ReleaseStartupPages() error {
-	if err := advise(unix.MADV_DONTNEED); err != nil {
-		return err
-	}
-	return dropDataPageCache()
-}
-
-// dropDataPageCache asks the kernel to drop the cached pages of the
-// executable's read-only data mappings; pages another process maps stay.
-func dropDataPageCache() error {
 	maps, err := readOnlyMappings()
 	if err != nil {
 		return err
 	}
+	if err := adviseMappings(maps, unix.MADV_DONTNEED); err != nil {
+		return err
+	}
+	return dropDataPageCache(maps)
+}
+
+// dropDataPageCache asks the kernel to drop the cached pages of the
+// executable's read-only data mappings; pages another process maps stay.
+func dropDataPageCache(maps []binaryMapping) error {
 	exe, err := os.Executable()
 	if err != nil {
 		return fmt.Errorf("find the executable: %w", err)
