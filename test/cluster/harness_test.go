@@ -14,6 +14,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -149,11 +150,17 @@ func (n *clusterNode) namespace(prefix string) string {
 		n.t.Fatalf("create namespace %s-: %v", prefix, err)
 	}
 	n.namespaces = append(n.namespaces, ns.Name)
-	// Pods are refused until the controller-manager has given the namespace
-	// its default ServiceAccount; after an API server restart its watches
-	// may take a while to come back.
+	// Pods are refused until the namespace has its default ServiceAccount.
+	// The controller-manager makes it, but after an API server restart (a
+	// test of this package does one) its watches took over 90 s to come
+	// back in one CI run; the harness makes it itself, as the controller
+	// would.
+	sa := &v1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default", Namespace: ns.Name}}
 	eventually(n.t, "default ServiceAccount in "+ns.Name, 90*time.Second, func() error {
-		_, err := n.admin.CoreV1().ServiceAccounts(ns.Name).Get(context.Background(), "default", metav1.GetOptions{})
+		_, err := n.admin.CoreV1().ServiceAccounts(ns.Name).Create(context.Background(), sa, metav1.CreateOptions{})
+		if apierrors.IsAlreadyExists(err) {
+			return nil
+		}
 		return err
 	})
 	return ns.Name
