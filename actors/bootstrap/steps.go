@@ -24,7 +24,6 @@ import (
 	"github.com/actorlet/actorlet/messages"
 	"github.com/actorlet/actorlet/metrics"
 	"github.com/actorlet/actorlet/podruntime"
-	"github.com/actorlet/actorlet/process"
 	"github.com/actorlet/actorlet/server/auth"
 	"github.com/actorlet/actorlet/server/stats"
 	"github.com/actorlet/actorlet/version"
@@ -291,22 +290,8 @@ func (a *Actor) spawnRuntime(ctx actor.Context) (outcome, error) {
 	}
 	a.log.Info().Str("node", a.deps.NodeName).Str("nodeIP", a.deps.NodeIP.String()).Str("mode", mode).
 		Str("rootDir", a.deps.RootDir).Int("pid", os.Getpid()).Msg("actorlet is running")
-	// Start-up code is done with: let its pages go (package process), now
-	// and once more when the runtime actors' own start (informer lists,
-	// node registration, the first relist) is over.
-	release := func() {
-		if err := process.ReleaseStartupPages(); err != nil {
-			a.log.Debug().Err(err).Msg("could not release the executable's start-up pages")
-		}
-	}
-	release()
-	time.AfterFunc(runtimeStartTail, release)
 	return next, nil
 }
-
-// runtimeStartTail bounds the runtime actors' start-up work: the node is
-// registered and Ready within about 0.5 s here (make bench).
-const runtimeStartTail = 2 * time.Second
 
 func (a *Actor) runtimeEnv() (*runtimeEnv, error) {
 	c := a.cfg

@@ -140,10 +140,10 @@ func TestMainTable(t *testing.T) {
 			{N: 10, Latencies: []float64{0.4, 0.8}, AllRunning: 0.9, AllRemoved: 1.7},
 		},
 		Actorlet: []nodeRun{
-			{N: 10, Ready: 10, Latencies: []float64{0.9, 1.0}, GoneAPI: 2, GoneCRI: 1.8, IdleRSS: 20 << 20,
-				Actorlet: usage{CPUSeconds: 0.5, PeakRSS: 40 << 20}},
-			{N: 10, Ready: 9, Latencies: []float64{0.9, 1.4}, GoneAPI: 2.2, GoneCRI: 1.9, IdleRSS: 22 << 20,
-				Actorlet: usage{CPUSeconds: 0.3, PeakRSS: 42 << 20}},
+			{N: 10, Ready: 10, Latencies: []float64{0.9, 1.0}, GoneAPI: 2, GoneCRI: 1.8, IdleRSS: 20 << 20, IdleAnon: 10 << 20,
+				Actorlet: usage{CPUSeconds: 0.5, PeakRSS: 40 << 20, PeakAnon: 30 << 20}},
+			{N: 10, Ready: 9, Latencies: []float64{0.9, 1.4}, GoneAPI: 2.2, GoneCRI: 1.9, IdleRSS: 22 << 20, IdleAnon: 12 << 20,
+				Actorlet: usage{CPUSeconds: 0.3, PeakRSS: 42 << 20, PeakAnon: 32 << 20}},
 		},
 	}
 	rows := tableRows([]sizeResult{s})
@@ -155,8 +155,8 @@ func TestMainTable(t *testing.T) {
 	if med.P99 != 1.0 || med.FloorAllRunning != 0.8 || math.Abs(med.Overhead-0.2) > 1e-9 {
 		t.Errorf("median p99 %v, floor all-running %v, overhead %v; want 1.0, 0.8, +0.2", med.P99, med.FloorAllRunning, med.Overhead)
 	}
-	if math.Abs(med.CPUPerPod-0.04) > 1e-9 || med.PeakRSS != 41 {
-		t.Errorf("median CPU/pod %v, peak RSS %v; want 0.04, 41", med.CPUPerPod, med.PeakRSS)
+	if math.Abs(med.CPUPerPod-0.04) > 1e-9 || med.PeakRSS != 41 || med.PeakAnon != 31 || med.IdleAnon != 11 {
+		t.Errorf("median CPU/pod %v, peak VmRSS %v, peak RssAnon %v, idle RssAnon %v; want 0.04, 41, 31, 11", med.CPUPerPod, med.PeakRSS, med.PeakAnon, med.IdleAnon)
 	}
 	table := mainTable(rows)
 	lines := strings.Split(strings.TrimSpace(table), "\n")
@@ -189,10 +189,10 @@ func TestTargets(t *testing.T) {
 			t.Errorf("atMost(%v, %v) = %q, want %q", tc.value, tc.limit, got.Status, tc.want)
 		}
 	}
-	c := &churnResult{LoopCount: 3, Loops: []churnLoop{{RSS: 100}, {RSS: 100}, {RSS: 115}}}
+	c := &churnResult{LoopCount: 3, Loops: []churnLoop{{RSS: 100, RSSAnon: 100}, {RSS: 100, RSSAnon: 100}, {RSS: 300, RSSAnon: 115}}}
 	ts := churnTargets(c)
 	if !ts[0].Met || ts[1].Met || ts[1].Status != "missed by 5.0%" {
-		t.Errorf("churn targets = %+v, want nothing left met and RSS +15%% missed by 5%%", ts)
+		t.Errorf("churn targets = %+v, want nothing left met and RssAnon +15%% (VmRSS ignored) missed by 5%%", ts)
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // clockTicks is USER_HZ, the unit of utime and stime in /proc/PID/stat. It
@@ -124,18 +125,31 @@ func resetPeak(pid int) error {
 }
 
 // usage is one process's resources over a window of the benchmark.
+// PeakRSS is VmRSS's peak (VmHWM): the binary's mapped pages count in it,
+// though they are shared and reclaimable. PeakAnon is RssAnon's peak, the
+// private memory the process costs the node: the figure memory targets
+// are checked against.
 type usage struct {
 	CPUSeconds float64 `json:"cpuSeconds"`
 	PeakRSS    int64   `json:"peakRSSBytes"`
+	PeakAnon   int64   `json:"peakRSSAnonBytes"`
 	EndRSS     int64   `json:"endRSSBytes"`
+	EndAnon    int64   `json:"endRSSAnonBytes"`
 }
 
-// window measures a process between begin and end: CPU used and the peak
-// RSS, with the peak reset at begin.
+// window measures a process between begin and end: CPU used, the peak
+// RSS (reset at begin) and the peak RssAnon. The kernel keeps no peak of
+// RssAnon, so a goroutine samples it every anonSampleInterval.
 type window struct {
 	pid      int
 	cpuStart float64
+	stop     chan struct{}
+	sampled  chan int64 // the peak RssAnon, once stop is closed
 }
+
+// anonSampleInterval is how often a window reads RssAnon: short against
+// the benchmark's start and delete phases, long enough to cost nothing.
+const anonSampleInterval = 50 * time.Millisecond
 
 func beginWindow(pid int) (*window, error) {
 	if err := resetPeak(pid); err != nil {
@@ -145,10 +159,32 @@ func beginWindow(pid int) (*window, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &window{pid: pid, cpuStart: cpu}, nil
+	w := &window{pid: pid, cpuStart: cpu, stop: make(chan struct{}), sampled: make(chan int64, 1)}
+	go w.sampleAnon()
+	return w, nil
+}
+
+// sampleAnon keeps the largest RssAnon read until stop is closed.
+func (w *window) sampleAnon() {
+	var peak int64
+	tick := time.NewTicker(anonSampleInterval)
+	defer tick.Stop()
+	for {
+		if m, err := procMemory(w.pid); err == nil {
+			peak = max(peak, m.Anon)
+		}
+		select {
+		case <-w.stop:
+			w.sampled <- peak
+			return
+		case <-tick.C:
+		}
+	}
 }
 
 func (w *window) end() (usage, error) {
+	close(w.stop)
+	peakAnon := <-w.sampled
 	cpu, err := procCPU(w.pid)
 	if err != nil {
 		return usage{}, err
@@ -157,7 +193,7 @@ func (w *window) end() (usage, error) {
 	if err != nil {
 		return usage{}, err
 	}
-	return usage{CPUSeconds: cpu - w.cpuStart, PeakRSS: m.HWM, EndRSS: m.RSS}, nil
+	return usage{CPUSeconds: cpu - w.cpuStart, PeakRSS: m.HWM, PeakAnon: max(peakAnon, m.Anon), EndRSS: m.RSS, EndAnon: m.Anon}, nil
 }
 
 // containerdPID reads the PID of the environment's containerd from the

@@ -49,7 +49,9 @@ type row struct {
 	// Overhead is actorlet's p99 − the floor's all-running: the issue's
 	// targets compare these two.
 	Overhead, GoneAPI, GoneCRI, CPUPerPod float64
-	PeakRSS, IdleRSS                      float64 // MiB
+	// PeakRSS and IdleRSS are VmRSS; PeakAnon and IdleAnon RssAnon, the
+	// private memory the targets are checked against. MiB.
+	PeakRSS, IdleRSS, PeakAnon, IdleAnon float64
 
 	CtrdCPUFloor, CtrdCPUActorlet, CtrdPeakFloor, CtrdPeakActorlet float64
 	Startup, LoadFloor, LoadActorlet                               float64
@@ -77,6 +79,7 @@ func runRow(s sizeResult, i int) row {
 	}
 	r.P50, r.P90, r.P99, r.Max = nan(), nan(), nan(), nan()
 	r.GoneAPI, r.GoneCRI, r.CPUPerPod, r.PeakRSS, r.IdleRSS = nan(), nan(), nan(), nan(), nan()
+	r.PeakAnon, r.IdleAnon = nan(), nan()
 	r.CtrdCPUActorlet, r.CtrdPeakActorlet, r.Startup = nan(), nan(), nan()
 	if i < len(s.Actorlet) {
 		a := s.Actorlet[i]
@@ -90,10 +93,13 @@ func runRow(s sizeResult, i int) row {
 			r.GoneAPI, r.GoneCRI = a.GoneAPI, a.GoneCRI
 			r.CPUPerPod = a.Actorlet.CPUSeconds / float64(a.N)
 			r.PeakRSS = toMiB(a.Actorlet.PeakRSS)
+			if a.Actorlet.PeakAnon > 0 {
+				r.PeakAnon = toMiB(a.Actorlet.PeakAnon)
+			}
 			r.CtrdCPUActorlet, r.CtrdPeakActorlet = a.Containerd.CPUSeconds/float64(a.N), toMiB(a.Containerd.PeakRSS)
 		}
 		if a.IdleRSS > 0 {
-			r.IdleRSS = toMiB(a.IdleRSS)
+			r.IdleRSS, r.IdleAnon = toMiB(a.IdleRSS), toMiB(a.IdleAnon)
 			r.Startup = a.StartupSeconds
 		}
 		if len(a.Errors) > 0 && r.Note == "" {
@@ -132,6 +138,8 @@ func medianRow(rows []row) row {
 	m.CPUPerPod = col(func(r row) float64 { return r.CPUPerPod })
 	m.PeakRSS = col(func(r row) float64 { return r.PeakRSS })
 	m.IdleRSS = col(func(r row) float64 { return r.IdleRSS })
+	m.PeakAnon = col(func(r row) float64 { return r.PeakAnon })
+	m.IdleAnon = col(func(r row) float64 { return r.IdleAnon })
 	m.CtrdCPUFloor = col(func(r row) float64 { return r.CtrdCPUFloor })
 	m.CtrdCPUActorlet = col(func(r row) float64 { return r.CtrdCPUActorlet })
 	m.CtrdPeakFloor = col(func(r row) float64 { return r.CtrdPeakFloor })
@@ -159,15 +167,15 @@ func tableRows(sizes []sizeResult) []row {
 }
 
 // mainTable is the table: latencies in seconds, CPU in seconds per
-// pod, RSS in MiB.
+// pod, memory in MiB.
 func mainTable(rows []row) string {
 	header := []string{"N", "", "floor p50", "floor p99", "floor all-running", "floor all-removed",
-		"actorlet p50", "p90", "p99", "max", "overhead", "all-gone API", "all-gone CRI", "CPU-s/pod", "peak RSS", "idle RSS", "note"}
+		"actorlet p50", "p90", "p99", "max", "overhead", "all-gone API", "all-gone CRI", "CPU-s/pod", "peak RssAnon", "peak VmRSS", "idle RssAnon", "idle VmRSS", "note"}
 	var cells [][]string
 	for _, r := range rows {
 		cells = append(cells, []string{nLabel(r), r.Label, sec(r.FloorP50), sec(r.FloorP99), sec(r.FloorAllRunning), sec(r.FloorAllRemoved),
 			sec(r.P50), sec(r.P90), sec(r.P99), sec(r.Max), signed(r.Overhead), sec(r.GoneAPI), sec(r.GoneCRI),
-			num(r.CPUPerPod, 3), num(r.PeakRSS, 1), num(r.IdleRSS, 1), r.Note})
+			num(r.CPUPerPod, 3), num(r.PeakAnon, 1), num(r.PeakRSS, 1), num(r.IdleAnon, 1), num(r.IdleRSS, 1), r.Note})
 	}
 	return markdownTable(header, cells)
 }

@@ -23,8 +23,8 @@ var latencySlack = map[int]float64{10: 0.25, 30: 0.4, 60: 0.6}
 
 const (
 	maxCPUPerPod      = 0.02 // CPU-s per pod, start and delete together
-	maxPeakRSS110     = 55   // MiB at N = 110
-	maxIdleRSS        = 30   // MiB
+	maxPeakAnon110    = 55   // MiB of RssAnon at N = 110
+	maxIdleAnon       = 30   // MiB of RssAnon
 	maxGoneOverFloor  = 1.0  // s over the floor's all-removed
 	maxChurnRSSGrowth = 0.10 // loop 20 against loop 2
 )
@@ -64,16 +64,16 @@ func checkTargets(sizes []sizeResult, churn *churnResult) []target {
 		out = append(out, atMost(fmt.Sprintf("N=%d: actorlet CPU per pod (start and delete)", s.N), m.CPUPerPod, maxCPUPerPod, " CPU-s", 3))
 	}
 	if m, ok := medians[110]; ok {
-		out = append(out, atMost("N=110: actorlet peak RSS", m.PeakRSS, maxPeakRSS110, " MiB", 1))
+		out = append(out, atMost("N=110: actorlet peak RssAnon", m.PeakAnon, maxPeakAnon110, " MiB", 1))
 	}
 	idle := math.NaN()
 	for _, m := range medians {
-		if !math.IsNaN(m.IdleRSS) && (math.IsNaN(idle) || m.IdleRSS > idle) {
-			idle = m.IdleRSS
+		if !math.IsNaN(m.IdleAnon) && (math.IsNaN(idle) || m.IdleAnon > idle) {
+			idle = m.IdleAnon
 		}
 	}
 	if len(medians) > 0 {
-		out = append(out, atMost("idle RSS with no pods (largest median over N)", idle, maxIdleRSS, " MiB", 1))
+		out = append(out, atMost("idle RssAnon with no pods (largest median over N)", idle, maxIdleAnon, " MiB", 1))
 	}
 	for _, s := range sizes {
 		m := medians[s.N]
@@ -119,10 +119,10 @@ func churnTargets(c *churnResult) []target {
 	}
 	out := []target{t}
 	growth := math.NaN()
-	if len(c.Loops) >= 2 && c.Loops[1].RSS > 0 {
-		growth = float64(c.Loops[len(c.Loops)-1].RSS)/float64(c.Loops[1].RSS) - 1
+	if len(c.Loops) >= 2 && c.Loops[1].RSSAnon > 0 {
+		growth = float64(c.Loops[len(c.Loops)-1].RSSAnon)/float64(c.Loops[1].RSSAnon) - 1
 	}
-	g := atMost(fmt.Sprintf("churn: RSS after loop %d within %.0f%% of loop 2", c.LoopCount, maxChurnRSSGrowth*100), growth*100, maxChurnRSSGrowth*100, "%", 1)
+	g := atMost(fmt.Sprintf("churn: RssAnon after loop %d within %.0f%% of loop 2", c.LoopCount, maxChurnRSSGrowth*100), growth*100, maxChurnRSSGrowth*100, "%", 1)
 	if len(c.Loops) != c.LoopCount {
 		g.Status, g.Met = fmt.Sprintf("not measured (%d of %d loops ran)", len(c.Loops), c.LoopCount), false
 	}

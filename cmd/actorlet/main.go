@@ -14,7 +14,6 @@ import (
 
 	"github.com/actorlet/actorlet/actors/bootstrap"
 	"github.com/actorlet/actorlet/messages"
-	"github.com/actorlet/actorlet/process"
 	"github.com/actorlet/actorlet/supervision"
 )
 
@@ -23,9 +22,6 @@ import (
 const shutdownDeadline = 10 * time.Second
 
 func main() {
-	// Best effort: without it the agent only keeps more of its executable
-	// resident (see package process).
-	_ = process.AdviseRandomAccess()
 	os.Exit(run(os.Args[1:]))
 }
 
