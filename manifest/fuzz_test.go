@@ -59,6 +59,19 @@ spec:
   - {name: scratch, emptyDir: {sizeLimit: 1Gi}}
   - {name: info, downwardAPI: {items: [{path: labels, fieldRef: {fieldPath: metadata.labels}}]}}
 `,
+	`apiVersion: v1
+kind: Pod
+metadata: {name: q}
+spec:
+  containers:
+  - name: c
+    image: registry.local:5000/team/app@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef
+    resources: {limits: {cpu: 1000m, memory: 1.5Gi, ephemeral-storage: 1e9}, requests: {cpu: "0.5"}}
+    env: [{name: LIMIT, valueFrom: {resourceFieldRef: {resource: limits.memory, divisor: 1Mi}}}]
+    ports: [{containerPort: 53, protocol: UDP}, {containerPort: 53}]
+    startupProbe: {tcpSocket: {port: dns}, periodSeconds: 1}
+  volumes: [{name: h, hostPath: {path: /tmp}}, {name: cm, configMap: {name: x}}]
+`,
 	"apiVersion: v1\nkind: PodList\nitems:\n- metadata: {name: a}\n  spec: {containers: [{name: c, image: i}]}\n",
 	"a: [",
 	"apiVersion: v1\nmetadata: {name: x}\n",
