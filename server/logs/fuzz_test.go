@@ -2,10 +2,14 @@ package logs
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
 	"net/url"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strconv"
 	"strings"
@@ -173,6 +177,91 @@ func FuzzParseLine(f *testing.F) {
 		}
 		if !back.time.Equal(e.time) || back.stream != e.stream || back.last != e.last || !bytes.Equal(back.content, e.content) {
 			t.Errorf("parseLine(%q) = %+v, written back as %q, parses as %+v", line, e, again, back)
+		}
+	})
+}
+
+// FuzzRead reads a whole log file, as /containerLogs/ without follow.
+// Whatever the file holds: reading never fails; limitBytes cuts the
+// output of the unlimited read; a stream read alone is that stream of the
+// read of both; and a tail is the end of the whole output (of a log whose
+// last line is complete), with at most as many lines as asked.
+func FuzzRead(f *testing.F) {
+	t0 := time.Date(2016, 10, 6, 0, 17, 9, 669794202, time.UTC)
+	line := func(ms int, stream, tag, content string) string {
+		return t0.Add(time.Duration(ms)*time.Millisecond).Format(time.RFC3339Nano) + " " + stream + " " + tag + " " + content + "\n"
+	}
+	for _, s := range []string{
+		line(0, "stdout", "F", "one") + line(1, "stderr", "F", "err one") + line(2, "stdout", "P", "tw") +
+			line(3, "stdout", "P", "o-") + line(4, "stdout", "F", "two") + line(5, "stderr", "F", "err two") + line(6, "stdout", "F", ""),
+		line(0, "stdout", "P", "a1") + line(1, "stderr", "P", "b1") + line(2, "stdout", "F", "a2") + line(3, "stderr", "F", "b2"),
+		line(0, "stdout", "F", "complete") + "2016-10-06T00:17:09.669794202Z stdout F being written",
+		line(0, "stdout", "F", "a") + "garbage\n" + line(1, "stderr", "F", "b") + "\n",
+		`{"log":"json 1\n","stream":"stdout","time":"2016-10-06T00:17:09.669794202Z"}` + "\n" +
+			`{"log":"json ","stream":"stderr","time":"2016-10-06T00:17:09.669794202Z"}` + "\n" +
+			`{"log":"2\n","stream":"stderr","time":"2016-10-06T00:17:09.669794202Z"}` + "\n",
+		"",
+	} {
+		f.Add([]byte(s), uint8(1), uint16(10))
+		f.Add([]byte(s), uint8(3), uint16(1))
+	}
+	f.Fuzz(func(t *testing.T, content []byte, tail uint8, limit uint16) {
+		path := filepath.Join(t.TempDir(), "0.log")
+		if err := os.WriteFile(path, content, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		read := func(o Options, stdout, stderr io.Writer) {
+			t.Helper()
+			if err := Read(context.Background(), path, o, stdout, stderr, nil); err != nil {
+				t.Fatalf("Read(%q, %+v): %v", content, o, err)
+			}
+		}
+		var all, out, errs bytes.Buffer
+		read(Options{}, &all, &all)
+		read(Options{}, &out, &errs)
+
+		var limited bytes.Buffer
+		if limit > 0 {
+			read(Options{LimitBytes: int64(limit)}, &limited, &limited)
+			if want := all.Bytes()[:min(all.Len(), int(limit))]; !bytes.Equal(limited.Bytes(), want) {
+				t.Errorf("Read(%q, limitBytes %d) = %q, want %q", content, limit, limited.Bytes(), want)
+			}
+		}
+
+		for _, s := range []struct {
+			stream string
+			want   []byte
+		}{{v1.LogStreamStdout, out.Bytes()}, {v1.LogStreamStderr, errs.Bytes()}} {
+			var got, other bytes.Buffer
+			if s.stream == v1.LogStreamStdout {
+				read(Options{Stream: s.stream}, &got, &other)
+			} else {
+				read(Options{Stream: s.stream}, &other, &got)
+			}
+			if !bytes.Equal(got.Bytes(), s.want) || other.Len() > 0 {
+				t.Errorf("Read(%q, stream %s) = %q (and %q), want %q", content, s.stream, got.Bytes(), other.Bytes(), s.want)
+			}
+		}
+
+		n := int64(tail)
+		var tailed bytes.Buffer
+		read(Options{TailLines: &n}, &tailed, &tailed)
+		// A tail leaves out a last line still being written (no newline),
+		// as upstream, where the whole read ends it.
+		complete := len(content) == 0 || content[len(content)-1] == '\n'
+		if complete && !bytes.HasSuffix(all.Bytes(), tailed.Bytes()) {
+			t.Errorf("Read(%q, tailLines %d) = %q, not the end of the whole output %q", content, n, tailed.Bytes(), all.Bytes())
+		}
+		// A docker JSON line's log may hold newlines of its own (docker
+		// never writes one but the last): then output lines are not log lines.
+		embedded := false
+		for _, l := range bytes.SplitAfter(content, []byte{'\n'}) {
+			if e, err := parseLine(l); err == nil && bytes.IndexByte(e.content, '\n') >= 0 {
+				embedded = true
+			}
+		}
+		if lines := int64(bytes.Count(tailed.Bytes(), []byte{'\n'})); lines > n && !embedded {
+			t.Errorf("Read(%q, tailLines %d) = %q: %d lines", content, n, tailed.Bytes(), lines)
 		}
 	})
 }
