@@ -92,7 +92,7 @@ func containerLogsPath(rest string) (namespace, pod, container string, err error
 		}
 		return parts[0], parts[1], parts[2], nil
 	case len(parts) == 2 && parts[0] != "" && parts[1] != "":
-		return "", "", "", fmt.Errorf("missing container name in %q", "/containerLogs/"+rest)
+		return "", "", "", fmt.Errorf("missing container name in %q: want /containerLogs/NAMESPACE/POD/CONTAINER", "/containerLogs/"+rest)
 	}
 	return "", "", "", fmt.Errorf("path %q: want /containerLogs/NAMESPACE/POD/CONTAINER", "/containerLogs/"+rest)
 }

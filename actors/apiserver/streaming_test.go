@@ -75,7 +75,7 @@ func TestPortForwardAndLogsPaths(t *testing.T) {
 	}
 	for _, tt := range []struct{ path, want string }{
 		{"default/web/nginx", "default web nginx"},
-		{"default/web/", `missing container name in "/containerLogs/default/web/"`},
+		{"default/web/", `missing container name in "/containerLogs/default/web/": want /containerLogs/NAMESPACE/POD/CONTAINER`},
 		{"default//nginx", `path "/containerLogs/default//nginx": the pod name is empty`},
 		{"default/web/nginx/x", `path "/containerLogs/default/web/nginx/x": want /containerLogs/NAMESPACE/POD/CONTAINER`},
 	} {
