@@ -11,7 +11,7 @@ PKG_IMPORTS = $(GO) list -f '{{.ImportPath}}{{range .TestImports}} {{.}}{{end}}{
 INTEGRATION = $$($(PKG_IMPORTS) | awk '/actorlet\/test\/env( |$$)/ || $$1 ~ /\/cmd\// {print $$1}')
 UNIT = $$($(PKG_IMPORTS) | awk '!(/actorlet\/test\/env( |$$)/ || $$1 ~ /\/cmd\//) {print $$1}')
 
-.PHONY: build test unit integration lint env-up env-down run run-cluster bench bench-churn bench-static bench-cluster clean
+.PHONY: build test unit integration fuzz lint env-up env-down run run-cluster bench bench-churn bench-static bench-cluster clean
 
 build:
 	$(GO) build -o $(BIN)/actorlet ./cmd/actorlet
@@ -25,6 +25,26 @@ unit:
 
 integration:
 	$(GO) test -race -count=1 -p 1 -timeout 30m $(INTEGRATION)
+
+# Issue #14: every fuzz target (func FuzzXxx in a _test.go file) for
+# FUZZTIME each; go test -fuzz takes one package and one target per run.
+# FUZZPARALLEL is the number of fuzzing workers (1 leaves the machine to
+# others). FUZZMINIMIZETIME bounds the minimising of each input found (go
+# test's default, 60 s, would spend a short run minimising). A failing
+# input is written under the package's testdata/fuzz/; once fixed, commit
+# it there: the ordinary go test (make test) runs it.
+#   make fuzz FUZZTIME=5m FUZZPARALLEL=2
+FUZZTIME ?= 30s
+FUZZPARALLEL ?= 1
+FUZZMINIMIZETIME ?= 5s
+fuzz:
+	@set -e; grep -r --include='*_test.go' -o '^func Fuzz[A-Za-z0-9_]*' . | grep -v '^./hack/' | sort | \
+	while IFS=: read -r file decl; do \
+		pkg=$$(dirname "$$file"); target=$${decl#func }; \
+		echo "== $$target in $$pkg for $(FUZZTIME)"; \
+		$(GO) test -run '^$$' -fuzz "^$$target\$$" -fuzztime $(FUZZTIME) \
+			-fuzzminimizetime $(FUZZMINIMIZETIME) -parallel $(FUZZPARALLEL) "$$pkg" </dev/null; \
+	done
 
 lint:
 	$(GO) vet ./...

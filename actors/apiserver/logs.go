@@ -25,15 +25,9 @@ func (a *Actor) containerLogs(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "method not allowed: /containerLogs/ takes GET", http.StatusMethodNotAllowed)
 		return
 	}
-	parts := strings.Split(strings.Trim(strings.TrimPrefix(r.URL.Path, "/containerLogs/"), "/"), "/")
-	if len(parts) != 3 || parts[0] == "" || parts[1] == "" {
-		http.Error(w, fmt.Sprintf("path %q: want /containerLogs/NAMESPACE/POD/CONTAINER", r.URL.Path), http.StatusBadRequest)
-		return
-	}
-	ns, name, container := parts[0], parts[1], parts[2]
-	if container == "" {
-		// Upstream needs the container named, even for a pod with one.
-		http.Error(w, fmt.Sprintf("missing container name in %q", r.URL.Path), http.StatusBadRequest)
+	ns, name, container, err := containerLogsPath(strings.TrimPrefix(r.URL.Path, "/containerLogs/"))
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
 	opts, err := logs.OptionsFromQuery(r.URL.Query(), time.Now(), a.p.SplitLogStreams)

@@ -44,23 +44,102 @@ func parseStreamOptions(q url.Values) (streamOptions, error) {
 	return o, nil
 }
 
-// execPath splits /exec/NS/POD[/UID]/CONTAINER (and /attach, /run).
+// execPath splits NS/POD[/UID]/CONTAINER, the rest of an /exec/, /attach/
+// or /run/ path.
 func execPath(rest string) (namespace, pod string, uid types.UID, container string, err error) {
-	parts := strings.Split(strings.Trim(rest, "/"), "/")
+	parts := pathSegments(rest)
 	switch len(parts) {
 	case 3:
+		if err := emptySegment(rest, parts, "namespace", "pod name", "container name"); err != nil {
+			return "", "", "", "", err
+		}
 		return parts[0], parts[1], "", parts[2], nil
 	case 4:
+		if err := emptySegment(rest, parts, "namespace", "pod name", "pod UID", "container name"); err != nil {
+			return "", "", "", "", err
+		}
 		return parts[0], parts[1], types.UID(parts[2]), parts[3], nil
 	}
 	return "", "", "", "", fmt.Errorf("path %q: want NAMESPACE/POD[/UID]/CONTAINER", rest)
 }
 
+// portForwardPath splits NS/POD[/UID], the rest of a /portForward/ path.
+func portForwardPath(rest string) (namespace, pod string, uid types.UID, err error) {
+	parts := pathSegments(rest)
+	switch len(parts) {
+	case 2:
+		if err := emptySegment("/portForward/"+rest, parts, "namespace", "pod name"); err != nil {
+			return "", "", "", err
+		}
+		return parts[0], parts[1], "", nil
+	case 3:
+		if err := emptySegment("/portForward/"+rest, parts, "namespace", "pod name", "pod UID"); err != nil {
+			return "", "", "", err
+		}
+		return parts[0], parts[1], types.UID(parts[2]), nil
+	}
+	return "", "", "", fmt.Errorf("path %q: want /portForward/NAMESPACE/POD[/UID]", "/portForward/"+rest)
+}
+
+// containerLogsPath splits NS/POD/CONTAINER, the rest of a /containerLogs/
+// path. Upstream needs the container named, even for a pod with one.
+func containerLogsPath(rest string) (namespace, pod, container string, err error) {
+	parts := pathSegments(rest)
+	switch {
+	case len(parts) == 3:
+		if err := emptySegment("/containerLogs/"+rest, parts, "namespace", "pod name", "container name"); err != nil {
+			return "", "", "", err
+		}
+		return parts[0], parts[1], parts[2], nil
+	case len(parts) == 2 && parts[0] != "" && parts[1] != "":
+		return "", "", "", fmt.Errorf("missing container name in %q: want /containerLogs/NAMESPACE/POD/CONTAINER", "/containerLogs/"+rest)
+	}
+	return "", "", "", fmt.Errorf("path %q: want /containerLogs/NAMESPACE/POD/CONTAINER", "/containerLogs/"+rest)
+}
+
+// pathSegments splits the rest of a path after its endpoint's prefix; a
+// trailing slash is not a segment.
+func pathSegments(rest string) []string {
+	return strings.Split(strings.Trim(rest, "/"), "/")
+}
+
+// emptySegment names the first empty segment of parts (two slashes in a
+// row), whose meanings are names, in an error quoting path; nil when there
+// is none.
+func emptySegment(path string, parts []string, names ...string) error {
+	for i, p := range parts {
+		if p == "" {
+			return fmt.Errorf("path %q: the %s is empty", path, names[i])
+		}
+	}
+	return nil
+}
+
+// execCommand is the command of an /exec/ request: one ?command= per
+// argument, as the API server writes them.
+func execCommand(q url.Values) ([]string, error) {
+	cmd := q["command"]
+	if len(cmd) == 0 {
+		return nil, statusError(http.StatusBadRequest, "exec: missing query parameter command")
+	}
+	return cmd, nil
+}
+
+// runCommand is the command of a /run/ request: ?cmd= split at white
+// space, as upstream's.
+func runCommand(q url.Values) ([]string, error) {
+	cmd := strings.Fields(q.Get("cmd"))
+	if len(cmd) == 0 {
+		return nil, errors.New("run: missing query parameter cmd")
+	}
+	return cmd, nil
+}
+
 func (a *Actor) exec(w http.ResponseWriter, r *http.Request) {
 	a.streamContainer(w, r, "/exec/", func(_ *v1.Pod, c *runtimeapi.Container, o streamOptions) (string, error) {
-		cmd := r.URL.Query()["command"]
-		if len(cmd) == 0 {
-			return "", statusError(http.StatusBadRequest, "exec: missing query parameter command")
+		cmd, err := execCommand(r.URL.Query())
+		if err != nil {
+			return "", err
 		}
 		resp, err := a.p.Runtime.Exec(r.Context(), &runtimeapi.ExecRequest{ContainerId: c.Id, Cmd: cmd,
 			Tty: o.tty, Stdin: o.stdin, Stdout: o.stdout, Stderr: o.stderr})
@@ -140,16 +219,12 @@ func (a *Actor) portForward(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "method not allowed: /portForward/ takes GET or POST", http.StatusMethodNotAllowed)
 		return
 	}
-	parts := strings.Split(strings.Trim(strings.TrimPrefix(r.URL.Path, "/portForward/"), "/"), "/")
-	if len(parts) < 2 || len(parts) > 3 {
-		http.Error(w, fmt.Sprintf("path %q: want /portForward/NAMESPACE/POD[/UID]", r.URL.Path), http.StatusBadRequest)
+	ns, name, uid, err := portForwardPath(strings.TrimPrefix(r.URL.Path, "/portForward/"))
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
-	var uid types.UID
-	if len(parts) == 3 {
-		uid = types.UID(parts[2])
-	}
-	pod, err := a.podByName(parts[0], parts[1], uid)
+	pod, err := a.podByName(ns, name, uid)
 	if err != nil {
 		writeError(w, err)
 		return
@@ -240,9 +315,9 @@ func (a *Actor) run(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
-	cmd := strings.Fields(r.URL.Query().Get("cmd"))
-	if len(cmd) == 0 {
-		http.Error(w, "run: missing query parameter cmd", http.StatusBadRequest)
+	cmd, err := runCommand(r.URL.Query())
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
 	_, c, err := a.runningPodContainer(r, ns, name, uid, container)

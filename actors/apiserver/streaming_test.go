@@ -44,11 +44,48 @@ func TestExecPath(t *testing.T) {
 		{"/default/web/c/", "default", "web", "c", "", false},
 		{"default/web", "", "", "", "", true},
 		{"a/b/c/d/e", "", "", "", "", true},
+		{"default//c", "", "", "", "", true},
+		{"default/web//c", "", "", "", "", true},
 	}
 	for _, tt := range tests {
 		ns, pod, uid, c, err := execPath(tt.path)
 		if (err != nil) != tt.wantErr || ns != tt.ns || pod != tt.pod || uid != tt.uid || c != tt.container {
 			t.Errorf("execPath(%q) = %q %q %q %q, %v", tt.path, ns, pod, uid, c, err)
+		}
+	}
+}
+
+func TestPortForwardAndLogsPaths(t *testing.T) {
+	for _, tt := range []struct {
+		path, want string // want: the segments joined by spaces, or the error
+	}{
+		{"default/web", "default web "},
+		{"default/web/123/", "default web 123"},
+		{"default//123", `path "/portForward/default//123": the pod name is empty`},
+		{"default", `path "/portForward/default": want /portForward/NAMESPACE/POD[/UID]`},
+	} {
+		ns, pod, uid, err := portForwardPath(tt.path)
+		got := ns + " " + pod + " " + string(uid)
+		if err != nil {
+			got = err.Error()
+		}
+		if got != tt.want {
+			t.Errorf("portForwardPath(%q) = %q, want %q", tt.path, got, tt.want)
+		}
+	}
+	for _, tt := range []struct{ path, want string }{
+		{"default/web/nginx", "default web nginx"},
+		{"default/web/", `missing container name in "/containerLogs/default/web/": want /containerLogs/NAMESPACE/POD/CONTAINER`},
+		{"default//nginx", `path "/containerLogs/default//nginx": the pod name is empty`},
+		{"default/web/nginx/x", `path "/containerLogs/default/web/nginx/x": want /containerLogs/NAMESPACE/POD/CONTAINER`},
+	} {
+		ns, pod, c, err := containerLogsPath(tt.path)
+		got := ns + " " + pod + " " + c
+		if err != nil {
+			got = err.Error()
+		}
+		if got != tt.want {
+			t.Errorf("containerLogsPath(%q) = %q, want %q", tt.path, got, tt.want)
 		}
 	}
 }

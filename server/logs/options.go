@@ -3,6 +3,7 @@ package logs
 import (
 	"fmt"
 	"maps"
+	"math"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -141,6 +142,10 @@ func OptionsFromQuery(q url.Values, now time.Time, splitStreams bool) (Options, 
 		opts.LimitBytes = limitBytes
 	}
 	switch {
+	case hasSinceSeconds && sinceSeconds > int64(math.MaxInt64/time.Second):
+		// Further back than a time.Duration reaches (about 292 years),
+		// so before any log line; multiplying would wrap around to a
+		// time in the future, which skips every line.
 	case hasSinceSeconds:
 		opts.Since = now.Add(-time.Duration(sinceSeconds) * time.Second)
 	case hasSinceTime:
