@@ -124,7 +124,7 @@ func (a *Actor) streamContainer(w http.ResponseWriter, r *http.Request, prefix s
 // runningPodContainer finds the pod and its running container a request
 // names.
 func (a *Actor) runningPodContainer(r *http.Request, ns, name string, uid types.UID, container string) (*v1.Pod, *runtimeapi.Container, error) {
-	pod, err := a.podByName(ns, name, uid)
+	pod, err := a.podByName(r.Context(), ns, name, uid)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -149,7 +149,7 @@ func (a *Actor) portForward(w http.ResponseWriter, r *http.Request) {
 	if len(parts) == 3 {
 		uid = types.UID(parts[2])
 	}
-	pod, err := a.podByName(parts[0], parts[1], uid)
+	pod, err := a.podByName(r.Context(), parts[0], parts[1], uid)
 	if err != nil {
 		writeError(w, err)
 		return
