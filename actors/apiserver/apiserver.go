@@ -202,10 +202,17 @@ var streaming = timeouts{readHeader: 10 * time.Second, read: 4 * time.Hour, writ
 var shortLived = timeouts{readHeader: 10 * time.Second, read: 30 * time.Second, write: 30 * time.Second,
 	idle: 90 * time.Second, maxHeaderBytes: 1 << 20}
 
+// serve listens on addr and serves handler there with the limits t.
 func (a *Actor) serve(name, addr string, handler http.Handler, tlsConfig *tls.Config, t timeouts) error {
+	_, err := a.serveOn(name, addr, handler, tlsConfig, t)
+	return err
+}
+
+// serveOn is serve, returning the address it listens on.
+func (a *Actor) serveOn(name, addr string, handler http.Handler, tlsConfig *tls.Config, t timeouts) (net.Addr, error) {
 	l, err := net.Listen("tcp", addr)
 	if err != nil {
-		return fmt.Errorf("%s listener on %s: %w", name, addr, err)
+		return nil, fmt.Errorf("%s listener on %s: %w", name, addr, err)
 	}
 	if tlsConfig != nil {
 		l = tls.NewListener(l, tlsConfig)
@@ -228,7 +235,7 @@ func (a *Actor) serve(name, addr string, handler http.Handler, tlsConfig *tls.Co
 			a.log.Error().Err(err).Str("address", addr).Msgf("%s stopped serving", name)
 		}
 	}()
-	return nil
+	return l.Addr(), nil
 }
 
 func (a *Actor) shutdown() {
