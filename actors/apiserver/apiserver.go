@@ -95,8 +95,9 @@ type Params struct {
 }
 
 // Debugging are the KubeletConfiguration's switches of the debugging
-// handlers, as upstream applies them: SystemLogs and Profiling only count
-// when Handlers is on.
+// handlers, as upstream applies them: on the kubelet API, SystemLogs and
+// Profiling only count when Handlers is on. Profiling also governs pprof on
+// the debug listener.
 type Debugging struct {
 	// Handlers (enableDebuggingHandlers) serves exec, attach, port-forward,
 	// run, container logs, running pods, /logs/, pprof and the dashboard on

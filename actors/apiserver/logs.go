@@ -142,8 +142,10 @@ func (a *Actor) systemLogs() http.Handler {
 const nodeLogDir = "/var/log"
 
 // escapeRefused turns os.Root's refusal of a path that leaves the directory
-// into fs.ErrPermission, which http.FileServerFS answers with 403, rather
-// than the 500 an unknown error gets.
+// (an error of its own, "path escapes from parent", that no exported value
+// matches) into fs.ErrPermission, which http.FileServerFS answers with 403
+// rather than 500. Any other error but "does not exist" is answered 403 as
+// well: the file is not served either way.
 type escapeRefused struct{ fsys fs.FS }
 
 func (e escapeRefused) Open(name string) (fs.File, error) {
