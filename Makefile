@@ -2,6 +2,11 @@
 SHELL := /bin/bash
 GO ?= go
 BIN := $(CURDIR)/bin
+# make run and make run-cluster serve the dashboard, /debug/actors.json,
+# pprof and fault injection in plain HTTP here (actorlet's --debug-address):
+# loopback only, a port next to the healthz listener's 10248 that upstream
+# does not use.
+DEBUG_ADDRESS ?= 127.0.0.1:10249
 STATICCHECK_VERSION := v0.8.2
 # Packages whose tests use the shared environment (they import test/env, or
 # run actorlet): one package at a time, since two kubelets on one containerd
@@ -79,15 +84,19 @@ env-down:
 	hack/node-env down
 
 # Standalone actorlet on the example static pods, against the environment's
-# own containerd (set up first if needed).
+# own containerd (set up first if needed). Every listener is on loopback;
+# the dashboard is at http://$(DEBUG_ADDRESS)/debug/actors.
 run: build
 	hack/node-env up
+	@echo "dashboard: http://$(DEBUG_ADDRESS)/debug/actors"
 	source <(hack/node-env env) && exec $(BIN)/actorlet \
 		--container-runtime-endpoint "$$CONTAINER_RUNTIME_ENDPOINT" \
 		--hostname-override "$$ACTORLET_NODE_NAME" \
 		--root-dir "$$ACTORLET_STATE_DIR/actorlet-root" \
 		--pod-manifest-path $(CURDIR)/examples/static-pods \
-		--read-only-port 10255
+		--address 127.0.0.1 \
+		--read-only-port 10255 \
+		--debug-address $(DEBUG_ADDRESS)
 
 # actorlet as the node of the environment's kube-apiserver and
 # kube-controller-manager (set up first if needed), with the node's own
@@ -95,6 +104,7 @@ run: build
 #   source <(hack/node-env env); $$KUBECTL --kubeconfig $$ACTORLET_ADMIN_KUBECONFIG get nodes
 run-cluster: build
 	hack/node-env up --with-apiserver
+	@echo "dashboard: http://$(DEBUG_ADDRESS)/debug/actors"
 	source <(hack/node-env env) && echo "kubectl: $$KUBECTL --kubeconfig $$ACTORLET_ADMIN_KUBECONFIG get nodes" && exec $(BIN)/actorlet \
 		--kubeconfig "$$ACTORLET_NODE_KUBECONFIG" \
 		--container-runtime-endpoint "$$CONTAINER_RUNTIME_ENDPOINT" \
@@ -102,7 +112,9 @@ run-cluster: build
 		--node-ip 127.0.0.1 \
 		--root-dir "$$ACTORLET_STATE_DIR/actorlet-root" \
 		--pod-manifest-path $(CURDIR)/examples/static-pods \
-		--read-only-port 10255
+		--address 127.0.0.1 \
+		--read-only-port 10255 \
+		--debug-address $(DEBUG_ADDRESS)
 
 clean:
 	rm -rf $(BIN)

@@ -6,6 +6,7 @@ package config
 import (
 	"fmt"
 	"io"
+	"net"
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -40,6 +41,9 @@ type Options struct {
 	ShowVersion            bool
 	ShowHelp               bool
 	DebugFaultInjection    bool
+	// DebugAddress is actorlet's own --debug-address: host:port of a plain
+	// HTTP listener for the debugging handlers; empty turns it off.
+	DebugAddress string
 }
 
 // CommandLine is the parsed command line.
@@ -255,7 +259,8 @@ func addOptionFlags(fs *pflag.FlagSet, o *Options) {
 	fs.BoolVar(&o.DumpConfig, "dump-config", o.DumpConfig, "Print the effective configuration (defaults, --config, --config-dir and flags merged) as KubeletConfiguration YAML on stdout and exit.")
 	fs.BoolVar(&o.ShowVersion, "version", o.ShowVersion, "Print version information and quit.")
 	fs.BoolVarP(&o.ShowHelp, "help", "h", o.ShowHelp, "help for actorlet")
-	fs.BoolVar(&o.DebugFaultInjection, "debug-fault-injection", o.DebugFaultInjection, "Enables POST /debug/inject/panic on the healthz listener; never for production.")
+	fs.BoolVar(&o.DebugFaultInjection, "debug-fault-injection", o.DebugFaultInjection, "actorlet only: enables POST /debug/inject/panic on the kubelet API (behind authentication and authorization) and on --debug-address; never for production.")
+	fs.StringVar(&o.DebugAddress, "debug-address", o.DebugAddress, "actorlet only, for development: host:port on which to serve the actor dashboard, /debug/actors.json, pprof and fault injection in plain HTTP without authentication (e.g. 127.0.0.1:10249); empty (the default) serves them only on the kubelet API, behind authentication and authorization. Not part of KubeletConfiguration: --dump-config does not show it.")
 }
 
 func addConfigFlags(fs *pflag.FlagSet, c *kubeletconfigv1beta1.KubeletConfiguration) {
@@ -296,6 +301,11 @@ func ParseCommandLine(args []string) (*CommandLine, error) {
 	}
 	if rest := c.Flags.Args(); len(rest) > 0 {
 		return nil, &UsageError{Err: fmt.Sprintf("unknown command %q", rest[0]), Usage: c.usage()}
+	}
+	if a := c.Options.DebugAddress; a != "" {
+		if _, port, err := net.SplitHostPort(a); err != nil || port == "" {
+			return nil, &UsageError{Err: fmt.Sprintf("invalid argument %q for \"--debug-address\" flag: want host:port, e.g. 127.0.0.1:10249", a), Usage: c.usage()}
+		}
 	}
 	return c, nil
 }

@@ -63,6 +63,11 @@ var Implemented = map[string]bool{
 	"eventBurst":     true,
 	"kubeAPIQPS":     true,
 	"kubeAPIBurst":   true,
+	// The debugging handlers of the kubelet API (actors/apiserver).
+	"enableDebuggingHandlers":   true,
+	"enableSystemLogHandler":    true,
+	"enableProfilingHandler":    true,
+	"enableContentionProfiling": true,
 }
 
 // IsImplemented reports whether actorlet acts on the field at path.

@@ -275,3 +275,42 @@ func TestMain(m *testing.M) {
 	}
 	os.Exit(m.Run())
 }
+
+// TestDebuggingSwitchesAndDebugAddress: the four debugging switches take
+// effect (actors/apiserver), so setting them is not warned about, and
+// --debug-address is actorlet's own, checked, and not a configuration field.
+func TestDebuggingSwitchesAndDebugAddress(t *testing.T) {
+	dir := t.TempDir()
+	path := writeFile(t, dir, "debug.yaml", header+"enableDebuggingHandlers: false\nenableSystemLogHandler: false\nenableProfilingHandler: false\nenableContentionProfiling: true\n")
+	cfg, warnings := load(t, "--config", path, "--debug-address", "127.0.0.1:10249")
+	if *cfg.EnableDebuggingHandlers || *cfg.EnableSystemLogHandler || *cfg.EnableProfilingHandler || !cfg.EnableContentionProfiling {
+		t.Errorf("switches not loaded: %v %v %v %v", *cfg.EnableDebuggingHandlers, *cfg.EnableSystemLogHandler,
+			*cfg.EnableProfilingHandler, cfg.EnableContentionProfiling)
+	}
+	if len(warnings) != 0 {
+		t.Errorf("warnings for implemented fields: %q", warnings)
+	}
+	for _, tc := range []struct {
+		arg string
+		ok  bool
+	}{
+		{"127.0.0.1:10249", true},
+		{"[::1]:10249", true},
+		{":10249", true},
+		{"127.0.0.1", false},
+		{"127.0.0.1:", false},
+		{"localhost:10249:1", false},
+	} {
+		c, err := ParseCommandLine([]string{"--debug-address", tc.arg})
+		if tc.ok && (err != nil || c.Options.DebugAddress != tc.arg) {
+			t.Errorf("--debug-address %s: %v", tc.arg, err)
+		}
+		if !tc.ok && (err == nil || !strings.Contains(err.Error(), "--debug-address")) {
+			t.Errorf("--debug-address %s: err = %v, want one naming the flag", tc.arg, err)
+		}
+	}
+	c, err := ParseCommandLine(nil)
+	if err != nil || c.Options.DebugAddress != "" {
+		t.Errorf("--debug-address defaults to %q (%v), want empty: off", c.Options.DebugAddress, err)
+	}
+}

@@ -1,15 +1,22 @@
 // Package apiserver holds the api-server actor: it serves the kubelet's HTTP
-// API (docs/api.md). Three listeners, as upstream:
+// API (docs/api.md). Its listeners, as upstream's, and one of actorlet's
+// own (docs/security.md says who can reach which path):
 //   - the main API on address:port (10250), HTTPS, every request
 //     authenticated and authorized (server/auth): pods, logs, exec, attach,
-//     port-forward, run, stats, metrics, configz, the dashboard and pprof;
-//   - the healthz listener (127.0.0.1:10248, plain HTTP): /healthz, and the
-//     live actor dashboard and pprof for the node's own operator;
+//     port-forward, run, stats, metrics, configz, and actorlet's debugging
+//     handlers (the dashboard, pprof, fault injection), which the API
+//     server's node proxy reaches;
+//   - the healthz listener (127.0.0.1:10248, plain HTTP): /healthz only;
 //   - the read-only port (off unless readOnlyPort is set): /healthz, /pods,
-//     /stats/summary, /metrics and /spec without authentication.
+//     /stats/summary, /metrics and /spec without authentication;
+//   - the debug listener (off unless --debug-address is set, actorlet
+//     only): the debugging handlers in plain HTTP, for development.
 //
 // The HTTP servers run in their own goroutines and reach the other actors
-// with requests that time out, never with shared state.
+// with requests that time out, never with shared state. /pods and /healthz
+// answer from a snapshot of the pod-manager's and PLEG's answers, taken at
+// most once per snapshotMaxAge however many requests come in, so that a
+// flood of requests does not reach the pod actors' mailboxes.
 package apiserver
 
 import (
@@ -19,6 +26,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"runtime"
 	"strconv"
 	"time"
 
@@ -69,12 +77,39 @@ type Params struct {
 	// Configz is the effective configuration, served at /configz; the
 	// api-server keeps its own copy.
 	Configz *kubeletconfig.KubeletConfiguration
-	// FaultInjection enables POST /debug/inject/panic on the healthz listener.
+	// Debugging is what enableDebuggingHandlers, enableSystemLogHandler,
+	// enableProfilingHandler and enableContentionProfiling turn on.
+	Debugging Debugging
+	// DebugAddress (--debug-address, host:port) serves the debugging
+	// handlers in plain HTTP, without authentication; empty turns it off.
+	DebugAddress string
+	// LogDir is what /logs/ serves; empty means /var/log, as upstream.
+	LogDir string
+	// FaultInjection enables POST /debug/inject/panic on the kubelet API
+	// and the debug listener.
 	FaultInjection bool
 	PodManager     *actor.PID
 	PLEG           *actor.PID
 	System         *supervision.System
 	Log            zerolog.Logger
+}
+
+// Debugging are the KubeletConfiguration's switches of the debugging
+// handlers, as upstream applies them: on the kubelet API, SystemLogs and
+// Profiling only count when Handlers is on. Profiling also governs pprof on
+// the debug listener.
+type Debugging struct {
+	// Handlers (enableDebuggingHandlers) serves exec, attach, port-forward,
+	// run, container logs, running pods, /logs/, pprof and the dashboard on
+	// the kubelet API; off, they answer 405 "Debug endpoints are disabled.".
+	Handlers bool
+	// SystemLogs (enableSystemLogHandler) serves /logs/.
+	SystemLogs bool
+	// Profiling (enableProfilingHandler) serves /debug/pprof/.
+	Profiling bool
+	// ContentionProfiling (enableContentionProfiling) records every
+	// blocking event for pprof's block profile, when Profiling is on.
+	ContentionProfiling bool
 }
 
 // Actor is the api-server actor. Its HTTP servers run in their own
@@ -83,11 +118,16 @@ type Actor struct {
 	p       Params
 	log     zerolog.Logger
 	servers []*http.Server
+	state   *stateCache
 }
 
 // New returns a producer of the api-server actor.
 func New(p Params) actor.Producer {
-	return func() actor.Actor { return &Actor{p: p, log: p.Log.With().Str("actor", Kind).Logger()} }
+	return func() actor.Actor {
+		a := &Actor{p: p, log: p.Log.With().Str("actor", Kind).Logger()}
+		a.state = &stateCache{fetch: a.fetchState}
+		return a
+	}
 }
 
 // Receive implements actor.Actor.
@@ -106,7 +146,8 @@ func (a *Actor) Receive(ctx actor.Context) {
 
 func (a *Actor) listen() error {
 	if a.p.HealthzPort > 0 {
-		if err := a.serve("healthz", a.p.HealthzAddress, a.p.HealthzPort, a.healthzMux(), nil); err != nil {
+		addr := net.JoinHostPort(a.p.HealthzAddress, strconv.Itoa(int(a.p.HealthzPort)))
+		if err := a.serve("healthz", addr, canonicalPaths(a.healthzMux()), nil, shortLived); err != nil {
 			return err
 		}
 	}
@@ -115,23 +156,64 @@ func (a *Actor) listen() error {
 		if err != nil {
 			return err
 		}
-		if err := a.serve("kubelet API", a.p.Address, a.p.Port, handler, tlsConfig); err != nil {
+		addr := net.JoinHostPort(a.p.Address, strconv.Itoa(int(a.p.Port)))
+		if err := a.serve("kubelet API", addr, handler, tlsConfig, streaming); err != nil {
 			return err
 		}
 	}
 	if a.p.ReadOnlyPort > 0 {
-		if err := a.serve("read-only API", a.p.Address, a.p.ReadOnlyPort, a.readOnlyMux(), nil); err != nil {
+		addr := net.JoinHostPort(a.p.Address, strconv.Itoa(int(a.p.ReadOnlyPort)))
+		if err := a.serve("read-only API", addr, canonicalPaths(a.readOnlyMux()), nil, streaming); err != nil {
 			return err
 		}
+	}
+	if a.p.DebugAddress != "" {
+		if err := a.serve("debug", a.p.DebugAddress, canonicalPaths(a.debugMux()), nil, streaming); err != nil {
+			return err
+		}
+	}
+	if a.p.Debugging.Profiling && a.p.Debugging.ContentionProfiling && (a.p.Debugging.Handlers && a.p.Port > 0 || a.p.DebugAddress != "") {
+		// As upstream: every blocking event is sampled, for as long as
+		// the process lives.
+		runtime.SetBlockProfileRate(1)
 	}
 	return nil
 }
 
-func (a *Actor) serve(name, address string, port int32, handler http.Handler, tlsConfig *tls.Config) error {
-	addr := net.JoinHostPort(address, strconv.Itoa(int(port)))
+// timeouts are an http.Server's limits on a connection.
+type timeouts struct {
+	readHeader, read, write, idle time.Duration
+	maxHeaderBytes                int
+}
+
+// streaming are the limits of the listeners that serve long responses (logs
+// that follow, exec, attach, port-forward, the dashboard's event stream):
+// upstream's kubelet server's (ReadTimeout and WriteTimeout 4 hours, idle
+// connections closed after 90 seconds, headers up to 1 MiB), plus a bound on
+// the time to send the headers, which upstream does not have: a client that
+// opens connections and never finishes its headers holds nothing for long.
+// An upgraded connection (exec, attach, port-forward) keeps the 4-hour
+// deadlines, as upstream's.
+var streaming = timeouts{readHeader: 10 * time.Second, read: 4 * time.Hour, write: 4 * time.Hour,
+	idle: 90 * time.Second, maxHeaderBytes: 1 << 20}
+
+// shortLived are the healthz listener's: it answers one short request per
+// connection's turn, so whole requests and answers are bounded too
+// (upstream's healthz server has no limits at all).
+var shortLived = timeouts{readHeader: 10 * time.Second, read: 30 * time.Second, write: 30 * time.Second,
+	idle: 90 * time.Second, maxHeaderBytes: 1 << 20}
+
+// serve listens on addr and serves handler there with the limits t.
+func (a *Actor) serve(name, addr string, handler http.Handler, tlsConfig *tls.Config, t timeouts) error {
+	_, err := a.serveOn(name, addr, handler, tlsConfig, t)
+	return err
+}
+
+// serveOn is serve, returning the address it listens on.
+func (a *Actor) serveOn(name, addr string, handler http.Handler, tlsConfig *tls.Config, t timeouts) (net.Addr, error) {
 	l, err := net.Listen("tcp", addr)
 	if err != nil {
-		return fmt.Errorf("%s listener on %s: %w", name, addr, err)
+		return nil, fmt.Errorf("%s listener on %s: %w", name, addr, err)
 	}
 	if tlsConfig != nil {
 		l = tls.NewListener(l, tlsConfig)
@@ -139,17 +221,22 @@ func (a *Actor) serve(name, address string, port int32, handler http.Handler, tl
 	// Shutdown cancels the requests' context, so that long-lived responses
 	// (the dashboard's event stream) end instead of holding Shutdown up.
 	base, cancel := context.WithCancel(context.Background())
-	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second,
+	srv := &http.Server{Handler: handler, ReadHeaderTimeout: t.readHeader, ReadTimeout: t.read,
+		WriteTimeout: t.write, IdleTimeout: t.idle, MaxHeaderBytes: t.maxHeaderBytes,
 		BaseContext: func(net.Listener) context.Context { return base }}
 	srv.RegisterOnShutdown(cancel)
 	a.servers = append(a.servers, srv)
-	a.log.Info().Str("address", l.Addr().String()).Msgf("%s listening", name)
+	scheme := "http"
+	if tlsConfig != nil {
+		scheme = "https"
+	}
+	a.log.Info().Str("address", l.Addr().String()).Str("url", scheme+"://"+l.Addr().String()+"/").Msgf("%s listening", name)
 	go func() {
 		if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			a.log.Error().Err(err).Str("address", addr).Msgf("%s stopped serving", name)
 		}
 	}()
-	return nil
+	return l.Addr(), nil
 }
 
 func (a *Actor) shutdown() {

@@ -6,12 +6,12 @@ import (
 	"net/http"
 	"sort"
 	"strconv"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
-	"github.com/actorlet/actorlet/messages"
 	"github.com/actorlet/actorlet/podruntime"
 )
 
@@ -37,22 +37,33 @@ func writeError(w http.ResponseWriter, err error) {
 }
 
 // podByName finds a pod the pod-manager knows, as upstream's
-// GetPodByName: the handlers act only on pods that are this node's.
+// GetPodByName: the handlers act only on pods that are this node's. It
+// reads the snapshot /pods answers from, so a flood of requests does not
+// reach the pod-manager.
 // A non-empty uid must match, so a request for a deleted pod's UID does not
 // reach a new pod of the same name.
-func (a *Actor) podByName(namespace, name string, uid types.UID) (*v1.Pod, error) {
-	res, err := a.ask(a.p.PodManager, &messages.ListPods{})
-	if err != nil {
-		return nil, statusError(http.StatusServiceUnavailable, "find pod %s/%s: pod-manager did not answer: %v", namespace, name, err)
+func (a *Actor) podByName(ctx context.Context, namespace, name string, uid types.UID) (*v1.Pod, error) {
+	find := func(maxAge time.Duration) (*v1.Pod, error) {
+		state, err := a.state.get(ctx, maxAge)
+		if err != nil {
+			return nil, err
+		}
+		if state.podsErr != nil {
+			return nil, statusError(http.StatusServiceUnavailable, "find pod %s/%s: %v", namespace, name, state.podsErr)
+		}
+		for i := range state.pods.Pods {
+			p := &state.pods.Pods[i]
+			if p.Namespace == namespace && p.Name == name && (uid == "" || p.UID == uid) {
+				return p.DeepCopy(), nil
+			}
+		}
+		return nil, nil
 	}
-	list, ok := res.(*messages.PodList)
-	if !ok {
-		return nil, fmt.Errorf("find pod %s/%s: pod-manager answered %T", namespace, name, res)
-	}
-	for i := range list.Pods {
-		p := &list.Pods[i]
-		if p.Namespace == namespace && p.Name == name && (uid == "" || p.UID == uid) {
-			return p, nil
+	// The snapshot first; a pod it does not hold may be newer than it, so
+	// a miss looks again in a younger one.
+	for _, maxAge := range []time.Duration{snapshotMaxAge, missMaxAge} {
+		if p, err := find(maxAge); p != nil || err != nil {
+			return p, err
 		}
 	}
 	return nil, statusError(http.StatusNotFound, "pod %s/%s does not exist on this node", namespace, name)

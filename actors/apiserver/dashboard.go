@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io/fs"
 	"net/http"
-	"net/http/pprof"
 	"time"
 
 	"github.com/actorlet/actorlet/supervision"
@@ -47,15 +46,18 @@ func TakeSnapshot(reg *supervision.Registry) Snapshot {
 	return s
 }
 
-// RegisterDebugHandlers adds the live actor dashboard and pprof to mux:
+// RegisterDashboard adds the live actor dashboard to mux:
 //
 //	GET /debug/actors                  the dashboard page
 //	GET /debug/actors/assets/...       its script and style (embedded)
 //	GET /debug/actors.json             a Snapshot
 //	GET /debug/actors/events           a Snapshot every SnapshotInterval (Server-Sent Events)
 //	GET /debug/actors/timeline?path=P  the last messages the actor at P received
-//	/debug/pprof/...                   net/http/pprof
-func RegisterDebugHandlers(mux *http.ServeMux, reg *supervision.Registry) {
+//
+// The page refers to its assets and streams with relative URLs, so that it
+// works under any prefix: through the API server's node proxy and
+// kubectl proxy as well as on the debug listener.
+func RegisterDashboard(mux *http.ServeMux, reg *supervision.Registry) {
 	d := &dashboard{reg: reg}
 	static, err := fs.Sub(assets, "assets")
 	if err != nil {
@@ -66,13 +68,6 @@ func RegisterDebugHandlers(mux *http.ServeMux, reg *supervision.Registry) {
 	mux.HandleFunc("GET /debug/actors.json", d.snapshot)
 	mux.HandleFunc("GET /debug/actors/events", d.events)
 	mux.HandleFunc("GET /debug/actors/timeline", d.timeline)
-
-	// Explicitly on this mux: the default mux is served nowhere.
-	mux.HandleFunc("/debug/pprof/", pprof.Index)
-	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
-	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
-	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
-	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 }
 
 type dashboard struct {

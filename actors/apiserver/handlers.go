@@ -27,11 +27,15 @@ type check struct {
 // healthz answers like upstream's healthz handler: "ok", or with ?verbose
 // one "[+]name ok" / "[-]name failed" line per check; 500 when any fails.
 func (a *Actor) healthz(w http.ResponseWriter, r *http.Request) {
+	state, err := a.state.get(r.Context(), snapshotMaxAge)
+	if err != nil {
+		return // the client went away
+	}
 	checks := []check{
 		{"ping", func() error { return nil }},
 		{"runtime", func() error { return a.runtimeHealth(r.Context()) }},
-		{"pleg", func() error { return a.healthOf(a.p.PLEG) }},
-		{"syncloop", func() error { return a.healthOf(a.p.PodManager) }},
+		{"pleg", func() error { return state.pleg }},
+		{"syncloop", func() error { return state.podManager }},
 	}
 	var out strings.Builder
 	failed := false
@@ -78,37 +82,22 @@ func (a *Actor) runtimeHealth(ctx context.Context) error {
 	return nil
 }
 
-func (a *Actor) healthOf(pid *actor.PID) error {
-	res, err := a.ask(pid, &messages.HealthRequest{})
-	if err != nil {
-		return fmt.Errorf("%s did not answer: %w", pid.Id, err)
-	}
-	report, ok := res.(*messages.HealthReport)
-	if !ok {
-		return fmt.Errorf("%s answered %T", pid.Id, res)
-	}
-	if !report.Healthy {
-		return fmt.Errorf("%s", report.Detail)
-	}
-	return nil
-}
-
-// pods serves the node's pods as a v1.PodList, as upstream's /pods.
+// pods serves the node's pods as a v1.PodList, as upstream's /pods, from
+// the snapshot.
 func (a *Actor) pods(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodGet {
 		http.Error(w, "method not allowed: /pods takes GET", http.StatusMethodNotAllowed)
 		return
 	}
-	res, err := a.ask(a.p.PodManager, &messages.ListPods{})
+	state, err := a.state.get(r.Context(), snapshotMaxAge)
 	if err != nil {
-		http.Error(w, "list pods: pod-manager did not answer: "+err.Error(), http.StatusServiceUnavailable)
+		return // the client went away
+	}
+	if state.podsErr != nil {
+		http.Error(w, "list pods: "+state.podsErr.Error(), http.StatusServiceUnavailable)
 		return
 	}
-	list, ok := res.(*messages.PodList)
-	if !ok {
-		http.Error(w, fmt.Sprintf("list pods: pod-manager answered %T", res), http.StatusInternalServerError)
-		return
-	}
+	list := state.pods
 	body := v1.PodList{TypeMeta: metav1.TypeMeta{Kind: "PodList", APIVersion: "v1"}, Items: list.Pods}
 	if body.Items == nil {
 		body.Items = []v1.Pod{}

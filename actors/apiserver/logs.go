@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net/http"
+	"os"
 	"strings"
 	"time"
 
@@ -40,7 +42,7 @@ func (a *Actor) containerLogs(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, fmt.Sprintf("container logs of %s/%s/%s: %v", ns, name, container, err), status)
 		return
 	}
-	pod, err := a.podByName(ns, name, "")
+	pod, err := a.podByName(r.Context(), ns, name, "")
 	if err != nil {
 		writeError(w, err)
 		return
@@ -101,4 +103,49 @@ func (a *Actor) logContainer(ctx context.Context, pod *v1.Pod, container string,
 		return nil, statusError(http.StatusBadRequest, "container %q in pod %q is waiting to start", container, pod.Name)
 	}
 	return cs[0], nil
+}
+
+// systemLogs serves the node's log directory at /logs/, as upstream, but
+// through an os.Root: a symbolic link that leads out of the directory is
+// refused rather than followed (upstream follows it), so that a link
+// planted in /var/log cannot expose the rest of the host's files. A link
+// that stays inside the directory is served. The directory is opened per
+// request, so that one created or replaced after start is served.
+func (a *Actor) systemLogs() http.Handler {
+	dir := a.p.LogDir
+	if dir == "" {
+		dir = nodeLogDir
+	}
+	return http.StripPrefix("/logs/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			w.Header().Set("Allow", "GET, HEAD")
+			http.Error(w, "method not allowed: /logs/ takes GET", http.StatusMethodNotAllowed)
+			return
+		}
+		root, err := os.OpenRoot(dir)
+		if err != nil {
+			http.Error(w, fmt.Sprintf("log directory %s: %v", dir, err), http.StatusNotFound)
+			return
+		}
+		defer root.Close()
+		http.FileServerFS(escapeRefused{root.FS()}).ServeHTTP(w, r)
+	}))
+}
+
+// nodeLogDir is what /logs/ serves, as upstream.
+const nodeLogDir = "/var/log"
+
+// escapeRefused turns os.Root's refusal of a path that leaves the directory
+// (an error of its own, "path escapes from parent", that no exported value
+// matches) into fs.ErrPermission, which http.FileServerFS answers with 403
+// rather than 500. Any other error but "does not exist" is answered 403 as
+// well: the file is not served either way.
+type escapeRefused struct{ fsys fs.FS }
+
+func (e escapeRefused) Open(name string) (fs.File, error) {
+	f, err := e.fsys.Open(name)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, fs.ErrPermission) {
+		return nil, &fs.PathError{Op: "open", Path: name, Err: fs.ErrPermission}
+	}
+	return f, err
 }

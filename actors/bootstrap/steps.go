@@ -251,8 +251,11 @@ var runtimeActors = []struct {
 			Runtime:         a.deps.Runtime,
 			SplitLogStreams: a.gates.Enabled("PodLogsQuerySplitStreams"),
 			Configz:         c.DeepCopy(),
-			FaultInjection:  a.cmdline.Options.DebugFaultInjection,
-			PodManager:      a.child(podmanager.Kind), PLEG: a.child(pleg.Kind), System: a.p.System, Log: a.log,
+			Debugging: apiserver.Debugging{Handlers: deref(c.EnableDebuggingHandlers), SystemLogs: deref(c.EnableSystemLogHandler),
+				Profiling: deref(c.EnableProfilingHandler), ContentionProfiling: c.EnableContentionProfiling},
+			DebugAddress:   a.cmdline.Options.DebugAddress,
+			FaultInjection: a.cmdline.Options.DebugFaultInjection,
+			PodManager:     a.child(podmanager.Kind), PLEG: a.child(pleg.Kind), System: a.p.System, Log: a.log,
 		}), nil)
 	}},
 }

@@ -23,6 +23,7 @@ type node struct {
 	name      string
 	manifests string
 	healthz   int
+	debug     int // --debug-address, which serves the dashboard
 	readOnly  int
 	proc      *agent.Process
 }
@@ -45,12 +46,13 @@ func startNode(t testing.TB) *node {
 		name:      fmt.Sprintf("dash-%06x", rand.Uint32()&0xffffff),
 		manifests: filepath.Join(dir, "manifests"),
 		healthz:   agent.FreePort(t),
+		debug:     agent.FreePort(t),
 		readOnly:  agent.FreePort(t),
 	}
 	if err := os.MkdirAll(n.manifests, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	// The dashboard is on the healthz listener; the authenticated API on
+	// The dashboard is on the debug listener; the authenticated API on
 	// 10250 is not needed, and the port may be taken.
 	config := filepath.Join(dir, "config.yaml")
 	cfg := fmt.Sprintf(`apiVersion: kubelet.config.k8s.io/v1beta1
@@ -67,7 +69,7 @@ enableServer: false
 	t.Cleanup(n.removePods)
 	n.proc = agent.Start(t, binary, "--config", config, "--container-runtime-endpoint", e.RuntimeEndpoint,
 		"--hostname-override", n.name, "--root-dir", filepath.Join(dir, "root"), "--address", "127.0.0.1",
-		"--debug-fault-injection")
+		"--debug-fault-injection", "--debug-address", fmt.Sprintf("127.0.0.1:%d", n.debug))
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("actorlet log:\n%s", n.proc.Logs())
@@ -77,7 +79,7 @@ enableServer: false
 		if !n.proc.Alive() {
 			t.Fatalf("actorlet exited:\n%s", n.proc.Logs())
 		}
-		res, err := http.Get(n.url("/healthz"))
+		res, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/healthz", n.healthz))
 		if err != nil {
 			return err
 		}
@@ -90,9 +92,9 @@ enableServer: false
 	return n
 }
 
-// url is an address on the healthz listener, which serves the dashboard.
+// url is an address on the debug listener, which serves the dashboard.
 func (n *node) url(path string) string {
-	return fmt.Sprintf("http://127.0.0.1:%d%s", n.healthz, path)
+	return fmt.Sprintf("http://127.0.0.1:%d%s", n.debug, path)
 }
 
 // writePod places a static pod that sleeps, named name.

@@ -51,7 +51,7 @@ var namespaces = []string{"default", "kube-system", "monitoring", "team-a"}
 func TestDashboardManyWorkers(t *testing.T) {
 	system, workers := manyWorkerTree(t)
 	mux := http.NewServeMux()
-	apiserver.RegisterDebugHandlers(mux, system.Registry)
+	apiserver.RegisterDashboard(mux, system.Registry)
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
 	stop := sendTraffic(system, workers)

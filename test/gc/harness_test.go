@@ -43,6 +43,7 @@ type node struct {
 	config    string
 	readOnly  int
 	healthz   int
+	debug     int // --debug-address: the dashboard and fault injection in plain HTTP
 	port      int // the kubelet API (TLS, self-signed, anonymous allowed)
 	rt        runtimeapi.RuntimeServiceClient
 	img       runtimeapi.ImageServiceClient
@@ -67,6 +68,7 @@ func newNode(t testing.TB, extra string) *node {
 		config:    filepath.Join(dir, "config.yaml"),
 		readOnly:  agent.FreePort(t),
 		healthz:   agent.FreePort(t),
+		debug:     agent.FreePort(t),
 		port:      agent.FreePort(t),
 	}
 	if len(n.name) > 40 {
@@ -121,7 +123,7 @@ func (n *node) start() {
 	n.t.Helper()
 	n.past += n.proc.Logs()
 	n.proc = agent.Start(n.t, binary, "--config", n.config, "--container-runtime-endpoint", n.env.RuntimeEndpoint,
-		"--hostname-override", n.name, "--root-dir", n.rootDir, "--cert-dir", filepath.Join(n.rootDir, "pki"), "--address", "127.0.0.1", "--debug-fault-injection", "-v", "1")
+		"--hostname-override", n.name, "--root-dir", n.rootDir, "--cert-dir", filepath.Join(n.rootDir, "pki"), "--address", "127.0.0.1", "--debug-fault-injection", "--debug-address", fmt.Sprintf("127.0.0.1:%d", n.debug), "-v", "1")
 	n.eventually("actorlet serves /pods", 30*time.Second, func() error { _, err := n.pods(); return err })
 }
 
@@ -268,7 +270,7 @@ func (n *node) completePasses() []logEntry {
 func (n *node) runContainerGC() {
 	n.t.Helper()
 	before := len(n.completePasses())
-	resp, err := http.Post(fmt.Sprintf("http://127.0.0.1:%d/debug/inject/panic?actor=bootstrap/gc", n.healthz), "text/plain", nil)
+	resp, err := http.Post(fmt.Sprintf("http://127.0.0.1:%d/debug/inject/panic?actor=bootstrap/gc", n.debug), "text/plain", nil)
 	if err != nil {
 		n.t.Fatal(err)
 	}

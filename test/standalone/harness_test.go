@@ -33,6 +33,7 @@ type node struct {
 	readOnly  int
 	port      int // the kubelet API (10250)
 	healthz   int
+	debug     int // --debug-address: the dashboard and fault injection in plain HTTP
 	rt        runtimeapi.RuntimeServiceClient
 
 	proc *agent.Process
@@ -54,6 +55,7 @@ func newNode(t testing.TB) *node {
 		readOnly:  agent.FreePort(t),
 		port:      agent.FreePort(t),
 		healthz:   agent.FreePort(t),
+		debug:     agent.FreePort(t),
 	}
 	if len(n.name) > 40 {
 		n.name = n.name[:40]
@@ -95,7 +97,7 @@ func (n *node) start() {
 	n.t.Helper()
 	n.past += n.proc.Logs()
 	n.proc = agent.Start(n.t, binary, "--config", n.config, "--container-runtime-endpoint", n.env.RuntimeEndpoint,
-		"--hostname-override", n.name, "--root-dir", n.rootDir, "--cert-dir", filepath.Join(n.rootDir, "pki"), "--address", "127.0.0.1", "--debug-fault-injection", "-v", "1")
+		"--hostname-override", n.name, "--root-dir", n.rootDir, "--cert-dir", filepath.Join(n.rootDir, "pki"), "--address", "127.0.0.1", "--debug-fault-injection", "--debug-address", fmt.Sprintf("127.0.0.1:%d", n.debug), "-v", "1")
 	n.eventually("actorlet serves /pods", 30*time.Second, func() error { _, err := n.pods(); return err })
 }
 

@@ -336,7 +336,7 @@ func TestPanickingWorkerRestartsAlone(t *testing.T) {
 	victim := n.running("victim", 60*time.Second)
 	bystander := n.running("bystander", 60*time.Second)
 	worker := fmt.Sprintf("bootstrap/pod-manager/default/%s@%s", victim.Name, string(victim.UID)[:8])
-	resp, err := http.Post(fmt.Sprintf("http://127.0.0.1:%d/debug/inject/panic?actor=%s", n.healthz, worker), "text/plain", nil)
+	resp, err := http.Post(fmt.Sprintf("http://127.0.0.1:%d/debug/inject/panic?actor=%s", n.debug, worker), "text/plain", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -352,7 +352,7 @@ func TestPanickingWorkerRestartsAlone(t *testing.T) {
 	})
 	// The dashboard's data shows the restart on the victim's worker alone.
 	n.eventually("the registry shows the restart", 30*time.Second, func() error {
-		resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/debug/actors.json", n.healthz))
+		resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/debug/actors.json", n.debug))
 		if err != nil {
 			return err
 		}
@@ -399,7 +399,7 @@ func TestPodManagerRestartResumesPods(t *testing.T) {
 	n.start()
 	n.writeManifest("keep.yaml", manifest("keep", fmt.Sprintf("  containers:\n  - name: c\n    image: %s\n    command: [\"sleep\", \"3600\"]\n", n.busybox())))
 	before := n.running("keep", 60*time.Second)
-	resp, err := http.Post(fmt.Sprintf("http://127.0.0.1:%d/debug/inject/panic?actor=bootstrap/pod-manager", n.healthz), "text/plain", nil)
+	resp, err := http.Post(fmt.Sprintf("http://127.0.0.1:%d/debug/inject/panic?actor=bootstrap/pod-manager", n.debug), "text/plain", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
