@@ -312,6 +312,9 @@ func (a *Actor) upsert(ctx actor.Context, source string, pod *v1.Pod) {
 		rejected.Status = v1.PodStatus{Phase: v1.PodFailed, Reason: r.Reason, Message: "Pod was rejected: " + r.Message}
 		a.rejected[pod.UID] = rejected
 		supervision.Tell(ctx, a.p.StatusReporter, &messages.PodStatusReport{Pod: pod, Status: rejected.Status})
+		// Nothing of it runs: the status-reporter may write its terminal
+		// phase, which it refuses for a pod that could have containers.
+		supervision.Tell(ctx, a.p.StatusReporter, &messages.PodFinished{Pod: pod})
 		return
 	}
 	if len(pod.Spec.Volumes) > 0 {

@@ -329,6 +329,15 @@ func TestAdmissionRejects(t *testing.T) {
 	if fmt.Sprint(reasons) != fmt.Sprint(want) {
 		t.Errorf("pods %v, want %v", reasons, want)
 	}
+	// Reported finished, so that their Failed phase reaches the API.
+	h.eventually("rejected pods reported finished", func(map[types.UID]int, map[types.UID]string) error {
+		h.reports.mu.Lock()
+		defer h.reports.mu.Unlock()
+		if got := strings.Join(h.reports.finished, ","); got != "b removed=false,d removed=false" {
+			return fmt.Errorf("finished %q", got)
+		}
+		return nil
+	})
 }
 
 func TestOrphansAreTerminatedOnceAllSourcesReported(t *testing.T) {
