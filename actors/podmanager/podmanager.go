@@ -430,6 +430,14 @@ func (a *Actor) resume(ctx actor.Context, uid types.UID) {
 	switch {
 	case e.end != nil:
 		supervision.Tell(ctx, e.worker, e.end)
+	case e.terminate != nil && e.pod != nil:
+		// A pod to terminate is never synced first: the termination
+		// carries the pod, so that a pod deleted before its worker started
+		// (or while it restarted) gets no sandbox on the way out.
+		t := *e.terminate
+		t.Pod = e.pod
+		supervision.Tell(ctx, e.worker, &t)
+		return
 	case e.pod != nil:
 		supervision.Tell(ctx, e.worker, &messages.UpdatePod{Pod: e.pod})
 	}
