@@ -26,7 +26,18 @@ const (
 	// ConfigSeenAnnotation is when the kubelet first saw this version of
 	// the pod, in RFC 3339 with nanoseconds.
 	ConfigSeenAnnotation = "kubernetes.io/config.seen"
+	// ConfigMirrorAnnotation marks a mirror pod, the API server's
+	// reflection of a static pod, with the config hash of the static pod it
+	// mirrors (upstream's ConfigMirrorAnnotationKey).
+	ConfigMirrorAnnotation = "kubernetes.io/config.mirror"
 )
+
+// IsMirror tells a mirror pod: the reflection of a static pod in the API
+// server, never a pod to run (upstream's IsMirrorPod).
+func IsMirror(pod *v1.Pod) bool {
+	_, ok := pod.Annotations[ConfigMirrorAnnotation]
+	return ok
+}
 
 // Static pod sources, the values of ConfigSourceAnnotation (the same as
 // messages.SourceFile and messages.SourceHTTP).

@@ -33,6 +33,12 @@ type ManifestError struct {
 	// actor logs an error once per change of the file, not on every rescan;
 	// "" when there was no content.
 	Version string
+	// Pod is the pod left out, when the manifest decoded and was left out
+	// for declaring the same pod (namespace and name) as DuplicateOf, the
+	// manifest kept: the receiver records a FailedValidation event on it,
+	// as upstream does, naming both.
+	Pod         *v1.Pod
+	DuplicateOf string
 }
 
 func (m *SourceScanned) Summary() string {

@@ -27,6 +27,11 @@ type TerminatePod struct {
 	// GracePeriod in seconds; nil means the pod's terminationGracePeriodSeconds.
 	GracePeriod *int64
 	Reason      string
+	// Pod, when set, is the pod's spec for a worker that has none: a pod
+	// that had ended (its API phase is Succeeded or Failed) before its
+	// worker started is never synced, only stopped, and the kill needs the
+	// spec to keep a completed pod's containers for its logs.
+	Pod *v1.Pod
 }
 
 func (m *TerminatePod) Summary() string {

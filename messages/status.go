@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // PodStatusReport hands the status-reporter a pod's latest status, to write
@@ -49,3 +50,16 @@ func (m *NodeStatusTick) Summary() string { return "node status tick" }
 type RenewLease struct{}
 
 func (m *RenewLease) Summary() string { return "renew lease" }
+
+// CheckMirrorPod asks the status-reporter to check a static pod's mirror
+// pod now rather than at its next node status tick: the mirror was deleted
+// or is being deleted in the API, and is recreated at once, as upstream's
+// kubelet syncs the static pod when its mirror goes.
+// Sender: the pod-manager, which sees the mirror pods in the API server's
+// set of pods (and never runs them). Receiver: the status-reporter.
+type CheckMirrorPod struct {
+	// UID is the static pod's, not the mirror's.
+	UID types.UID
+}
+
+func (m *CheckMirrorPod) Summary() string { return fmt.Sprintf("check the mirror pod of %s", m.UID) }

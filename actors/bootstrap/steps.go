@@ -215,7 +215,7 @@ var runtimeActors = []struct {
 		return a.p.System.Registry.Props(configsource.Kind, configsource.New(configsource.Params{
 			StaticPodPath: c.StaticPodPath, FileCheckFrequency: c.FileCheckFrequency.Duration,
 			ManifestURL: c.StaticPodURL, ManifestURLHeader: c.StaticPodURLHeader, HTTPCheckFrequency: c.HTTPCheckFrequency.Duration,
-			NodeName: a.deps.NodeName, Kube: a.deps.Kube, PodManager: a.child(podmanager.Kind), Log: a.log,
+			NodeName: a.deps.NodeName, Kube: a.deps.Kube, PodManager: a.child(podmanager.Kind), Events: a.deps.Events, Log: a.log,
 		}), nil)
 	}},
 	{pleg.Kind, func(a *Actor, env *runtimeEnv) *actor.Props {

@@ -22,6 +22,7 @@ import (
 	"github.com/rs/zerolog"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/record"
 
 	"github.com/actorlet/actorlet/manifest"
 	"github.com/actorlet/actorlet/messages"
@@ -53,7 +54,9 @@ type Params struct {
 	NodeName string
 	// PodManager receives the PodUpdates.
 	PodManager *actor.PID
-	Log        zerolog.Logger
+	// Events, when set, records the events on pods left out (duplicates).
+	Events record.EventRecorder
+	Log    zerolog.Logger
 }
 
 // Actor is the config-source actor.
@@ -181,6 +184,12 @@ func (a *Actor) logInvalid(m *messages.SourceScanned) {
 		a.logged[e.Location] = version
 		a.log.Warn().Str("source", m.Source).Str("location", e.Location).Str("reason", e.Reason).
 			Msg("static pod manifest left out")
+		if e.Pod != nil && a.p.Events != nil {
+			// Upstream's event for a duplicate pod name, naming the files.
+			a.p.Events.Eventf(e.Pod, v1.EventTypeWarning, "FailedValidation",
+				"Error validating pod %s_%s(%s) from %s %s due to duplicate pod name %q, ignoring: %s declares it already",
+				e.Pod.Name, e.Pod.Namespace, e.Pod.UID, m.Source, e.Location, e.Pod.Name, e.DuplicateOf)
+		}
 	}
 	for loc := range a.logged {
 		if !current[loc] && a.owns(m.Source, loc) {

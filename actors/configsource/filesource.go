@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -44,6 +45,10 @@ type fileSource struct {
 	// cache keeps, per file, the result for its content, so that an
 	// unchanged file keeps its pod (and seen time) and is not re-parsed.
 	cache map[string]parsed
+	// declaredBy is, per pod full name (namespace/name), the file whose pod
+	// was kept at the last scan: a file declaring a pod already declared
+	// by another is left out (see dedupe).
+	declaredBy map[string]string
 }
 
 type parsed struct {
@@ -61,6 +66,57 @@ func newFileSource(path, node string, period time.Duration, send func(*messages.
 		log:    log,
 		cache:  map[string]parsed{},
 	}
+}
+
+// manifestPod is one manifest decoded by a scan.
+type manifestPod struct {
+	path    string
+	version string
+	pod     *v1.Pod
+}
+
+// duplicate is a manifest left out for declaring the same pod (namespace
+// and name) as the manifest kept, first.
+type duplicate struct {
+	manifestPod
+	first string
+}
+
+// dedupe keeps one manifest per pod full name (namespace/name), as
+// upstream's pod config keeps one pod per name and source. Upstream keeps
+// the first in the directory's order; here the manifest kept at the last
+// scan (declaredBy) stays kept while it declares the pod, so that a file
+// added later never replaces a running pod, and otherwise the first in
+// order is. It returns the manifests kept, in order, those left out, and
+// the new declaredBy.
+func dedupe(pods []manifestPod, declaredBy map[string]string) (kept []manifestPod, dups []duplicate, next map[string]string) {
+	candidates := map[string][]string{}
+	for _, m := range pods {
+		name := m.pod.Namespace + "/" + m.pod.Name
+		candidates[name] = append(candidates[name], m.path)
+	}
+	next = make(map[string]string, len(candidates))
+	for name, paths := range candidates {
+		next[name] = paths[0]
+		if prev, ok := declaredBy[name]; ok && slices.Contains(paths, prev) {
+			next[name] = prev
+		}
+	}
+	for _, m := range pods {
+		first := next[m.pod.Namespace+"/"+m.pod.Name]
+		if first == m.path {
+			kept = append(kept, m)
+		} else {
+			dups = append(dups, duplicate{manifestPod: m, first: first})
+		}
+	}
+	return kept, dups, next
+}
+
+// Error of a duplicate, for the log: it names both files.
+func (d duplicate) Error() string {
+	return fmt.Sprintf("duplicate pod name %q in namespace %q: %s declares it already; this manifest is ignored",
+		d.pod.Name, d.pod.Namespace, d.first)
 }
 
 // run scans at once, then every period and after inotify events, until ctx
@@ -188,6 +244,7 @@ func (s *fileSource) scan() *messages.SourceScanned {
 		}
 	}
 	seen := map[string]parsed{}
+	var decoded []manifestPod
 	for _, f := range files {
 		r := s.read(f)
 		seen[f] = r
@@ -195,10 +252,20 @@ func (s *fileSource) scan() *messages.SourceScanned {
 			out.Invalid = append(out.Invalid, messages.ManifestError{Location: f, Reason: r.err.Error(), Version: r.version})
 			continue
 		}
-		// The cache keeps its pod: the message gets a copy it may own.
-		out.Pods = append(out.Pods, r.pod.DeepCopy())
+		decoded = append(decoded, manifestPod{path: f, version: r.version, pod: r.pod})
 	}
 	s.cache = seen
+	kept, dups, declaredBy := dedupe(decoded, s.declaredBy)
+	s.declaredBy = declaredBy
+	for _, m := range kept {
+		// The cache keeps its pod: the message gets a copy it may own.
+		out.Pods = append(out.Pods, m.pod.DeepCopy())
+	}
+	for _, d := range dups {
+		// Logged (and its event recorded) again when either file changes.
+		out.Invalid = append(out.Invalid, messages.ManifestError{Location: d.path, Reason: d.Error(),
+			Version: d.version + "/" + d.first, Pod: d.pod.DeepCopy(), DuplicateOf: d.first})
+	}
 	return out
 }
 

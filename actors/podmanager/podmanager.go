@@ -5,6 +5,11 @@
 // terminated and cleaned up. Pods found in the runtime that no source wants
 // (a manifest removed while actorlet was down) get a worker that only
 // terminates them.
+//
+// Mirror pods (the API server's reflection of a static pod) are kept apart
+// and never run, as upstream's pod manager keeps them; a pod whose API phase
+// is already Succeeded or Failed is never started again, only stopped (see
+// ended.go).
 package podmanager
 
 import (
@@ -75,6 +80,9 @@ type Actor struct {
 	// rejected are pods admission refused: they fail, with no worker.
 	rejected     map[types.UID]*v1.Pod
 	recentlyDone map[types.UID]time.Time
+	// mirrors are the mirror pods in the API server's last set, by full
+	// name (namespace/name, shared with their static pod).
+	mirrors map[string]*v1.Pod
 
 	// first: this is the first incarnation of the pod-manager under its
 	// Props. Only then is the runtime listed at start: after a restart,
@@ -95,6 +103,10 @@ type podEntry struct {
 	state  string
 	// terminate is the termination requested, resent to a restarted worker.
 	terminate *messages.TerminatePod
+	// end is set for a pod whose API phase is Succeeded or Failed: its
+	// worker never syncs it, only stops what is left of it, and the entry
+	// then stays finished. Resent to a restarted worker (it carries the pod).
+	end *messages.TerminatePod
 	// finished: the pod reached a terminal phase on its own and its worker
 	// is done; the entry keeps its final status until a source drops it.
 	finished bool
@@ -128,6 +140,7 @@ func (a *Actor) Receive(ctx actor.Context) {
 		a.seen = map[string]bool{}
 		a.rejected = map[types.UID]*v1.Pod{}
 		a.recentlyDone = map[types.UID]time.Time{}
+		a.mirrors = map[string]*v1.Pod{}
 		if a.p.ConfigSource != nil {
 			supervision.Tell(ctx, a.p.ConfigSource, &messages.ResendPods{})
 		}
@@ -150,12 +163,16 @@ func (a *Actor) Receive(ctx actor.Context) {
 		a.resume(ctx, m.UID)
 	case *messages.PodStatusChanged:
 		if e, ok := a.pods[m.UID]; ok {
-			e.status, e.state = m.Status, m.WorkerState
+			e.state = m.WorkerState
 			// A worker reports its phase before its first sync has
-			// observed anything: a status without a phase is no status,
-			// and writing it would blank the API's phase.
-			if e.pod != nil && m.Status.Phase != "" {
-				supervision.Tell(ctx, a.p.StatusReporter, &messages.PodStatusReport{Pod: e.pod, Status: m.Status})
+			// observed anything (and an ended pod's worker never syncs): a
+			// status without a phase is no status, and writing it would
+			// blank the API's phase.
+			if m.Status.Phase != "" {
+				e.status = m.Status
+				if e.pod != nil {
+					supervision.Tell(ctx, a.p.StatusReporter, &messages.PodStatusReport{Pod: e.pod, Status: m.Status})
+				}
 			}
 		}
 	case *messages.PodWorkerStopped:
@@ -182,8 +199,17 @@ func (a *Actor) Receive(ctx actor.Context) {
 	}
 }
 
-// update applies one source's update to the desired set.
+// update applies one source's update to the desired set. The API server's
+// mirror pods are set apart first: they are not pods to run.
 func (a *Actor) update(ctx actor.Context, m *messages.PodUpdate) {
+	pods := m.Pods
+	if m.Source == messages.SourceAPI {
+		var mirrors []*v1.Pod
+		pods, mirrors = splitMirrors(m.Pods)
+		if m.Op == messages.OpSet {
+			defer a.setMirrors(ctx, mirrors)
+		}
+	}
 	known := a.bySource[m.Source]
 	if known == nil {
 		known = map[types.UID]bool{}
@@ -192,7 +218,7 @@ func (a *Actor) update(ctx actor.Context, m *messages.PodUpdate) {
 	switch m.Op {
 	case messages.OpSet:
 		wanted := map[types.UID]bool{}
-		for _, p := range m.Pods {
+		for _, p := range pods {
 			wanted[p.UID] = true
 		}
 		for uid := range known {
@@ -200,19 +226,19 @@ func (a *Actor) update(ctx actor.Context, m *messages.PodUpdate) {
 				a.remove(ctx, m.Source, uid, nil, "removed from source "+m.Source)
 			}
 		}
-		for _, p := range m.Pods {
+		for _, p := range pods {
 			a.upsert(ctx, m.Source, p)
 		}
 	case messages.OpAdd, messages.OpUpdate:
-		for _, p := range m.Pods {
+		for _, p := range pods {
 			a.upsert(ctx, m.Source, p)
 		}
 	case messages.OpDelete:
-		for _, p := range m.Pods {
+		for _, p := range pods {
 			a.remove(ctx, m.Source, p.UID, p.DeletionGracePeriodSeconds, "deleted")
 		}
 	case messages.OpRemove:
-		for _, p := range m.Pods {
+		for _, p := range pods {
 			a.remove(ctx, m.Source, p.UID, nil, "removed from source "+m.Source)
 		}
 	case messages.OpReconcile:
@@ -255,15 +281,29 @@ func (a *Actor) upsert(ctx actor.Context, source string, pod *v1.Pod) {
 		return
 	}
 	if e, ok := a.pods[pod.UID]; ok {
-		if e.pod != nil && e.terminate == nil && !e.finished && specChanged(e.pod, pod) {
+		switch {
+		case e.pod == nil:
+		case e.terminate == nil && e.end == nil && !e.finished && ended(pod):
+			// Something other than this node ended the pod (the kubelet
+			// writes a terminal phase only once its worker is done): as
+			// upstream, it is torn down and not run again.
+			e.pod = pod
+			a.endPod(ctx, e)
+		case e.terminate == nil && e.end == nil && !e.finished && specChanged(e.pod, pod):
 			e.pod = pod
 			supervision.Tell(ctx, e.worker, &messages.UpdatePod{Pod: pod})
-		} else if e.pod != nil {
+		default:
 			e.pod = pod
 		}
 		return
 	}
 	if _, ok := a.rejected[pod.UID]; ok {
+		return
+	}
+	if ended(pod) {
+		// Ended before this pod-manager saw it (before a restart of
+		// actorlet, or rejected at admission): never admitted, never run.
+		a.startEnded(ctx, source, pod)
 		return
 	}
 	if r := admit(pod, a.admitted(), a.p.MaxPods, a.p.Allocatable); r != nil {
@@ -272,6 +312,9 @@ func (a *Actor) upsert(ctx actor.Context, source string, pod *v1.Pod) {
 		rejected.Status = v1.PodStatus{Phase: v1.PodFailed, Reason: r.Reason, Message: "Pod was rejected: " + r.Message}
 		a.rejected[pod.UID] = rejected
 		supervision.Tell(ctx, a.p.StatusReporter, &messages.PodStatusReport{Pod: pod, Status: rejected.Status})
+		// Nothing of it runs: the status-reporter may write its terminal
+		// phase, which it refuses for a pod that could have containers.
+		supervision.Tell(ctx, a.p.StatusReporter, &messages.PodFinished{Pod: pod})
 		return
 	}
 	if len(pod.Spec.Volumes) > 0 {
@@ -286,7 +329,7 @@ func (a *Actor) upsert(ctx actor.Context, source string, pod *v1.Pod) {
 func (a *Actor) admitted() []*v1.Pod {
 	out := make([]*v1.Pod, 0, len(a.pods))
 	for _, e := range a.pods {
-		if e.pod != nil && e.terminate == nil && !e.finished {
+		if e.pod != nil && e.terminate == nil && e.end == nil && !e.finished {
 			out = append(out, e.pod)
 		}
 	}
@@ -384,7 +427,18 @@ func (a *Actor) resume(ctx actor.Context, uid types.UID) {
 	if !ok {
 		return
 	}
-	if e.pod != nil {
+	switch {
+	case e.end != nil:
+		supervision.Tell(ctx, e.worker, e.end)
+	case e.terminate != nil && e.pod != nil:
+		// A pod to terminate is never synced first: the termination
+		// carries the pod, so that a pod deleted before its worker started
+		// (or while it restarted) gets no sandbox on the way out.
+		t := *e.terminate
+		t.Pod = e.pod
+		supervision.Tell(ctx, e.worker, &t)
+		return
+	case e.pod != nil:
 		supervision.Tell(ctx, e.worker, &messages.UpdatePod{Pod: e.pod})
 	}
 	if e.terminate != nil {
@@ -401,9 +455,12 @@ func (a *Actor) done(ctx actor.Context, uid types.UID) {
 	e.worker = nil
 	if e.pod != nil && e.terminate == nil {
 		// The pod ran to completion: it stays, with its final status, for
-		// as long as its source has it, and is not started again.
+		// as long as its source has it, and is not started again. A pod
+		// that had ended before has its final status in the API already.
 		e.finished = true
-		supervision.Tell(ctx, a.p.StatusReporter, &messages.PodFinished{Pod: e.pod})
+		if e.end == nil {
+			supervision.Tell(ctx, a.p.StatusReporter, &messages.PodFinished{Pod: e.pod})
+		}
 		return
 	}
 	a.forget(ctx, uid, e, e.pod != nil)

@@ -111,6 +111,8 @@ type reports struct {
 	finished []string
 	// phases are the phases of the statuses reported, in order.
 	phases []v1.PodPhase
+	// mirrorChecks are the static pods whose mirror was to be checked.
+	mirrorChecks []types.UID
 }
 
 func (r *reports) Receive(ctx actor.Context) {
@@ -121,6 +123,8 @@ func (r *reports) Receive(ctx actor.Context) {
 		r.finished = append(r.finished, fmt.Sprintf("%s removed=%v", m.Pod.UID, m.Removed))
 	case *messages.PodStatusReport:
 		r.phases = append(r.phases, m.Status.Phase)
+	case *messages.CheckMirrorPod:
+		r.mirrorChecks = append(r.mirrorChecks, m.UID)
 	}
 }
 
@@ -325,6 +329,15 @@ func TestAdmissionRejects(t *testing.T) {
 	if fmt.Sprint(reasons) != fmt.Sprint(want) {
 		t.Errorf("pods %v, want %v", reasons, want)
 	}
+	// Reported finished, so that their Failed phase reaches the API.
+	h.eventually("rejected pods reported finished", func(map[types.UID]int, map[types.UID]string) error {
+		h.reports.mu.Lock()
+		defer h.reports.mu.Unlock()
+		if got := strings.Join(h.reports.finished, ","); got != "b removed=false,d removed=false" {
+			return fmt.Errorf("finished %q", got)
+		}
+		return nil
+	})
 }
 
 func TestOrphansAreTerminatedOnceAllSourcesReported(t *testing.T) {

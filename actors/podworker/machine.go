@@ -97,7 +97,13 @@ type Event interface{ isEvent() }
 type EvUpdate struct{ Pod *v1.Pod }
 
 // EvTerminate: the pod must go, within Grace seconds (nil: the pod's own).
-type EvTerminate struct{ Grace *int64 }
+// Pod, when set, becomes the worker's pod first: a worker told to terminate
+// a pod that ended before it started gets its spec this way, and never
+// syncs it.
+type EvTerminate struct {
+	Grace *int64
+	Pod   *v1.Pod
+}
 
 // EvRuntimeChanged: PLEG saw the pod's containers or sandbox change.
 type EvRuntimeChanged struct{ Events []messages.PodLifecycleEvent }
@@ -214,6 +220,9 @@ func Step(s State, ev Event) (State, []Command) {
 			return s.startKill()
 		}
 	case EvTerminate:
+		if e.Pod != nil {
+			s.Pod = e.Pod
+		}
 		return s.terminate(e.Grace)
 	case EvSynced:
 		if s.inFlight != opSync || e.Gen != s.gen {

@@ -96,7 +96,7 @@ func (a *Actor) Receive(ctx actor.Context) {
 		a.specChanged = a.specChanged || a.state.Pod != nil
 		a.step(ctx, EvUpdate{Pod: m.Pod})
 	case *messages.TerminatePod:
-		a.step(ctx, EvTerminate{Grace: m.GracePeriod})
+		a.step(ctx, EvTerminate{Grace: m.GracePeriod, Pod: m.Pod})
 	case *messages.RuntimeChanged:
 		a.step(ctx, EvRuntimeChanged{Events: m.Events})
 	case *messages.RetryDue:

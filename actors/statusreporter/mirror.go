@@ -16,7 +16,7 @@ import (
 
 // ConfigMirrorAnnotation marks a mirror pod with the config hash of the
 // static pod it mirrors (upstream's ConfigMirrorAnnotationKey).
-const ConfigMirrorAnnotation = "kubernetes.io/config.mirror"
+const ConfigMirrorAnnotation = manifest.ConfigMirrorAnnotation
 
 // mirrorPod is the mirror of a static pod, as upstream's CreateMirrorPod
 // makes it: the static pod's metadata and spec, marked with its hash, owned

@@ -138,6 +138,11 @@ func (a *Actor) Receive(ctx actor.Context) {
 		a.report(ctx, m)
 	case *messages.PodFinished:
 		a.finished(ctx, m)
+	case *messages.CheckMirrorPod:
+		if e := a.pods[m.UID]; e != nil && isStatic(e.pod) && !e.removed {
+			a.enqueue(m.UID)
+			a.pump(ctx)
+		}
 	case *messages.PodStatusSynced:
 		a.synced(ctx, m)
 	case *messages.RetryPodStatus:

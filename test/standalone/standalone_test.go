@@ -11,6 +11,8 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/actorlet/actorlet/test/env"
 )
 
 // Timings in these tests are the product's bounds times three, so that a
@@ -265,6 +267,9 @@ spec:
 }
 
 func TestRestartAdoptsAndCleansUp(t *testing.T) {
+	// Held across the restart: another test binary's actorlet would
+	// meanwhile take this one's pods for orphans.
+	env.HoldRuntime(t)
 	n := newNode(t)
 	n.start()
 	for _, name := range []string{"stays", "goes"} {
@@ -416,5 +421,50 @@ func TestPodManagerRestartResumesPods(t *testing.T) {
 	after := n.running("keep", 60*time.Second)
 	if fmt.Sprint(containerIDs(after)) != fmt.Sprint(containerIDs(before)) {
 		t.Errorf("containers recreated: %v → %v", containerIDs(before), containerIDs(after))
+	}
+}
+
+// TestRejectedStaticPodStaysRejected: a static pod refused at admission
+// (more CPU than the node has) is Failed with upstream's reason, and is
+// refused again after a restart: nothing of it is ever created.
+func TestRejectedStaticPodStaysRejected(t *testing.T) {
+	// Held across the restart: another test binary's actorlet would
+	// meanwhile take this one's pods for orphans.
+	env.HoldRuntime(t)
+	n := newNode(t)
+	n.writeManifest("greedy.yaml", manifest("greedy", fmt.Sprintf(
+		"  containers:\n  - name: c\n    image: %s\n    command: [\"sleep\", \"3600\"]\n    resources:\n      requests:\n        cpu: \"1000\"\n", n.busybox())))
+	n.writeManifest("modest.yaml", manifest("modest", fmt.Sprintf(
+		"  terminationGracePeriodSeconds: 1\n  containers:\n  - name: c\n    image: %s\n    command: [\"sleep\", \"3600\"]\n", n.busybox())))
+	rejected := func() *v1.Pod {
+		t.Helper()
+		var pod *v1.Pod
+		n.eventually("greedy rejected: Failed, OutOfcpu", 30*time.Second, func() error {
+			p, err := n.pod("greedy")
+			if err != nil {
+				return err
+			}
+			if p.Status.Phase != v1.PodFailed || p.Status.Reason != "OutOfcpu" {
+				return fmt.Errorf("phase %s reason %q", p.Status.Phase, p.Status.Reason)
+			}
+			pod = p
+			return nil
+		})
+		return pod
+	}
+	n.start()
+	before := rejected()
+	n.running("modest", 60*time.Second)
+	n.stop(syscall.SIGTERM)
+	n.start()
+	after := rejected()
+	if after.UID != before.UID || after.Status.Message != before.Status.Message {
+		t.Errorf("after the restart: %s %q, before: %s %q", after.UID, after.Status.Message, before.UID, before.Status.Message)
+	}
+	n.running("modest", 30*time.Second)
+	for end := time.Now().Add(5 * time.Second); time.Now().Before(end); time.Sleep(time.Second) {
+		if sb, c := n.runtimeObjects(string(before.UID)); sb+c != 0 {
+			t.Fatalf("greedy has %d sandboxes and %d containers, want none", sb, c)
+		}
 	}
 }

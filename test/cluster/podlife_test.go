@@ -1,0 +1,288 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/actorlet/actorlet/test/agent"
+	"github.com/actorlet/actorlet/test/env"
+)
+
+// sandboxesNamed lists the sandboxes of pods named namespace/name, whatever
+// their UID: a static pod's, and any other pod's of the same name.
+func (n *clusterNode) sandboxesNamed(namespace, name string) []*runtimeapi.PodSandbox {
+	n.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	resp, err := n.rt.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{Filter: &runtimeapi.PodSandboxFilter{LabelSelector: map[string]string{
+		"io.kubernetes.pod.name": name, "io.kubernetes.pod.namespace": namespace}}})
+	if err != nil {
+		n.t.Fatal(err)
+	}
+	return resp.Items
+}
+
+// containersNamed lists the containers of pods named namespace/name.
+func (n *clusterNode) containersNamed(namespace, name string) []*runtimeapi.Container {
+	n.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	resp, err := n.rt.ListContainers(ctx, &runtimeapi.ListContainersRequest{Filter: &runtimeapi.ContainerFilter{LabelSelector: map[string]string{
+		"io.kubernetes.pod.name": name, "io.kubernetes.pod.namespace": namespace}}})
+	if err != nil {
+		n.t.Fatal(err)
+	}
+	return resp.Containers
+}
+
+// TestMirrorPodIsNeverRun: the mirror pod of a static pod is its
+// reflection in the API, not a pod to run. Over 2 minutes and across a
+// restart of actorlet there is exactly one sandbox of that name, the
+// static pod's; deleting the mirror pod brings a new one and touches no
+// container; the mirror's logs are the static pod's container's.
+func TestMirrorPodIsNeverRun(t *testing.T) {
+	// Held across the restart: another test binary's actorlet, on the same
+	// node, would meanwhile take this one's static pod for an orphan.
+	env.HoldRuntime(t)
+	n := newClusterNode(t, onPodNetwork())
+	n.start()
+	eventually(t, "node Ready", 30*time.Second, n.ready)
+	marker := fmt.Sprintf("static pod says hello %d", time.Now().UnixNano())
+	n.writeManifest("mirrored.yaml", fmt.Sprintf(`apiVersion: v1
+kind: Pod
+metadata:
+  name: mirrored
+  namespace: default
+spec:
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: c
+    image: %s
+    command: ["sh", "-c", "echo '%s'; exec sleep 3600"]
+`, n.env.BusyboxImage, marker))
+	name := "mirrored-" + n.name
+	var mirror *v1.Pod
+	eventually(t, "mirror pod Running in the API", 60*time.Second, func() error {
+		p, err := n.get("default", name)
+		if err != nil {
+			return err
+		}
+		if p.Status.Phase != v1.PodRunning || len(p.Status.ContainerStatuses) != 1 || p.Status.ContainerStatuses[0].State.Running == nil {
+			return fmt.Errorf("phase %s, containers %+v", p.Status.Phase, p.Status.ContainerStatuses)
+		}
+		mirror = p
+		return nil
+	})
+	containerID := mirror.Status.ContainerStatuses[0].ContainerID
+	sbs := n.sandboxesNamed("default", name)
+	if len(sbs) != 1 {
+		t.Fatalf("%d sandboxes named %s, want the static pod's only", len(sbs), name)
+	}
+	sandbox, staticUID := sbs[0].Id, sbs[0].Metadata.Uid
+	if staticUID == string(mirror.UID) {
+		t.Fatalf("the sandbox is the mirror pod's (uid %s)", mirror.UID)
+	}
+	// exactlyOne checks, every 2 s for d, that the static pod's sandbox and
+	// container are the only ones of that name.
+	exactlyOne := func(when string, d time.Duration) {
+		t.Helper()
+		for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(2 * time.Second) {
+			sbs := n.sandboxesNamed("default", name)
+			cs := n.containersNamed("default", name)
+			if len(sbs) != 1 || sbs[0].Id != sandbox || len(cs) != 1 || "containerd://"+cs[0].Id != containerID {
+				ids := []string{}
+				for _, sb := range sbs {
+					ids = append(ids, sb.Id[:12]+" uid "+sb.Metadata.Uid+" "+sb.State.String())
+				}
+				t.Fatalf("%s: sandboxes %v and %d containers named %s; want only the static pod's sandbox %s (uid %s) and container %s",
+					when, ids, len(cs), name, sandbox[:12], staticUID, containerID)
+			}
+		}
+	}
+	exactlyOne("before the restart", time.Minute)
+	n.stop(syscall.SIGTERM)
+	for _, sb := range n.sandboxesNamed("default", name) {
+		t.Logf("once actorlet stopped: sandbox %s %s", sb.Id[:12], sb.State)
+	}
+	n.start()
+	eventually(t, "node Ready after the restart", 30*time.Second, n.ready)
+	exactlyOne("after the restart", time.Minute)
+
+	// Deleting the mirror pod gives a new mirror; the static pod runs on.
+	if err := n.admin.CoreV1().Pods("default").Delete(context.Background(), name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "a new mirror pod, Running, showing the same container", 60*time.Second, func() error {
+		p, err := n.get("default", name)
+		if err != nil {
+			return err
+		}
+		if p.UID == mirror.UID || p.DeletionTimestamp != nil {
+			return fmt.Errorf("still the old mirror %s", p.UID)
+		}
+		if p.Status.Phase != v1.PodRunning || len(p.Status.ContainerStatuses) != 1 || p.Status.ContainerStatuses[0].ContainerID != containerID ||
+			p.Status.ContainerStatuses[0].RestartCount != 0 {
+			return fmt.Errorf("new mirror %s: phase %s, containers %+v", p.UID, p.Status.Phase, p.Status.ContainerStatuses)
+		}
+		return nil
+	})
+	exactlyOne("after the mirror pod's deletion", 6*time.Second)
+
+	// kubectl logs of the mirror pod: the API server asks the node for the
+	// logs of the pod of that name, the static pod.
+	eventually(t, "the mirror pod's logs", 30*time.Second, func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		raw, err := n.admin.CoreV1().Pods("default").GetLogs(name, &v1.PodLogOptions{Container: "c"}).DoRaw(ctx)
+		if err != nil {
+			return err
+		}
+		if !strings.Contains(string(raw), marker) {
+			return fmt.Errorf("logs %q, want %q", raw, marker)
+		}
+		return nil
+	})
+}
+
+// TestEndedPodsStayEnded: a pod that succeeded, and a pod rejected at
+// admission, are never started again: not after a restart of actorlet,
+// not once the succeeded pod's remains are removed (as GC or crictl rmp
+// do), not after a restart without them.
+func TestEndedPodsStayEnded(t *testing.T) {
+	env.HoldRuntime(t) // across the restarts (see TestMirrorPodIsNeverRun)
+	n := newClusterNode(t)
+	n.start()
+	eventually(t, "node Ready", 30*time.Second, n.ready)
+	ns := n.namespace("ended")
+	once := n.create(n.apiPod(ns, "once", "echo done", 1, v1.RestartPolicyNever))
+	big := n.apiPod(ns, "big", "sleep 3600", 1, v1.RestartPolicyAlways)
+	big.Spec.Containers[0].Resources.Requests = v1.ResourceList{v1.ResourceCPU: resource.MustParse("1000")}
+	big = n.create(big)
+	eventually(t, "once Succeeded", 60*time.Second, func() error {
+		p, err := n.get(ns, "once")
+		if err != nil {
+			return err
+		}
+		if p.Status.Phase != v1.PodSucceeded {
+			return fmt.Errorf("phase %s", p.Status.Phase)
+		}
+		return nil
+	})
+	var rejected v1.PodStatus
+	eventually(t, "big rejected: Failed, OutOfcpu", 60*time.Second, func() error {
+		p, err := n.get(ns, "big")
+		if err != nil {
+			return err
+		}
+		if p.Status.Phase != v1.PodFailed || p.Status.Reason != "OutOfcpu" {
+			return fmt.Errorf("phase %s reason %q", p.Status.Phase, p.Status.Reason)
+		}
+		rejected = p.Status
+		return nil
+	})
+	t.Logf("big rejected: %s", rejected.Message)
+
+	// stayEnded checks for d that both pods keep their end in the API and
+	// that the runtime holds what is expected of once, and nothing of big.
+	stayEnded := func(when string, d time.Duration, onceSandboxes, onceContainers int) {
+		t.Helper()
+		for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(time.Second) {
+			if p, err := n.get(ns, "once"); err != nil || p.Status.Phase != v1.PodSucceeded {
+				t.Fatalf("%s: once: %v, phase %s", when, err, p.Status.Phase)
+			}
+			if p, err := n.get(ns, "big"); err != nil || p.Status.Phase != v1.PodFailed || p.Status.Reason != rejected.Reason || p.Status.Message != rejected.Message {
+				t.Fatalf("%s: big: %v, status %s %q %q, want Failed %q %q", when, err, p.Status.Phase, p.Status.Reason, p.Status.Message, rejected.Reason, rejected.Message)
+			}
+			if sb, c := agent.RuntimeObjects(t, n.rt, string(once.UID)); sb != onceSandboxes || c != onceContainers {
+				t.Fatalf("%s: once has %d sandboxes and %d containers, want %d and %d", when, sb, c, onceSandboxes, onceContainers)
+			}
+			if sb, c := agent.RuntimeObjects(t, n.rt, string(big.UID)); sb+c != 0 {
+				t.Fatalf("%s: big has %d sandboxes and %d containers, want none", when, sb, c)
+			}
+		}
+	}
+	// A completed pod keeps its sandbox and container for its logs.
+	stayEnded("before any restart", 3*time.Second, 1, 1)
+	n.stop(syscall.SIGTERM)
+	n.start()
+	eventually(t, "node Ready after the restart", 30*time.Second, n.ready)
+	stayEnded("after a restart", 15*time.Second, 1, 1)
+
+	agent.RemoveSandboxes(t, n.rt, func(sb *runtimeapi.PodSandbox) bool { return sb.Metadata.Uid == string(once.UID) })
+	stayEnded("once its remains were removed", 15*time.Second, 0, 0)
+	n.stop(syscall.SIGTERM)
+	n.start()
+	eventually(t, "node Ready after the second restart", 30*time.Second, n.ready)
+	stayEnded("after a restart without its remains", 15*time.Second, 0, 0)
+}
+
+// TestDuplicateStaticPodsRunOnce: two manifests declaring the same pod
+// give one pod; the other file is reported in the log and by an event,
+// naming both files.
+func TestDuplicateStaticPodsRunOnce(t *testing.T) {
+	n := newClusterNode(t)
+	n.start()
+	eventually(t, "node Ready", 30*time.Second, n.ready)
+	for _, f := range []string{"first.yaml", "second.yaml"} {
+		n.writeManifest(f, fmt.Sprintf(`apiVersion: v1
+kind: Pod
+metadata:
+  name: twin
+  namespace: default
+spec:
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: c
+    image: %s
+    command: ["sh", "-c", "echo %s; exec sleep 3600"]
+`, n.env.BusyboxImage, f))
+	}
+	name := "twin-" + n.name
+	eventually(t, "the mirror pod Running", 60*time.Second, func() error {
+		p, err := n.get("default", name)
+		if err != nil {
+			return err
+		}
+		if p.Status.Phase != v1.PodRunning {
+			return fmt.Errorf("phase %s", p.Status.Phase)
+		}
+		return nil
+	})
+	first, second := n.manifests+"/first.yaml", n.manifests+"/second.yaml"
+	eventually(t, "a FailedValidation event naming both files", 30*time.Second, func() error {
+		evs, err := n.admin.CoreV1().Events("default").List(context.Background(), metav1.ListOptions{FieldSelector: "involvedObject.name=" + name})
+		if err != nil {
+			return err
+		}
+		for _, e := range evs.Items {
+			if e.Reason == "FailedValidation" && e.Type == v1.EventTypeWarning && strings.Contains(e.Message, first) && strings.Contains(e.Message, second) {
+				t.Logf("event: %s", e.Message)
+				return nil
+			}
+		}
+		return fmt.Errorf("%d events, none FailedValidation naming both files", len(evs.Items))
+	})
+	logged := false
+	for _, line := range strings.Split(n.logs(), "\n") {
+		if strings.Contains(line, "left out") && strings.Contains(line, first) && strings.Contains(line, second) {
+			logged = true
+		}
+	}
+	if !logged {
+		t.Errorf("no log line names both files")
+	}
+	for end := time.Now().Add(10 * time.Second); time.Now().Before(end); time.Sleep(2 * time.Second) {
+		if sbs := n.sandboxesNamed("default", name); len(sbs) != 1 {
+			t.Fatalf("%d sandboxes named %s, want 1", len(sbs), name)
+		}
+	}
+}
