@@ -82,6 +82,7 @@ func Build(ctx context.Context, in Input, log zerolog.Logger) (*Dependencies, er
 	}
 	log.Info().Str("endpoint", d.RuntimeEndpoint).Str("runtime", version.RuntimeName).
 		Str("runtimeVersion", version.RuntimeVersion).Str("criVersion", version.RuntimeApiVersion).Msg("connected to the container runtime")
+	logUserNamespaces(ctx, d.Runtime, log)
 
 	if d.NodeName, err = nodeName(in.HostnameOverride); err != nil {
 		return nil, err
@@ -151,3 +152,28 @@ func adjustOOMScore(score int32, log zerolog.Logger) {
 
 // eventSource is the component name events carry, as upstream's.
 var eventSource = corev1.EventSource{Component: "kubelet"}
+
+// logUserNamespaces says at start-up whether the runtime's default handler
+// supports user namespaces. Pods with hostUsers: false are refused either
+// way (podruntime.UserNamespaceOptions asks the runtime again for each of
+// them); this tells the operator why before the first such pod comes.
+func logUserNamespaces(ctx context.Context, rt runtimeapi.RuntimeServiceClient, log zerolog.Logger) {
+	ctx, cancel := context.WithTimeout(ctx, handshakeTimeout)
+	defer cancel()
+	st, err := rt.Status(ctx, &runtimeapi.StatusRequest{})
+	if err != nil {
+		log.Warn().Err(err).Msg("could not read the container runtime's status")
+		return
+	}
+	supported := false
+	for _, h := range st.GetRuntimeHandlers() {
+		if h.GetName() == "" {
+			supported = h.GetFeatures().GetUserNamespaces()
+		}
+	}
+	if !supported {
+		log.Info().Msg("the container runtime does not support user namespaces: pods with hostUsers: false will not start")
+		return
+	}
+	log.Info().Msg("the container runtime supports user namespaces, but actorlet does not allocate their ID mappings: pods with hostUsers: false will not start")
+}

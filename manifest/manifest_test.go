@@ -289,3 +289,45 @@ func TestValidateReportsAll(t *testing.T) {
 		t.Fatalf("Validate = %v\nwant %s", err, want)
 	}
 }
+
+func TestValidateProcMount(t *testing.T) {
+	unmasked, dflt, bogus := v1.UnmaskedProcMount, v1.DefaultProcMount, v1.ProcMountType("Bogus")
+	tests := []struct {
+		name      string
+		hostUsers *bool
+		procMount *v1.ProcMountType
+		want      string
+	}{
+		{name: "none"},
+		{name: "Default in the host's user namespace", procMount: &dflt},
+		{name: "Unmasked with hostUsers unset", procMount: &unmasked,
+			want: "spec.containers[0].securityContext.procMount: Invalid value: \"Unmasked\": `hostUsers` must be false to use `Unmasked`"},
+		{name: "Unmasked with hostUsers: true", hostUsers: ptr(true), procMount: &unmasked,
+			want: "spec.containers[0].securityContext.procMount: Invalid value: \"Unmasked\": `hostUsers` must be false to use `Unmasked`"},
+		{name: "Unmasked with hostUsers: false", hostUsers: ptr(false), procMount: &unmasked},
+		{name: "unknown type", procMount: &bogus,
+			want: "spec.containers[0].securityContext.procMount: Unsupported value: \"Bogus\": supported values: \"Default\", \"Unmasked\""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			pod := &v1.Pod{}
+			pod.Name, pod.Namespace = "web", "default"
+			pod.Spec = v1.PodSpec{
+				RestartPolicy: v1.RestartPolicyAlways, DNSPolicy: v1.DNSClusterFirst, HostUsers: tc.hostUsers,
+				Containers: []v1.Container{{Name: "a", Image: "busybox", ImagePullPolicy: v1.PullAlways,
+					TerminationMessagePolicy: v1.TerminationMessageReadFile,
+					SecurityContext:          &v1.SecurityContext{ProcMount: tc.procMount}}},
+			}
+			err := Validate(pod)
+			if tc.want == "" {
+				if err != nil {
+					t.Fatalf("Validate = %v, want nil", err)
+				}
+				return
+			}
+			if err == nil || err.Error() != tc.want {
+				t.Fatalf("Validate = %v\nwant %s", err, tc.want)
+			}
+		})
+	}
+}

@@ -98,7 +98,33 @@ func validateSpec(spec *v1.PodSpec, path *field.Path) field.ErrorList {
 	if d := spec.ActiveDeadlineSeconds; d != nil && *d <= 0 {
 		errs = append(errs, field.Invalid(path.Child("activeDeadlineSeconds"), *d, "must be greater than 0"))
 	}
+	hostUsers := spec.HostUsers == nil || *spec.HostUsers
+	for i := range spec.InitContainers {
+		errs = append(errs, validateProcMount(spec.InitContainers[i].SecurityContext, hostUsers, path.Child("initContainers").Index(i))...)
+	}
+	for i := range spec.Containers {
+		errs = append(errs, validateProcMount(spec.Containers[i].SecurityContext, hostUsers, path.Child("containers").Index(i))...)
+	}
 	return errs
+}
+
+var procMountTypes = sets.New(v1.DefaultProcMount, v1.UnmaskedProcMount)
+
+// validateProcMount is upstream's: an unmasked /proc only in a user
+// namespace of the pod's own (hostUsers: false), with the API server's
+// messages.
+func validateProcMount(sc *v1.SecurityContext, hostUsers bool, path *field.Path) field.ErrorList {
+	if sc == nil || sc.ProcMount == nil {
+		return nil
+	}
+	p := path.Child("securityContext", "procMount")
+	if !procMountTypes.Has(*sc.ProcMount) {
+		return field.ErrorList{field.NotSupported(p, *sc.ProcMount, sets.List(procMountTypes))}
+	}
+	if hostUsers && *sc.ProcMount == v1.UnmaskedProcMount {
+		return field.ErrorList{field.Invalid(p, *sc.ProcMount, "`hostUsers` must be false to use `Unmasked`")}
+	}
+	return nil
 }
 
 // validateVolumes checks volume names and returns the set of them, for

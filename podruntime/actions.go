@@ -271,6 +271,10 @@ func sandboxChanged(pod *v1.Pod, status *PodStatus) (bool, uint32, string) {
 	switch {
 	case ready > 1, s.State != runtimeapi.PodSandboxState_SANDBOX_READY:
 		return true, next, s.Id
+	case !hostUsers(pod) && !sandboxInPodUserNamespace(s):
+		// A sandbox of a pod that asks for a user namespace runs in the
+		// host's (one made before actorlet refused such pods): it must go.
+		return true, next, s.Id
 	case s.GetLinux().GetNamespaces().GetOptions().GetNetwork() != networkNamespace(pod):
 		return true, next, ""
 	case !pod.Spec.HostNetwork && s.Network != nil && s.Network.Ip == "":

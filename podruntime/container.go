@@ -13,6 +13,12 @@ import (
 // restartCount, as upstream's generateContainerConfig. image is the resolved
 // image reference to run; podIPs are the sandbox's IPs (status.podIP(s)).
 func ContainerConfig(pod *v1.Pod, c *v1.Container, restartCount int, podIPs []string, image string, opts Options) (*runtimeapi.ContainerConfig, error) {
+	if !hostUsers(pod) {
+		return nil, errUserNamespacesNotImplemented
+	}
+	if err := procMountError(pod, c); err != nil {
+		return nil, err
+	}
 	envs, err := containerEnv(pod, c, podIPs, opts)
 	if err != nil {
 		return nil, err
@@ -112,7 +118,9 @@ func containerSecurityContext(pod *v1.Pod, c *v1.Container) *runtimeapi.LinuxCon
 			out.Privileged = true
 			out.MaskedPaths, out.ReadonlyPaths = nil, nil
 		}
-		if sc.ProcMount != nil && *sc.ProcMount == v1.UnmaskedProcMount {
+		// Unmasked only inside a user namespace: ContainerConfig refuses
+		// it otherwise (procMountError), and it is never reached then.
+		if sc.ProcMount != nil && *sc.ProcMount == v1.UnmaskedProcMount && !hostUsers(pod) {
 			out.MaskedPaths, out.ReadonlyPaths = []string{}, []string{}
 		}
 		if sc.RunAsUser != nil {

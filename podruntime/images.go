@@ -32,9 +32,10 @@ const (
 
 // pullOutcome is what ensureImage found out.
 type pullOutcome struct {
-	ref     string         // image to create the container from, when ready
-	waiting *WaitingReason // why the container cannot be created yet
-	retry   time.Duration  // when a pull may be tried again
+	ref     string            // image to create the container from, when ready
+	image   *runtimeapi.Image // the image's status, when read before a pull was needed
+	waiting *WaitingReason    // why the container cannot be created yet
+	retry   time.Duration     // when a pull may be tried again
 	err     error
 }
 
@@ -88,7 +89,7 @@ func (r *Runtime) ensureImage(ctx context.Context, pod *v1.Pod, c *v1.Container,
 	present := st.GetImage() != nil
 	if present && policy != v1.PullAlways {
 		event(v1.EventTypeNormal, EventPulled, fmt.Sprintf("Container image %q already present on machine", c.Image))
-		return pullOutcome{ref: st.Image.Id}
+		return pullOutcome{ref: st.Image.Id, image: st.Image}
 	}
 	if policy == v1.PullNever {
 		msg := fmt.Sprintf("Container image %q is not present with pull policy of Never", c.Image)

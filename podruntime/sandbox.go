@@ -18,6 +18,11 @@ const maxHostnameLen = 63
 // generatePodSandboxConfig. It reads opts.ResolvConf when the pod's DNS
 // policy needs the host's resolver configuration.
 func SandboxConfig(pod *v1.Pod, attempt uint32, opts Options) (*runtimeapi.PodSandboxConfig, error) {
+	if !hostUsers(pod) {
+		// The sync pass refuses such a pod before it gets here, with the
+		// runtime's answer; nothing builds a sandbox for it without one.
+		return nil, errUserNamespacesNotImplemented
+	}
 	cfg := &runtimeapi.PodSandboxConfig{
 		Metadata: &runtimeapi.PodSandboxMetadata{
 			Name:      pod.Name,
@@ -140,11 +145,14 @@ func seccompProfile(pod, container *v1.SeccompProfile) *runtimeapi.SecurityProfi
 	return &runtimeapi.SecurityProfile{ProfileType: runtimeapi.SecurityProfile_Unconfined}
 }
 
+// namespaceOptions are the namespaces of a pod that shares the host's
+// user namespace: SandboxConfig and ContainerConfig refuse any other.
 func namespaceOptions(pod *v1.Pod) *runtimeapi.NamespaceOption {
 	return &runtimeapi.NamespaceOption{
-		Network: networkNamespace(pod),
-		Pid:     pidNamespace(pod),
-		Ipc:     ipcNamespace(pod),
+		Network:       networkNamespace(pod),
+		Pid:           pidNamespace(pod),
+		Ipc:           ipcNamespace(pod),
+		UsernsOptions: &runtimeapi.UserNamespace{Mode: runtimeapi.NamespaceMode_NODE},
 	}
 }
 

@@ -161,6 +161,18 @@ func (s *syncPass) run(ctx context.Context, a PodActions) {
 	if !a.CreateSandbox && (a.KillPod || a.SandboxID == "") {
 		return
 	}
+	if !hostUsers(pod) {
+		// As upstream, the user namespace is settled while the sandbox's
+		// configuration is made, and its refusal is a failure to create the
+		// sandbox: nothing of the pod is created.
+		if _, err := r.userNamespace(ctx, pod); err != nil {
+			if a.CreateSandbox {
+				r.podEvent(pod, v1.EventTypeWarning, EventFailedCreatePodSandBox, fmt.Sprintf("Failed to create pod sandbox: %v", err))
+			}
+			s.fail(fmt.Errorf("pod %s/%s: %w", pod.Namespace, pod.Name, err))
+			return
+		}
+	}
 	cfg, err := SandboxConfig(pod, a.Attempt, r.Opts)
 	if err != nil {
 		if a.CreateSandbox {
@@ -248,7 +260,13 @@ func (s *syncPass) startContainer(ctx context.Context, c *v1.Container) bool {
 		s.fail(img.err)
 		return false
 	}
-	cfg, err := ContainerConfig(pod, c, restartCount, s.podIPs, img.ref, r.Opts)
+	// Upstream verifies runAsNonRoot as it makes the container's
+	// configuration: a refusal is a CreateContainerConfigError.
+	err := r.verifyRunAsNonRoot(ctx, pod, c, img.image)
+	var cfg *runtimeapi.ContainerConfig
+	if err == nil {
+		cfg, err = ContainerConfig(pod, c, restartCount, s.podIPs, img.ref, r.Opts)
+	}
 	if err != nil {
 		failed("", err.Error())
 		s.waiting[c.Name] = WaitingReason{ReasonCreateContainerConfigError, err.Error()}

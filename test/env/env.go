@@ -50,6 +50,7 @@ type Env struct {
 	Registry        string // ACTORLET_REGISTRY, host:port of the local registry
 	PauseImage      string // ACTORLET_PAUSE_IMAGE
 	BusyboxImage    string // ACTORLET_BUSYBOX_IMAGE
+	NonRootImage    string // ACTORLET_NONROOT_IMAGE, busybox with USER 1234
 	Kubectl         string // KUBECTL, path of the built kubectl
 
 	// WithAPIServer is true when etcd, kube-apiserver and
@@ -179,6 +180,7 @@ func parse(out []byte) (*Env, error) {
 		Registry:        vars["ACTORLET_REGISTRY"],
 		PauseImage:      vars["ACTORLET_PAUSE_IMAGE"],
 		BusyboxImage:    vars["ACTORLET_BUSYBOX_IMAGE"],
+		NonRootImage:    vars["ACTORLET_NONROOT_IMAGE"],
 		Kubectl:         vars["KUBECTL"],
 		vars:            vars,
 	}

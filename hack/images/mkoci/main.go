@@ -3,7 +3,7 @@
 // The layer is a gzip'd tar with fixed mtimes and uid/gid 0, so the same tree
 // always gives the same digests. Standard library only.
 //
-//	mkoci -root DIR -out LAYOUT -ref 1.36 [-entrypoint /pause] [-cmd sh] [-env K=V]
+//	mkoci -root DIR -out LAYOUT -ref 1.36 [-entrypoint /pause] [-cmd sh] [-env K=V] [-user 1234]
 package main
 
 import (
@@ -50,6 +50,7 @@ func main() {
 	out := flag.String("out", "", "output OCI layout directory (replaced)")
 	ref := flag.String("ref", "latest", "org.opencontainers.image.ref.name of the manifest in index.json")
 	arch := flag.String("arch", runtime.GOARCH, "image architecture")
+	user := flag.String("user", "", "the image's user (config.User), e.g. 1234; empty: root")
 	var entrypoint, cmd, env listFlag
 	flag.Var(&entrypoint, "entrypoint", "entrypoint argument (repeat)")
 	flag.Var(&cmd, "cmd", "cmd argument (repeat)")
@@ -59,13 +60,13 @@ func main() {
 		flag.Usage()
 		os.Exit(2)
 	}
-	if err := run(*root, *out, *ref, *arch, entrypoint, cmd, env); err != nil {
+	if err := run(*root, *out, *ref, *arch, *user, entrypoint, cmd, env); err != nil {
 		fmt.Fprintln(os.Stderr, "mkoci:", err)
 		os.Exit(1)
 	}
 }
 
-func run(root, out, ref, arch string, entrypoint, cmd, env []string) error {
+func run(root, out, ref, arch, user string, entrypoint, cmd, env []string) error {
 	layer, diffID, err := buildLayer(root)
 	if err != nil {
 		return err
@@ -82,18 +83,22 @@ func run(root, out, ref, arch string, entrypoint, cmd, env []string) error {
 	if len(env) == 0 {
 		env = []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}
 	}
+	imageConfig := map[string]any{
+		"Env":        env,
+		"Entrypoint": nilIfEmpty(entrypoint),
+		"Cmd":        nilIfEmpty(cmd),
+		"WorkingDir": "/",
+	}
+	if user != "" {
+		imageConfig["User"] = user
+	}
 	config := map[string]any{
 		"created":      epoch.Format(time.RFC3339),
 		"architecture": arch,
 		"os":           "linux",
-		"config": map[string]any{
-			"Env":        env,
-			"Entrypoint": nilIfEmpty(entrypoint),
-			"Cmd":        nilIfEmpty(cmd),
-			"WorkingDir": "/",
-		},
-		"rootfs":  map[string]any{"type": "layers", "diff_ids": []string{diffID}},
-		"history": []map[string]any{{"created": epoch.Format(time.RFC3339), "created_by": "actorlet hack/images/mkoci"}},
+		"config":       imageConfig,
+		"rootfs":       map[string]any{"type": "layers", "diff_ids": []string{diffID}},
+		"history":      []map[string]any{{"created": epoch.Format(time.RFC3339), "created_by": "actorlet hack/images/mkoci"}},
 	}
 	configDesc, err := writeJSONBlob(tmp, "application/vnd.oci.image.config.v1+json", config)
 	if err != nil {
