@@ -77,11 +77,10 @@ func TestGoRecoversAPanicAsTheActorsFailure(t *testing.T) {
 			wantRestart: true, wantFailure: "work off the mailbox panicked: bad state"},
 		{name: "panics with a fatal error", work: func() messages.Message { panic(Fatal(errors.New("unrepairable"))) },
 			wantGiveUp: true, wantFailure: "work off the mailbox panicked: fatal: unrepairable"},
-		{name: "nil map write", work: func() messages.Message {
-			var m map[string]int
-			m["x"] = 1
+		{name: "runtime error", work: func() messages.Message {
+			_ = element(nil, 3)
 			return &workDone{}
-		}, wantRestart: true, wantFailure: "assignment to entry in nil map"},
+		}, wantRestart: true, wantFailure: "index out of range [3] with length 0"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -158,6 +157,9 @@ func (s *spawner) Receive(ctx actor.Context) {
 		}
 	}
 }
+
+// element is s[i], a runtime panic when i is out of range.
+func element(s []int, i int) int { return s[i] }
 
 func wait[T any](t *testing.T, c <-chan T, what string) {
 	t.Helper()
