@@ -42,21 +42,21 @@ type Dependencies struct {
 
 // Input is what Build needs from the configuration.
 type Input struct {
-	RuntimeEndpoint  string
-	ImageEndpoint    string // empty: the runtime endpoint
-	Kubeconfig       string // empty: standalone mode
-	KubeAPIQPS       float32
-	KubeAPIBurst     int
-	EventQPS         float32
-	EventBurst       int
+	RuntimeEndpoint string
+	ImageEndpoint   string // empty: the runtime endpoint
+	Kubeconfig      string // empty: standalone mode
+	KubeAPIQPS      float32
+	KubeAPIBurst    int
+	EventQPS        float32
+	EventBurst      int
 	// NodeStatusUpdateFrequency and NodeLeaseDuration bound each request of
 	// the heartbeat client (the shorter of the two), as upstream.
 	NodeStatusUpdateFrequency time.Duration
 	NodeLeaseDuration         time.Duration
-	HostnameOverride string
-	NodeIP           string
-	RootDir          string
-	OOMScoreAdj      int32
+	HostnameOverride          string
+	NodeIP                    string
+	RootDir                   string
+	OOMScoreAdj               int32
 }
 
 // Build connects to the container runtime and image service, the API server

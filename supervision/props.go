@@ -3,7 +3,6 @@ package supervision
 import (
 	"fmt"
 	"log/slog"
-	"runtime/debug"
 	"strings"
 	"time"
 
@@ -117,7 +116,8 @@ func TellFromOutside(system *actor.ActorSystem, pid *actor.PID, msg messages.Mes
 // touch the actor's state.
 //
 // A panic in work does not kill the process: it is recovered, logged with
-// the goroutine's stack, and delivered to the actor as a
+// the goroutine's stack (work that runs parts in parallel does so with a
+// Group, whose Wait re-raises a part's panic here), and delivered to the actor as a
 // messages.WorkPanicked, which the middleware turns into a panic inside the
 // actor's Receive. The actor thus fails as if the panic were its own, and
 // its supervisor restarts it (or gives up) under its strategy.
@@ -134,7 +134,7 @@ func runRecovered(log *slog.Logger, self *actor.PID, work func() messages.Messag
 	defer func() {
 		if rec := recover(); rec != nil {
 			log.Error("work started off the mailbox panicked; the actor that started it fails",
-				slog.String("actor", self.Id), slog.String("panic", fmt.Sprint(rec)), slog.String("stack", string(debug.Stack())))
+				slog.String("actor", self.Id), slog.String("panic", fmt.Sprint(rec)), slog.String("stack", string(stackOf(rec))))
 			msg = &messages.WorkPanicked{Value: rec}
 		}
 	}()

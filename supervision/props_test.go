@@ -77,6 +77,27 @@ func TestGoRecoversAPanicAsTheActorsFailure(t *testing.T) {
 			wantRestart: true, wantFailure: "work off the mailbox panicked: bad state"},
 		{name: "panics with a fatal error", work: func() messages.Message { panic(Fatal(errors.New("unrepairable"))) },
 			wantGiveUp: true, wantFailure: "work off the mailbox panicked: fatal: unrepairable"},
+		{name: "a parallel part panics", work: func() messages.Message {
+			var parts Group
+			parts.Go(func() {})
+			parts.Go(func() { panic("part boom") })
+			parts.Wait()
+			return &workDone{}
+		}, wantRestart: true, wantFailure: "a parallel part of the work panicked: part boom"},
+		{name: "a parallel part panics with a fatal error", work: func() messages.Message {
+			var parts Group
+			parts.Go(func() { panic(Fatal(errors.New("part unrepairable"))) })
+			parts.Wait()
+			return &workDone{}
+		}, wantGiveUp: true, wantFailure: "fatal: part unrepairable"},
+		{name: "parallel parts return", work: func() messages.Message {
+			var parts Group
+			for range 3 {
+				parts.Go(func() {})
+			}
+			parts.Wait()
+			return &workDone{}
+		}, wantResult: true},
 		{name: "runtime error", work: func() messages.Message {
 			_ = element(nil, 3)
 			return &workDone{}

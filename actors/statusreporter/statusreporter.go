@@ -58,8 +58,8 @@ type Params struct {
 	// heartbeat client, with a rate budget of its own so that other traffic
 	// cannot delay the heartbeats. Nil: Kube.
 	Heartbeat kubernetes.Interface
-	NodeName string
-	NodeIP   net.IP
+	NodeName  string
+	NodeIP    net.IP
 	// Config gives registerNode, registerWithTaints, providerID, port,
 	// nodeStatusUpdateFrequency, nodeStatusReportFrequency,
 	// nodeLeaseDurationSeconds, nodeStatusMaxImages and evictionHard.
