@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"time"
 
 	"github.com/rs/zerolog"
 	corev1 "k8s.io/api/core/v1"
@@ -24,8 +25,13 @@ type Dependencies struct {
 	RuntimeVersion  *runtimeapi.VersionResponse
 
 	// Kube is nil in standalone mode (no --kubeconfig).
-	Kube   kubernetes.Interface
-	Events record.EventRecorder
+	Kube kubernetes.Interface
+	// Heartbeat writes the node lease and the node status, as upstream's
+	// heartbeat client: unthrottled, so that no other traffic (TokenReviews
+	// for a flood of requests to the kubelet API, pod status writes) can
+	// starve the heartbeats. Nil in standalone mode.
+	Heartbeat kubernetes.Interface
+	Events    record.EventRecorder
 
 	NodeName string
 	NodeIP   net.IP
@@ -36,17 +42,21 @@ type Dependencies struct {
 
 // Input is what Build needs from the configuration.
 type Input struct {
-	RuntimeEndpoint  string
-	ImageEndpoint    string // empty: the runtime endpoint
-	Kubeconfig       string // empty: standalone mode
-	KubeAPIQPS       float32
-	KubeAPIBurst     int
-	EventQPS         float32
-	EventBurst       int
-	HostnameOverride string
-	NodeIP           string
-	RootDir          string
-	OOMScoreAdj      int32
+	RuntimeEndpoint string
+	ImageEndpoint   string // empty: the runtime endpoint
+	Kubeconfig      string // empty: standalone mode
+	KubeAPIQPS      float32
+	KubeAPIBurst    int
+	EventQPS        float32
+	EventBurst      int
+	// NodeStatusUpdateFrequency and NodeLeaseDuration bound each request of
+	// the heartbeat client (the shorter of the two), as upstream.
+	NodeStatusUpdateFrequency time.Duration
+	NodeLeaseDuration         time.Duration
+	HostnameOverride          string
+	NodeIP                    string
+	RootDir                   string
+	OOMScoreAdj               int32
 }
 
 // Build connects to the container runtime and image service, the API server
@@ -96,8 +106,15 @@ func Build(ctx context.Context, in Input, log zerolog.Logger) (*Dependencies, er
 	// does not hold up the status writes behind its events.
 	var eventKube kubernetes.Interface
 	if in.Kubeconfig != "" {
-		if d.Kube, err = kubeClient(in.Kubeconfig, in.KubeAPIQPS, in.KubeAPIBurst); err != nil {
+		cfg, err := kubeConfig(in.Kubeconfig, in.KubeAPIQPS, in.KubeAPIBurst)
+		if err != nil {
 			return nil, fmt.Errorf("kubeconfig %s: %w", in.Kubeconfig, err)
+		}
+		if d.Kube, err = kubernetes.NewForConfig(cfg); err != nil {
+			return nil, fmt.Errorf("kubeconfig %s: %w", in.Kubeconfig, err)
+		}
+		if d.Heartbeat, err = kubernetes.NewForConfig(heartbeatConfig(cfg, in.NodeStatusUpdateFrequency, in.NodeLeaseDuration)); err != nil {
+			return nil, fmt.Errorf("kubeconfig %s: heartbeat client: %w", in.Kubeconfig, err)
 		}
 		if eventKube, err = kubeClient(in.Kubeconfig, in.EventQPS, in.EventBurst); err != nil {
 			return nil, fmt.Errorf("kubeconfig %s: %w", in.Kubeconfig, err)

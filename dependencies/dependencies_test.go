@@ -8,6 +8,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 )
 
 func TestSocketPath(t *testing.T) {
@@ -88,5 +91,40 @@ func TestDefaultRouteInterface(t *testing.T) {
 	}
 	if _, err := nodeIP("not-an-ip"); err == nil || !strings.Contains(err.Error(), `--node-ip "not-an-ip"`) {
 		t.Errorf("nodeIP(bad) err = %v", err)
+	}
+}
+
+// TestHeartbeatConfig: the heartbeat client is the main client's, not
+// throttled, each request bounded by the shorter of the status update
+// frequency and the lease duration, as upstream's.
+func TestHeartbeatConfig(t *testing.T) {
+	base := &rest.Config{Host: "https://127.0.0.1:6443", QPS: 50, Burst: 100, UserAgent: "actorlet", ContentConfig: rest.ContentConfig{ContentType: "application/vnd.kubernetes.protobuf"}}
+	for _, tc := range []struct {
+		name                string
+		statusUpdate, lease time.Duration
+		wantTimeout         time.Duration
+	}{
+		{name: "defaults: status update frequency is shorter", statusUpdate: 10 * time.Second, lease: 40 * time.Second, wantTimeout: 10 * time.Second},
+		{name: "lease is shorter", statusUpdate: 60 * time.Second, lease: 20 * time.Second, wantTimeout: 20 * time.Second},
+		{name: "equal", statusUpdate: 15 * time.Second, lease: 15 * time.Second, wantTimeout: 15 * time.Second},
+		{name: "no lease duration", statusUpdate: 10 * time.Second, wantTimeout: 10 * time.Second},
+	} {
+		got := heartbeatConfig(base, tc.statusUpdate, tc.lease)
+		if got.QPS >= 0 {
+			t.Errorf("%s: QPS %v, want negative (no client-side throttling)", tc.name, got.QPS)
+		}
+		if got.Timeout != tc.wantTimeout {
+			t.Errorf("%s: timeout %v, want %v", tc.name, got.Timeout, tc.wantTimeout)
+		}
+		if got.Host != base.Host || got.UserAgent != base.UserAgent || got.ContentType != base.ContentType {
+			t.Errorf("%s: %+v lost the main client's settings", tc.name, got)
+		}
+	}
+	if base.QPS != 50 || base.Timeout != 0 {
+		t.Errorf("heartbeatConfig changed the main client's configuration: %+v", base)
+	}
+	// client-go builds it without a rate limiter.
+	if _, err := kubernetes.NewForConfig(heartbeatConfig(base, 10*time.Second, 40*time.Second)); err != nil {
+		t.Errorf("heartbeat client: %v", err)
 	}
 }

@@ -1,19 +1,23 @@
 package dependencies
 
 import (
+	"time"
+
 	"github.com/rs/zerolog"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/tools/record"
 
 	"github.com/actorlet/actorlet/version"
 )
 
-// kubeClient builds the API server client from a kubeconfig file.
-func kubeClient(path string, qps float32, burst int) (kubernetes.Interface, error) {
+// kubeConfig reads the API server client configuration from a kubeconfig
+// file, with the given rate budget.
+func kubeConfig(path string, qps float32, burst int) (*rest.Config, error) {
 	cfg, err := clientcmd.BuildConfigFromFlags("", path)
 	if err != nil {
 		return nil, err
@@ -24,7 +28,32 @@ func kubeClient(path string, qps float32, burst int) (kubernetes.Interface, erro
 	// and cheaper to decode than JSON for pod and node objects.
 	cfg.ContentType = "application/vnd.kubernetes.protobuf"
 	cfg.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
+	return cfg, nil
+}
+
+// kubeClient builds an API server client from a kubeconfig file.
+func kubeClient(path string, qps float32, burst int) (kubernetes.Interface, error) {
+	cfg, err := kubeConfig(path, qps, burst)
+	if err != nil {
+		return nil, err
+	}
 	return kubernetes.NewForConfig(cfg)
+}
+
+// heartbeatConfig is upstream's heartbeat client configuration, derived from
+// the main client's: not throttled (a negative QPS disables client-go's rate
+// limiter), so that no other traffic spends its budget, and each request
+// bounded by the shorter of the node status update frequency and the lease
+// duration, so that a hung request does not outlive the heartbeat it
+// carries.
+func heartbeatConfig(base *rest.Config, statusUpdateFrequency, leaseDuration time.Duration) *rest.Config {
+	cfg := rest.CopyConfig(base)
+	cfg.QPS = -1
+	cfg.Timeout = statusUpdateFrequency
+	if leaseDuration > 0 && (cfg.Timeout <= 0 || cfg.Timeout > leaseDuration) {
+		cfg.Timeout = leaseDuration
+	}
+	return cfg
 }
 
 // eventCorrelatorCache is the number of event keys client-go's correlator

@@ -1,12 +1,36 @@
 package messages
 
+import "fmt"
+
 // InjectPanic makes the receiving actor panic once, so that tests can watch
 // supervision restart it. Only sent when --debug-fault-injection is on.
 // Sender: the api-server actor (POST /debug/inject/panic), or tests.
 // Receiver: any actor built with supervision.Props; the middleware panics
-// before the actor sees the message.
+// before the actor sees the message. With InSyncWork, a pod-worker instead:
+// the middleware passes it on, and the worker panics in the work of its
+// next sync (run off its mailbox by supervision.Go), starting one now.
 type InjectPanic struct {
 	Reason string
+	// InSyncWork puts the panic in the pod-worker's next sync work rather
+	// than in its handler.
+	InSyncWork bool
 }
 
-func (m *InjectPanic) Summary() string { return "inject panic: " + m.Reason }
+func (m *InjectPanic) Summary() string {
+	if m.InSyncWork {
+		return "inject panic in the next sync work: " + m.Reason
+	}
+	return "inject panic: " + m.Reason
+}
+
+// WorkPanicked reports that work an actor started off its mailbox panicked.
+// Sender: supervision.Go's goroutine, as the actor itself.
+// Receiver: any actor built with supervision.Props; the middleware panics
+// with Value before the actor sees the message, so that the actor fails and
+// its supervisor restarts it under its strategy.
+type WorkPanicked struct {
+	// Value is what the work panicked with.
+	Value any
+}
+
+func (m *WorkPanicked) Summary() string { return fmt.Sprintf("work panicked: %v", m.Value) }

@@ -12,6 +12,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/actorlet/actorlet/supervision"
 )
 
 const (
@@ -148,26 +150,24 @@ func (r *Runtime) RemovePodLogs(uid types.UID, name, namespace string) error {
 // stopPod stops the running containers in parallel, then the sandboxes.
 func (r *Runtime) stopPod(ctx context.Context, pod *v1.Pod, status *PodStatus, grace int64) error {
 	var (
-		wg   sync.WaitGroup
-		mu   sync.Mutex
-		errs []error
+		parts supervision.Group
+		mu    sync.Mutex
+		errs  []error
 	)
 	for _, c := range status.ContainerStatuses {
 		if c.State == runtimeapi.ContainerState_CONTAINER_EXITED {
 			continue
 		}
 		r.killingEvent(pod, c.ID, c.Name, "")
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		parts.Go(func() {
 			if err := r.stopContainer(ctx, c.ID, c.Name, grace); err != nil {
 				mu.Lock()
 				errs = append(errs, err)
 				mu.Unlock()
 			}
-		}()
+		})
 	}
-	wg.Wait()
+	parts.Wait()
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}

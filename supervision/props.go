@@ -2,6 +2,7 @@ package supervision
 
 import (
 	"fmt"
+	"log/slog"
 	"strings"
 	"time"
 
@@ -59,8 +60,14 @@ func (r *Registry) middleware(kind string, mbox *mailboxStats) actor.ReceiverMid
 				defer r.remove(self)
 				lifecycle = true
 			case *messages.InjectPanic:
+				if m.InSyncWork {
+					break // the actor arms it for its next sync work
+				}
 				r.received(self, env.Sender, TypeName(m), m.Summary(), true)
 				panic(fmt.Sprintf("injected fault: %s", m.Reason))
+			case *messages.WorkPanicked:
+				r.received(self, env.Sender, TypeName(m), m.Summary(), true)
+				panic(workFailure(m))
 			}
 			e := r.received(self, env.Sender, TypeName(env.Message), summarize(env.Message), !lifecycle)
 			start := time.Now()
@@ -107,11 +114,41 @@ func TellFromOutside(system *actor.ActorSystem, pid *actor.PID, msg messages.Mes
 // actor as a message from itself, so that a long call (an image pull, a stop
 // with a grace period, a relist) never blocks the mailbox. work must not
 // touch the actor's state.
+//
+// A panic in work does not kill the process: it is recovered, logged with
+// the goroutine's stack (work that runs parts in parallel does so with a
+// Group, whose Wait re-raises a part's panic here), and delivered to the actor as a
+// messages.WorkPanicked, which the middleware turns into a panic inside the
+// actor's Receive. The actor thus fails as if the panic were its own, and
+// its supervisor restarts it (or gives up) under its strategy.
 func Go(ctx actor.Context, work func() messages.Message) {
 	self, system := ctx.Self(), ctx.ActorSystem()
 	go func() {
-		system.Root.RequestWithCustomSender(self, work(), self)
+		system.Root.RequestWithCustomSender(self, runRecovered(system.Logger(), self, work), self)
 	}()
+}
+
+// runRecovered runs work and returns its result, or the WorkPanicked that
+// reports its panic.
+func runRecovered(log *slog.Logger, self *actor.PID, work func() messages.Message) (msg messages.Message) {
+	defer func() {
+		if rec := recover(); rec != nil {
+			log.Error("work started off the mailbox panicked; the actor that started it fails",
+				slog.String("actor", self.Id), slog.String("panic", fmt.Sprint(rec)), slog.String("stack", string(stackOf(rec))))
+			msg = &messages.WorkPanicked{Value: rec}
+		}
+	}()
+	return work()
+}
+
+// workFailure is the panic value with which an actor fails for its work's
+// panic: an error stays one (wrapped), so that a supervision.Fatal panic in
+// work still makes the supervisor give up.
+func workFailure(m *messages.WorkPanicked) any {
+	if err, ok := m.Value.(error); ok {
+		return fmt.Errorf("work off the mailbox panicked: %w", err)
+	}
+	return fmt.Sprintf("work off the mailbox panicked: %v", m.Value)
 }
 
 // After delivers msg to the actor, from itself, once d has passed. The

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/actorlet/actorlet/actors/podworker"
 	"github.com/actorlet/actorlet/messages"
 	"github.com/actorlet/actorlet/podruntime"
 	"github.com/actorlet/actorlet/supervision"
@@ -109,7 +110,8 @@ func (a *Actor) pods(w http.ResponseWriter, r *http.Request) {
 }
 
 // injectPanic makes the actor at ?actor=PATH panic once (tests only; needs
-// --debug-fault-injection).
+// --debug-fault-injection): in its handler, or with ?in=sync-work (a
+// pod-worker) in the work of its next sync, off its mailbox.
 func (a *Actor) injectPanic(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost {
 		http.Error(w, "method not allowed: /debug/inject/panic takes POST", http.StatusMethodNotAllowed)
@@ -120,13 +122,26 @@ func (a *Actor) injectPanic(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "missing query parameter actor (the actor's path, e.g. bootstrap/pod-manager)", http.StatusBadRequest)
 		return
 	}
-	if _, ok := a.p.System.Registry.Actor(path); !ok {
+	info, ok := a.p.System.Registry.Actor(path)
+	if !ok {
 		http.Error(w, fmt.Sprintf("no live actor at %q", path), http.StatusNotFound)
 		return
 	}
-	supervision.TellFromOutside(a.p.System.ActorSystem, actor.NewPID(a.p.System.Address(), path),
-		&messages.InjectPanic{Reason: "POST /debug/inject/panic from " + r.RemoteAddr})
-	a.log.Warn().Str("target", path).Msg("fault injected: the actor will panic once")
+	msg := &messages.InjectPanic{Reason: "POST /debug/inject/panic from " + r.RemoteAddr}
+	switch in := r.URL.Query().Get("in"); in {
+	case "":
+	case "sync-work":
+		if info.Kind != podworker.Kind {
+			http.Error(w, fmt.Sprintf("in=sync-work: %q is a %s; only a pod-worker has sync work", path, info.Kind), http.StatusBadRequest)
+			return
+		}
+		msg.InSyncWork = true
+	default:
+		http.Error(w, fmt.Sprintf("query parameter in=%q: want sync-work (a pod-worker's next sync work) or nothing (the actor's handler)", in), http.StatusBadRequest)
+		return
+	}
+	supervision.TellFromOutside(a.p.System.ActorSystem, actor.NewPID(a.p.System.Address(), path), msg)
+	a.log.Warn().Str("target", path).Bool("inSyncWork", msg.InSyncWork).Msg("fault injected: the actor will panic once")
 	w.WriteHeader(http.StatusAccepted)
 	fmt.Fprintf(w, "panic injected into %s\n", path)
 }

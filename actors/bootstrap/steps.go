@@ -151,17 +151,19 @@ func (a *Actor) validate(actor.Context) (outcome, error) {
 func (a *Actor) buildDependencies(actor.Context) (outcome, error) {
 	c, o := a.cfg, a.cmdline.Options
 	deps, err := dependencies.Build(a.p.Ctx, dependencies.Input{
-		RuntimeEndpoint:  c.ContainerRuntimeEndpoint,
-		ImageEndpoint:    c.ImageServiceEndpoint,
-		Kubeconfig:       o.Kubeconfig,
-		KubeAPIQPS:       float32(deref(c.KubeAPIQPS)),
-		KubeAPIBurst:     int(c.KubeAPIBurst),
-		EventQPS:         float32(deref(c.EventRecordQPS)),
-		EventBurst:       int(c.EventBurst),
-		HostnameOverride: o.HostnameOverride,
-		NodeIP:           o.NodeIP,
-		RootDir:          o.RootDir,
-		OOMScoreAdj:      deref(c.OOMScoreAdj),
+		RuntimeEndpoint:           c.ContainerRuntimeEndpoint,
+		ImageEndpoint:             c.ImageServiceEndpoint,
+		Kubeconfig:                o.Kubeconfig,
+		KubeAPIQPS:                float32(deref(c.KubeAPIQPS)),
+		KubeAPIBurst:              int(c.KubeAPIBurst),
+		EventQPS:                  float32(deref(c.EventRecordQPS)),
+		EventBurst:                int(c.EventBurst),
+		NodeStatusUpdateFrequency: c.NodeStatusUpdateFrequency.Duration,
+		NodeLeaseDuration:         time.Duration(c.NodeLeaseDurationSeconds) * time.Second,
+		HostnameOverride:          o.HostnameOverride,
+		NodeIP:                    o.NodeIP,
+		RootDir:                   o.RootDir,
+		OOMScoreAdj:               deref(c.OOMScoreAdj),
 	}, a.log)
 	if err != nil {
 		return next, err
@@ -198,7 +200,7 @@ var runtimeActors = []struct {
 	{statusreporter.Kind, func(a *Actor, env *runtimeEnv) *actor.Props {
 		d := a.deps
 		return a.p.System.Registry.Props(statusreporter.Kind, statusreporter.New(statusreporter.Params{
-			Kube: d.Kube, NodeName: d.NodeName, NodeIP: d.NodeIP, Config: a.cfg, NodeLabels: a.cmdline.Options.NodeLabels,
+			Kube: d.Kube, Heartbeat: d.Heartbeat, NodeName: d.NodeName, NodeIP: d.NodeIP, Config: a.cfg, NodeLabels: a.cmdline.Options.NodeLabels,
 			Capacity: env.capacity, Allocatable: env.allocatable, RootDir: d.RootDir, RuntimeVersion: d.RuntimeVersion,
 			Runtime: d.Runtime, Images: d.Images, PLEG: a.child(pleg.Kind), Events: d.Events, Log: a.log,
 		}), nil)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/actorlet/actorlet/messages"
 	"github.com/actorlet/actorlet/podruntime"
+	"github.com/actorlet/actorlet/supervision"
 )
 
 // Upstream's names of rotated logs: <path>.<timestamp>, gzip'd as
@@ -60,19 +61,18 @@ func (p logRotation) Run(ctx context.Context) *messages.LogsRotated {
 		return done
 	}
 	var (
-		mu  sync.Mutex
-		wg  sync.WaitGroup
-		sem = make(chan struct{}, max(p.Workers, 1))
+		mu    sync.Mutex
+		parts supervision.Group
+		sem   = make(chan struct{}, max(p.Workers, 1))
 	)
 	for _, ct := range cl.Containers {
 		// Only the kubelet's: other clients of the runtime manage their own.
 		if ct.State != runtimeapi.ContainerState_CONTAINER_RUNNING || ct.GetLabels()[podruntime.LabelPodUID] == "" {
 			continue
 		}
-		wg.Add(1)
 		sem <- struct{}{}
-		go func() {
-			defer func() { <-sem; wg.Done() }()
+		parts.Go(func() {
+			defer func() { <-sem }()
 			rotated, removed, err := p.rotate(ctx, ct.Id, time.Now())
 			mu.Lock()
 			defer mu.Unlock()
@@ -83,9 +83,9 @@ func (p logRotation) Run(ctx context.Context) *messages.LogsRotated {
 			if rotated {
 				done.Rotated++
 			}
-		}()
+		})
 	}
-	wg.Wait()
+	parts.Wait()
 	return done
 }
 

@@ -68,6 +68,10 @@ type Actor struct {
 	// specChanged: an update changed the pod's spec since the last sync
 	// started.
 	specChanged bool
+	// injectedFault, when set, is the reason of a panic injected into the
+	// next sync work (messages.InjectPanic with InSyncWork). It lives in the
+	// actor, so that it fires once: the restarted worker has none.
+	injectedFault string
 }
 
 // New returns a producer of the pod-worker for p's pod.
@@ -111,6 +115,14 @@ func (a *Actor) Receive(ctx actor.Context) {
 		}
 	case *messages.PodStopped:
 		a.step(ctx, EvStopped{Gen: m.Gen})
+	case *messages.InjectPanic:
+		// Only with InSyncWork does the middleware let it through. A sync
+		// is started for it, as an update with the same pod would.
+		a.injectedFault = m.Reason
+		a.log.Warn().Str("reason", m.Reason).Msg("fault injected: the next sync work will panic")
+		if a.state.Pod != nil {
+			a.step(ctx, EvUpdate{Pod: a.state.Pod})
+		}
 	case *messages.PodKilled:
 		if m.Err != nil && a.state.gen == m.Gen {
 			a.log.Warn().Err(m.Err).Msg("killing the pod failed; retrying")
@@ -139,8 +151,13 @@ func (a *Actor) execute(ctx actor.Context, c Command) {
 		opCtx, cancel := context.WithCancel(context.Background())
 		a.cancelSync = cancel
 		op := a.syncOperation()
+		fault := a.injectedFault
+		a.injectedFault = ""
 		supervision.Go(ctx, func() messages.Message {
 			defer cancel()
+			if fault != "" {
+				panic("injected fault in sync work: " + fault)
+			}
 			start := time.Now()
 			out := rt.SyncPod(opCtx, c.Pod)
 			metrics.PodWorkerDuration.WithLabelValues(op).Observe(time.Since(start).Seconds())

@@ -122,3 +122,53 @@ func TestTerminationCancelsALongSync(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// countingRuntime's syncs succeed at once and are counted.
+type countingRuntime struct{ syncs chan struct{} }
+
+func (r *countingRuntime) SyncPod(context.Context, *v1.Pod) SyncOutcome {
+	r.syncs <- struct{}{}
+	return SyncOutcome{}
+}
+
+func (r *countingRuntime) KillPod(context.Context, *v1.Pod, types.UID, string, string, int64, func()) error {
+	return nil
+}
+
+// TestPanicInjectedInSyncWorkRestartsTheWorker: a panic injected into the
+// next sync work starts a sync whose work panics off the mailbox; the worker
+// fails, restarts, asks for its pod again and syncs it, once: the fault does
+// not outlive the incarnation it was injected into.
+func TestPanicInjectedInSyncWorkRestartsTheWorker(t *testing.T) {
+	system := supervision.NewSystem(zerolog.Nop())
+	defer system.Shutdown()
+	rt := &countingRuntime{syncs: make(chan struct{}, 8)}
+	params := &Params{UID: "u1", Name: "web", Namespace: "default", Runtime: rt, Log: zerolog.Nop()}
+	p := &parent{params: params, pod: pod("busybox", 30), ready: make(chan *actor.PID, 1)}
+	system.Root.Spawn(actor.PropsFromProducer(func() actor.Actor { return p }))
+	worker := <-p.ready
+	waitSync := func(what string) {
+		t.Helper()
+		select {
+		case <-rt.syncs:
+		case <-time.After(5 * time.Second):
+			t.Fatalf("no sync: %s", what)
+		}
+	}
+	waitSync("the first sync")
+	supervision.TellFromOutside(system.ActorSystem, worker, &messages.InjectPanic{Reason: "test", InSyncWork: true})
+	// The injected sync panics before it reaches the runtime; the restarted
+	// worker's first sync is the next one the runtime sees.
+	waitSync("the restarted worker's sync")
+	if n := params.incarnations.Load(); n != 2 {
+		t.Errorf("%d incarnations, want 2 (one restart)", n)
+	}
+	select {
+	case <-rt.syncs:
+		t.Error("a further sync: the fault or the restart repeated")
+	case <-time.After(300 * time.Millisecond):
+	}
+	if n := params.incarnations.Load(); n != 2 {
+		t.Errorf("%d incarnations after the restart settled, want 2", n)
+	}
+}

@@ -53,9 +53,13 @@ const (
 // Params configures the status-reporter actor.
 type Params struct {
 	// Kube is nil in standalone mode: the actor then tracks, writes nothing.
-	Kube     kubernetes.Interface
-	NodeName string
-	NodeIP   net.IP
+	Kube kubernetes.Interface
+	// Heartbeat renews the lease and writes the node status: upstream's
+	// heartbeat client, with a rate budget of its own so that other traffic
+	// cannot delay the heartbeats. Nil: Kube.
+	Heartbeat kubernetes.Interface
+	NodeName  string
+	NodeIP    net.IP
 	// Config gives registerNode, registerWithTaints, providerID, port,
 	// nodeStatusUpdateFrequency, nodeStatusReportFrequency,
 	// nodeLeaseDurationSeconds, nodeStatusMaxImages and evictionHard.
@@ -242,7 +246,7 @@ func (a *Actor) tick(ctx actor.Context) {
 		return
 	}
 	a.updatingStatus = true
-	kube, spec, p, system := a.p.Kube, a.spec, &a.p, ctx.ActorSystem()
+	kube, spec, p, system := a.heartbeat(), a.spec, &a.p, ctx.ActorSystem()
 	reportDue := a.statusFailed || time.Since(a.lastReport) >= a.p.Config.NodeStatusReportFrequency.Duration
 	supervision.Go(ctx, func() messages.Message {
 		c, cancel := context.WithTimeout(context.Background(), callTimeout)
@@ -282,13 +286,21 @@ func (a *Actor) statusUpdated(ctx actor.Context, m *messages.NodeStatusUpdated) 
 	}
 }
 
+// heartbeat is the client of the lease and the node status.
+func (a *Actor) heartbeat() kubernetes.Interface {
+	if a.p.Heartbeat != nil {
+		return a.p.Heartbeat
+	}
+	return a.p.Kube
+}
+
 // renew renews the lease outside the mailbox.
 func (a *Actor) renew(ctx actor.Context) {
 	if a.node == nil || a.renewing {
 		return
 	}
 	a.renewing = true
-	kube, name, uid, duration := a.p.Kube, a.p.NodeName, a.node.UID, a.p.Config.NodeLeaseDurationSeconds
+	kube, name, uid, duration := a.heartbeat(), a.p.NodeName, a.node.UID, a.p.Config.NodeLeaseDurationSeconds
 	supervision.Go(ctx, func() messages.Message {
 		c, cancel := context.WithTimeout(context.Background(), callTimeout)
 		defer cancel()

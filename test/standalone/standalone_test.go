@@ -468,3 +468,89 @@ func TestRejectedStaticPodStaysRejected(t *testing.T) {
 		}
 	}
 }
+
+// TestPanicInSyncWorkStaysInThePod injects a panic into a pod-worker's sync
+// work, which runs off its mailbox: the process survives, the worker alone
+// restarts and adopts its pod (same sandbox and containers, no container
+// restart), and the other pod is untouched.
+func TestPanicInSyncWorkStaysInThePod(t *testing.T) {
+	n := newNode(t)
+	n.start()
+	for _, name := range []string{"victim", "bystander"} {
+		n.writeManifest(name+".yaml", manifest(name, fmt.Sprintf("  containers:\n  - name: c\n    image: %s\n    command: [\"sleep\", \"3600\"]\n", n.busybox())))
+	}
+	victim := n.running("victim", 60*time.Second)
+	bystander := n.running("bystander", 60*time.Second)
+	workerOf := func(p *v1.Pod) string {
+		return fmt.Sprintf("bootstrap/pod-manager/default/%s@%s", p.Name, string(p.UID)[:8])
+	}
+	resp, err := http.Post(fmt.Sprintf("http://127.0.0.1:%d/debug/inject/panic?actor=%s&in=sync-work", n.debug, workerOf(victim)), "text/plain", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("inject a panic into %s's sync work: %s", workerOf(victim), resp.Status)
+	}
+	n.eventually("the panic in the sync work is logged with its stack", 30*time.Second, func() error {
+		logs := n.logs()
+		if !strings.Contains(logs, "work started off the mailbox panicked") || !strings.Contains(logs, "injected fault in sync work") {
+			return fmt.Errorf("not logged yet")
+		}
+		if !strings.Contains(logs, "goroutine ") {
+			return fmt.Errorf("logged without a stack")
+		}
+		return nil
+	})
+	n.eventually("the victim's worker alone restarted, for the panic in its sync work", 30*time.Second, func() error {
+		resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/debug/actors.json", n.debug))
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		var snap struct {
+			Actors []struct {
+				Path, Kind, State, LastFailure string
+				Restarts                       int
+			}
+		}
+		if err := json.NewDecoder(resp.Body).Decode(&snap); err != nil {
+			return err
+		}
+		var restarted []string
+		for _, a := range snap.Actors {
+			if a.Restarts > 0 {
+				restarted = append(restarted, a.Path)
+			}
+			if a.Kind == "pod-worker" && a.State != "syncing" {
+				return fmt.Errorf("worker %s in state %q", a.Path, a.State)
+			}
+			if a.Path == workerOf(victim) && a.Restarts == 1 && !strings.Contains(a.LastFailure, "injected fault in sync work") {
+				return fmt.Errorf("the victim's worker failed with %q, not the injected panic", a.LastFailure)
+			}
+		}
+		if fmt.Sprint(restarted) != fmt.Sprint([]string{workerOf(victim)}) {
+			return fmt.Errorf("restarted actors %v, want only %s", restarted, workerOf(victim))
+		}
+		return nil
+	})
+	time.Sleep(3 * time.Second) // let the restarted worker sync
+	if !n.proc.Alive() {
+		t.Fatal("actorlet died")
+	}
+	for _, before := range []*v1.Pod{victim, bystander} {
+		name := strings.TrimSuffix(before.Name, "-"+n.name)
+		after := n.running(name, 30*time.Second)
+		if fmt.Sprint(containerIDs(after)) != fmt.Sprint(containerIDs(before)) {
+			t.Errorf("%s: containers recreated: %v → %v", name, containerIDs(before), containerIDs(after))
+		}
+		for _, cs := range after.Status.ContainerStatuses {
+			if cs.RestartCount != 0 {
+				t.Errorf("%s: container %s restarted %d times", name, cs.Name, cs.RestartCount)
+			}
+		}
+		if sandboxes, containers := n.runtimeObjects(string(before.UID)); sandboxes != 1 || containers != 1 {
+			t.Errorf("%s: %d sandboxes and %d containers in the runtime, want 1 and 1", name, sandboxes, containers)
+		}
+	}
+}
