@@ -1,7 +1,6 @@
 package standalone
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -105,21 +104,11 @@ func TestFloodDoesNotReachThePodManager(t *testing.T) {
 // mailboxDepth reads the mailbox depth of the actor at path from the
 // registry, through the debug listener.
 func (n *node) mailboxDepth(path string) (int64, error) {
-	res, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/debug/actors.json", n.debug))
+	actors, err := n.actors()
 	if err != nil {
 		return 0, err
 	}
-	defer res.Body.Close()
-	var snap struct {
-		Actors []struct {
-			Path         string `json:"path"`
-			MailboxDepth int64  `json:"mailboxDepth"`
-		} `json:"actors"`
-	}
-	if err := json.NewDecoder(res.Body).Decode(&snap); err != nil {
-		return 0, err
-	}
-	for _, a := range snap.Actors {
+	for _, a := range actors {
 		if a.Path == path {
 			return a.MailboxDepth, nil
 		}

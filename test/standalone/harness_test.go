@@ -1,7 +1,9 @@
 package standalone
 
 import (
+	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -169,4 +171,30 @@ func (n *node) removeManifest(file string) {
 func (n *node) runtimeObjects(uid string) (sandboxes, containers int) {
 	n.t.Helper()
 	return agent.RuntimeObjects(n.t, n.rt, uid)
+}
+
+// debugActor is what the tests read of one actor in /debug/actors.json.
+type debugActor struct {
+	Path, Kind, State, LastFailure string
+	Restarts                       int
+	MailboxDepth                   int64
+}
+
+// actors reads the registry's live actors through the debug listener.
+func (n *node) actors() ([]debugActor, error) {
+	res, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/debug/actors.json", n.debug))
+	if err != nil {
+		return nil, err
+	}
+	defer res.Body.Close()
+	var snap struct{ Actors []debugActor }
+	if err := json.NewDecoder(res.Body).Decode(&snap); err != nil {
+		return nil, err
+	}
+	return snap.Actors, nil
+}
+
+// workerPath is the registry path of a static pod's pod-worker.
+func workerPath(p *v1.Pod) string {
+	return fmt.Sprintf("bootstrap/pod-manager/default/%s@%s", p.Name, string(p.UID)[:8])
 }

@@ -1,7 +1,6 @@
 package standalone
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -340,7 +339,7 @@ func TestPanickingWorkerRestartsAlone(t *testing.T) {
 	}
 	victim := n.running("victim", 60*time.Second)
 	bystander := n.running("bystander", 60*time.Second)
-	worker := fmt.Sprintf("bootstrap/pod-manager/default/%s@%s", victim.Name, string(victim.UID)[:8])
+	worker := workerPath(victim)
 	resp, err := http.Post(fmt.Sprintf("http://127.0.0.1:%d/debug/inject/panic?actor=%s", n.debug, worker), "text/plain", nil)
 	if err != nil {
 		t.Fatal(err)
@@ -357,22 +356,12 @@ func TestPanickingWorkerRestartsAlone(t *testing.T) {
 	})
 	// The dashboard's data shows the restart on the victim's worker alone.
 	n.eventually("the registry shows the restart", 30*time.Second, func() error {
-		resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/debug/actors.json", n.debug))
+		actors, err := n.actors()
 		if err != nil {
 			return err
 		}
-		defer resp.Body.Close()
-		var snap struct {
-			Actors []struct {
-				Path, Kind, State string
-				Restarts          int
-			}
-		}
-		if err := json.NewDecoder(resp.Body).Decode(&snap); err != nil {
-			return err
-		}
 		restarts := map[string]int{}
-		for _, a := range snap.Actors {
+		for _, a := range actors {
 			if a.Kind == "pod-worker" {
 				if a.State != "syncing" {
 					return fmt.Errorf("worker %s in state %q", a.Path, a.State)
@@ -380,8 +369,7 @@ func TestPanickingWorkerRestartsAlone(t *testing.T) {
 				restarts[a.Path] = a.Restarts
 			}
 		}
-		bystanderWorker := fmt.Sprintf("bootstrap/pod-manager/default/%s@%s", bystander.Name, string(bystander.UID)[:8])
-		if restarts[worker] != 1 || restarts[bystanderWorker] != 0 {
+		if restarts[worker] != 1 || restarts[workerPath(bystander)] != 0 {
 			return fmt.Errorf("worker restarts %v", restarts)
 		}
 		return nil
@@ -481,16 +469,13 @@ func TestPanicInSyncWorkStaysInThePod(t *testing.T) {
 	}
 	victim := n.running("victim", 60*time.Second)
 	bystander := n.running("bystander", 60*time.Second)
-	workerOf := func(p *v1.Pod) string {
-		return fmt.Sprintf("bootstrap/pod-manager/default/%s@%s", p.Name, string(p.UID)[:8])
-	}
-	resp, err := http.Post(fmt.Sprintf("http://127.0.0.1:%d/debug/inject/panic?actor=%s&in=sync-work", n.debug, workerOf(victim)), "text/plain", nil)
+	resp, err := http.Post(fmt.Sprintf("http://127.0.0.1:%d/debug/inject/panic?actor=%s&in=sync-work", n.debug, workerPath(victim)), "text/plain", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusAccepted {
-		t.Fatalf("inject a panic into %s's sync work: %s", workerOf(victim), resp.Status)
+		t.Fatalf("inject a panic into %s's sync work: %s", workerPath(victim), resp.Status)
 	}
 	n.eventually("the panic in the sync work is logged with its stack", 30*time.Second, func() error {
 		logs := n.logs()
@@ -503,34 +488,24 @@ func TestPanicInSyncWorkStaysInThePod(t *testing.T) {
 		return nil
 	})
 	n.eventually("the victim's worker alone restarted, for the panic in its sync work", 30*time.Second, func() error {
-		resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/debug/actors.json", n.debug))
+		actors, err := n.actors()
 		if err != nil {
 			return err
 		}
-		defer resp.Body.Close()
-		var snap struct {
-			Actors []struct {
-				Path, Kind, State, LastFailure string
-				Restarts                       int
-			}
-		}
-		if err := json.NewDecoder(resp.Body).Decode(&snap); err != nil {
-			return err
-		}
 		var restarted []string
-		for _, a := range snap.Actors {
+		for _, a := range actors {
 			if a.Restarts > 0 {
 				restarted = append(restarted, a.Path)
 			}
 			if a.Kind == "pod-worker" && a.State != "syncing" {
 				return fmt.Errorf("worker %s in state %q", a.Path, a.State)
 			}
-			if a.Path == workerOf(victim) && a.Restarts == 1 && !strings.Contains(a.LastFailure, "injected fault in sync work") {
+			if a.Path == workerPath(victim) && a.Restarts == 1 && !strings.Contains(a.LastFailure, "injected fault in sync work") {
 				return fmt.Errorf("the victim's worker failed with %q, not the injected panic", a.LastFailure)
 			}
 		}
-		if fmt.Sprint(restarted) != fmt.Sprint([]string{workerOf(victim)}) {
-			return fmt.Errorf("restarted actors %v, want only %s", restarted, workerOf(victim))
+		if fmt.Sprint(restarted) != fmt.Sprint([]string{workerPath(victim)}) {
+			return fmt.Errorf("restarted actors %v, want only %s", restarted, workerPath(victim))
 		}
 		return nil
 	})
