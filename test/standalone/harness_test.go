@@ -198,3 +198,22 @@ func (n *node) actors() ([]debugActor, error) {
 func workerPath(p *v1.Pod) string {
 	return fmt.Sprintf("bootstrap/pod-manager/default/%s@%s", p.Name, string(p.UID)[:8])
 }
+
+// injectPanic makes the actor at path panic once through the debug
+// listener's fault injection: in its handler, or with in "sync-work" in a
+// pod-worker's next sync work.
+func (n *node) injectPanic(path, in string) {
+	n.t.Helper()
+	url := fmt.Sprintf("http://127.0.0.1:%d/debug/inject/panic?actor=%s", n.debug, path)
+	if in != "" {
+		url += "&in=" + in
+	}
+	resp, err := http.Post(url, "text/plain", nil)
+	if err != nil {
+		n.t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusAccepted {
+		n.t.Fatalf("inject a panic into %s (in=%q): %s", path, in, resp.Status)
+	}
+}

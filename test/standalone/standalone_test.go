@@ -340,14 +340,7 @@ func TestPanickingWorkerRestartsAlone(t *testing.T) {
 	victim := n.running("victim", 60*time.Second)
 	bystander := n.running("bystander", 60*time.Second)
 	worker := workerPath(victim)
-	resp, err := http.Post(fmt.Sprintf("http://127.0.0.1:%d/debug/inject/panic?actor=%s", n.debug, worker), "text/plain", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusAccepted {
-		t.Fatalf("inject panic into %s: %s", worker, resp.Status)
-	}
+	n.injectPanic(worker, "")
 	n.eventually("the worker restarted", 30*time.Second, func() error {
 		if !strings.Contains(n.logs(), "injected fault") {
 			return fmt.Errorf("no restart logged yet")
@@ -392,14 +385,7 @@ func TestPodManagerRestartResumesPods(t *testing.T) {
 	n.start()
 	n.writeManifest("keep.yaml", manifest("keep", fmt.Sprintf("  containers:\n  - name: c\n    image: %s\n    command: [\"sleep\", \"3600\"]\n", n.busybox())))
 	before := n.running("keep", 60*time.Second)
-	resp, err := http.Post(fmt.Sprintf("http://127.0.0.1:%d/debug/inject/panic?actor=bootstrap/pod-manager", n.debug), "text/plain", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusAccepted {
-		t.Fatalf("inject panic: %s", resp.Status)
-	}
+	n.injectPanic("bootstrap/pod-manager", "")
 	n.eventually("the pod-manager restarted", 30*time.Second, func() error {
 		if !strings.Contains(n.logs(), "injected fault") {
 			return fmt.Errorf("no restart logged yet")
@@ -469,14 +455,7 @@ func TestPanicInSyncWorkStaysInThePod(t *testing.T) {
 	}
 	victim := n.running("victim", 60*time.Second)
 	bystander := n.running("bystander", 60*time.Second)
-	resp, err := http.Post(fmt.Sprintf("http://127.0.0.1:%d/debug/inject/panic?actor=%s&in=sync-work", n.debug, workerPath(victim)), "text/plain", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusAccepted {
-		t.Fatalf("inject a panic into %s's sync work: %s", workerPath(victim), resp.Status)
-	}
+	n.injectPanic(workerPath(victim), "sync-work")
 	n.eventually("the panic in the sync work is logged with its stack", 30*time.Second, func() error {
 		logs := n.logs()
 		if !strings.Contains(logs, "work started off the mailbox panicked") || !strings.Contains(logs, "injected fault in sync work") {
