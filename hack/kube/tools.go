@@ -1,11 +1,19 @@
 //go:build tools
 
-// Package tools pins the Kubernetes control-plane commands that
-// hack/node-env builds (kube-apiserver, kube-controller-manager, kubectl).
+// Package tools pins the Kubernetes commands that hack/node-env builds:
+// the control plane (kube-apiserver, kube-controller-manager,
+// kube-scheduler, kubectl), the upstream kubelet for reference runs, and
+// the conformance suite (the e2e test package and the ginkgo CLI).
 package tools
 
 import (
+	_ "github.com/onsi/ginkgo/v2/ginkgo"
 	_ "k8s.io/kubernetes/cmd/kube-apiserver"
 	_ "k8s.io/kubernetes/cmd/kube-controller-manager"
+	_ "k8s.io/kubernetes/cmd/kube-scheduler"
 	_ "k8s.io/kubernetes/cmd/kubectl"
+	_ "k8s.io/kubernetes/cmd/kubelet"
+	_ "k8s.io/kubernetes/test/e2e"
+	_ "k8s.io/kubernetes/test/images/agnhost"
+	_ "k8s.io/kubernetes/test/images/nonewprivs"
 )
