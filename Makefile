@@ -16,7 +16,7 @@ PKG_IMPORTS = $(GO) list -f '{{.ImportPath}}{{range .TestImports}} {{.}}{{end}}{
 INTEGRATION = $$($(PKG_IMPORTS) | awk '/actorlet\/test\/env( |$$)/ || $$1 ~ /\/cmd\// {print $$1}')
 UNIT = $$($(PKG_IMPORTS) | awk '!(/actorlet\/test\/env( |$$)/ || $$1 ~ /\/cmd\//) {print $$1}')
 
-.PHONY: build test unit integration fuzz lint env-up env-down run run-cluster bench bench-churn bench-static bench-cluster clean
+.PHONY: build test unit integration fuzz lint env-up env-down run run-cluster bench bench-churn bench-static bench-cluster conformance clean
 
 build:
 	$(GO) build -o $(BIN)/actorlet ./cmd/actorlet
@@ -78,7 +78,21 @@ bench-cluster: env-up
 	$(GO) test -run XXX -bench BenchmarkAPIPodStartup -benchtime 1x -timeout 20m ./test/cluster
 
 env-up:
-	hack/node-env up --with-apiserver
+	hack/node-env up --with-conformance
+
+# Issue #15: the node-facing Kubernetes [Conformance] specs of
+# test/conformance/specs.txt against actorlet as the only node, spec by
+# spec (docs/conformance.md). Artifacts under _artifacts/conformance/AGENT/.
+#   make conformance FOCUS='ConfigMap' PROCS=2
+#   make conformance SPECS=my-specs.txt
+#   make conformance KUBELET=upstream        # the reference run
+#   make conformance KUBELET=/path/to/agent  # any node agent with the kubelet's flags
+KUBELET ?= $(BIN)/actorlet
+SPECS ?= test/conformance/specs.txt
+FOCUS ?=
+PROCS ?= 4
+conformance: env-up build
+	$(GO) run ./cmd/actorlet-conformance -kubelet '$(KUBELET)' -specs '$(SPECS)' -focus '$(FOCUS)' -procs $(PROCS)
 
 env-down:
 	hack/node-env down

@@ -52,6 +52,7 @@ type Env struct {
 	BusyboxImage    string // ACTORLET_BUSYBOX_IMAGE
 	NonRootImage    string // ACTORLET_NONROOT_IMAGE, busybox with USER 1234
 	Kubectl         string // KUBECTL, path of the built kubectl
+	KubeBin         string // ACTORLET_KUBE_BIN, the directory of the built Kubernetes binaries (e2e.test, ginkgo, kubelet, ...)
 
 	// WithAPIServer is true when etcd, kube-apiserver and
 	// kube-controller-manager were required and are up.
@@ -66,15 +67,22 @@ type Env struct {
 type Option func(*options)
 
 type options struct {
-	apiServer bool
+	apiServer   bool
+	conformance bool
 }
 
 // WithAPIServer also requires etcd, kube-apiserver and kube-controller-manager.
 func WithAPIServer() Option { return func(o *options) { o.apiServer = true } }
 
+// WithConformance also requires kube-scheduler, the e2e suite (e2e.test and
+// ginkgo under KubeBin) and the e2e test images in the registry (issue #15).
+func WithConformance() Option {
+	return func(o *options) { o.apiServer, o.conformance = true, true }
+}
+
 var (
 	mu     sync.Mutex
-	cached = map[bool]*result{}
+	cached = map[options]*result{}
 )
 
 type result struct {
@@ -111,11 +119,11 @@ func Load(opts ...Option) (*Env, error) {
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	if r, ok := cached[o.apiServer]; ok {
+	if r, ok := cached[o]; ok {
 		return r.env, r.err
 	}
 	e, err := load(o)
-	cached[o.apiServer] = &result{e, err}
+	cached[o] = &result{e, err}
 	return e, err
 }
 
@@ -132,7 +140,10 @@ func load(o options) (*Env, error) {
 	}
 	script := filepath.Join(root, "hack", "node-env")
 	args := []string{}
-	if o.apiServer {
+	switch {
+	case o.conformance:
+		args = append(args, "--with-conformance")
+	case o.apiServer:
 		args = append(args, "--with-apiserver")
 	}
 	if exec.Command(script, append([]string{"check"}, args...)...).Run() != nil {
@@ -182,6 +193,7 @@ func parse(out []byte) (*Env, error) {
 		BusyboxImage:    vars["ACTORLET_BUSYBOX_IMAGE"],
 		NonRootImage:    vars["ACTORLET_NONROOT_IMAGE"],
 		Kubectl:         vars["KUBECTL"],
+		KubeBin:         vars["ACTORLET_KUBE_BIN"],
 		vars:            vars,
 	}
 	if e.RuntimeEndpoint == "" || e.StateDir == "" || e.NodeName == "" {
