@@ -1,0 +1,82 @@
+// Command actorlet-conformance runs the node-facing Kubernetes conformance
+// specs against a node agent and prints them spec by spec (issue #15; make
+// conformance). It needs the environment with the conformance suite
+// (hack/node-env up --with-conformance) and runs as root.
+//
+//	actorlet-conformance -kubelet bin/actorlet                # the selection, test/conformance/specs.txt
+//	actorlet-conformance -kubelet upstream                    # the same against the upstream kubelet
+//	actorlet-conformance -kubelet bin/actorlet -focus 'Pods'  # the specs of the selection that match
+//	actorlet-conformance -kubelet bin/actorlet -specs my.txt  # the specs named in a file
+//
+// It exits 0 when every spec passed, 1 when some failed, 2 when the run
+// could not be made.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"github.com/actorlet/actorlet/test/conformance"
+	"github.com/actorlet/actorlet/test/env"
+)
+
+func main() {
+	specsFile := flag.String("specs", "test/conformance/specs.txt", "file of spec names, one a line (# comments)")
+	focus := flag.String("focus", "", "regular expression: run only the specs of -specs whose name it matches")
+	procs := flag.Int("procs", 4, "parallel ginkgo processes ([Serial] specs always run alone)")
+	kubelet := flag.String("kubelet", "bin/actorlet", `node agent binary, or "upstream" for the upstream kubelet v1.37.2 built by hack/node-env`)
+	artifacts := flag.String("artifacts", "", "directory for report.json, junit.xml, e2e.log, the agent's log and results.txt, emptied first (default _artifacts/conformance/AGENT)")
+	flag.Parse()
+	if flag.NArg() > 0 {
+		fail(2, "unexpected arguments: %s", strings.Join(flag.Args(), " "))
+	}
+	specs, err := conformance.ReadSpecs(*specsFile)
+	if err != nil {
+		fail(2, "-specs: %v", err)
+	}
+	e, err := env.Load(env.WithConformance())
+	if err != nil {
+		fail(2, "environment: %v", err)
+	}
+	agent, name := *kubelet, filepath.Base(*kubelet)
+	if agent == "upstream" {
+		out, err := exec.Command(e.Script, "upstream-kubelet").Output()
+		if err != nil {
+			fail(2, "building the upstream kubelet: %v", err)
+		}
+		agent, name = strings.TrimSpace(string(out)), "upstream"
+	} else if agent, err = filepath.Abs(agent); err != nil {
+		fail(2, "-kubelet: %v", err)
+	}
+	if _, err := os.Stat(agent); err != nil {
+		fail(2, "-kubelet: %v", err)
+	}
+	if *artifacts == "" {
+		*artifacts = filepath.Join("_artifacts", "conformance", name)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	out, err := conformance.Run(ctx, e, conformance.Options{
+		Specs: specs, Focus: *focus, Procs: *procs,
+		Agent: agent, AgentName: name, Artifacts: *artifacts, Out: os.Stdout,
+	})
+	if err != nil {
+		fail(2, "%v", err)
+	}
+	if conformance.Count(out.Results).Failed > 0 {
+		stop()
+		os.Exit(1)
+	}
+}
+
+func fail(code int, format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "actorlet-conformance: "+format+"\n", args...)
+	os.Exit(code)
+}

@@ -1,0 +1,176 @@
+package conformance
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/actorlet/actorlet/test/env"
+)
+
+// Options say what Run runs, on which agent.
+type Options struct {
+	// Specs are the full names of the specs to run.
+	Specs []string
+	// Focus, when set, keeps only the Specs whose name it matches.
+	Focus string
+	// Procs is the number of parallel ginkgo processes; specs marked
+	// [Serial] run alone after the others, as ginkgo does.
+	Procs int
+	// Agent is the node agent binary. AgentName names it in messages and
+	// files (actorlet, upstream, ...).
+	Agent, AgentName string
+	// Artifacts is the directory for report.json, junit.xml, e2e.log, the
+	// agent's log and results.txt; emptied first.
+	Artifacts string
+	// Out gets progress and the per-spec table.
+	Out io.Writer
+}
+
+// Outcome is what Run found.
+type Outcome struct {
+	Results []Result
+	Wall    time.Duration
+}
+
+// Run starts the agent as the environment's only node, runs the selected
+// specs against it, and writes the per-spec table to opts.Out and
+// Artifacts/results.txt. The error is for a run that could not be made;
+// failed specs are in the Outcome.
+func Run(ctx context.Context, e *env.Env, opts Options) (*Outcome, error) {
+	specs, err := selectSpecs(opts.Specs, opts.Focus)
+	if err != nil {
+		return nil, err
+	}
+	if opts.Procs < 1 {
+		opts.Procs = 1
+	}
+	if err := os.RemoveAll(opts.Artifacts); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(opts.Artifacts, 0o755); err != nil {
+		return nil, err
+	}
+	admin, err := adminClient(e)
+	if err != nil {
+		return nil, err
+	}
+	n := &node{
+		e: e, admin: admin, name: opts.AgentName, binary: opts.Agent,
+		dir:     filepath.Join(e.StateDir, "conformance", opts.AgentName),
+		logPath: filepath.Join(opts.Artifacts, opts.AgentName+".log"),
+	}
+	fmt.Fprintf(opts.Out, "conformance: %d specs against %s (%s), %d processes; artifacts in %s\n",
+		len(specs), opts.AgentName, opts.Agent, opts.Procs, opts.Artifacts)
+	if err := n.start(ctx); err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err := n.stop(context.WithoutCancel(ctx)); err != nil {
+			fmt.Fprintf(opts.Out, "conformance: cleaning up after %s: %v\n", opts.AgentName, err)
+		}
+	}()
+	if err := n.waitReady(ctx, 3*time.Minute); err != nil {
+		return nil, err
+	}
+	start := time.Now()
+	if err := runGinkgo(ctx, e, opts, specs, n); err != nil {
+		return nil, err
+	}
+	out := &Outcome{Wall: time.Since(start)}
+	out.Results, err = ReadReport(filepath.Join(opts.Artifacts, "report.json"), specs)
+	if err != nil {
+		return nil, fmt.Errorf("reading the e2e report (log: %s): %w", filepath.Join(opts.Artifacts, "e2e.log"), err)
+	}
+	f, err := os.Create(filepath.Join(opts.Artifacts, "results.txt"))
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fmt.Fprintf(f, "# %s against %s, %s, wall time %s\n", time.Now().UTC().Format(time.RFC3339), opts.AgentName, opts.Agent, out.Wall.Round(time.Second))
+	WriteTable(f, out.Results)
+	fmt.Fprintf(opts.Out, "conformance: %s against %s in %s\n", opts.Artifacts, opts.AgentName, out.Wall.Round(time.Second))
+	WriteTable(opts.Out, out.Results)
+	return out, nil
+}
+
+func selectSpecs(specs []string, focus string) ([]string, error) {
+	if focus == "" {
+		return specs, nil
+	}
+	re, err := regexp.Compile(focus)
+	if err != nil {
+		return nil, fmt.Errorf("focus %q: %w", focus, err)
+	}
+	var out []string
+	for _, s := range specs {
+		if re.MatchString(s) {
+			out = append(out, s)
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("focus %q matches none of the %d specs", focus, len(specs))
+	}
+	return out, nil
+}
+
+func adminClient(e *env.Env) (kubernetes.Interface, error) {
+	cfg, err := clientcmd.BuildConfigFromFlags("", e.AdminKubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	return kubernetes.NewForConfig(cfg)
+}
+
+// runGinkgo runs the e2e suite through the ginkgo CLI. A run with failed
+// specs exits non-zero; that is the report's to tell, so only a run
+// without a report is an error.
+func runGinkgo(ctx context.Context, e *env.Env, opts Options, specs []string, n *node) error {
+	art, err := filepath.Abs(opts.Artifacts)
+	if err != nil {
+		return err
+	}
+	args := []string{
+		"--procs=" + strconv.Itoa(opts.Procs),
+		"--timeout=6h",
+		"--no-color",
+		"--silence-skips",
+		"--output-dir=" + art,
+		"--json-report=report.json",
+		"--junit-report=junit.xml",
+		"--focus=" + FocusOf(specs),
+		filepath.Join(e.KubeBin, "e2e.test"),
+		"--",
+		"--kubeconfig=" + e.AdminKubeconfig,
+		"--provider=skeleton",
+		"--kubectl-path=" + e.Kubectl,
+		"--e2e-output-dir=" + art,
+		"--disable-log-dump",
+		"--container-runtime-endpoint=" + e.RuntimeEndpoint,
+		"--kubelet-root-dir=" + filepath.Join(n.dir, "root"),
+		"--node-os-distro=debian",
+	}
+	logf, err := os.Create(filepath.Join(art, "e2e.log"))
+	if err != nil {
+		return err
+	}
+	defer logf.Close()
+	cmd := exec.CommandContext(ctx, filepath.Join(e.KubeBin, "ginkgo"), args...)
+	cmd.Dir = art
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+e.AdminKubeconfig)
+	runErr := cmd.Run()
+	if _, err := os.Stat(filepath.Join(art, "report.json")); err != nil {
+		return fmt.Errorf("ginkgo wrote no report (%v); log: %s", runErr, logf.Name())
+	}
+	return nil
+}
