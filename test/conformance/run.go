@@ -168,6 +168,11 @@ func runGinkgo(ctx context.Context, e *env.Env, opts Options, specs []string, n 
 	cmd.Dir = art
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+e.AdminKubeconfig)
+	// On cancellation ginkgo gets SIGINT, as from a terminal: it interrupts
+	// its e2e processes, which clean up their namespaces and still write
+	// the report. SIGKILL would leave them running.
+	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
+	cmd.WaitDelay = 3 * time.Minute
 	runErr := cmd.Run()
 	if _, err := os.Stat(filepath.Join(art, "report.json")); err != nil {
 		return fmt.Errorf("ginkgo wrote no report (%v); log: %s", runErr, logf.Name())
