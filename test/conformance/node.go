@@ -67,16 +67,19 @@ failSwapOn: false
 `, n.e.BridgeIP, KubeletPort, n.e.RuntimeEndpoint, n.e.CAFile)
 }
 
-// start removes what earlier runs or tests left (the Node object, every
-// pod sandbox in the runtime), takes the runtime lock and starts the agent.
+// start takes the runtime lock, removes what earlier runs or tests left
+// (the Node object, every pod sandbox in the runtime) and starts the agent.
 func (n *node) start(ctx context.Context) error {
 	if err := os.MkdirAll(n.dir, 0o755); err != nil {
 		return err
 	}
-	if err := n.forget(ctx); err != nil {
+	// The Node and the pods belong to whoever holds the runtime lock: take
+	// it before touching either.
+	if err := env.AcquireRuntimeLock(); err != nil {
 		return err
 	}
-	if err := env.AcquireRuntimeLock(); err != nil {
+	if err := n.forget(ctx); err != nil {
+		env.ReleaseRuntimeLock()
 		return err
 	}
 	if err := removePods(n.e); err != nil {

@@ -1,0 +1,69 @@
+package conformance
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/actorlet/actorlet/test/agent"
+	"github.com/actorlet/actorlet/test/env"
+)
+
+// TestSmoke runs the specs of smoke.txt, conformance specs of several
+// groups that actorlet passes, against actorlet: make test runs it so that
+// the harness of make conformance cannot rot. Artifacts are under
+// _artifacts/conformance/smoke/ at the repository's root.
+func TestSmoke(t *testing.T) {
+	e := env.Require(t, env.WithConformance())
+	specs, err := ReadSpecs("smoke.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	all, err := ReadSpecs("specs.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	inSelection := map[string]bool{}
+	for _, s := range all {
+		inSelection[s] = true
+	}
+	for _, s := range specs {
+		if !inSelection[s] {
+			t.Errorf("smoke.txt: %q is not in specs.txt", s)
+		}
+	}
+	binary, cleanup, err := agent.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cleanup()
+	root, err := env.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	res, err := Run(context.Background(), e, Options{
+		Specs: specs, Procs: 2, Agent: binary, AgentName: "actorlet",
+		Artifacts: filepath.Join(root, "_artifacts", "conformance", "smoke"), Out: &out,
+	})
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	t.Logf("\n%s", out.String())
+	if c := Count(res.Results); c.Failed > 0 || c.Passed != len(specs) {
+		art := filepath.Join(root, "_artifacts", "conformance", "smoke")
+		log, _ := os.ReadFile(filepath.Join(art, "actorlet.log"))
+		t.Errorf("smoke: %d of %d specs passed (e2e log: %s); actorlet's log ends:\n%s", c.Passed, len(specs),
+			filepath.Join(art, "e2e.log"), lastLines(string(log), 80))
+	}
+}
+
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
