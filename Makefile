@@ -91,8 +91,13 @@ KUBELET ?= $(BIN)/actorlet
 SPECS ?= test/conformance/specs.txt
 FOCUS ?=
 PROCS ?= 4
+# The table's last line is the verdict ("N passed, N failed"): make exits 0
+# when the run was made, whatever the specs did, and fails only when it
+# could not be made (actorlet-conformance's exit code 2).
 conformance: env-up build
-	$(GO) run ./cmd/actorlet-conformance -kubelet '$(KUBELET)' -specs '$(SPECS)' -focus '$(FOCUS)' -procs $(PROCS)
+	$(GO) build -o $(BIN)/actorlet-conformance ./cmd/actorlet-conformance
+	@$(BIN)/actorlet-conformance -kubelet '$(KUBELET)' -specs '$(SPECS)' -focus '$(FOCUS)' -procs $(PROCS); \
+		rc=$$?; [ $$rc -le 1 ] || exit $$rc
 
 env-down:
 	hack/node-env down
