@@ -56,14 +56,6 @@ func TestSmoke(t *testing.T) {
 		art := filepath.Join(root, "_artifacts", "conformance", "smoke")
 		log, _ := os.ReadFile(filepath.Join(art, "actorlet.log"))
 		t.Errorf("smoke: %d of %d specs passed (e2e log: %s); actorlet's log ends:\n%s", c.Passed, len(specs),
-			filepath.Join(art, "e2e.log"), lastLines(string(log), 80))
+			filepath.Join(art, "e2e.log"), env.Tail(string(log), 80))
 	}
-}
-
-func lastLines(s string, n int) string {
-	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
 }

@@ -153,7 +153,7 @@ func load(o options) (*Env, error) {
 		start := time.Now()
 		if err := cmd.Run(); err != nil {
 			return nil, fmt.Errorf("%s up %s: %v after %s:\n%s", script, strings.Join(args, " "), err,
-				time.Since(start).Round(time.Second), tail(out.String(), 40))
+				time.Since(start).Round(time.Second), Tail(out.String(), 40))
 		}
 	}
 	out, err := exec.Command(script, "env").Output()
@@ -202,7 +202,8 @@ func parse(out []byte) (*Env, error) {
 	return e, nil
 }
 
-func tail(s string, n int) string {
+// Tail returns the last n lines of s, for quoting the end of a log.
+func Tail(s string, n int) string {
 	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
 	if len(lines) > n {
 		lines = lines[len(lines)-n:]
