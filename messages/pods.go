@@ -7,45 +7,6 @@ import (
 	v1 "k8s.io/api/core/v1"
 )
 
-// PodOp is how a PodUpdate changes the pods of its source, with the meanings
-// of upstream's pod config.
-type PodOp int
-
-const (
-	// OpSet replaces the source's whole set of pods: pods missing from it
-	// are removed. Sources that rescan (files, URL) send SET.
-	OpSet PodOp = iota
-	// OpAdd adds pods that are new to the source.
-	OpAdd
-	// PodUpdate changes pods the source already sent.
-	OpUpdate
-	// OpDelete marks pods for graceful deletion (the API server set a
-	// deletionTimestamp); they are terminated with their grace period.
-	OpDelete
-	// OpRemove removes pods from the source at once.
-	OpRemove
-	// OpReconcile carries status-only changes of pods already known.
-	OpReconcile
-)
-
-func (o PodOp) String() string {
-	switch o {
-	case OpSet:
-		return "SET"
-	case OpAdd:
-		return "ADD"
-	case OpUpdate:
-		return "UPDATE"
-	case OpDelete:
-		return "DELETE"
-	case OpRemove:
-		return "REMOVE"
-	case OpReconcile:
-		return "RECONCILE"
-	}
-	return fmt.Sprintf("PodOp(%d)", int(o))
-}
-
 // Pod sources, as upstream names them (kubernetes.io/config.source).
 const (
 	SourceFile = "file"
@@ -53,12 +14,13 @@ const (
 	SourceAPI  = "api"
 )
 
-// PodUpdate carries pods from one source.
+// PodUpdate carries one source's whole set of pods, as upstream's SET: pods
+// missing from it are removed. Every source sends its whole set whenever it
+// changes (files and URLs rescan; the API server's informer is listed).
 // Sender: the config-source actor. Receiver: the pod-manager actor, which
 // merges the sources into the desired set of pods.
 type PodUpdate struct {
 	Source string
-	Op     PodOp
 	Pods   []*v1.Pod
 }
 
@@ -71,10 +33,10 @@ func (m *PodUpdate) Summary() string {
 	if len(m.Pods) > 3 {
 		more = fmt.Sprintf(" +%d more", len(m.Pods)-3)
 	}
-	return fmt.Sprintf("%s %s: %d pods [%s%s]", m.Source, m.Op, len(m.Pods), strings.Join(names, " "), more)
+	return fmt.Sprintf("%s: %d pods [%s%s]", m.Source, len(m.Pods), strings.Join(names, " "), more)
 }
 
-// ResendPods asks for every source's current pods again, as a SET each.
+// ResendPods asks for every source's current pods again, a PodUpdate each.
 // Sender: the pod-manager when it (re)starts, since a restart loses the
 // desired set. Receiver: the config-source.
 type ResendPods struct{}

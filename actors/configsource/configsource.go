@@ -1,7 +1,7 @@
 // Package configsource holds the config-source actor: it reads static pods
 // from the manifest path (a directory or one file) and the manifest URL, and
 // watches the API server for the pods bound to this node; it sends the
-// pod-manager one OpSet PodUpdate per source whenever that source's set of
+// pod-manager one PodUpdate per source whenever that source's set of
 // pods changes, as upstream's file, URL and API server pod sources do.
 //
 // The reading happens in goroutines that the actor starts when it starts and
@@ -109,7 +109,7 @@ func (a *Actor) Receive(ctx actor.Context) {
 		a.log.Debug().Str("path", ctx.Self().Id).Msg("stopped")
 	case *messages.ResendPods:
 		for source, pods := range a.last {
-			supervision.Tell(ctx, a.p.PodManager, &messages.PodUpdate{Source: source, Op: messages.OpSet, Pods: pods})
+			supervision.Tell(ctx, a.p.PodManager, &messages.PodUpdate{Source: source, Pods: pods})
 		}
 	case *messages.SourceScanned:
 		if m.Source == messages.SourceAPI {
@@ -168,7 +168,7 @@ func (a *Actor) scanned(ctx actor.Context, m *messages.SourceScanned) {
 // ResendPods.
 func (a *Actor) send(ctx actor.Context, source string, pods []*v1.Pod) {
 	a.last[source] = pods
-	supervision.Tell(ctx, a.p.PodManager, &messages.PodUpdate{Source: source, Op: messages.OpSet, Pods: pods})
+	supervision.Tell(ctx, a.p.PodManager, &messages.PodUpdate{Source: source, Pods: pods})
 }
 
 // logInvalid logs each error whose location or content is new, and forgets

@@ -82,9 +82,6 @@ func (h *harness) next() *messages.PodUpdate {
 	h.t.Helper()
 	select {
 	case u := <-h.updates:
-		if u.Op != messages.OpSet {
-			h.t.Fatalf("update op %s, want SET", u.Op)
-		}
 		return u
 	case <-time.After(waitFor):
 		h.t.Fatalf("no update within %s; logs:\n%s", waitFor, h.logs)

@@ -3,12 +3,11 @@ package podmanager
 import (
 	"fmt"
 
-	"github.com/asynkron/protoactor-go/actor"
+	"github.com/rs/zerolog"
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/actorlet/actorlet/actors/podworker"
 	"github.com/actorlet/actorlet/messages"
-	"github.com/actorlet/actorlet/supervision"
 )
 
 // ended tells a pod whose source says it has ended: its phase is Succeeded
@@ -32,27 +31,26 @@ func endReason(pod *v1.Pod) string {
 // only stops that (keeping a completed pod's containers for its logs, as
 // any kill of a pod that ran to completion); otherwise the pod is finished
 // at once. Its status stays the API's.
-func (a *Actor) startEnded(ctx actor.Context, source string, pod *v1.Pod) {
-	e := &podEntry{pod: pod, source: source, status: *pod.Status.DeepCopy(),
-		end: &messages.TerminatePod{Reason: endReason(pod), Pod: pod}}
-	a.log.Debug().Str("pod", pod.Namespace+"/"+pod.Name).Str("phase", string(pod.Status.Phase)).
-		Msg("the pod has ended: not starting it again")
-	if a.isNew(e, pod.UID) {
+func (m *Machine) startEnded(source string, pod *v1.Pod) {
+	p := &PodState{Phase: Ending, Pod: pod, Source: source, Status: *pod.Status.DeepCopy(),
+		End: &messages.TerminatePod{Reason: endReason(pod), Pod: pod}}
+	m.log(zerolog.DebugLevel, "the pod has ended: not starting it again",
+		map[string]any{"pod": fullName(pod), "phase": string(pod.Status.Phase)})
+	if m.isNew(p, pod.UID) {
 		// The runtime had nothing of it at start, and no worker of this
 		// pod-manager has run it: nothing to stop.
-		e.finished, e.state = true, podworker.Terminated.String()
-		a.pods[pod.UID] = e
+		p.Phase = Finished
+		m.pods[pod.UID] = p
 		return
 	}
-	a.spawn(ctx, e, pod.UID, pod.Name, pod.Namespace)
+	m.spawn(p, pod.UID, pod.Name, pod.Namespace)
 }
 
 // endPod stops a running pod whose API phase became terminal.
-func (a *Actor) endPod(ctx actor.Context, e *podEntry) {
-	a.log.Info().Str("pod", e.pod.Namespace+"/"+e.pod.Name).Str("phase", string(e.pod.Status.Phase)).
-		Msg("the pod has ended in the API: stopping it")
-	e.end = &messages.TerminatePod{Reason: endReason(e.pod), Pod: e.pod}
-	if e.worker != nil {
-		supervision.Tell(ctx, e.worker, e.end)
-	}
+func (m *Machine) endPod(uid types.UID, p *PodState) {
+	m.log(zerolog.InfoLevel, "the pod has ended in the API: stopping it",
+		map[string]any{"pod": fullName(p.Pod), "phase": string(p.Pod.Status.Phase)})
+	p.End = &messages.TerminatePod{Reason: endReason(p.Pod), Pod: p.Pod}
+	p.Phase = Ending
+	m.tell(uid, p.End)
 }

@@ -48,7 +48,7 @@ func withPhase(p *v1.Pod, phase v1.PodPhase, reason string) *v1.Pod {
 func TestEndedPodsAreNeverStarted(t *testing.T) {
 	h := newHarness(t, 2)
 	supervision.TellFromOutside(h.system.ActorSystem, h.pm, &messages.RuntimePodsListed{UIDs: map[types.UID]bool{"ended-in-runtime": true}})
-	h.send(messages.SourceAPI, messages.OpSet,
+	h.send(messages.SourceAPI,
 		withPhase(testPod("ended-gone", ""), v1.PodSucceeded, ""),
 		withPhase(testPod("ended-in-runtime", ""), v1.PodSucceeded, ""),
 		withPhase(testPod("rejected", "100"), v1.PodFailed, "OutOfcpu"),
@@ -60,7 +60,7 @@ func TestEndedPodsAreNeverStarted(t *testing.T) {
 		return nil
 	})
 	// The API may send them again, and their remains may go meanwhile.
-	h.send(messages.SourceAPI, messages.OpSet,
+	h.send(messages.SourceAPI,
 		withPhase(testPod("ended-gone", ""), v1.PodSucceeded, ""),
 		withPhase(testPod("ended-in-runtime", ""), v1.PodSucceeded, ""),
 		withPhase(testPod("rejected", "100"), v1.PodFailed, "OutOfcpu"),
@@ -97,7 +97,7 @@ func TestEndedPodsAreNeverStarted(t *testing.T) {
 func TestAPodEndedInTheAPIIsStopped(t *testing.T) {
 	h := newHarness(t, 10)
 	p := testPod("a", "")
-	h.send(messages.SourceAPI, messages.OpSet, p)
+	h.send(messages.SourceAPI, p)
 	h.eventually("synced", func(s map[types.UID]int, _ map[types.UID]string) error {
 		if s["a"] == 0 {
 			return fmt.Errorf("synced %v", s)
@@ -106,7 +106,7 @@ func TestAPodEndedInTheAPIIsStopped(t *testing.T) {
 	})
 	failed := withPhase(p.DeepCopy(), v1.PodFailed, "Evicted")
 	failed.ResourceVersion = "2"
-	h.send(messages.SourceAPI, messages.OpSet, failed)
+	h.send(messages.SourceAPI, failed)
 	h.eventually("stopped with its grace period", func(_ map[types.UID]int, k map[types.UID]string) error {
 		if k["a"] != "30" {
 			return fmt.Errorf("killed %v", k)
@@ -114,7 +114,7 @@ func TestAPodEndedInTheAPIIsStopped(t *testing.T) {
 		return nil
 	})
 	before, _ := h.rt.state()
-	h.send(messages.SourceAPI, messages.OpSet, failed)
+	h.send(messages.SourceAPI, failed)
 	time.Sleep(200 * time.Millisecond)
 	if after, _ := h.rt.state(); after["a"] != before["a"] {
 		t.Errorf("synced again after it ended: %d → %d", before["a"], after["a"])
@@ -188,17 +188,17 @@ func TestMirrorPodsAreNeverRun(t *testing.T) {
 	static.Name = "web-node"
 	static.Annotations = map[string]string{manifest.ConfigSourceAnnotation: messages.SourceFile}
 	m := mirror("web-node", "default", "mirror-uid", false)
-	h.send(messages.SourceFile, messages.OpSet, static)
-	h.send(messages.SourceAPI, messages.OpSet, m, testPod("api", ""))
+	h.send(messages.SourceFile, static)
+	h.send(messages.SourceAPI, m, testPod("api", ""))
 	h.eventually("the static and the API pod synced", func(s map[types.UID]int, _ map[types.UID]string) error {
 		if s["static"] == 0 || s["api"] == 0 {
 			return fmt.Errorf("synced %v", s)
 		}
 		return nil
 	})
-	h.send(messages.SourceAPI, messages.OpSet, mirror("web-node", "default", "mirror-uid", true), testPod("api", ""))
-	h.send(messages.SourceAPI, messages.OpSet, testPod("api", ""))
-	h.send(messages.SourceAPI, messages.OpSet, mirror("web-node", "default", "mirror-uid-2", false), testPod("api", ""))
+	h.send(messages.SourceAPI, mirror("web-node", "default", "mirror-uid", true), testPod("api", ""))
+	h.send(messages.SourceAPI, testPod("api", ""))
+	h.send(messages.SourceAPI, mirror("web-node", "default", "mirror-uid-2", false), testPod("api", ""))
 	h.eventually("the static pod's mirror checked once", func(map[types.UID]int, map[types.UID]string) error {
 		h.reports.mu.Lock()
 		defer h.reports.mu.Unlock()

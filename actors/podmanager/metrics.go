@@ -9,27 +9,33 @@ import (
 )
 
 // recordPodCounts sets kubelet_desired_pods and kubelet_active_pods, as
-// upstream's pod cleanup does: desired are the pods the sources want,
-// rejected ones included; active are those admission counts against the
-// node.
+// upstream's pod cleanup does.
 func (a *Actor) recordPodCounts() {
-	desired := map[string]int{metrics.StaticFalse: 0, metrics.StaticTrue: 0}
-	active := map[string]int{metrics.StaticFalse: 0, metrics.StaticTrue: 0}
-	for _, e := range a.pods {
-		if e.pod != nil {
-			desired[staticLabel(e.pod)]++
-		}
-	}
-	for _, p := range a.rejected {
-		desired[staticLabel(p)]++
-	}
-	for _, p := range a.admitted() {
-		active[staticLabel(p)]++
-	}
+	desired, active := a.m.podCounts()
 	for static, n := range desired {
 		metrics.DesiredPods.WithLabelValues(static).Set(float64(n))
 		metrics.ActivePods.WithLabelValues(static).Set(float64(active[static]))
 	}
+}
+
+// podCounts counts, by the static label, the desired pods (those the
+// sources want, rejected ones included) and the active ones (those
+// admission counts against the node).
+func (m *Machine) podCounts() (desired, active map[string]int) {
+	desired = map[string]int{metrics.StaticFalse: 0, metrics.StaticTrue: 0}
+	active = map[string]int{metrics.StaticFalse: 0, metrics.StaticTrue: 0}
+	for _, p := range m.pods {
+		if p.Pod != nil {
+			desired[staticLabel(p.Pod)]++
+		}
+	}
+	for _, p := range m.rejected {
+		desired[staticLabel(p)]++
+	}
+	for _, p := range m.admitted() {
+		active[staticLabel(p)]++
+	}
+	return desired, active
 }
 
 // staticLabel is "true" for a pod from a file or URL, as upstream's

@@ -19,16 +19,16 @@ func sourcedPod(uid, source string) *v1.Pod {
 }
 
 func TestRecordPodCounts(t *testing.T) {
-	a := &Actor{
-		pods: map[types.UID]*podEntry{
-			"file-running": {pod: sourcedPod("file-running", messages.SourceFile)},
-			"api-running":  {pod: sourcedPod("api-running", messages.SourceAPI)},
-			"api-deleting": {pod: sourcedPod("api-deleting", messages.SourceAPI), terminate: &messages.TerminatePod{}},
-			"http-done":    {pod: sourcedPod("http-done", messages.SourceHTTP), finished: true},
-			"orphan":       {terminate: &messages.TerminatePod{}},
+	a := &Actor{m: &Machine{
+		pods: map[types.UID]*PodState{
+			"file-running": {Pod: sourcedPod("file-running", messages.SourceFile)},
+			"api-running":  {Pod: sourcedPod("api-running", messages.SourceAPI)},
+			"api-deleting": {Phase: Terminating, Pod: sourcedPod("api-deleting", messages.SourceAPI), Terminate: &messages.TerminatePod{}},
+			"http-done":    {Phase: Finished, Pod: sourcedPod("http-done", messages.SourceHTTP)},
+			"orphan":       {Phase: Orphaned, Terminate: &messages.TerminatePod{}},
 		},
 		rejected: map[types.UID]*v1.Pod{"api-rejected": sourcedPod("api-rejected", messages.SourceAPI)},
-	}
+	}}
 	a.recordPodCounts()
 	for _, c := range []struct {
 		name, static string

@@ -1,14 +1,13 @@
 package podmanager
 
 import (
+	"maps"
 	"slices"
 
-	"github.com/asynkron/protoactor-go/actor"
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/actorlet/actorlet/manifest"
 	"github.com/actorlet/actorlet/messages"
-	"github.com/actorlet/actorlet/supervision"
 )
 
 // fullName is a pod's namespace/name, which a static pod and its mirror
@@ -50,17 +49,18 @@ func mirrorsGone(old, cur map[string]*v1.Pod) []string {
 // status-reporter to check at once the mirror of each running static pod
 // whose mirror went: it is recreated, and nothing of the static pod is
 // touched.
-func (a *Actor) setMirrors(ctx actor.Context, mirrors []*v1.Pod) {
+func (m *Machine) setMirrors(mirrors []*v1.Pod) {
 	cur := make(map[string]*v1.Pod, len(mirrors))
-	for _, m := range mirrors {
-		cur[fullName(m)] = m
+	for _, mp := range mirrors {
+		cur[fullName(mp)] = mp
 	}
-	for _, name := range mirrorsGone(a.mirrors, cur) {
-		for uid, e := range a.pods {
-			if e.pod != nil && e.source != messages.SourceAPI && e.terminate == nil && fullName(e.pod) == name {
-				supervision.Tell(ctx, a.p.StatusReporter, &messages.CheckMirrorPod{UID: uid})
+	for _, name := range mirrorsGone(m.mirrors, cur) {
+		for _, uid := range slices.Sorted(maps.Keys(m.pods)) {
+			p := m.pods[uid]
+			if p.Pod != nil && p.Source != messages.SourceAPI && p.Terminate == nil && fullName(p.Pod) == name {
+				m.emit(CmdCheckMirror{UID: uid})
 			}
 		}
 	}
-	a.mirrors = cur
+	m.mirrors = cur
 }

@@ -165,8 +165,8 @@ func newHarness(t *testing.T, maxPods int, running ...*podruntime.PodStatus) *ha
 	return h
 }
 
-func (h *harness) send(source string, op messages.PodOp, pods ...*v1.Pod) {
-	supervision.TellFromOutside(h.system.ActorSystem, h.pm, &messages.PodUpdate{Source: source, Op: op, Pods: pods})
+func (h *harness) send(source string, pods ...*v1.Pod) {
+	supervision.TellFromOutside(h.system.ActorSystem, h.pm, &messages.PodUpdate{Source: source, Pods: pods})
 }
 
 func (h *harness) eventually(what string, check func(synced map[types.UID]int, killed map[types.UID]string) error) {
@@ -193,14 +193,14 @@ func (h *harness) list() []v1.Pod {
 func TestSetStartsAndRemoves(t *testing.T) {
 	h := newHarness(t, 10)
 	a, b := testPod("a", ""), testPod("b", "")
-	h.send(messages.SourceFile, messages.OpSet, a, b)
+	h.send(messages.SourceFile, a, b)
 	h.eventually("both pods synced", func(s map[types.UID]int, _ map[types.UID]string) error {
 		if s["a"] == 0 || s["b"] == 0 {
 			return fmt.Errorf("synced %v", s)
 		}
 		return nil
 	})
-	h.send(messages.SourceFile, messages.OpSet, a)
+	h.send(messages.SourceFile, a)
 	h.eventually("b killed with its own grace period", func(_ map[types.UID]int, k map[types.UID]string) error {
 		if k["b"] != "30" || k["a"] != "" {
 			return fmt.Errorf("killed %v", k)
@@ -225,12 +225,13 @@ func TestSetStartsAndRemoves(t *testing.T) {
 // run, starts without listing the runtime.
 func TestFirstPassOfANewPodDoesNotList(t *testing.T) {
 	h := newHarness(t, 10)
-	h.send(messages.SourceAPI, messages.OpAdd, testPod("before-listing", ""))
+	before := testPod("before-listing", "")
+	h.send(messages.SourceAPI, before)
 	supervision.TellFromOutside(h.system.ActorSystem, h.pm, &messages.RuntimePodsListed{UIDs: map[types.UID]bool{"in-runtime": true}})
 	deleted := testPod("deleted", "")
 	deleted.DeletionTimestamp = &metav1.Time{Time: time.Now()}
-	h.send(messages.SourceAPI, messages.OpAdd, testPod("new", ""), testPod("in-runtime", ""), deleted)
-	h.send(messages.SourceFile, messages.OpSet, testPod("static", ""))
+	h.send(messages.SourceAPI, before, testPod("new", ""), testPod("in-runtime", ""), deleted)
+	h.send(messages.SourceFile, testPod("static", ""))
 	want := map[types.UID]string{
 		"before-listing": "listed", // the runtime not listed yet
 		"new":            "new",
@@ -256,7 +257,7 @@ func TestFirstPassOfANewPodDoesNotList(t *testing.T) {
 // pod's phase.
 func TestOnlyObservedStatusesAreReported(t *testing.T) {
 	h := newHarness(t, 10)
-	h.send(messages.SourceAPI, messages.OpSet, testPod("a", ""))
+	h.send(messages.SourceAPI, testPod("a", ""))
 	h.eventually("synced and reported", func(synced map[types.UID]int, _ map[types.UID]string) error {
 		h.reports.mu.Lock()
 		defer h.reports.mu.Unlock()
@@ -275,7 +276,7 @@ func TestOnlyObservedStatusesAreReported(t *testing.T) {
 func TestDeletionTimestampTerminatesWithItsGrace(t *testing.T) {
 	h := newHarness(t, 10)
 	p := testPod("d", "")
-	h.send(messages.SourceAPI, messages.OpSet, p)
+	h.send(messages.SourceAPI, p)
 	h.eventually("synced", func(s map[types.UID]int, _ map[types.UID]string) error {
 		if s["d"] == 0 {
 			return fmt.Errorf("not synced")
@@ -286,7 +287,7 @@ func TestDeletionTimestampTerminatesWithItsGrace(t *testing.T) {
 	now := metav1.Now()
 	grace := int64(5)
 	deleting.DeletionTimestamp, deleting.DeletionGracePeriodSeconds = &now, &grace
-	h.send(messages.SourceAPI, messages.OpSet, deleting)
+	h.send(messages.SourceAPI, deleting)
 	h.eventually("killed with the deletion's grace period", func(_ map[types.UID]int, k map[types.UID]string) error {
 		if k["d"] != "5" {
 			return fmt.Errorf("killed %v", k)
@@ -314,7 +315,7 @@ func TestDeletionTimestampTerminatesWithItsGrace(t *testing.T) {
 
 func TestAdmissionRejects(t *testing.T) {
 	h := newHarness(t, 2)
-	h.send(messages.SourceFile, messages.OpSet, testPod("a", "1500m"), testPod("b", "1"), testPod("c", ""), testPod("d", ""))
+	h.send(messages.SourceFile, testPod("a", "1500m"), testPod("b", "1"), testPod("c", ""), testPod("d", ""))
 	h.eventually("a and c admitted", func(s map[types.UID]int, _ map[types.UID]string) error {
 		if s["a"] == 0 || s["c"] == 0 {
 			return fmt.Errorf("synced %v", s)
@@ -344,12 +345,12 @@ func TestOrphansAreTerminatedOnceAllSourcesReported(t *testing.T) {
 	orphan := &podruntime.PodStatus{UID: "orphan", Name: "gone", Namespace: "default"}
 	wanted := &podruntime.PodStatus{UID: "a", Name: "p-a", Namespace: "default"}
 	h := newHarness(t, 10, orphan, wanted)
-	h.send(messages.SourceFile, messages.OpSet, testPod("a", ""))
+	h.send(messages.SourceFile, testPod("a", ""))
 	time.Sleep(200 * time.Millisecond)
 	if _, killed := h.rt.state(); len(killed) != 0 {
 		t.Fatalf("killed %v before every source reported", killed)
 	}
-	h.send(messages.SourceAPI, messages.OpSet)
+	h.send(messages.SourceAPI)
 	h.eventually("the orphan is killed with its recorded grace period, the wanted pod is not", func(_ map[types.UID]int, k map[types.UID]string) error {
 		keys := make([]string, 0, len(k))
 		for uid, g := range k {
@@ -366,7 +367,7 @@ func TestOrphansAreTerminatedOnceAllSourcesReported(t *testing.T) {
 func TestCompletedPodIsTerminatedAndNotStartedAgain(t *testing.T) {
 	h := newHarness(t, 10)
 	p := testPod("done1", "")
-	h.send(messages.SourceAPI, messages.OpSet, p)
+	h.send(messages.SourceAPI, p)
 	h.eventually("the completed pod's sandbox is killed", func(_ map[types.UID]int, k map[types.UID]string) error {
 		if k["done1"] != "30" {
 			return fmt.Errorf("killed %v", k)
@@ -382,7 +383,7 @@ func TestCompletedPodIsTerminatedAndNotStartedAgain(t *testing.T) {
 		return nil
 	})
 	synced, _ := h.rt.state()
-	h.send(messages.SourceAPI, messages.OpSet, p)
+	h.send(messages.SourceAPI, p)
 	time.Sleep(200 * time.Millisecond)
 	if again, _ := h.rt.state(); again["done1"] != synced["done1"] {
 		t.Errorf("the completed pod was synced again: %d → %d", synced["done1"], again["done1"])
@@ -394,7 +395,7 @@ func TestCompletedPodIsTerminatedAndNotStartedAgain(t *testing.T) {
 	deleting := p.DeepCopy()
 	now := metav1.Now()
 	deleting.DeletionTimestamp = &now
-	h.send(messages.SourceAPI, messages.OpSet, deleting)
+	h.send(messages.SourceAPI, deleting)
 	h.eventually("reported removed", func(map[types.UID]int, map[types.UID]string) error {
 		h.reports.mu.Lock()
 		defer h.reports.mu.Unlock()
@@ -407,8 +408,8 @@ func TestCompletedPodIsTerminatedAndNotStartedAgain(t *testing.T) {
 
 func TestOnlyALiveRuntimePodIsTakenForAnOrphan(t *testing.T) {
 	h := newHarness(t, 10)
-	h.send(messages.SourceFile, messages.OpSet)
-	h.send(messages.SourceAPI, messages.OpSet)
+	h.send(messages.SourceFile)
+	h.send(messages.SourceAPI)
 	h.list() // the pod-manager has taken both updates: sources are ready
 	event := func(uid types.UID, typ messages.PodLifecycleEventType) {
 		supervision.TellFromOutside(h.system.ActorSystem, h.pm, &messages.PodLifecycleEvents{Events: []messages.PodLifecycleEvent{

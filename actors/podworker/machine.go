@@ -114,13 +114,15 @@ type EvRetry struct{ Gen uint64 }
 // EvSynced: a sync pass ended. Terminal: the pod reached Succeeded or
 // Failed, so nothing of it will run again. Observed (runtime ID → CRI
 // state) is set when the pass left the pod where its spec wants it, nil
-// otherwise.
+// otherwise. Status, when set, is the pod's status as the pass saw it: it
+// is reported if the pass is the current one, and dropped if not.
 type EvSynced struct {
 	Gen        uint64
 	RetryAfter time.Duration
 	Err        error
 	Terminal   bool
 	Observed   map[string]string
+	Status     *v1.PodStatus
 }
 
 // EvStopped: the kill in flight has stopped everything and goes on to
@@ -169,6 +171,17 @@ type CmdScheduleRetry struct {
 	After time.Duration
 }
 
+// CmdReportStatus: the current sync pass saw the pod with Status; tell the
+// pod-manager. The machine alone knows which pass is current: the outcome
+// of a superseded pass (an older operation's, or a previous incarnation's)
+// never reaches the pod-manager; that of a pass a termination cancelled
+// does, since nothing newer was seen.
+type CmdReportStatus struct{ Status *v1.PodStatus }
+
+// CmdKillFailed: the current kill failed with Err and will be retried; the
+// outcome of a cancelled kill, which fails by design, is not one.
+type CmdKillFailed struct{ Err error }
+
 // CmdReportStopped: nothing of the pod runs any more; tell the pod-manager,
 // so that a pod being deleted can go from the API.
 type CmdReportStopped struct{}
@@ -181,6 +194,8 @@ func (CmdCancelSync) isCommand()    {}
 func (CmdStartKill) isCommand()     {}
 func (CmdCancelKill) isCommand()    {}
 func (CmdScheduleRetry) isCommand() {}
+func (CmdReportStatus) isCommand()  {}
+func (CmdKillFailed) isCommand()    {}
 func (CmdReportStopped) isCommand() {}
 func (CmdFinish) isCommand()        {}
 
@@ -232,22 +247,26 @@ func Step(s State, ev Event) (State, []Command) {
 		s.observed = e.Observed
 		changed := s.changedMeanwhile && !explained(s.observed, s.pending)
 		s.changedMeanwhile, s.pending = false, nil
-		if s.Phase == Terminating {
-			return s.startKill() // the termination that cancelled this pass
-		}
+		var cmds []Command
 		switch {
+		case s.Phase == Terminating:
+			s, cmds = s.startKill() // the termination that cancelled this pass
 		case e.Terminal:
 			// As upstream's pod workers: a pod that reached a terminal phase
 			// is terminated, so that its sandbox goes and its final phase is
 			// written once nothing of it can run any more.
-			return s.terminate(nil)
+			s, cmds = s.terminate(nil)
 		case s.dirty || changed:
-			return s.startSync()
+			s, cmds = s.startSync()
 		case e.RetryAfter > 0:
-			return s.scheduleRetry(e.RetryAfter)
+			s, cmds = s.scheduleRetry(e.RetryAfter)
 		case e.Err != nil:
-			return s.scheduleRetry(SyncErrorRetry)
+			s, cmds = s.scheduleRetry(SyncErrorRetry)
 		}
+		if e.Status != nil {
+			cmds = append(cmds, CmdReportStatus{Status: e.Status})
+		}
+		return s, cmds
 	case EvStopped:
 		if s.inFlight != opKill || e.Gen != s.gen || s.stopped {
 			return s, nil
@@ -260,7 +279,8 @@ func Step(s State, ev Event) (State, []Command) {
 		}
 		s.inFlight = opNone
 		if e.Err != nil {
-			return s.scheduleRetry(KillErrorRetry)
+			s, cmds := s.scheduleRetry(KillErrorRetry)
+			return s, append([]Command{CmdKillFailed{Err: e.Err}}, cmds...)
 		}
 		s.Phase = Terminated
 		return s, []Command{CmdFinish{}}

@@ -45,6 +45,7 @@ func removed(id string) messages.PodLifecycleEvent {
 }
 
 var (
+	running = &v1.PodStatus{Phase: v1.PodRunning}
 	podA    = pod("a", 30)
 	podB    = pod("b", 30)
 	errBoom = errors.New("errBoom")
@@ -89,6 +90,16 @@ func TestStep(t *testing.T) {
 			[]Command{CmdFinish{}}, Terminated},
 		{"a stale sync outcome is ignored", []Event{EvUpdate{podA}, EvSynced{Gen: 7}},
 			nil, Syncing},
+		{"the current pass's status is reported", []Event{EvUpdate{podA}, EvSynced{Gen: 1, Status: running}},
+			[]Command{CmdReportStatus{running}}, Syncing},
+		{"the status comes after the pass's follow-up", []Event{EvUpdate{podA}, EvUpdate{podB}, EvSynced{Gen: 1, Status: running}},
+			[]Command{CmdStartSync{2, podB}, CmdReportStatus{running}}, Syncing},
+		{"a stale pass's status is dropped", []Event{EvUpdate{podA}, EvSynced{Gen: 7, Status: running}},
+			nil, Syncing},
+		{"a second outcome of one pass is dropped", []Event{EvUpdate{podA}, EvSynced{Gen: 1, Status: running}, EvSynced{Gen: 1, Status: running}},
+			nil, Syncing},
+		{"the status of a pass a termination cancelled is reported", []Event{EvUpdate{podA}, EvTerminate{Grace: i64(5)}, EvSynced{Gen: 1, Err: errBoom, Status: running}},
+			[]Command{CmdStartKill{2, 5}, CmdReportStatus{running}}, Terminating},
 		{"an orphan with no pod does not sync", []Event{EvRuntimeChanged{}},
 			nil, Syncing},
 
@@ -148,7 +159,7 @@ func TestStep(t *testing.T) {
 			nil, Terminating},
 		{"a shorter grace while a cancelled sync drains waits for it", []Event{EvUpdate{podA}, EvTerminate{Grace: i64(30)}, EvTerminate{Grace: i64(1)}, EvSynced{Gen: 1}},
 			[]Command{CmdStartKill{2, 1}}, Terminating},
-		{"the cancelled kill's outcome is ignored", []Event{EvUpdate{podA}, EvSynced{Gen: 1}, EvTerminate{Grace: i64(30)}, EvTerminate{Grace: i64(2)}, EvKilled{Gen: 2, Err: errBoom}},
+		{"the cancelled kill's outcome is ignored, its failure unreported", []Event{EvUpdate{podA}, EvSynced{Gen: 1}, EvTerminate{Grace: i64(30)}, EvTerminate{Grace: i64(2)}, EvKilled{Gen: 2, Err: errBoom}},
 			nil, Terminating},
 		{"updates while terminating do not sync", []Event{EvUpdate{podA}, EvSynced{Gen: 1}, EvTerminate{}, EvUpdate{podB}},
 			nil, Terminating},
@@ -157,7 +168,7 @@ func TestStep(t *testing.T) {
 		{"a pending retry is dropped by termination", []Event{EvUpdate{podA}, EvSynced{Gen: 1, RetryAfter: time.Minute}, EvTerminate{Grace: i64(1)}, EvRetry{Gen: 2}},
 			nil, Terminating},
 		{"a failed kill is retried", []Event{EvTerminate{Grace: i64(1)}, EvKilled{Gen: 1, Err: errBoom}},
-			[]Command{CmdScheduleRetry{2, KillErrorRetry}}, Terminating},
+			[]Command{CmdKillFailed{errBoom}, CmdScheduleRetry{2, KillErrorRetry}}, Terminating},
 		{"the kill retry kills again with the same grace", []Event{EvTerminate{Grace: i64(1)}, EvKilled{Gen: 1, Err: errBoom}, EvRetry{Gen: 2}},
 			[]Command{CmdStartKill{3, 1}}, Terminating},
 		{"the kill's stop is reported", []Event{EvTerminate{Grace: i64(1)}, EvStopped{Gen: 1}},
@@ -171,7 +182,7 @@ func TestStep(t *testing.T) {
 		{"the stopped kill still finishes", []Event{EvTerminate{Grace: i64(1)}, EvStopped{Gen: 1}, EvTerminate{Grace: i64(0)}, EvKilled{Gen: 1}},
 			[]Command{CmdFinish{}}, Terminated},
 		{"a failed removal after the stop is retried", []Event{EvTerminate{Grace: i64(1)}, EvStopped{Gen: 1}, EvKilled{Gen: 1, Err: errBoom}},
-			[]Command{CmdScheduleRetry{2, KillErrorRetry}}, Terminating},
+			[]Command{CmdKillFailed{errBoom}, CmdScheduleRetry{2, KillErrorRetry}}, Terminating},
 		{"a successful kill finishes", []Event{EvUpdate{podA}, EvSynced{Gen: 1}, EvTerminate{}, EvKilled{Gen: 2}},
 			[]Command{CmdFinish{}}, Terminated},
 
@@ -207,7 +218,7 @@ func TestStep(t *testing.T) {
 func TestAtMostOneOperationInFlight(t *testing.T) {
 	events := []Event{
 		EvUpdate{podA}, EvUpdate{podB}, EvRuntimeChanged{}, EvRuntimeChanged{[]messages.PodLifecycleEvent{started("c1")}}, EvTerminate{}, EvTerminate{Grace: i64(1)},
-		EvSynced{Gen: 1}, EvSynced{Gen: 1, Observed: observed}, EvSynced{Gen: 2, RetryAfter: time.Second}, EvSynced{Gen: 1, Err: errBoom}, EvSynced{Gen: 1, Terminal: true},
+		EvSynced{Gen: 1}, EvSynced{Gen: 1, Observed: observed, Status: running}, EvSynced{Gen: 2, RetryAfter: time.Second}, EvSynced{Gen: 1, Err: errBoom}, EvSynced{Gen: 1, Terminal: true},
 		EvStopped{Gen: 1}, EvStopped{Gen: 2},
 		EvKilled{Gen: 1}, EvKilled{Gen: 2}, EvKilled{Gen: 3, Err: errBoom}, EvRetry{Gen: 2}, EvRetry{Gen: 3},
 	}

@@ -37,8 +37,9 @@ type Runtime interface {
 // SyncOutcome is what one sync pass reports.
 type SyncOutcome = messages.PodSynced
 
-// Params identify a worker's pod and give it its runtime. They outlive the
-// actor's restarts: a restarted worker adopts what its predecessor created.
+// Params identify a worker's pod and give it its runtime. They are the
+// same for every incarnation of the worker and nothing in them changes
+// while it runs: a restarted worker adopts what its predecessor created.
 type Params struct {
 	UID             types.UID
 	Name, Namespace string
@@ -46,18 +47,24 @@ type Params struct {
 	Log             zerolog.Logger
 	// Registry, when set, shows the worker's phase on the dashboard.
 	Registry *supervision.Registry
+}
+
+// lifetime is what one pod's worker keeps across its restarts, owned by the
+// producer that makes each incarnation.
+type lifetime struct {
 	// incarnations numbers the actor's restarts so that the outcome of an
 	// operation started by a previous incarnation is never taken for one of
 	// this incarnation's.
 	incarnations atomic.Uint64
-	// synced and startObserved outlive restarts so that the pod's first
-	// sync and its start are measured once (metrics.go).
+	// synced and startObserved make the pod's first sync and its start
+	// measured once (metrics.go).
 	synced, startObserved atomic.Bool
 }
 
 // Actor is the pod-worker actor.
 type Actor struct {
-	p     *Params
+	p     Params
+	life  *lifetime
 	log   zerolog.Logger
 	state State
 
@@ -74,10 +81,13 @@ type Actor struct {
 	injectedFault string
 }
 
-// New returns a producer of the pod-worker for p's pod.
-func New(p *Params) actor.Producer {
+// New returns a producer of the pod-worker for p's pod. Every incarnation
+// it makes shares one lifetime.
+func New(p Params) actor.Producer { return newProducer(p, &lifetime{}) }
+
+func newProducer(p Params, life *lifetime) actor.Producer {
 	return func() actor.Actor {
-		return &Actor{p: p, log: p.Log.With().Str("actor", Kind).Str("pod", p.Namespace+"/"+p.Name).Str("uid", string(p.UID)).Logger()}
+		return &Actor{p: p, life: life, log: p.Log.With().Str("actor", Kind).Str("pod", p.Namespace+"/"+p.Name).Str("uid", string(p.UID)).Logger()}
 	}
 }
 
@@ -86,7 +96,7 @@ func (a *Actor) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
 		// Operation numbers start past every earlier incarnation's.
-		a.state = State{gen: a.p.incarnations.Add(1) << 32}
+		a.state = State{gen: a.life.incarnations.Add(1) << 32}
 		a.reportedPhase = -1
 		a.publishState(ctx)
 		// Ask for the pod: on a first start and after a restart alike, the
@@ -106,13 +116,8 @@ func (a *Actor) Receive(ctx actor.Context) {
 	case *messages.RetryDue:
 		a.step(ctx, EvRetry{Gen: m.Gen})
 	case *messages.PodSynced:
-		current := a.state.inFlight == opSync && a.state.gen == m.Gen
 		terminal := m.Status.Phase == v1.PodSucceeded || m.Status.Phase == v1.PodFailed
-		a.step(ctx, EvSynced{Gen: m.Gen, RetryAfter: m.RetryAfter, Err: m.Err, Terminal: terminal, Observed: m.Observed})
-		if current {
-			a.observePodStart(&m.Status)
-			a.report(ctx, &m.Status)
-		}
+		a.step(ctx, EvSynced{Gen: m.Gen, RetryAfter: m.RetryAfter, Err: m.Err, Terminal: terminal, Observed: m.Observed, Status: &m.Status})
 	case *messages.PodStopped:
 		a.step(ctx, EvStopped{Gen: m.Gen})
 	case *messages.InjectPanic:
@@ -124,9 +129,6 @@ func (a *Actor) Receive(ctx actor.Context) {
 			a.step(ctx, EvUpdate{Pod: a.state.Pod})
 		}
 	case *messages.PodKilled:
-		if m.Err != nil && a.state.gen == m.Gen {
-			a.log.Warn().Err(m.Err).Msg("killing the pod failed; retrying")
-		}
 		a.step(ctx, EvKilled{Gen: m.Gen, Err: m.Err})
 	}
 }
@@ -191,6 +193,11 @@ func (a *Actor) execute(ctx actor.Context, c Command) {
 			a.cancelRetry()
 		}
 		a.cancelRetry = supervision.After(ctx, c.After, &messages.RetryDue{Gen: c.Gen})
+	case CmdReportStatus:
+		a.observePodStart(c.Status)
+		a.report(ctx, c.Status)
+	case CmdKillFailed:
+		a.log.Warn().Err(c.Err).Msg("killing the pod failed; retrying")
 	case CmdReportStopped:
 		supervision.Tell(ctx, ctx.Parent(), &messages.PodWorkerStopped{UID: p.UID})
 	case CmdFinish:

@@ -135,7 +135,7 @@ func sendTraffic(system *supervision.System, workers []string) (stop func()) {
 		tick := time.NewTicker(100 * time.Millisecond)
 		defer tick.Stop()
 		for n := 0; ; n++ {
-			send("bootstrap/config-source", "bootstrap/pod-manager", &messages.PodUpdate{Source: "file", Op: messages.OpSet})
+			send("bootstrap/config-source", "bootstrap/pod-manager", &messages.PodUpdate{Source: "file"})
 			send("bootstrap/pleg", "bootstrap/pod-manager", &messages.PodLifecycleEvents{})
 			send("bootstrap/pleg", "bootstrap/pleg", &messages.Relisted{})
 			send("bootstrap/pod-manager", "bootstrap/status-reporter", &messages.PodStatusReport{Pod: pod})

@@ -1,0 +1,664 @@
+package podmanager
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"sort"
+	"time"
+
+	"github.com/rs/zerolog"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/actorlet/actorlet/messages"
+)
+
+// recentlyDoneFor is how long the UID of a pod whose worker finished is
+// remembered, so that the runtime events of its own removal do not make it
+// look like an orphan.
+const recentlyDoneFor = time.Minute
+
+// Phase is where the pod-manager holds one pod. Every phase but Finished
+// has a live worker.
+type Phase int
+
+const (
+	// Running: admitted; its worker syncs it toward its spec.
+	Running Phase = iota
+	// Ending: its phase in the API is Succeeded or Failed; its worker only
+	// stops what is left of it and never syncs it.
+	Ending
+	// Terminating: deleted, or dropped by its source; its worker kills it.
+	Terminating
+	// Orphaned: found in the runtime, wanted by no source; its worker kills
+	// it with the grace period recorded on its containers.
+	Orphaned
+	// Finished: it ran to completion, or had ended; no worker. It keeps its
+	// final status until its source drops it.
+	Finished
+)
+
+func (p Phase) String() string {
+	switch p {
+	case Running:
+		return "running"
+	case Ending:
+		return "ending"
+	case Terminating:
+		return "terminating"
+	case Orphaned:
+		return "orphaned"
+	case Finished:
+		return "finished"
+	}
+	return fmt.Sprintf("Phase(%d)", int(p))
+}
+
+// PodState is one pod the pod-manager holds.
+type PodState struct {
+	Phase Phase
+	// Pod is the latest spec its source sent; nil for an orphan.
+	Pod    *v1.Pod
+	Source string
+	// Status is the latest status its worker reported with a phase.
+	Status v1.PodStatus
+	// Terminate is the termination asked of its worker, resent to a
+	// restarted worker.
+	Terminate *messages.TerminatePod
+	// End stops a pod whose phase in the API is terminal; resent to a
+	// restarted worker (it carries the pod).
+	End *messages.TerminatePod
+	// ReportedGone: the status-reporter was told the pod is finished and
+	// removed when its worker stopped it, before the removal ended.
+	ReportedGone bool
+}
+
+// hasWorker reports whether the pod has a live worker.
+func (p *PodState) hasWorker() bool { return p.Phase != Finished }
+
+// Config is what the pod-manager's decisions depend on that never changes.
+type Config struct {
+	// Sources are the pod sources configured; until each has sent its first
+	// set, no pod in the runtime is taken for an orphan.
+	Sources     []string
+	MaxPods     int
+	Allocatable v1.ResourceList
+}
+
+// Machine is the pod-manager's state and its transition function. It owns
+// the desired set of pods: the sources' sets merged, each pod's phase, the
+// pods admission refused, and what is known of the runtime.
+type Machine struct {
+	cfg Config
+
+	pods map[types.UID]*PodState
+	// rejected are pods admission refused: they fail, with no worker.
+	rejected map[types.UID]*v1.Pod
+	bySource map[string]map[types.UID]bool
+	seen     map[string]bool
+	// ready: every source has sent its first set.
+	ready bool
+	// recentlyDone holds when each recently forgotten pod was forgotten.
+	recentlyDone map[types.UID]time.Time
+	// mirrors are the mirror pods in the API server's last set, by full
+	// name (namespace/name, shared with their static pod).
+	mirrors map[string]*v1.Pod
+	// inRuntime holds the UIDs the runtime had when the pod-manager first
+	// started; nil until it is answered (or when it failed): no pod is then
+	// taken for new.
+	inRuntime map[types.UID]bool
+
+	// cmds collects the commands of the step under way.
+	cmds []Command
+}
+
+// NewMachine returns the state of a pod-manager that knows of no pod.
+func NewMachine(cfg Config) *Machine {
+	return &Machine{
+		cfg:          cfg,
+		pods:         map[types.UID]*PodState{},
+		rejected:     map[types.UID]*v1.Pod{},
+		bySource:     map[string]map[types.UID]bool{},
+		seen:         map[string]bool{},
+		recentlyDone: map[types.UID]time.Time{},
+		mirrors:      map[string]*v1.Pod{},
+	}
+}
+
+// Event is what happens to the pod-manager; one type per kind.
+type Event interface{ isEvent() }
+
+// EvStarted: the pod-manager (re)started with no state. First: this is its
+// first start, when the runtime's pods are listed (after a restart, the
+// stopped workers' last CRI calls may still be landing).
+type EvStarted struct{ First bool }
+
+// EvRuntimeListed: the UIDs of the pods the runtime holds (nil when the
+// listing failed).
+type EvRuntimeListed struct{ UIDs map[types.UID]bool }
+
+// EvSourceSet: a source's whole set of pods.
+type EvSourceSet struct {
+	Source string
+	Pods   []*v1.Pod
+}
+
+// EvWorkerStarted: a pod's worker (re)started and asks for its pod.
+type EvWorkerStarted struct{ UID types.UID }
+
+// EvWorkerStatus: a pod's worker reported the pod's status.
+type EvWorkerStatus struct {
+	UID    types.UID
+	Status v1.PodStatus
+}
+
+// EvWorkerStopped: nothing of a terminating pod runs any more; its removal
+// goes on.
+type EvWorkerStopped struct{ UID types.UID }
+
+// EvWorkerDone: a pod's worker is done: the pod terminated, or ran to
+// completion.
+type EvWorkerDone struct{ UID types.UID }
+
+// EvRuntimeEvents: PLEG saw the runtime change.
+type EvRuntimeEvents struct{ Events []messages.PodLifecycleEvent }
+
+// EvOrphansFound: the pods the runtime held that no source wanted once
+// every source had sent its set.
+type EvOrphansFound struct{ Pods []messages.PodRef }
+
+// EvSpawnFailed: a worker could not be spawned (one of the same UID is
+// still stopping); the pod's next update brings it back.
+type EvSpawnFailed struct{ UID types.UID }
+
+func (EvStarted) isEvent()       {}
+func (EvRuntimeListed) isEvent() {}
+func (EvSourceSet) isEvent()     {}
+func (EvWorkerStarted) isEvent() {}
+func (EvWorkerStatus) isEvent()  {}
+func (EvWorkerStopped) isEvent() {}
+func (EvWorkerDone) isEvent()    {}
+func (EvRuntimeEvents) isEvent() {}
+func (EvOrphansFound) isEvent()  {}
+func (EvSpawnFailed) isEvent()   {}
+
+// Command is what the actor must do at the edge after a step.
+type Command interface{ isCommand() }
+
+// CmdResendPods: ask every source to send its pods again.
+type CmdResendPods struct{}
+
+// CmdListRuntime: list the UIDs the runtime holds; EvRuntimeListed follows.
+type CmdListRuntime struct{}
+
+// CmdFindOrphans: list the runtime's pods and send back, as
+// EvOrphansFound, those not in Desired.
+type CmdFindOrphans struct{ Desired map[types.UID]bool }
+
+// CmdSpawnWorker: spawn the pod's worker. Orphan: no spec, the grace
+// periods recorded on the containers apply. Fresh: the runtime holds
+// nothing of the pod, so its first pass need not list it.
+type CmdSpawnWorker struct {
+	UID             types.UID
+	Name, Namespace string
+	Orphan, Fresh   bool
+}
+
+// CmdStopWorker: stop the pod's worker, which is done.
+type CmdStopWorker struct{ UID types.UID }
+
+// CmdTell: send Message (UpdatePod, TerminatePod, RuntimeChanged) to the
+// pod's worker.
+type CmdTell struct {
+	UID     types.UID
+	Message messages.Message
+}
+
+// CmdReportStatus: hand the pod's status to the status-reporter.
+type CmdReportStatus struct {
+	Pod    *v1.Pod
+	Status v1.PodStatus
+}
+
+// CmdReportFinished: tell the status-reporter nothing of the pod runs any
+// more (Removed: and it is gone for good, so it may go from the API).
+type CmdReportFinished struct {
+	Pod     *v1.Pod
+	Removed bool
+}
+
+// CmdCheckMirror: the mirror pod of this running static pod went; have the
+// status-reporter check it now.
+type CmdCheckMirror struct{ UID types.UID }
+
+// CmdLog: log Message about a pod at Level, with Fields.
+type CmdLog struct {
+	Level   zerolog.Level
+	Message string
+	Fields  map[string]any
+}
+
+func (CmdResendPods) isCommand()     {}
+func (CmdListRuntime) isCommand()    {}
+func (CmdFindOrphans) isCommand()    {}
+func (CmdSpawnWorker) isCommand()    {}
+func (CmdStopWorker) isCommand()     {}
+func (CmdTell) isCommand()           {}
+func (CmdReportStatus) isCommand()   {}
+func (CmdReportFinished) isCommand() {}
+func (CmdCheckMirror) isCommand()    {}
+func (CmdLog) isCommand()            {}
+
+// Step is the pod-manager's transition function: it applies one event at
+// time now and returns the commands to carry out, in order. It does no I/O
+// and reads no clock, and the same events give the same commands. It changes
+// the machine in place, as etcd raft's Step does: copying every pod on
+// every event would buy nothing.
+func (m *Machine) Step(ev Event, now time.Time) []Command {
+	m.cmds = nil
+	switch e := ev.(type) {
+	case EvStarted:
+		m.emit(CmdResendPods{})
+		if e.First {
+			m.emit(CmdListRuntime{})
+		}
+		m.markReadyIfAllSeen()
+	case EvRuntimeListed:
+		m.inRuntime = e.UIDs
+	case EvSourceSet:
+		m.setSource(e.Source, e.Pods, now)
+		m.seen[e.Source] = true
+		m.markReadyIfAllSeen()
+	case EvWorkerStarted:
+		m.resume(e.UID)
+	case EvWorkerStatus:
+		// A worker reports its phase before its first sync has observed
+		// anything (and an ended pod's worker never syncs): a status
+		// without a phase is no status, and writing it would blank the
+		// API's phase.
+		if p, ok := m.pods[e.UID]; ok && e.Status.Phase != "" {
+			p.Status = e.Status
+			if p.Pod != nil {
+				m.emit(CmdReportStatus{Pod: p.Pod, Status: e.Status})
+			}
+		}
+	case EvWorkerStopped:
+		// A pod deleted from the API goes from it once nothing of it
+		// runs, as upstream; its removal from the runtime goes on.
+		if p, ok := m.pods[e.UID]; ok && p.Terminate != nil && p.Pod != nil && p.Pod.DeletionTimestamp != nil && !p.ReportedGone {
+			p.ReportedGone = true
+			m.emit(CmdReportFinished{Pod: p.Pod, Removed: true})
+		}
+	case EvWorkerDone:
+		m.done(e.UID, now)
+	case EvRuntimeEvents:
+		m.route(e.Events, now)
+	case EvOrphansFound:
+		for _, o := range e.Pods {
+			m.adoptOrphan(o.UID, o.Name, o.Namespace)
+		}
+	case EvSpawnFailed:
+		delete(m.pods, e.UID)
+	default:
+		panic(fmt.Sprintf("podmanager: unknown event %T", ev))
+	}
+	cmds := m.cmds
+	m.cmds = nil
+	return cmds
+}
+
+func (m *Machine) emit(c Command) { m.cmds = append(m.cmds, c) }
+
+func (m *Machine) tell(uid types.UID, msg messages.Message) {
+	m.emit(CmdTell{UID: uid, Message: msg})
+}
+
+func (m *Machine) log(level zerolog.Level, msg string, fields map[string]any) {
+	m.emit(CmdLog{Level: level, Message: msg, Fields: fields})
+}
+
+// setSource applies one source's set to the desired set. The API server's
+// mirror pods are set apart first: they are not pods to run.
+func (m *Machine) setSource(source string, pods []*v1.Pod, now time.Time) {
+	var mirrors []*v1.Pod
+	if source == messages.SourceAPI {
+		pods, mirrors = splitMirrors(pods)
+	}
+	known := m.bySource[source]
+	if known == nil {
+		known = map[types.UID]bool{}
+		m.bySource[source] = known
+	}
+	wanted := make(map[types.UID]bool, len(pods))
+	for _, p := range pods {
+		wanted[p.UID] = true
+	}
+	for _, uid := range slices.Sorted(maps.Keys(known)) {
+		if !wanted[uid] {
+			m.remove(source, uid, "removed from source "+source, now)
+		}
+	}
+	for _, p := range pods {
+		m.upsert(source, p, now)
+	}
+	if source == messages.SourceAPI {
+		m.setMirrors(mirrors)
+	}
+}
+
+// upsert starts a new pod (after admission) or hands a changed spec to its
+// worker.
+func (m *Machine) upsert(source string, pod *v1.Pod, now time.Time) {
+	uid := pod.UID
+	m.bySource[source][uid] = true
+	if pod.DeletionTimestamp != nil {
+		// Graceful deletion in the API: terminate with the grace period the
+		// deletion asked for. A pod already being deleted when first seen
+		// gets a worker too, which finds nothing to stop and lets the
+		// status-reporter finish the deletion.
+		p, ok := m.pods[uid]
+		if !ok {
+			if at, done := m.recentlyDone[uid]; done && now.Sub(at) < recentlyDoneFor {
+				// Its termination is complete; the updates that follow (our
+				// own status writes, until the API deletes the pod) need
+				// no new worker and no new kill.
+				return
+			}
+			delete(m.rejected, uid)
+			p = &PodState{Phase: Running, Pod: pod, Source: source}
+			m.spawn(p, uid, pod.Name, pod.Namespace)
+		}
+		p.Pod = pod
+		if p.Phase == Orphaned {
+			// A source claims the orphan as it deletes it: the pod is
+			// reported as any pod deleted.
+			p.Phase = Terminating
+		}
+		if p.Phase == Finished {
+			// Nothing runs any more: the deletion can complete at once.
+			m.forget(uid, p, true, now)
+			return
+		}
+		if p.Terminate == nil || !sameGrace(p.Terminate.GracePeriod, pod.DeletionGracePeriodSeconds) {
+			m.terminate(uid, p, pod.DeletionGracePeriodSeconds, "deleted")
+		}
+		return
+	}
+	if p, ok := m.pods[uid]; ok {
+		switch {
+		case p.Phase == Orphaned:
+		case p.Phase == Running && ended(pod):
+			// Something other than this node ended the pod (the kubelet
+			// writes a terminal phase only once its worker is done): as
+			// upstream, it is torn down and not run again.
+			p.Pod = pod
+			m.endPod(uid, p)
+		case p.Phase == Running && specChanged(p.Pod, pod):
+			p.Pod = pod
+			m.tell(uid, &messages.UpdatePod{Pod: pod})
+		default:
+			p.Pod = pod
+		}
+		return
+	}
+	if _, ok := m.rejected[uid]; ok {
+		return
+	}
+	if ended(pod) {
+		// Ended before this pod-manager saw it (before a restart of
+		// actorlet, or rejected at admission): never admitted, never run.
+		m.startEnded(source, pod)
+		return
+	}
+	if r := admit(pod, m.admitted(), m.cfg.MaxPods, m.cfg.Allocatable); r != nil {
+		m.log(zerolog.WarnLevel, r.Message, map[string]any{"pod": fullName(pod), "reason": r.Reason})
+		rejected := pod.DeepCopy()
+		rejected.Status = v1.PodStatus{Phase: v1.PodFailed, Reason: r.Reason, Message: "Pod was rejected: " + r.Message}
+		m.rejected[uid] = rejected
+		m.emit(CmdReportStatus{Pod: pod, Status: rejected.Status})
+		// Nothing of it runs: the status-reporter may write its terminal
+		// phase, which it refuses for a pod that could have containers.
+		m.emit(CmdReportFinished{Pod: pod})
+		return
+	}
+	if len(pod.Spec.Volumes) > 0 {
+		// Said once per pod, so that nobody mistakes a missing mount for a
+		// bug in their application.
+		m.log(zerolog.WarnLevel, "volumes are not implemented yet: the pod's containers run without their volume mounts",
+			map[string]any{"pod": fullName(pod), "volumes": len(pod.Spec.Volumes)})
+	}
+	m.spawn(&PodState{Phase: Running, Pod: pod, Source: source}, uid, pod.Name, pod.Namespace)
+}
+
+// admitted returns the pods admission counts against the node: those that
+// run.
+func (m *Machine) admitted() []*v1.Pod {
+	out := make([]*v1.Pod, 0, len(m.pods))
+	for _, p := range m.pods {
+		if p.Phase == Running {
+			out = append(out, p.Pod)
+		}
+	}
+	return out
+}
+
+// remove terminates a pod its source no longer wants, with the grace
+// period recorded on its containers.
+func (m *Machine) remove(source string, uid types.UID, reason string, now time.Time) {
+	delete(m.bySource[source], uid)
+	delete(m.rejected, uid)
+	p, ok := m.pods[uid]
+	switch {
+	case !ok:
+	case p.Phase == Finished:
+		m.forget(uid, p, true, now)
+	default:
+		m.terminate(uid, p, nil, reason)
+	}
+}
+
+func sameGrace(a, b *int64) bool {
+	return (a == nil && b == nil) || (a != nil && b != nil && *a == *b)
+}
+
+// terminate asks a pod's worker to terminate it; repeated requests are
+// passed on, since a later one may shorten the grace period.
+func (m *Machine) terminate(uid types.UID, p *PodState, grace *int64, reason string) {
+	if !p.hasWorker() {
+		return
+	}
+	p.Terminate = &messages.TerminatePod{GracePeriod: grace, Reason: reason}
+	if p.Pod != nil {
+		p.Phase = Terminating
+	}
+	m.tell(uid, p.Terminate)
+}
+
+// spawn takes the pod in with a new worker.
+func (m *Machine) spawn(p *PodState, uid types.UID, name, namespace string) {
+	m.emit(CmdSpawnWorker{UID: uid, Name: name, Namespace: namespace, Orphan: p.Pod == nil, Fresh: m.isNew(p, uid)})
+	m.pods[uid] = p
+}
+
+// isNew tells whether the runtime holds nothing of a pod about to get its
+// worker: the runtime did not have it when this pod-manager started, and
+// no worker of this pod-manager has run it. Only pods of the API server
+// qualify: their UIDs are never reused, while a static pod's UID is its
+// manifest's hash and comes back with the manifest, its last run's remains
+// maybe still in the runtime.
+func (m *Machine) isNew(p *PodState, uid types.UID) bool {
+	if p.Pod == nil || p.Source != messages.SourceAPI || p.Pod.DeletionTimestamp != nil || m.inRuntime == nil || m.inRuntime[uid] {
+		return false
+	}
+	_, done := m.recentlyDone[uid]
+	return !done
+}
+
+// resume answers a worker's start with its pod or termination.
+func (m *Machine) resume(uid types.UID) {
+	p, ok := m.pods[uid]
+	if !ok || !p.hasWorker() {
+		return
+	}
+	switch {
+	case p.End != nil:
+		m.tell(uid, p.End)
+	case p.Terminate != nil && p.Pod != nil:
+		// A pod to terminate is never synced first: the termination
+		// carries the pod, so that a pod deleted before its worker started
+		// (or while it restarted) gets no sandbox on the way out.
+		t := *p.Terminate
+		t.Pod = p.Pod
+		m.tell(uid, &t)
+		return
+	case p.Pod != nil:
+		m.tell(uid, &messages.UpdatePod{Pod: p.Pod})
+	}
+	if p.Terminate != nil {
+		m.tell(uid, p.Terminate)
+	}
+}
+
+// done stops a pod's worker. A pod that ran to completion (or had ended)
+// stays, finished; any other is forgotten, and started afresh if its
+// source gave it back meanwhile.
+func (m *Machine) done(uid types.UID, now time.Time) {
+	p, ok := m.pods[uid]
+	if !ok || !p.hasWorker() {
+		return
+	}
+	m.emit(CmdStopWorker{UID: uid})
+	if p.Phase == Running || p.Phase == Ending {
+		// The pod ran to completion: it stays, with its final status, for
+		// as long as its source has it, and is not started again. A pod
+		// that had ended before has its final status in the API already.
+		p.Phase = Finished
+		if p.End == nil {
+			m.emit(CmdReportFinished{Pod: p.Pod})
+		}
+		return
+	}
+	m.forget(uid, p, p.Pod != nil, now)
+	// A pod its source gave back while it was terminating (removed, then
+	// re-added with the same UID) is started afresh.
+	if p.Pod == nil || p.Pod.DeletionTimestamp != nil {
+		return
+	}
+	for _, source := range slices.Sorted(maps.Keys(m.bySource)) {
+		if m.bySource[source][uid] {
+			m.upsert(source, p.Pod, now)
+			return
+		}
+	}
+}
+
+// forget drops a pod whose worker is gone, telling the status-reporter when
+// the pod was wanted by a source (an orphan was never reported).
+func (m *Machine) forget(uid types.UID, p *PodState, report bool, now time.Time) {
+	delete(m.pods, uid)
+	m.recentlyDone[uid] = now
+	if report && !p.ReportedGone {
+		m.emit(CmdReportFinished{Pod: p.Pod, Removed: true})
+	}
+}
+
+// route hands runtime events to the pods' workers; events of pods nobody
+// wants reveal orphans once every source has been heard from.
+func (m *Machine) route(events []messages.PodLifecycleEvent, now time.Time) {
+	var order []types.UID
+	byPod := map[types.UID][]messages.PodLifecycleEvent{}
+	for _, ev := range events {
+		if _, ok := byPod[ev.PodUID]; !ok {
+			order = append(order, ev.PodUID)
+		}
+		byPod[ev.PodUID] = append(byPod[ev.PodUID], ev)
+	}
+	for uid, at := range m.recentlyDone {
+		if now.Sub(at) > recentlyDoneFor {
+			delete(m.recentlyDone, uid)
+		}
+	}
+	for _, uid := range order {
+		evs := byPod[uid]
+		if p, ok := m.pods[uid]; ok {
+			if p.hasWorker() { // a finished pod has none: nothing to sync
+				m.tell(uid, &messages.RuntimeChanged{Events: evs})
+			}
+			continue
+		}
+		if !m.ready || m.recentlyDone[uid].After(now.Add(-recentlyDoneFor)) {
+			continue
+		}
+		// Only a start or a sandbox appearing reveals a live orphan: the
+		// remains of a finished pod that GC removes are not one.
+		for _, ev := range evs {
+			if ev.Type == messages.ContainerStarted || ev.Type == messages.SandboxChanged {
+				m.adoptOrphan(uid, ev.PodName, ev.PodNamespace)
+				break
+			}
+		}
+	}
+}
+
+// adoptOrphan gives a pod that no source wants a worker that terminates it
+// with the grace period recorded on its containers.
+func (m *Machine) adoptOrphan(uid types.UID, name, namespace string) {
+	if _, ok := m.pods[uid]; ok {
+		return
+	}
+	m.log(zerolog.InfoLevel, "no source wants this pod any more: terminating it",
+		map[string]any{"pod": namespace + "/" + name, "uid": string(uid)})
+	m.spawn(&PodState{Phase: Orphaned, Terminate: &messages.TerminatePod{Reason: "orphaned: no source wants this pod"}}, uid, name, namespace)
+}
+
+// markReadyIfAllSeen looks for orphans once every source has sent its first
+// set: only then is the desired set complete.
+func (m *Machine) markReadyIfAllSeen() {
+	if m.ready {
+		return
+	}
+	for _, s := range m.cfg.Sources {
+		if !m.seen[s] {
+			return
+		}
+	}
+	m.ready = true
+	desired := make(map[types.UID]bool, len(m.pods))
+	for uid := range m.pods {
+		desired[uid] = true
+	}
+	m.emit(CmdFindOrphans{Desired: desired})
+}
+
+// List returns the pods with their latest status, for /pods.
+func (m *Machine) List() *messages.PodList {
+	out := &messages.PodList{SourcesReady: m.ready}
+	for uid, p := range m.pods {
+		if p.hasWorker() {
+			out.Active = append(out.Active, uid)
+		}
+		if p.Pod == nil {
+			continue
+		}
+		pod := p.Pod.DeepCopy()
+		pod.Status = *p.Status.DeepCopy()
+		out.Pods = append(out.Pods, *pod)
+	}
+	for _, p := range m.rejected {
+		out.Pods = append(out.Pods, *p.DeepCopy())
+	}
+	sort.Slice(out.Pods, func(i, j int) bool {
+		return out.Pods[i].Namespace+"/"+out.Pods[i].Name < out.Pods[j].Namespace+"/"+out.Pods[j].Name
+	})
+	return out
+}
+
+// Summary is the pod-manager's health detail.
+func (m *Machine) Summary() string {
+	return fmt.Sprintf("%d pods, %d rejected", len(m.pods), len(m.rejected))
+}
+
+// Pod returns the state of one pod; nil when
+// the pod-manager holds no such pod.
+func (m *Machine) Pod(uid types.UID) *PodState { return m.pods[uid] }

@@ -1,0 +1,419 @@
+package podmanager
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"reflect"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/actorlet/actorlet/messages"
+)
+
+// t0 is the machine tests' clock at their first event.
+var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+func newTestMachine() *Machine {
+	return NewMachine(Config{Sources: []string{messages.SourceFile, messages.SourceAPI}, MaxPods: 3,
+		Allocatable: v1.ResourceList{v1.ResourceCPU: resource.MustParse("2")}})
+}
+
+// at is an event at an offset from t0.
+type at struct {
+	after time.Duration
+	ev    Event
+}
+
+func i64(v int64) *int64 { return &v }
+
+func deleting(p *v1.Pod, grace int64) *v1.Pod {
+	p = p.DeepCopy()
+	p.DeletionTimestamp = &metav1.Time{Time: t0}
+	p.DeletionGracePeriodSeconds = &grace
+	return p
+}
+
+func withGeneration(p *v1.Pod, gen int64, image string) *v1.Pod {
+	p = p.DeepCopy()
+	p.Generation = gen
+	p.Spec.Containers[0].Image = image
+	return p
+}
+
+func withVolume(p *v1.Pod) *v1.Pod {
+	p = p.DeepCopy()
+	p.Spec.Volumes = []v1.Volume{{Name: "v"}}
+	return p
+}
+
+func set(source string, pods ...*v1.Pod) EvSourceSet { return EvSourceSet{Source: source, Pods: pods} }
+
+func started(uid, name string) messages.PodLifecycleEvent {
+	return messages.PodLifecycleEvent{PodUID: types.UID(uid), PodName: name, PodNamespace: "default", Type: messages.ContainerStarted, ID: "c1", State: "CONTAINER_RUNNING"}
+}
+
+func removedEvent(uid string) messages.PodLifecycleEvent {
+	return messages.PodLifecycleEvent{PodUID: types.UID(uid), PodName: "p-" + uid, PodNamespace: "default", Type: messages.ContainerRemoved, ID: "c1"}
+}
+
+func spawn(uid string) CmdSpawnWorker {
+	return CmdSpawnWorker{UID: types.UID(uid), Name: "p-" + uid, Namespace: "default"}
+}
+
+func tell(uid string, m messages.Message) CmdTell { return CmdTell{UID: types.UID(uid), Message: m} }
+
+var (
+	podA    = testPod("a", "")
+	podB    = testPod("b", "")
+	running = v1.PodStatus{Phase: v1.PodRunning}
+	// ready is the machine once both sources sent an empty set.
+	ready = []at{{0, EvStarted{First: true}}, {0, set(messages.SourceFile)}, {0, set(messages.SourceAPI)}}
+	// aRuns: pod a of the API server runs (its worker has started).
+	aRuns = append(slices.Clip(ready), at{0, set(messages.SourceAPI, podA)}, at{0, EvWorkerStarted{UID: "a"}})
+)
+
+func then(before []at, evs ...at) []at { return append(slices.Clip(before), evs...) }
+
+func removedFrom(source string) *messages.TerminatePod {
+	return &messages.TerminatePod{Reason: "removed from source " + source}
+}
+
+func deleted(grace int64) *messages.TerminatePod {
+	return &messages.TerminatePod{GracePeriod: &grace, Reason: "deleted"}
+}
+
+func ending(p *v1.Pod) *messages.TerminatePod {
+	return &messages.TerminatePod{Reason: endReason(p), Pod: p}
+}
+
+// TestStep drives the machine through events and checks the commands of the
+// last one, and where pod a is after it (absent: -1).
+func TestStep(t *testing.T) {
+	succeeded := withPhase(testPod("a", ""), v1.PodSucceeded, "")
+	aDeleting := deleting(podA, 5)
+	orphanTerm := &messages.TerminatePod{Reason: "orphaned: no source wants this pod"}
+	static := testPod("s", "")
+	static.Name = "web-node"
+	const absent = Phase(-1)
+	for _, tc := range []struct {
+		name  string
+		steps []at
+		want  []Command
+		phase Phase
+	}{
+		// Start-up and the sources.
+		{"the first start lists the runtime", []at{{0, EvStarted{First: true}}},
+			[]Command{CmdResendPods{}, CmdListRuntime{}}, absent},
+		{"a restart does not", []at{{0, EvStarted{}}},
+			[]Command{CmdResendPods{}}, absent},
+		{"orphans are looked for once every source has sent its set", then(ready[:2], at{0, set(messages.SourceAPI, podA)}),
+			[]Command{spawn("a"), CmdFindOrphans{Desired: map[types.UID]bool{"a": true}}}, Running},
+		{"and only once", then(ready, at{0, set(messages.SourceAPI)}),
+			nil, absent},
+
+		// Admission and the first pass.
+		{"a new pod is admitted and gets a worker", then(ready, at{0, set(messages.SourceAPI, podA)}),
+			[]Command{spawn("a")}, Running},
+		{"an API pod the runtime did not hold starts fresh", then(ready, at{0, EvRuntimeListed{UIDs: map[types.UID]bool{}}}, at{0, set(messages.SourceAPI, podA)}),
+			[]Command{CmdSpawnWorker{UID: "a", Name: "p-a", Namespace: "default", Fresh: true}}, Running},
+		{"one the runtime held does not", then(ready, at{0, EvRuntimeListed{UIDs: map[types.UID]bool{"a": true}}}, at{0, set(messages.SourceAPI, podA)}),
+			[]Command{spawn("a")}, Running},
+		{"a static pod never starts fresh", then(ready, at{0, EvRuntimeListed{UIDs: map[types.UID]bool{}}}, at{0, set(messages.SourceFile, podA)}),
+			[]Command{spawn("a")}, Running},
+		{"a pod with volumes is run with a warning", then(ready, at{0, set(messages.SourceAPI, withVolume(podA))}),
+			[]Command{CmdLog{Level: zerolog.WarnLevel, Message: "volumes are not implemented yet: the pod's containers run without their volume mounts", Fields: map[string]any{"pod": "default/p-a", "volumes": 1}}, spawn("a")}, Running},
+		{"the started worker gets its pod", aRuns[:len(aRuns)],
+			[]Command{tell("a", &messages.UpdatePod{Pod: podA})}, Running},
+		{"a pod beyond maxPods is rejected", then(ready, at{0, set(messages.SourceAPI, testPod("x", ""), testPod("y", ""), testPod("z", ""), podA)}),
+			[]Command{spawn("x"), spawn("y"), spawn("z"),
+				CmdLog{Level: zerolog.WarnLevel, Message: "Node didn't have enough resource: pods, requested: 1, used: 3, capacity: 3", Fields: map[string]any{"pod": "default/p-a", "reason": "OutOfpods"}},
+				CmdReportStatus{Pod: podA, Status: v1.PodStatus{Phase: v1.PodFailed, Reason: "OutOfpods", Message: "Pod was rejected: Node didn't have enough resource: pods, requested: 1, used: 3, capacity: 3"}},
+				CmdReportFinished{Pod: podA}}, absent},
+		{"a rejected pod stays rejected", then(ready, at{0, set(messages.SourceAPI, testPod("x", ""), testPod("y", ""), testPod("z", ""), podA)}, at{0, set(messages.SourceAPI, testPod("x", ""), testPod("y", ""), testPod("z", ""), podA)}),
+			nil, absent},
+		{"a rejected pod removed and given back is admitted anew", then(ready, at{0, set(messages.SourceAPI, testPod("a", "3"))}, at{0, set(messages.SourceAPI)}, at{0, set(messages.SourceAPI, podA)}),
+			[]Command{spawn("a")}, Running},
+
+		// A running pod.
+		{"a status without a phase is not reported", then(aRuns, at{0, EvWorkerStatus{UID: "a"}}),
+			nil, Running},
+		{"a status is reported", then(aRuns, at{0, EvWorkerStatus{UID: "a", Status: running}}),
+			[]Command{CmdReportStatus{Pod: podA, Status: running}}, Running},
+		{"a changed spec goes to the worker", then(aRuns, at{0, set(messages.SourceAPI, withGeneration(podA, 2, "b"))}),
+			[]Command{tell("a", &messages.UpdatePod{Pod: withGeneration(podA, 2, "b")})}, Running},
+		{"a status-only change does not", then(aRuns, at{0, set(messages.SourceAPI, withGeneration(podA, 0, "busybox"))}),
+			nil, Running},
+		{"runtime events go to the worker", then(aRuns, at{0, EvRuntimeEvents{Events: []messages.PodLifecycleEvent{started("a", "p-a")}}}),
+			[]Command{tell("a", &messages.RuntimeChanged{Events: []messages.PodLifecycleEvent{started("a", "p-a")}})}, Running},
+		{"a pod that ran to completion is finished", then(aRuns, at{0, EvWorkerDone{UID: "a"}}),
+			[]Command{CmdStopWorker{UID: "a"}, CmdReportFinished{Pod: podA}}, Finished},
+		{"a finished pod gets no runtime events", then(aRuns, at{0, EvWorkerDone{UID: "a"}}, at{0, EvRuntimeEvents{Events: []messages.PodLifecycleEvent{removedEvent("a")}}}),
+			nil, Finished},
+		{"a finished pod dropped by its source is removed", then(aRuns, at{0, EvWorkerDone{UID: "a"}}, at{0, set(messages.SourceAPI)}),
+			[]Command{CmdReportFinished{Pod: podA, Removed: true}}, absent},
+		{"a finished pod deleted in the API goes at once", then(aRuns, at{0, EvWorkerDone{UID: "a"}}, at{0, set(messages.SourceAPI, aDeleting)}),
+			[]Command{CmdReportFinished{Pod: aDeleting, Removed: true}}, absent},
+
+		// Termination.
+		{"a pod its source drops is terminated", then(aRuns, at{0, set(messages.SourceAPI)}),
+			[]Command{tell("a", removedFrom(messages.SourceAPI))}, Terminating},
+		{"a pod being deleted is terminated with the deletion's grace", then(aRuns, at{0, set(messages.SourceAPI, aDeleting)}),
+			[]Command{tell("a", deleted(5))}, Terminating},
+		{"the same deletion again is not resent", then(aRuns, at{0, set(messages.SourceAPI, aDeleting)}, at{0, set(messages.SourceAPI, aDeleting)}),
+			nil, Terminating},
+		{"a shorter grace is passed on", then(aRuns, at{0, set(messages.SourceAPI, aDeleting)}, at{0, set(messages.SourceAPI, deleting(podA, 1))}),
+			[]Command{tell("a", deleted(1))}, Terminating},
+		{"a pod deleted before it was seen is only terminated", then(ready, at{0, set(messages.SourceAPI, aDeleting)}),
+			[]Command{spawn("a"), tell("a", deleted(5))}, Terminating},
+		{"its worker gets the termination with the pod", then(ready, at{0, set(messages.SourceAPI, aDeleting)}, at{0, EvWorkerStarted{UID: "a"}}),
+			[]Command{tell("a", &messages.TerminatePod{GracePeriod: i64(5), Reason: "deleted", Pod: aDeleting})}, Terminating},
+		{"a restarted terminating worker gets its pod, then the termination", then(aRuns, at{0, set(messages.SourceAPI)}, at{0, EvWorkerStarted{UID: "a"}}),
+			[]Command{tell("a", &messages.TerminatePod{Reason: "removed from source api", Pod: podA})}, Terminating},
+		{"a stopped deleted pod may go from the API", then(aRuns, at{0, set(messages.SourceAPI, aDeleting)}, at{0, EvWorkerStopped{UID: "a"}}),
+			[]Command{CmdReportFinished{Pod: aDeleting, Removed: true}}, Terminating},
+		{"once", then(aRuns, at{0, set(messages.SourceAPI, aDeleting)}, at{0, EvWorkerStopped{UID: "a"}}, at{0, EvWorkerStopped{UID: "a"}}),
+			nil, Terminating},
+		{"a pod only dropped waits for its removal", then(aRuns, at{0, set(messages.SourceAPI)}, at{0, EvWorkerStopped{UID: "a"}}),
+			nil, Terminating},
+		{"a terminated deleted pod is forgotten, reported once", then(aRuns, at{0, set(messages.SourceAPI, aDeleting)}, at{0, EvWorkerStopped{UID: "a"}}, at{0, EvWorkerDone{UID: "a"}}),
+			[]Command{CmdStopWorker{UID: "a"}}, absent},
+		{"a terminated dropped pod is forgotten and reported", then(aRuns, at{0, set(messages.SourceAPI)}, at{0, EvWorkerDone{UID: "a"}}),
+			[]Command{CmdStopWorker{UID: "a"}, CmdReportFinished{Pod: podA, Removed: true}}, absent},
+		{"its deletion's echoes start nothing", then(aRuns, at{0, set(messages.SourceAPI, aDeleting)}, at{0, EvWorkerDone{UID: "a"}}, at{time.Second, set(messages.SourceAPI, aDeleting)}),
+			nil, absent},
+		{"its own removal's events are no orphan", then(aRuns, at{0, set(messages.SourceAPI, aDeleting)}, at{0, EvWorkerDone{UID: "a"}}, at{time.Second, EvRuntimeEvents{Events: []messages.PodLifecycleEvent{started("a", "p-a")}}}),
+			nil, absent},
+		{"a pod given back while it terminated starts afresh", then(aRuns, at{0, set(messages.SourceAPI)}, at{0, set(messages.SourceAPI, podA)}, at{0, EvWorkerDone{UID: "a"}}),
+			[]Command{CmdStopWorker{UID: "a"}, CmdReportFinished{Pod: podA, Removed: true}, spawn("a")}, Running},
+
+		// Ended pods.
+		{"an ended pod new to the runtime is finished at once", then(ready, at{0, EvRuntimeListed{UIDs: map[types.UID]bool{}}}, at{0, set(messages.SourceAPI, succeeded)}),
+			[]Command{CmdLog{Level: zerolog.DebugLevel, Message: "the pod has ended: not starting it again", Fields: map[string]any{"pod": "default/p-a", "phase": "Succeeded"}}}, Finished},
+		{"an ended pod the runtime may hold is only stopped", then(ready, at{0, set(messages.SourceAPI, succeeded)}, at{0, EvWorkerStarted{UID: "a"}}),
+			[]Command{tell("a", ending(succeeded))}, Ending},
+		{"a pod ended in the API is stopped", then(aRuns, at{0, set(messages.SourceAPI, succeeded)}),
+			[]Command{CmdLog{Level: zerolog.InfoLevel, Message: "the pod has ended in the API: stopping it", Fields: map[string]any{"pod": "default/p-a", "phase": "Succeeded"}}, tell("a", ending(succeeded))}, Ending},
+		{"and finished without a report: its status is the API's", then(aRuns, at{0, set(messages.SourceAPI, succeeded)}, at{0, EvWorkerDone{UID: "a"}}),
+			[]Command{CmdStopWorker{UID: "a"}}, Finished},
+		{"an ending pod deleted is terminated", then(aRuns, at{0, set(messages.SourceAPI, succeeded)}, at{0, set(messages.SourceAPI, deleting(succeeded, 5))}),
+			[]Command{tell("a", deleted(5))}, Terminating},
+		{"its restarted worker gets the end, then the termination", then(aRuns, at{0, set(messages.SourceAPI, succeeded)}, at{0, set(messages.SourceAPI, deleting(succeeded, 5))}, at{0, EvWorkerStarted{UID: "a"}}),
+			[]Command{tell("a", ending(succeeded)), tell("a", deleted(5))}, Terminating},
+
+		// Orphans.
+		{"no orphan before every source has sent its set", then(ready[:2], at{0, EvRuntimeEvents{Events: []messages.PodLifecycleEvent{started("a", "p-a")}}}),
+			nil, absent},
+		{"a started container no source wants is an orphan", then(ready, at{0, EvRuntimeEvents{Events: []messages.PodLifecycleEvent{started("a", "p-a")}}}),
+			[]Command{CmdLog{Level: zerolog.InfoLevel, Message: "no source wants this pod any more: terminating it", Fields: map[string]any{"pod": "default/p-a", "uid": "a"}},
+				CmdSpawnWorker{UID: "a", Name: "p-a", Namespace: "default", Orphan: true}}, Orphaned},
+		{"a removal is not", then(ready, at{0, EvRuntimeEvents{Events: []messages.PodLifecycleEvent{removedEvent("a")}}}),
+			nil, absent},
+		{"a pod forgotten long ago can be an orphan", then(aRuns, at{0, set(messages.SourceAPI)}, at{0, EvWorkerDone{UID: "a"}}, at{2 * recentlyDoneFor, EvRuntimeEvents{Events: []messages.PodLifecycleEvent{started("a", "p-a")}}}),
+			[]Command{CmdLog{Level: zerolog.InfoLevel, Message: "no source wants this pod any more: terminating it", Fields: map[string]any{"pod": "default/p-a", "uid": "a"}},
+				CmdSpawnWorker{UID: "a", Name: "p-a", Namespace: "default", Orphan: true}}, Orphaned},
+		{"orphans found at start-up are adopted", then(ready, at{0, EvOrphansFound{Pods: []messages.PodRef{{UID: "a", Name: "p-a", Namespace: "default"}}}}),
+			[]Command{CmdLog{Level: zerolog.InfoLevel, Message: "no source wants this pod any more: terminating it", Fields: map[string]any{"pod": "default/p-a", "uid": "a"}},
+				CmdSpawnWorker{UID: "a", Name: "p-a", Namespace: "default", Orphan: true}}, Orphaned},
+		{"an orphan's worker gets its termination", then(ready, at{0, EvOrphansFound{Pods: []messages.PodRef{{UID: "a", Name: "p-a", Namespace: "default"}}}}, at{0, EvWorkerStarted{UID: "a"}}),
+			[]Command{tell("a", orphanTerm)}, Orphaned},
+		{"an orphan is forgotten unreported", then(ready, at{0, EvOrphansFound{Pods: []messages.PodRef{{UID: "a", Name: "p-a", Namespace: "default"}}}}, at{0, EvWorkerDone{UID: "a"}}),
+			[]Command{CmdStopWorker{UID: "a"}}, absent},
+
+		// Mirror pods.
+		{"a mirror pod is never run", then(ready, at{0, set(messages.SourceAPI, mirror("web-node", "default", "m", false))}),
+			nil, absent},
+		{"a running static pod whose mirror went gets it checked", then(ready, at{0, set(messages.SourceFile, static)}, at{0, set(messages.SourceAPI, mirror("web-node", "default", "m", false))}, at{0, set(messages.SourceAPI)}),
+			[]Command{CmdCheckMirror{UID: "s"}}, absent},
+
+		// The edge's failures.
+		{"a pod whose worker could not be spawned is dropped", then(ready, at{0, set(messages.SourceAPI, podA)}, at{0, EvSpawnFailed{UID: "a"}}),
+			nil, absent},
+		{"and taken in again by its next update", then(ready, at{0, set(messages.SourceAPI, podA)}, at{0, EvSpawnFailed{UID: "a"}}, at{0, set(messages.SourceAPI, podA)}),
+			[]Command{spawn("a")}, Running},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := newTestMachine()
+			var cmds []Command
+			for _, s := range tc.steps {
+				cmds = m.Step(s.ev, t0.Add(s.after))
+			}
+			if !reflect.DeepEqual(cmds, tc.want) {
+				t.Errorf("commands:\n got %s\nwant %s", describe(cmds), describe(tc.want))
+			}
+			phase := absent
+			if p := m.Pod("a"); p != nil {
+				phase = p.Phase
+			}
+			if phase != tc.phase {
+				t.Errorf("pod a is %v, want %v", phase, tc.phase)
+			}
+		})
+	}
+}
+
+// describeEvents shows events with each pod of a set by UID and what sets
+// it apart.
+func describeEvents(evs []Event) string {
+	s := ""
+	for _, ev := range evs {
+		set, ok := ev.(EvSourceSet)
+		if !ok {
+			s += fmt.Sprintf("\n  %T%+v", ev, ev)
+			continue
+		}
+		s += fmt.Sprintf("\n  EvSourceSet %s:", set.Source)
+		for _, p := range set.Pods {
+			s += fmt.Sprintf(" %s(gen %d, phase %q, deleting %v)", p.UID, p.Generation, p.Status.Phase, p.DeletionTimestamp != nil)
+		}
+	}
+	return s
+}
+
+func describe(cmds []Command) string {
+	s := ""
+	for _, c := range cmds {
+		s += fmt.Sprintf("\n  %T%+v", c, c)
+	}
+	return s
+}
+
+// TestInvariants drives the machine with random sequences of events over a
+// few pods, from a fixed seed, and checks after every step that the
+// commands and the state agree with each other: a worker is spawned only
+// where none lives, and stopped or told only where one does; exactly the
+// pods in a phase with a worker have one; admission holds; nothing ended,
+// deleted or mirrored runs.
+func TestInvariants(t *testing.T) {
+	pods := []*v1.Pod{testPod("a", "1"), testPod("b", "1"), testPod("c", "1"), testPod("d", "")}
+	variants := func(p *v1.Pod) []*v1.Pod {
+		return []*v1.Pod{p, withGeneration(p, 2, "other"), deleting(p, 0), deleting(p, 3),
+			withPhase(p.DeepCopy(), v1.PodSucceeded, ""), withPhase(p.DeepCopy(), v1.PodFailed, "")}
+	}
+	uids := []types.UID{"a", "b", "c", "d", "o"}
+	rng := rand.New(rand.NewPCG(1, 2))
+	randomEvent := func() Event {
+		uid := uids[rng.IntN(len(uids))]
+		switch rng.IntN(10) {
+		case 0, 1, 2:
+			source := []string{messages.SourceAPI, messages.SourceFile}[rng.IntN(2)]
+			var set []*v1.Pod
+			for _, p := range pods {
+				if rng.IntN(2) == 0 {
+					vs := variants(p)
+					set = append(set, vs[rng.IntN(len(vs))])
+				}
+			}
+			if source == messages.SourceAPI && rng.IntN(4) == 0 {
+				set = append(set, mirror("p-a", "default", "m", rng.IntN(2) == 0))
+			}
+			return EvSourceSet{Source: source, Pods: set}
+		case 3:
+			return EvWorkerStarted{UID: uid}
+		case 4:
+			return EvWorkerStatus{UID: uid, Status: running}
+		case 5:
+			return EvWorkerStopped{UID: uid}
+		case 6:
+			return EvWorkerDone{UID: uid}
+		case 7:
+			return EvRuntimeEvents{Events: []messages.PodLifecycleEvent{started(string(uid), "p-"+string(uid))}}
+		case 8:
+			return EvOrphansFound{Pods: []messages.PodRef{{UID: uid, Name: "p-" + string(uid), Namespace: "default"}}}
+		}
+		return EvSpawnFailed{UID: uid}
+	}
+	for run := range 3000 {
+		m := newTestMachine()
+		live := map[types.UID]bool{}
+		now := t0
+		history := []Event{EvStarted{First: true}}
+		check := func(cmds []Command) {
+			t.Helper()
+			fail := func(format string, args ...any) {
+				t.Helper()
+				t.Fatalf("run %d, after%s\n%s\ncommands:%s", run, describeEvents(history), fmt.Sprintf(format, args...), describe(cmds))
+			}
+			for _, c := range cmds {
+				switch c := c.(type) {
+				case CmdSpawnWorker:
+					if live[c.UID] {
+						fail("spawned a second worker for %s", c.UID)
+					}
+					live[c.UID] = true
+				case CmdStopWorker:
+					if !live[c.UID] {
+						fail("stopped %s, which has no worker", c.UID)
+					}
+					delete(live, c.UID)
+				case CmdTell:
+					if !live[c.UID] {
+						fail("told %s, which has no worker, %T", c.UID, c.Message)
+					}
+				}
+			}
+			active := 0
+			for _, uid := range uids {
+				p := m.Pod(uid)
+				if p == nil {
+					continue
+				}
+				if p.hasWorker() != live[uid] {
+					fail("%s is %v; has a worker: %v", uid, p.Phase, live[uid])
+				}
+				if _, ok := m.rejected[uid]; ok && p.Phase != Orphaned {
+					// A rejected pod's leftovers in the runtime (it ran
+					// before a restart) are killed as an orphan's.
+					fail("%s is both %v and rejected", uid, p.Phase)
+				}
+				if p.Phase == Running {
+					active++
+					if ended(p.Pod) || p.Pod.DeletionTimestamp != nil {
+						fail("%s runs, though its API phase is %s and its deletion %v", uid, p.Pod.Status.Phase, p.Pod.DeletionTimestamp)
+					}
+					if !m.bySource[p.Source][uid] {
+						fail("%s runs, though its source %s does not want it", uid, p.Source)
+					}
+				}
+				if (p.Phase == Orphaned) != (p.Pod == nil) {
+					fail("%s is %v with pod %v", uid, p.Phase, p.Pod != nil)
+				}
+			}
+			if m.Pod("m") != nil {
+				fail("the mirror pod is held as a pod to run")
+			}
+			if active > m.cfg.MaxPods {
+				fail("%d pods run, more than maxPods %d", active, m.cfg.MaxPods)
+			}
+		}
+		check(m.Step(EvStarted{First: true}, now))
+		for range 12 {
+			ev := randomEvent()
+			if f, ok := ev.(EvSpawnFailed); ok {
+				// The edge reports a failed spawn only for the worker it
+				// was asked for, in the same batch.
+				if p := m.Pod(f.UID); p == nil || !live[f.UID] {
+					continue
+				}
+				delete(live, f.UID)
+			}
+			now = now.Add(time.Duration(rng.IntN(90)) * time.Second)
+			history = append(history, ev)
+			check(m.Step(ev, now))
+		}
+	}
+}
+
+func TestPhaseString(t *testing.T) {
+	for p, want := range map[Phase]string{Running: "running", Ending: "ending", Terminating: "terminating", Orphaned: "orphaned", Finished: "finished", Phase(9): "Phase(9)"} {
+		if p.String() != want {
+			t.Errorf("%d.String() = %q, want %q", int(p), p.String(), want)
+		}
+	}
+}
