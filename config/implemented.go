@@ -55,6 +55,7 @@ var Implemented = map[string]bool{
 	"containerLogMaxFiles":        true,
 	"containerLogMaxWorkers":      true,
 	"containerLogMonitorInterval": true,
+	"podLogsDir":                  true,
 	"kubeReserved":                true,
 	"systemReserved":              true,
 	"evictionHard":                true,
