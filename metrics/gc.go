@@ -8,8 +8,8 @@ import (
 // kubelet_image_garbage_collected_total, kept under its name; the others
 // are actorlet's own, under actorlet_gc_.
 
-// Values of the kind label of the actorlet_gc_ run metrics: the gc actor's
-// three passes.
+// Values of the kind label of the actorlet_gc_ run metrics: one per pass of
+// the gc actor.
 const (
 	GCKindContainer   = "container"    // dead containers, sandboxes, pod log directories
 	GCKindImage       = "image"        // unused images
