@@ -58,11 +58,11 @@ func heartbeatConfig(base *rest.Config, statusUpdateFrequency, leaseDuration tim
 
 // eventCorrelatorCache is the number of event keys client-go's correlator
 // remembers (for aggregating similar events and for its spam filter) in
-// each of its LRU caches. With client-go's default, 4096, the heap grew
-// with every pod's new keys for the whole of make bench-churn (RSS +7 MiB
-// over its 400 pods, by a heap profile diff) and would until 4096 keys;
-// with 1024 it still grew until about loop 15 (+11 %). 512 still hold the
-// recent events of a full node (110 pods, 4 events each over start and
+// each of its LRU caches. With client-go's default the heap grew with every
+// pod's new keys for the whole of make bench-churn, and with a quarter of
+// that size it still grew for most of the run (docs/performance.md, "A
+// smaller event correlator cache"). This size still holds the recent
+// events of a full node (maxPods pods, a few events each over start and
 // deletion).
 const eventCorrelatorCache = 512
 

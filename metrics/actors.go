@@ -11,8 +11,8 @@ import (
 )
 
 // The actor metrics are read from a supervision.Registry at scrape time and
-// aggregated by actor kind: a node with 110 pods has 110 pod-workers, and
-// one series per kind keeps /metrics the same size whatever the pod count.
+// aggregated by actor kind: a node has one pod-worker per pod, and one
+// series per kind keeps /metrics the same size whatever the pod count.
 
 var (
 	actorsDesc = prometheus.NewDesc("actorlet_actors",

@@ -8,8 +8,8 @@ import (
 // kubelet_image_garbage_collected_total, kept under its name; the others
 // are actorlet's own, under actorlet_gc_.
 
-// Values of the kind label of the actorlet_gc_ run metrics: the gc actor's
-// three passes.
+// Values of the kind label of the actorlet_gc_ run metrics: one per pass of
+// the gc actor.
 const (
 	GCKindContainer   = "container"    // dead containers, sandboxes, pod log directories
 	GCKindImage       = "image"        // unused images
@@ -19,7 +19,7 @@ const (
 // Values of actorlet_gc_runs_total's result label.
 const (
 	GCResultSuccess = "success"
-	// GCResultFailure: the pass failed, or some removal in it did.
+	// GCResultFailure counts a pass that failed, or in which some removal did.
 	GCResultFailure = "failure"
 )
 
@@ -28,11 +28,11 @@ const (
 	GCObjectContainer = "container"
 	GCObjectSandbox   = "sandbox"
 	GCObjectImage     = "image"
-	// GCObjectLogFile: a rotated log file beyond containerLogMaxFiles.
+	// GCObjectLogFile counts rotated log files beyond containerLogMaxFiles.
 	GCObjectLogFile = "log_file"
-	// GCObjectPodLogDir: the /var/log/pods directory of a pod that is gone.
+	// GCObjectPodLogDir counts the /var/log/pods directories of pods that are gone.
 	GCObjectPodLogDir = "pod_log_dir"
-	// GCObjectPodCgroup: the cgroups of a pod that is gone.
+	// GCObjectPodCgroup counts pods that are gone whose cgroups were removed.
 	GCObjectPodCgroup = "pod_cgroup"
 )
 

@@ -15,13 +15,13 @@ const kubeletSubsystem = "kubelet"
 // Values of kubelet_pod_worker_duration_seconds' operation_type label:
 // upstream's SyncPodType names.
 const (
-	// OperationCreate: the first sync of a pod the kubelet was given.
+	// OperationCreate is the first sync of a pod the kubelet was given.
 	OperationCreate = "create"
-	// OperationUpdate: the sync that follows a change of the pod's spec.
+	// OperationUpdate is the sync that follows a change of the pod's spec.
 	OperationUpdate = "update"
-	// OperationSync: any other sync (runtime events, retries).
+	// OperationSync is any other sync (runtime events, retries).
 	OperationSync = "sync"
-	// OperationKill: stopping the pod's containers and removing them.
+	// OperationKill is stopping the pod's containers and removing them.
 	OperationKill = "kill"
 )
 

@@ -98,9 +98,9 @@ type entry struct {
 	processed     uint64
 	handling      time.Duration
 	// timeline grows to TimelineLength, then is a ring whose oldest record
-	// is at timelineNext: most actors (a pod-worker) see a few dozen
-	// messages in their life, and 110 of them holding 200 records each
-	// was 1.8 MiB of heap.
+	// is at timelineNext: most actors (a pod-worker) see few messages in
+	// their life, and a full node's workers each holding a whole ring
+	// from the start would be heap spent on nothing.
 	timeline     []MessageRecord
 	timelineNext int
 }

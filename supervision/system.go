@@ -10,11 +10,12 @@ import (
 	"github.com/rs/zerolog"
 )
 
-// protoactor's process registry spreads actors over 1024 concurrent maps,
-// each made of cmap.SHARD_COUNT (32) locked shards: 32 768 empty maps, 2.8
-// MiB of an idle actorlet's 6 MiB live heap. The 1024 buckets already spread
-// the locking, so one shard each is enough. Set before any system exists;
-// the maps read it when made.
+// protoactor's process registry spreads actors over many concurrent maps,
+// each made of cmap.SHARD_COUNT locked shards: with concurrent-map's default
+// the empty shards were a large part of an idle actorlet's live heap
+// (docs/performance.md, "One shard per protoactor registry bucket"). The
+// registry's buckets already spread the locking, so one shard each is
+// enough. Set before any system exists; the maps read it when made.
 func init() { cmap.SHARD_COUNT = 1 }
 
 // System is the actor system with the registry of its actors.

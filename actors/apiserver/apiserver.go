@@ -1,14 +1,16 @@
 // Package apiserver holds the api-server actor: it serves the kubelet's HTTP
 // API (docs/api.md). Its listeners, as upstream's, and one of actorlet's
 // own (docs/security.md says who can reach which path):
-//   - the main API on address:port (10250), HTTPS, every request
+//   - the main API on address:port (10250 by default), HTTPS, every request
 //     authenticated and authorized (server/auth): pods, logs, exec, attach,
 //     port-forward, run, stats, metrics, configz, and actorlet's debugging
 //     handlers (the dashboard, pprof, fault injection), which the API
 //     server's node proxy reaches;
-//   - the healthz listener (127.0.0.1:10248, plain HTTP): /healthz only;
+//   - the healthz listener (127.0.0.1:10248 by default, plain HTTP):
+//     /healthz only;
 //   - the read-only port (off unless readOnlyPort is set): /healthz, /pods,
-//     /stats/summary, /metrics and /spec without authentication;
+//     /stats/summary, /metrics, /metrics/resource and /spec without
+//     authentication;
 //   - the debug listener (off unless --debug-address is set, actorlet
 //     only): the debugging handlers in plain HTTP, for development.
 //

@@ -11,7 +11,7 @@ import (
 	"k8s.io/client-go/util/keyutil"
 )
 
-// ServingCertificate loads the port-10250 serving certificate: the files of
+// ServingCertificate loads the kubelet API's serving certificate: the files of
 // tlsCertFile/tlsPrivateKeyFile when set, otherwise, as upstream, a
 // self-signed one kept as kubelet.crt/kubelet.key in the certificate
 // directory, generated on first start for the node's name and addresses.

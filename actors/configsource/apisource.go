@@ -46,7 +46,8 @@ type apiSource struct {
 	// resourceVersion has not changed is sent as the same copy. Every set
 	// follows a change of one pod or a few, and copying every pod of the
 	// node for each made the source's cost grow with the square of the
-	// pods being started (60 pods: 196 sets, some 7 800 copies).
+	// pods being started (docs/performance.md, "A pod unchanged since the
+	// last set is sent as the same copy").
 	sent map[types.UID]*v1.Pod
 }
 

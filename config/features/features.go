@@ -13,6 +13,7 @@ import (
 // Stage is the maturity of a feature gate.
 type Stage string
 
+// The stages of a gate, spelt as upstream's --help and errors print them.
 const (
 	Alpha      Stage = "ALPHA"
 	Beta       Stage = "BETA"

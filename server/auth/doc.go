@@ -1,5 +1,5 @@
-// Package auth authenticates and authorizes requests to the kubelet API on
-// port 10250 (issue #6), as upstream kubelet v1.37's auth filter does with
+// Package auth authenticates and authorizes requests to the kubelet API
+// (issue #6), as upstream kubelet v1.37's auth filter does with
 // k8s.io/apiserver's delegating authenticator and authorizer. actorlet does
 // not depend on k8s.io/apiserver: the few pieces the kubelet uses are here,
 // over client-go's TokenReview and SubjectAccessReview clients.
