@@ -63,6 +63,9 @@ type Fault struct {
 	// the runtime through its methods (RemoveContainer, Exit, ...) as if
 	// that had happened just before the call.
 	Hook func(*Runtime)
+	// Delay makes the call take this long before its effect, as a slow
+	// runtime; it fails as Block does if its context is done first.
+	Delay time.Duration
 	// Block makes the call wait until its context is done and fail with
 	// the context's error as a gRPC status (DeadlineExceeded, Canceled),
 	// as a call to a runtime that does not answer.
@@ -138,6 +141,15 @@ func (r *Runtime) enter(ctx context.Context, method string) error {
 	}
 	if f.Hook != nil {
 		f.Hook(r)
+	}
+	if f.Delay > 0 {
+		t := time.NewTimer(f.Delay)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			return status.FromContextError(ctx.Err()).Err()
+		}
 	}
 	if f.Block {
 		<-ctx.Done()
