@@ -88,3 +88,53 @@ func TestPullIsNotBoundedByTheRequestTimeout(t *testing.T) {
 		}
 	}
 }
+
+// TestEachCallHasItsOwnTimeout makes two consecutive CRI calls of a pass
+// slow, each within RuntimeRequestTimeout but not both together: the pass
+// succeeds, since the timeout bounds each call (Options, and upstream's
+// remote runtime client), not the calls of one step together.
+func TestEachCallHasItsOwnTimeout(t *testing.T) {
+	slow := fakecri.Fault{Delay: requestTimeout * 6 / 10}
+	for _, tc := range []struct {
+		name    string
+		methods []string
+		running bool // the pod runs before the pass: SyncPod, not SyncNewPod
+	}{
+		{name: "sandbox creation", methods: []string{"RunPodSandbox", "PodSandboxStatus"}},
+		{name: "container creation", methods: []string{"CreateContainer", "StartContainer"}},
+		{name: "listing", methods: []string{"ListPodSandbox", "ListContainers"}, running: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, requestTimeout)
+			pod := newPod()
+			sync := f.rt.SyncNewPod
+			if tc.running {
+				pod = f.running(t)
+				sync = f.rt.SyncPod
+			}
+			for _, m := range tc.methods {
+				f.cri.Inject(m, 1, slow)
+			}
+			res := sync(context.Background(), pod, nil)
+			wantErr(t, res.Err)
+			if reason, _ := containerState(t, res.APIStatus); reason != "Running" {
+				t.Errorf("container is %q, want Running", reason)
+			}
+		})
+	}
+}
+
+// TestListPodsCallsHaveTheirOwnTimeout is TestEachCallHasItsOwnTimeout for
+// the listing of every pod.
+func TestListPodsCallsHaveTheirOwnTimeout(t *testing.T) {
+	f := newFixture(t, requestTimeout)
+	f.running(t)
+	for _, m := range []string{"ListPodSandbox", "ListContainers"} {
+		f.cri.Inject(m, 1, fakecri.Fault{Delay: requestTimeout * 6 / 10})
+	}
+	pods, err := f.rt.ListPods(context.Background())
+	wantErr(t, err)
+	if len(pods) != 1 {
+		t.Errorf("ListPods found %d pods, want 1", len(pods))
+	}
+}
