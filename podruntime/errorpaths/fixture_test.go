@@ -96,6 +96,16 @@ func (f *fixture) running(t *testing.T) *v1.Pod {
 	return pod
 }
 
+// nextPass returns a pod and the sync of its next pass: SyncNewPod for a
+// new pod, or SyncPod once it runs.
+func (f *fixture) nextPass(t *testing.T, running bool) (*v1.Pod, func(context.Context, *v1.Pod, *podruntime.Backoff) podruntime.SyncResult) {
+	t.Helper()
+	if running {
+		return f.running(t), f.rt.SyncPod
+	}
+	return newPod(), f.rt.SyncNewPod
+}
+
 // containerState is the API state of the pod's container app: its
 // waiting reason, else Running or Terminated.
 func containerState(t *testing.T, api v1.PodStatus) (state, message string) {

@@ -33,12 +33,7 @@ func TestSyncTimeouts(t *testing.T) {
 	} {
 		t.Run(tc.method, func(t *testing.T) {
 			f := newFixture(t, requestTimeout)
-			pod := newPod()
-			sync := f.rt.SyncNewPod
-			if tc.running {
-				pod = f.running(t)
-				sync = f.rt.SyncPod
-			}
+			pod, sync := f.nextPass(t, tc.running)
 			f.cri.Inject(tc.method, 1, fakecri.Fault{Block: true})
 
 			start := time.Now()
@@ -106,12 +101,7 @@ func TestEachCallHasItsOwnTimeout(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(t, requestTimeout)
-			pod := newPod()
-			sync := f.rt.SyncNewPod
-			if tc.running {
-				pod = f.running(t)
-				sync = f.rt.SyncPod
-			}
+			pod, sync := f.nextPass(t, tc.running)
 			for _, m := range tc.methods {
 				f.cri.Inject(m, 1, slow)
 			}

@@ -158,6 +158,30 @@ func (r *Runtime) enter(ctx context.Context, method string) error {
 	return f.Err
 }
 
+// begin is enter for a call that reads or changes the runtime: when it
+// returns nil, it holds the runtime's lock, which the caller releases.
+func (r *Runtime) begin(ctx context.Context, method string) error {
+	if err := r.enter(ctx, method); err != nil {
+		return err
+	}
+	r.mu.Lock()
+	return nil
+}
+
+func (r *Runtime) sandbox(id string) (*runtimeapi.PodSandboxStatus, error) {
+	if s, ok := r.sandboxes[id]; ok {
+		return s, nil
+	}
+	return nil, status.Errorf(codes.NotFound, "sandbox %q: not found", id)
+}
+
+func (r *Runtime) container(id string) (*container, error) {
+	if c, ok := r.containers[id]; ok {
+		return c, nil
+	}
+	return nil, status.Errorf(codes.NotFound, "container %q: not found", id)
+}
+
 // now is a creation or state-change time, after every earlier one, so that
 // podruntime's newest-first ordering is never a tie.
 func (r *Runtime) now() int64 {
@@ -172,10 +196,6 @@ func (r *Runtime) now() int64 {
 func (r *Runtime) nextID(kind string) string {
 	r.seq++
 	return fmt.Sprintf("%s-%d", kind, r.seq)
-}
-
-func notFound(what, id string) error {
-	return status.Errorf(codes.NotFound, "%s %q: not found", what, id)
 }
 
 // matchLabels reports whether labels hold every pair of selector.

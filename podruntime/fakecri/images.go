@@ -51,10 +51,9 @@ func (r *Runtime) findImage(ref string) *runtimeapi.Image {
 
 // ListImages lists every image.
 func (r *Runtime) ListImages(ctx context.Context, _ *runtimeapi.ListImagesRequest, _ ...grpc.CallOption) (*runtimeapi.ListImagesResponse, error) {
-	if err := r.enter(ctx, "ListImages"); err != nil {
+	if err := r.begin(ctx, "ListImages"); err != nil {
 		return nil, err
 	}
-	r.mu.Lock()
 	defer r.mu.Unlock()
 	out := &runtimeapi.ListImagesResponse{}
 	for _, id := range slices.Sorted(maps.Keys(r.images)) {
@@ -66,10 +65,9 @@ func (r *Runtime) ListImages(ctx context.Context, _ *runtimeapi.ListImagesReques
 // ImageStatus returns the image, or no image (and no error) when the
 // runtime does not hold it, as the CRI asks.
 func (r *Runtime) ImageStatus(ctx context.Context, in *runtimeapi.ImageStatusRequest, _ ...grpc.CallOption) (*runtimeapi.ImageStatusResponse, error) {
-	if err := r.enter(ctx, "ImageStatus"); err != nil {
+	if err := r.begin(ctx, "ImageStatus"); err != nil {
 		return nil, err
 	}
-	r.mu.Lock()
 	defer r.mu.Unlock()
 	out := &runtimeapi.ImageStatusResponse{}
 	if img := r.findImage(in.GetImage().GetImage()); img != nil {
@@ -80,20 +78,18 @@ func (r *Runtime) ImageStatus(ctx context.Context, in *runtimeapi.ImageStatusReq
 
 // PullImage makes the runtime hold the image: every name pulls.
 func (r *Runtime) PullImage(ctx context.Context, in *runtimeapi.PullImageRequest, _ ...grpc.CallOption) (*runtimeapi.PullImageResponse, error) {
-	if err := r.enter(ctx, "PullImage"); err != nil {
+	if err := r.begin(ctx, "PullImage"); err != nil {
 		return nil, err
 	}
-	r.mu.Lock()
 	defer r.mu.Unlock()
 	return &runtimeapi.PullImageResponse{ImageRef: r.addImage(in.GetImage().GetImage())}, nil
 }
 
 // RemoveImage removes the image; removing one that is gone succeeds.
 func (r *Runtime) RemoveImage(ctx context.Context, in *runtimeapi.RemoveImageRequest, _ ...grpc.CallOption) (*runtimeapi.RemoveImageResponse, error) {
-	if err := r.enter(ctx, "RemoveImage"); err != nil {
+	if err := r.begin(ctx, "RemoveImage"); err != nil {
 		return nil, err
 	}
-	r.mu.Lock()
 	defer r.mu.Unlock()
 	if img := r.findImage(in.GetImage().GetImage()); img != nil {
 		delete(r.images, img.Id)

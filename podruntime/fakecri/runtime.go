@@ -36,15 +36,14 @@ func (r *Runtime) Status(ctx context.Context, _ *runtimeapi.StatusRequest, _ ...
 
 // RunPodSandbox creates a ready sandbox with an IP of its own.
 func (r *Runtime) RunPodSandbox(ctx context.Context, in *runtimeapi.RunPodSandboxRequest, _ ...grpc.CallOption) (*runtimeapi.RunPodSandboxResponse, error) {
-	if err := r.enter(ctx, "RunPodSandbox"); err != nil {
+	if err := r.begin(ctx, "RunPodSandbox"); err != nil {
 		return nil, err
 	}
+	defer r.mu.Unlock()
 	cfg := in.GetConfig()
 	if cfg.GetMetadata() == nil {
 		return nil, status.Error(codes.InvalidArgument, "sandbox config without metadata")
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
 	id := r.nextID("sandbox")
 	r.sandboxes[id] = &runtimeapi.PodSandboxStatus{
 		Id:          id,
@@ -61,14 +60,13 @@ func (r *Runtime) RunPodSandbox(ctx context.Context, in *runtimeapi.RunPodSandbo
 // StopPodSandbox stops the sandbox's running containers (SIGKILL) and
 // makes it not ready.
 func (r *Runtime) StopPodSandbox(ctx context.Context, in *runtimeapi.StopPodSandboxRequest, _ ...grpc.CallOption) (*runtimeapi.StopPodSandboxResponse, error) {
-	if err := r.enter(ctx, "StopPodSandbox"); err != nil {
+	if err := r.begin(ctx, "StopPodSandbox"); err != nil {
 		return nil, err
 	}
-	r.mu.Lock()
 	defer r.mu.Unlock()
-	s, ok := r.sandboxes[in.PodSandboxId]
-	if !ok {
-		return nil, notFound("sandbox", in.PodSandboxId)
+	s, err := r.sandbox(in.PodSandboxId)
+	if err != nil {
+		return nil, err
 	}
 	for _, c := range r.containers {
 		if c.sandboxID == s.Id {
@@ -82,10 +80,9 @@ func (r *Runtime) StopPodSandbox(ctx context.Context, in *runtimeapi.StopPodSand
 // RemovePodSandbox removes the sandbox and its containers; removing one
 // that is gone succeeds, as the CRI asks.
 func (r *Runtime) RemovePodSandbox(ctx context.Context, in *runtimeapi.RemovePodSandboxRequest, _ ...grpc.CallOption) (*runtimeapi.RemovePodSandboxResponse, error) {
-	if err := r.enter(ctx, "RemovePodSandbox"); err != nil {
+	if err := r.begin(ctx, "RemovePodSandbox"); err != nil {
 		return nil, err
 	}
-	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.delete(in.PodSandboxId)
 	return &runtimeapi.RemovePodSandboxResponse{}, nil
@@ -93,26 +90,24 @@ func (r *Runtime) RemovePodSandbox(ctx context.Context, in *runtimeapi.RemovePod
 
 // PodSandboxStatus returns the sandbox's status, NotFound once it is gone.
 func (r *Runtime) PodSandboxStatus(ctx context.Context, in *runtimeapi.PodSandboxStatusRequest, _ ...grpc.CallOption) (*runtimeapi.PodSandboxStatusResponse, error) {
-	if err := r.enter(ctx, "PodSandboxStatus"); err != nil {
+	if err := r.begin(ctx, "PodSandboxStatus"); err != nil {
 		return nil, err
 	}
-	r.mu.Lock()
 	defer r.mu.Unlock()
-	s, ok := r.sandboxes[in.PodSandboxId]
-	if !ok {
-		return nil, notFound("sandbox", in.PodSandboxId)
+	s, err := r.sandbox(in.PodSandboxId)
+	if err != nil {
+		return nil, err
 	}
 	return &runtimeapi.PodSandboxStatusResponse{Status: proto.Clone(s).(*runtimeapi.PodSandboxStatus)}, nil
 }
 
 // ListPodSandbox lists the sandboxes the filter selects, oldest first.
 func (r *Runtime) ListPodSandbox(ctx context.Context, in *runtimeapi.ListPodSandboxRequest, _ ...grpc.CallOption) (*runtimeapi.ListPodSandboxResponse, error) {
-	if err := r.enter(ctx, "ListPodSandbox"); err != nil {
+	if err := r.begin(ctx, "ListPodSandbox"); err != nil {
 		return nil, err
 	}
-	f := in.GetFilter()
-	r.mu.Lock()
 	defer r.mu.Unlock()
+	f := in.GetFilter()
 	out := &runtimeapi.ListPodSandboxResponse{}
 	for _, s := range r.sortedSandboxes() {
 		if (f.GetId() != "" && f.Id != s.Id) || (f.GetState() != nil && f.State.State != s.State) ||
@@ -130,18 +125,17 @@ func (r *Runtime) ListPodSandbox(ctx context.Context, in *runtimeapi.ListPodSand
 // CreateContainer creates a container in a ready sandbox from an image
 // the runtime holds.
 func (r *Runtime) CreateContainer(ctx context.Context, in *runtimeapi.CreateContainerRequest, _ ...grpc.CallOption) (*runtimeapi.CreateContainerResponse, error) {
-	if err := r.enter(ctx, "CreateContainer"); err != nil {
+	if err := r.begin(ctx, "CreateContainer"); err != nil {
 		return nil, err
 	}
+	defer r.mu.Unlock()
 	cfg := in.GetConfig()
 	if cfg.GetMetadata() == nil {
 		return nil, status.Error(codes.InvalidArgument, "container config without metadata")
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	s, ok := r.sandboxes[in.PodSandboxId]
-	if !ok {
-		return nil, notFound("sandbox", in.PodSandboxId)
+	s, err := r.sandbox(in.PodSandboxId)
+	if err != nil {
+		return nil, err
 	}
 	if s.State != runtimeapi.PodSandboxState_SANDBOX_READY {
 		return nil, status.Errorf(codes.FailedPrecondition, "sandbox %q is not ready", s.Id)
@@ -167,14 +161,13 @@ func (r *Runtime) CreateContainer(ctx context.Context, in *runtimeapi.CreateCont
 
 // StartContainer starts a created container.
 func (r *Runtime) StartContainer(ctx context.Context, in *runtimeapi.StartContainerRequest, _ ...grpc.CallOption) (*runtimeapi.StartContainerResponse, error) {
-	if err := r.enter(ctx, "StartContainer"); err != nil {
+	if err := r.begin(ctx, "StartContainer"); err != nil {
 		return nil, err
 	}
-	r.mu.Lock()
 	defer r.mu.Unlock()
-	c, ok := r.containers[in.ContainerId]
-	if !ok {
-		return nil, notFound("container", in.ContainerId)
+	c, err := r.container(in.ContainerId)
+	if err != nil {
+		return nil, err
 	}
 	if c.status.State != runtimeapi.ContainerState_CONTAINER_CREATED {
 		return nil, status.Errorf(codes.FailedPrecondition, "container %q is %s, not created", c.status.Id, c.status.State)
@@ -187,14 +180,13 @@ func (r *Runtime) StartContainer(ctx context.Context, in *runtimeapi.StartContai
 // StopContainer stops a running container at once, as if it ignored
 // SIGTERM and was killed; a container not running stays as it is.
 func (r *Runtime) StopContainer(ctx context.Context, in *runtimeapi.StopContainerRequest, _ ...grpc.CallOption) (*runtimeapi.StopContainerResponse, error) {
-	if err := r.enter(ctx, "StopContainer"); err != nil {
+	if err := r.begin(ctx, "StopContainer"); err != nil {
 		return nil, err
 	}
-	r.mu.Lock()
 	defer r.mu.Unlock()
-	c, ok := r.containers[in.ContainerId]
-	if !ok {
-		return nil, notFound("container", in.ContainerId)
+	c, err := r.container(in.ContainerId)
+	if err != nil {
+		return nil, err
 	}
 	r.exit(c.status, 137)
 	return &runtimeapi.StopContainerResponse{}, nil
@@ -203,10 +195,9 @@ func (r *Runtime) StopContainer(ctx context.Context, in *runtimeapi.StopContaine
 // RemoveContainer removes a container, running or not; removing one that
 // is gone succeeds, as the CRI asks.
 func (r *Runtime) RemoveContainer(ctx context.Context, in *runtimeapi.RemoveContainerRequest, _ ...grpc.CallOption) (*runtimeapi.RemoveContainerResponse, error) {
-	if err := r.enter(ctx, "RemoveContainer"); err != nil {
+	if err := r.begin(ctx, "RemoveContainer"); err != nil {
 		return nil, err
 	}
-	r.mu.Lock()
 	defer r.mu.Unlock()
 	delete(r.containers, in.ContainerId)
 	return &runtimeapi.RemoveContainerResponse{}, nil
@@ -215,26 +206,24 @@ func (r *Runtime) RemoveContainer(ctx context.Context, in *runtimeapi.RemoveCont
 // ContainerStatus returns the container's status, NotFound once it is
 // gone.
 func (r *Runtime) ContainerStatus(ctx context.Context, in *runtimeapi.ContainerStatusRequest, _ ...grpc.CallOption) (*runtimeapi.ContainerStatusResponse, error) {
-	if err := r.enter(ctx, "ContainerStatus"); err != nil {
+	if err := r.begin(ctx, "ContainerStatus"); err != nil {
 		return nil, err
 	}
-	r.mu.Lock()
 	defer r.mu.Unlock()
-	c, ok := r.containers[in.ContainerId]
-	if !ok {
-		return nil, notFound("container", in.ContainerId)
+	c, err := r.container(in.ContainerId)
+	if err != nil {
+		return nil, err
 	}
 	return &runtimeapi.ContainerStatusResponse{Status: proto.Clone(c.status).(*runtimeapi.ContainerStatus)}, nil
 }
 
 // ListContainers lists the containers the filter selects, oldest first.
 func (r *Runtime) ListContainers(ctx context.Context, in *runtimeapi.ListContainersRequest, _ ...grpc.CallOption) (*runtimeapi.ListContainersResponse, error) {
-	if err := r.enter(ctx, "ListContainers"); err != nil {
+	if err := r.begin(ctx, "ListContainers"); err != nil {
 		return nil, err
 	}
-	f := in.GetFilter()
-	r.mu.Lock()
 	defer r.mu.Unlock()
+	f := in.GetFilter()
 	out := &runtimeapi.ListContainersResponse{}
 	for _, c := range r.sortedContainers() {
 		s := c.status
