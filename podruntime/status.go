@@ -87,6 +87,9 @@ func (r *Runtime) GetPodStatus(ctx context.Context, uid types.UID, name, namespa
 	if err != nil {
 		return nil, fmt.Errorf("list sandboxes of pod %s/%s (%s): %w", namespace, name, uid, err)
 	}
+	// Each call has a timeout of its own, as Options says.
+	sctx, cancel = r.callCtx(ctx)
+	defer cancel()
 	cs, err := r.RT.ListContainers(sctx, &runtimeapi.ListContainersRequest{Filter: &runtimeapi.ContainerFilter{LabelSelector: sel}})
 	if err != nil {
 		return nil, fmt.Errorf("list containers of pod %s/%s (%s): %w", namespace, name, uid, err)
@@ -143,6 +146,8 @@ func (r *Runtime) listGrouped(ctx context.Context) ([]*podObjects, error) {
 	if err != nil {
 		return nil, fmt.Errorf("list sandboxes: %w", err)
 	}
+	sctx, cancel = r.callCtx(ctx)
+	defer cancel()
 	cs, err := r.RT.ListContainers(sctx, &runtimeapi.ListContainersRequest{})
 	if err != nil {
 		return nil, fmt.Errorf("list containers: %w", err)

@@ -215,6 +215,9 @@ func (s *syncPass) createSandbox(ctx context.Context) bool {
 		return false
 	}
 	s.sandboxID = resp.PodSandboxId
+	// Each call has a timeout of its own, as Options says.
+	sctx, cancel = r.callCtx(ctx)
+	defer cancel()
 	st, err := r.RT.PodSandboxStatus(sctx, &runtimeapi.PodSandboxStatusRequest{PodSandboxId: s.sandboxID})
 	if err != nil {
 		s.fail(fmt.Errorf("status of new sandbox %s of pod %s/%s: %w", s.sandboxID, pod.Namespace, pod.Name, err))
@@ -290,6 +293,8 @@ func (s *syncPass) startContainer(ctx context.Context, c *v1.Container) bool {
 	}
 	s.created = append(s.created, created.ContainerId)
 	r.containerEvent(pod, c.Name, created.ContainerId, v1.EventTypeNormal, EventCreated, "Container created")
+	sctx, cancel = r.callCtx(ctx)
+	defer cancel()
 	if _, err := r.RT.StartContainer(sctx, &runtimeapi.StartContainerRequest{ContainerId: created.ContainerId}); err != nil {
 		failed(created.ContainerId, status.Convert(err).Message())
 		err = fmt.Errorf("start container %s of pod %s/%s: %w", c.Name, pod.Namespace, pod.Name, err)
