@@ -27,6 +27,7 @@ import (
 
 	"github.com/actorlet/actorlet/messages"
 	"github.com/actorlet/actorlet/metrics"
+	"github.com/actorlet/actorlet/retry"
 	"github.com/actorlet/actorlet/supervision"
 )
 
@@ -489,18 +490,17 @@ func (a *Actor) retryPod(ctx actor.Context, m *messages.RetryPodStatus) {
 	a.pump(ctx)
 }
 
-// backoff doubles from initial to max, as upstream's registration loop.
+// backoff is the status-reporter's retry.Backoff: from initial doubling to
+// max, as upstream's registration loop, and reset by a success rather than
+// by a stable period, so that it needs no clock.
 type backoff struct {
-	initial, max, cur time.Duration
+	initial, max time.Duration
+	failures     int
 }
 
 func (b *backoff) next() time.Duration {
-	if b.cur == 0 {
-		b.cur = b.initial
-	} else {
-		b.cur = min(2*b.cur, b.max)
-	}
-	return b.cur
+	b.failures++
+	return retry.Backoff{Initial: b.initial, Max: b.max}.After(b.failures)
 }
 
-func (b *backoff) reset() { b.cur = 0 }
+func (b *backoff) reset() { b.failures = 0 }
