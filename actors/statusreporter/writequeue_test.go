@@ -129,6 +129,20 @@ type queueStep struct {
 	retry time.Duration // retry asked for, 0: none
 }
 
+// failing is a pod reported once whose write then fails again and again,
+// each failure asking for the next of retries before the timer writes it
+// again.
+func failing(uid string, retries ...time.Duration) []queueStep {
+	steps := []queueStep{{ev: report(uid, "pending"), start: []string{uid + "@1"}}}
+	for i, d := range retries {
+		if i > 0 {
+			steps = append(steps, queueStep{ev: retryTimer(uid), start: []string{uid + "@1"}})
+		}
+		steps = append(steps, queueStep{ev: synced(uid, 1, "fail"), retry: d})
+	}
+	return steps
+}
+
 func TestWriteQueue(t *testing.T) {
 	const ms = time.Millisecond
 	tests := []struct {
@@ -222,42 +236,16 @@ func TestWriteQueue(t *testing.T) {
 			{ev: synced("b", 2, "ok"), start: []string{"b@3"}},
 			{ev: synced("b", 3, "ok"), start: []string{"d@1"}},
 		}},
-		{"a failed write is retried by the timer, the backoff doubling", 8, []queueStep{
-			{ev: report("a", "pending"), start: []string{"a@1"}},
-			{ev: synced("a", 1, "fail"), retry: 100 * ms},
-			{ev: retryTimer("a"), start: []string{"a@1"}},
-			{ev: synced("a", 1, "fail"), retry: 200 * ms},
-			{ev: retryTimer("a"), start: []string{"a@1"}},
-			{ev: synced("a", 1, "fail"), retry: 400 * ms},
-		}},
-		{"the backoff is capped", 8, []queueStep{
-			{ev: report("a", "pending"), start: []string{"a@1"}},
-			{ev: synced("a", 1, "fail"), retry: 100 * ms},
-			{ev: retryTimer("a"), start: []string{"a@1"}},
-			{ev: synced("a", 1, "fail"), retry: 200 * ms},
-			{ev: retryTimer("a"), start: []string{"a@1"}},
-			{ev: synced("a", 1, "fail"), retry: 400 * ms},
-			{ev: retryTimer("a"), start: []string{"a@1"}},
-			{ev: synced("a", 1, "fail"), retry: 800 * ms},
-			{ev: retryTimer("a"), start: []string{"a@1"}},
-			{ev: synced("a", 1, "fail"), retry: 1600 * ms},
-			{ev: retryTimer("a"), start: []string{"a@1"}},
-			{ev: synced("a", 1, "fail"), retry: 3200 * ms},
-			{ev: retryTimer("a"), start: []string{"a@1"}},
-			{ev: synced("a", 1, "fail"), retry: retryCap},
-			{ev: retryTimer("a"), start: []string{"a@1"}},
-			{ev: synced("a", 1, "fail"), retry: retryCap},
-		}},
-		{"a success resets the backoff", 8, []queueStep{
-			{ev: report("a", "pending"), start: []string{"a@1"}},
-			{ev: synced("a", 1, "fail"), retry: 100 * ms},
-			{ev: retryTimer("a"), start: []string{"a@1"}},
-			{ev: synced("a", 1, "fail"), retry: 200 * ms},
-			{ev: retryTimer("a"), start: []string{"a@1"}},
-			{ev: synced("a", 1, "ok")},
-			{ev: report("a", "ready"), start: []string{"a@2"}},
-			{ev: synced("a", 2, "fail"), retry: 100 * ms},
-		}},
+		{"a failed write is retried by the timer, the backoff doubling", 8,
+			failing("a", 100*ms, 200*ms, 400*ms)},
+		{"the backoff is capped", 8,
+			failing("a", 100*ms, 200*ms, 400*ms, 800*ms, 1600*ms, 3200*ms, retryCap, retryCap)},
+		{"a success resets the backoff", 8, append(failing("a", 100*ms, 200*ms),
+			queueStep{ev: retryTimer("a"), start: []string{"a@1"}},
+			queueStep{ev: synced("a", 1, "ok")},
+			queueStep{ev: report("a", "ready"), start: []string{"a@2"}},
+			queueStep{ev: synced("a", 2, "fail"), retry: 100 * ms},
+		)},
 		{"reports during the backoff wait for the timer", 8, []queueStep{
 			{ev: report("a", "pending"), start: []string{"a@1"}},
 			{ev: synced("a", 1, "fail"), retry: 100 * ms},
