@@ -3,27 +3,25 @@ package podruntime
 import (
 	"sync"
 	"time"
+
+	"github.com/actorlet/actorlet/retry"
 )
 
 // Backoff delays, per key, the retries of something that keeps failing: the
-// restarts of a crashing container or the pulls of an image. Each failure
-// doubles the delay, from Initial up to Max. It is safe for concurrent use
-// because a Backoff is shared by the workers of all pods.
+// restarts of a crashing container or the pulls of an image. Each key is a
+// retry.Backoff: each failure doubles the delay, from the initial one up to
+// the maximum. It is safe for concurrent use because a Backoff is shared by the workers of
+// all pods.
 type Backoff struct {
-	initial, max time.Duration
-	// stable is how long after the last failure a new failure counts as the
-	// first one again: upstream resets crash-loop backoff after a container
-	// ran for 10 minutes.
-	stable time.Duration
+	// policy gives each new key its delays and stable period: how long
+	// after the last failure a new failure counts as the first one again
+	// (upstream resets crash-loop backoff after a container ran for 10
+	// minutes).
+	policy retry.Backoff
 	now    func() time.Time
 
 	mu      sync.Mutex
-	entries map[string]*backoffEntry
-}
-
-type backoffEntry struct {
-	delay      time.Duration
-	lastUpdate time.Time
+	entries map[string]*retry.Backoff
 }
 
 // Upstream kubelet defaults (pkg/kubelet/kubelet.go).
@@ -35,16 +33,14 @@ const (
 	MaxImagePullBackoff              = 300 * time.Second
 )
 
-// NewBackoff returns a backoff doubling from initial to max, that forgets a
-// key once stable has passed between two failures. now nil means time.Now.
+// NewBackoff returns a backoff doubling from initial to max (initial above
+// max: max), that forgets a key once stable has passed between two failures
+// (0: never). now nil means time.Now.
 func NewBackoff(initial, max, stable time.Duration, now func() time.Time) *Backoff {
 	if now == nil {
 		now = time.Now
 	}
-	if initial > max {
-		initial = max
-	}
-	return &Backoff{initial: initial, max: max, stable: stable, now: now, entries: map[string]*backoffEntry{}}
+	return &Backoff{policy: retry.Backoff{Initial: initial, Max: max, Stable: stable}, now: now, entries: map[string]*retry.Backoff{}}
 }
 
 // NewCrashLoopBackoff is the container restart backoff: 10 s doubling to
@@ -74,13 +70,12 @@ func (b *Backoff) Next(key string, eventTime time.Time) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	e, ok := b.entries[key]
-	if !ok || eventTime.Sub(e.lastUpdate) > b.stable {
-		e = &backoffEntry{delay: b.initial}
+	if !ok {
+		policy := b.policy
+		e = &policy
 		b.entries[key] = e
-	} else {
-		e.delay = min(2*e.delay, b.max)
 	}
-	e.lastUpdate = b.now()
+	e.Fail(eventTime, b.now())
 }
 
 // Get is the key's current delay, 0 when it has none.
@@ -88,7 +83,7 @@ func (b *Backoff) Get(key string) time.Duration {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if e, ok := b.entries[key]; ok {
-		return e.delay
+		return e.Delay()
 	}
 	return 0
 }
@@ -103,10 +98,10 @@ func (b *Backoff) inBackoffAt(key string, eventTime, now time.Time) (bool, time.
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	e, ok := b.entries[key]
-	if !ok || eventTime.Sub(e.lastUpdate) > b.stable {
+	if !ok || e.Expired(eventTime) {
 		return false, 0
 	}
-	left := e.delay - now.Sub(eventTime)
+	left := e.Delay() - now.Sub(eventTime)
 	return left > 0, max(left, 0)
 }
 
@@ -120,10 +115,10 @@ func (b *Backoff) InBackoffSinceUpdate(key string) (bool, time.Duration) {
 		return false, 0
 	}
 	now := b.now()
-	if now.Sub(e.lastUpdate) > b.stable {
+	if e.Expired(now) {
 		return false, 0
 	}
-	left := e.delay - now.Sub(e.lastUpdate)
+	left := e.Delay() - now.Sub(e.Last())
 	return left > 0, max(left, 0)
 }
 
@@ -141,7 +136,7 @@ func (b *Backoff) GC() {
 	defer b.mu.Unlock()
 	now := b.now()
 	for k, e := range b.entries {
-		if now.Sub(e.lastUpdate) > b.stable {
+		if e.Expired(now) {
 			delete(b.entries, k)
 		}
 	}

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/actorlet/actorlet/retry"
 )
 
 // FatalError marks a failure that restarting cannot repair; an actor panics
@@ -45,13 +47,13 @@ type Backoff struct {
 
 var _ actor.SupervisorStrategy = (*Backoff)(nil)
 
-// Delay is the wait before the restart that follows the n-th failure in a row.
+// Delay is the wait before the restart that follows the n-th failure in a
+// row: retry.Backoff's delays. The count itself, and its reset after
+// ResetAfter without a failure, live in the child's
+// actor.RestartStatistics, which protoactor keeps with the child across
+// restarts and hands to the strategy.
 func (b *Backoff) Delay(n int) time.Duration {
-	d := b.Initial
-	for i := 1; i < n && d < b.Max; i++ {
-		d *= 2
-	}
-	return min(d, b.Max)
+	return retry.Backoff{Initial: b.Initial, Max: b.Max}.After(n)
 }
 
 // HandleFailure implements actor.SupervisorStrategy.

@@ -34,28 +34,6 @@ var kubeletConditions = map[v1.PodConditionType]bool{
 	v1.AllContainersRestarting:   true,
 }
 
-// podEntry is what the actor holds for one pod: the latest status reported,
-// which version of it has been written, and where its write is.
-type podEntry struct {
-	pod      *v1.Pod
-	status   v1.PodStatus
-	reported bool
-	// version counts what the actor has been told about the pod; written
-	// is the last version the API has.
-	version, written  uint64
-	finished, removed bool
-	inFlight, queued  bool
-	// urgent: queued in the urgent queue (see Actor.urgent).
-	urgent bool
-	// retrying is set while a retry timer runs: the timer, not new
-	// reports, starts the next write, so that the backoff holds.
-	retrying bool
-	backoff  backoff
-	// apiPod is the pod as the API server last answered one of our
-	// writes: the base of the next patch.
-	apiPod *v1.Pod
-}
-
 // podWork is a snapshot of a podEntry for one writer: writers never touch
 // the actor's state.
 type podWork struct {

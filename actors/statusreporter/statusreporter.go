@@ -18,7 +18,6 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/rs/zerolog"
 	v1 "k8s.io/api/core/v1"
-	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/record"
@@ -27,6 +26,7 @@ import (
 
 	"github.com/actorlet/actorlet/messages"
 	"github.com/actorlet/actorlet/metrics"
+	"github.com/actorlet/actorlet/retry"
 	"github.com/actorlet/actorlet/supervision"
 )
 
@@ -102,22 +102,18 @@ type Actor struct {
 	// Ready heartbeat catches up soon after the API server returns.
 	statusRetry backoff
 
-	pods  map[types.UID]*podEntry
-	queue []types.UID
-	// urgent is served before queue: writes that make a pod Ready or end
-	// it. When many pods start at once and the client's QPS limit holds the
-	// writes back, a Ready write then does not wait behind other pods'
-	// intermediate (Pending) ones, and those often coalesce into their own
-	// pod's Ready write before their turn comes: fewer requests, sooner
-	// Ready.
-	urgent   []types.UID
-	inFlight int
+	// writes decides the pod status writes; the actor carries them out.
+	writes *writeQueue
 }
 
 // New returns a producer of status-reporter actors.
 func New(p Params) actor.Producer {
 	return func() actor.Actor {
-		return &Actor{p: p, log: p.Log.With().Str("actor", Kind).Logger(), pods: map[types.UID]*podEntry{}}
+		writers := podWriters
+		if p.Kube == nil {
+			writers = 0
+		}
+		return &Actor{p: p, log: p.Log.With().Str("actor", Kind).Logger(), writes: newWriteQueue(writers)}
 	}
 }
 
@@ -139,18 +135,15 @@ func (a *Actor) Receive(ctx actor.Context) {
 	case *messages.LeaseRenewed:
 		a.leaseRenewed(ctx, m)
 	case *messages.PodStatusReport:
-		a.report(ctx, m)
+		a.write(ctx, a.writes.report(m.Pod, m.Status))
 	case *messages.PodFinished:
-		a.finished(ctx, m)
+		a.write(ctx, a.writes.finish(m.Pod, m.Removed))
 	case *messages.CheckMirrorPod:
-		if e := a.pods[m.UID]; e != nil && isStatic(e.pod) && !e.removed {
-			a.enqueue(m.UID)
-			a.pump(ctx)
-		}
+		a.write(ctx, a.writes.checkMirror(m.UID))
 	case *messages.PodStatusSynced:
 		a.synced(ctx, m)
 	case *messages.RetryPodStatus:
-		a.retryPod(ctx, m)
+		a.write(ctx, a.writes.retry(m.UID))
 	}
 }
 
@@ -229,13 +222,7 @@ func (a *Actor) registered(ctx actor.Context, m *messages.NodeRegistered) {
 	a.node = m.Node
 	a.tick(ctx)
 	a.renew(ctx)
-	// Static pods reported before registration wait for the Node's UID.
-	for uid, e := range a.pods {
-		if isStatic(e.pod) {
-			a.enqueue(uid)
-		}
-	}
-	a.pump(ctx)
+	a.write(ctx, a.writes.registered())
 }
 
 // tick updates the node status, then re-arms itself every
@@ -253,12 +240,7 @@ func (a *Actor) tick(ctx actor.Context) {
 		defer cancel()
 		return updateNodeStatus(c, kube, spec, probe(c, system, p, spec.MaxImages), reportDue)
 	})
-	for uid, e := range a.pods {
-		if isStatic(e.pod) && !e.removed {
-			a.enqueue(uid)
-		}
-	}
-	a.pump(ctx)
+	a.write(ctx, a.writes.checkMirrors())
 }
 
 func (a *Actor) statusUpdated(ctx actor.Context, m *messages.NodeStatusUpdated) {
@@ -322,114 +304,11 @@ func (a *Actor) leaseRenewed(ctx actor.Context, m *messages.LeaseRenewed) {
 	supervision.After(ctx, interval, &messages.RenewLease{})
 }
 
-func (a *Actor) report(ctx actor.Context, m *messages.PodStatusReport) {
-	uid := m.Pod.UID
-	e := a.pods[uid]
-	if e == nil {
-		e = &podEntry{backoff: backoff{initial: 100 * time.Millisecond, max: retryCap}}
-		a.pods[uid] = e
-	}
-	deletionChanged := e.pod == nil || (e.pod.DeletionTimestamp == nil) != (m.Pod.DeletionTimestamp == nil)
-	e.pod = m.Pod
-	if e.reported && !deletionChanged && apiequality.Semantic.DeepEqual(e.status, m.Status) {
-		return
-	}
-	e.status, e.reported = m.Status, true
-	e.version++
-	a.enqueue(uid)
-	a.pump(ctx)
-}
-
-func (a *Actor) finished(ctx actor.Context, m *messages.PodFinished) {
-	uid := m.Pod.UID
-	e := a.pods[uid]
-	if e == nil {
-		e = &podEntry{backoff: backoff{initial: 100 * time.Millisecond, max: retryCap}}
-		a.pods[uid] = e
-	}
-	e.pod, e.finished, e.removed = m.Pod, true, m.Removed
-	e.version++
-	if a.p.Kube == nil {
-		if m.Removed {
-			delete(a.pods, uid)
-		}
-		return
-	}
-	a.enqueue(uid)
-	a.pump(ctx)
-}
-
-// enqueue marks a pod for a write; a pod already queued keeps its place and
-// will be written at its latest version, unless the write became urgent:
-// then it also takes a place in the urgent queue.
-func (a *Actor) enqueue(uid types.UID) {
-	e := a.pods[uid]
-	if a.p.Kube == nil || e == nil || e.retrying {
-		return
-	}
-	urgent := e.finished || podIsReady(&e.status)
-	if e.queued && (!urgent || e.urgent) {
-		return
-	}
-	e.queued = true
-	if urgent {
-		e.urgent = true
-		a.urgent = append(a.urgent, uid)
-		return
-	}
-	a.queue = append(a.queue, uid)
-}
-
-func podIsReady(s *v1.PodStatus) bool {
-	for _, c := range s.Conditions {
-		if c.Type == v1.PodReady {
-			return c.Status == v1.ConditionTrue
-		}
-	}
-	return false
-}
-
-// next takes the next pod to write, urgent ones first.
-func (a *Actor) next() (types.UID, bool) {
-	if len(a.urgent) > 0 {
-		uid := a.urgent[0]
-		a.urgent = a.urgent[1:]
-		return uid, true
-	}
-	if len(a.queue) > 0 {
-		uid := a.queue[0]
-		a.queue = a.queue[1:]
-		return uid, true
-	}
-	return "", false
-}
-
-// pump starts writers for queued pods, up to podWriters at a time and one
-// per pod, each with a snapshot of the pod's latest state.
-func (a *Actor) pump(ctx actor.Context) {
-	for a.inFlight < podWriters {
-		uid, ok := a.next()
-		if !ok {
-			return
-		}
-		e := a.pods[uid]
-		if e == nil || !e.queued {
-			continue // written already from its other place in the queues
-		}
-		e.queued, e.urgent = false, false
-		if e.inFlight {
-			// synced re-queues it if a newer version arrived meanwhile.
-			continue
-		}
-		e.inFlight = true
-		a.inFlight++
-		w := podWork{uid: uid, version: e.version, pod: e.pod, status: e.status, reported: e.reported,
-			finished: e.finished, removed: e.removed, nodeName: a.p.NodeName, base: e.apiPod}
-		if w.base == nil && !isStatic(e.pod) && e.pod.ResourceVersion != "" {
-			// The source's copy is the watch's: fresh enough before our
-			// first write.
-			w.base = e.pod
-		}
+// write starts the pod status writes the queue returned, each outside the
+// mailbox; its outcome comes back as PodStatusSynced.
+func (a *Actor) write(ctx actor.Context, works []podWork) {
+	for _, w := range works {
+		w.nodeName = a.p.NodeName
 		if a.node != nil {
 			w.nodeUID = a.node.UID
 		}
@@ -446,61 +325,29 @@ func (a *Actor) pump(ctx actor.Context) {
 }
 
 func (a *Actor) synced(ctx actor.Context, m *messages.PodStatusSynced) {
-	a.inFlight--
-	defer a.pump(ctx)
-	e := a.pods[m.UID]
-	if e == nil {
-		return
-	}
-	e.inFlight = false
-	if m.Err != nil {
-		// The next try reads the pod again: the failure may come from a
-		// stale base.
-		e.apiPod = nil
-		d := e.backoff.next()
+	retry, works := a.writes.synced(m)
+	if retry != nil {
 		level := zerolog.WarnLevel
 		if errors.Is(m.Err, errNotRegistered) {
 			level = zerolog.DebugLevel // a mirror pod waits for the Node's UID: routine at start-up
 		}
-		a.log.WithLevel(level).Err(m.Err).Str("pod", e.pod.Namespace+"/"+e.pod.Name).Dur("retryIn", d).Msg("pod status write failed")
-		e.retrying = true
-		supervision.After(ctx, d, &messages.RetryPodStatus{UID: m.UID})
-		return
+		a.log.WithLevel(level).Err(m.Err).Str("pod", retry.pod.Namespace+"/"+retry.pod.Name).Dur("retryIn", retry.in).Msg("pod status write failed")
+		supervision.After(ctx, retry.in, &messages.RetryPodStatus{UID: m.UID})
 	}
-	e.backoff.reset()
-	if m.APIPod != nil {
-		e.apiPod = m.APIPod
-	}
-	e.written = max(e.written, m.Version)
-	if m.Done && e.version == m.Version {
-		delete(a.pods, m.UID)
-		return
-	}
-	if e.version > e.written {
-		a.enqueue(m.UID)
-	}
+	a.write(ctx, works)
 }
 
-func (a *Actor) retryPod(ctx actor.Context, m *messages.RetryPodStatus) {
-	if e := a.pods[m.UID]; e != nil {
-		e.retrying = false
-	}
-	a.enqueue(m.UID)
-	a.pump(ctx)
-}
-
-// backoff doubles from initial to max, as upstream's registration loop.
+// backoff is the status-reporter's retry.Backoff: from initial doubling to
+// max, as upstream's registration loop, and reset by a success rather than
+// by a stable period, so that it needs no clock.
 type backoff struct {
-	initial, max, cur time.Duration
+	initial, max time.Duration
+	failures     int
 }
 
 func (b *backoff) next() time.Duration {
-	if b.cur == 0 {
-		b.cur = b.initial
-	} else {
-		b.cur = min(2*b.cur, b.max)
-	}
-	return b.cur
+	b.failures++
+	return retry.Backoff{Initial: b.initial, Max: b.max}.After(b.failures)
 }
 
-func (b *backoff) reset() { b.cur = 0 }
+func (b *backoff) reset() { b.failures = 0 }

@@ -1,0 +1,269 @@
+package statusreporter
+
+import (
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/actorlet/actorlet/messages"
+)
+
+// writeQueue decides the pod status writes: it keeps the latest status of
+// each pod and where its write stands, and says which writes start. It
+// makes no API call, starts no timer and reads no clock: each method
+// returns the writes the actor starts now, and the actor feeds every
+// write's outcome back to synced. Its rules:
+//   - a report that changes neither the status nor whether the pod is being
+//     deleted is no new version, and no write;
+//   - one write per pod at a time: what arrives while it runs is written
+//     after it, in one write at the latest version;
+//   - at most writers writes at a time, urgent ones first (see urgent),
+//     then in the order the pods were queued; a queued pod keeps its place
+//     and is written at its latest version;
+//   - a failed write is retried after the pod's backoff, which a success
+//     resets; until the actor calls retry, new reports queue no write;
+//   - a write that finds the pod done (deleted, or gone from the API) at
+//     its latest version forgets the pod.
+type writeQueue struct {
+	// writers bounds the writes in flight; 0 (standalone mode) tracks the
+	// pods and writes none.
+	writers int
+	pods    map[types.UID]*podEntry
+	queue   []types.UID
+	// urgent is served before queue: writes that make a pod Ready or end
+	// it. When many pods start at once and the client's QPS limit holds the
+	// writes back, a Ready write then does not wait behind other pods'
+	// intermediate (Pending) ones, and those often coalesce into their own
+	// pod's Ready write before their turn comes: fewer requests, sooner
+	// Ready.
+	urgent   []types.UID
+	inFlight int
+}
+
+// podEntry is what the queue holds for one pod: the latest status reported,
+// which version of it has been written, and where its write is.
+type podEntry struct {
+	pod      *v1.Pod
+	status   v1.PodStatus
+	reported bool
+	// version counts what the queue has been told about the pod; written
+	// is the last version the API has.
+	version, written  uint64
+	finished, removed bool
+	inFlight, queued  bool
+	// urgent: queued in the urgent queue (see writeQueue.urgent).
+	urgent bool
+	// retrying is set while a retry timer runs: the timer, not new
+	// reports, starts the next write, so that the backoff holds.
+	retrying bool
+	backoff  backoff
+	// apiPod is the pod as the API server last answered one of our
+	// writes: the base of the next patch.
+	apiPod *v1.Pod
+}
+
+// writeRetry asks the actor to call retry for the pod after in.
+type writeRetry struct {
+	pod *v1.Pod
+	in  time.Duration
+}
+
+// newWriteQueue returns a queue of at most writers writes in flight; 0
+// writes nothing.
+func newWriteQueue(writers int) *writeQueue {
+	return &writeQueue{writers: writers, pods: map[types.UID]*podEntry{}}
+}
+
+// entry is the pod's entry, made on first use.
+func (q *writeQueue) entry(uid types.UID) *podEntry {
+	e := q.pods[uid]
+	if e == nil {
+		e = &podEntry{backoff: backoff{initial: 100 * time.Millisecond, max: retryCap}}
+		q.pods[uid] = e
+	}
+	return e
+}
+
+// report records the status a pod's worker reported.
+func (q *writeQueue) report(pod *v1.Pod, status v1.PodStatus) []podWork {
+	e := q.entry(pod.UID)
+	deletionChanged := e.pod == nil || (e.pod.DeletionTimestamp == nil) != (pod.DeletionTimestamp == nil)
+	e.pod = pod
+	if e.reported && !deletionChanged && apiequality.Semantic.DeepEqual(e.status, status) {
+		return nil
+	}
+	e.status, e.reported = status, true
+	e.version++
+	q.enqueue(pod.UID)
+	return q.start()
+}
+
+// finish records that a pod's worker is done; removed: the pod has left the
+// node too. Without writers a removed pod is forgotten at once.
+func (q *writeQueue) finish(pod *v1.Pod, removed bool) []podWork {
+	uid := pod.UID
+	e := q.entry(uid)
+	e.pod, e.finished, e.removed = pod, true, removed
+	e.version++
+	if q.writers == 0 {
+		if removed {
+			delete(q.pods, uid)
+		}
+		return nil
+	}
+	q.enqueue(uid)
+	return q.start()
+}
+
+// checkMirror queues a write of a static pod not removed, which checks its
+// mirror pod (and makes it again when it was deleted).
+func (q *writeQueue) checkMirror(uid types.UID) []podWork {
+	if e := q.pods[uid]; e == nil || !isStatic(e.pod) || e.removed {
+		return nil
+	}
+	q.enqueue(uid)
+	return q.start()
+}
+
+// checkMirrors queues a write of every static pod not removed.
+func (q *writeQueue) checkMirrors() []podWork {
+	for uid, e := range q.pods {
+		if isStatic(e.pod) && !e.removed {
+			q.enqueue(uid)
+		}
+	}
+	return q.start()
+}
+
+// registered queues a write of every static pod, removed ones too: the
+// writes of those reported before the node's registration waited for the
+// Node's UID.
+func (q *writeQueue) registered() []podWork {
+	for uid, e := range q.pods {
+		if isStatic(e.pod) {
+			q.enqueue(uid)
+		}
+	}
+	return q.start()
+}
+
+// synced takes the outcome of a write that start returned. After a
+// failure, retry is the backoff before the pod's next write: the actor
+// calls retry for the pod then.
+func (q *writeQueue) synced(m *messages.PodStatusSynced) (retry *writeRetry, start []podWork) {
+	q.inFlight--
+	e := q.pods[m.UID]
+	if e == nil {
+		return nil, q.start()
+	}
+	e.inFlight = false
+	if m.Err != nil {
+		// The next try reads the pod again: the failure may come from a
+		// stale base.
+		e.apiPod = nil
+		e.retrying = true
+		return &writeRetry{pod: e.pod, in: e.backoff.next()}, q.start()
+	}
+	e.backoff.reset()
+	if m.APIPod != nil {
+		e.apiPod = m.APIPod
+	}
+	e.written = max(e.written, m.Version)
+	if m.Done && e.version == m.Version {
+		delete(q.pods, m.UID)
+		return nil, q.start()
+	}
+	if e.version > e.written {
+		q.enqueue(m.UID)
+	}
+	return nil, q.start()
+}
+
+// retry ends a failed write's backoff: the pod is queued again.
+func (q *writeQueue) retry(uid types.UID) []podWork {
+	if e := q.pods[uid]; e != nil {
+		e.retrying = false
+	}
+	q.enqueue(uid)
+	return q.start()
+}
+
+// enqueue marks a pod for a write; a pod already queued keeps its place and
+// will be written at its latest version, unless the write became urgent:
+// then it also takes a place in the urgent queue.
+func (q *writeQueue) enqueue(uid types.UID) {
+	e := q.pods[uid]
+	if q.writers == 0 || e == nil || e.retrying {
+		return
+	}
+	urgent := e.finished || podIsReady(&e.status)
+	if e.queued && (!urgent || e.urgent) {
+		return
+	}
+	e.queued = true
+	if urgent {
+		e.urgent = true
+		q.urgent = append(q.urgent, uid)
+		return
+	}
+	q.queue = append(q.queue, uid)
+}
+
+func podIsReady(s *v1.PodStatus) bool {
+	for _, c := range s.Conditions {
+		if c.Type == v1.PodReady {
+			return c.Status == v1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// next takes the next pod to write, urgent ones first.
+func (q *writeQueue) next() (types.UID, bool) {
+	if len(q.urgent) > 0 {
+		uid := q.urgent[0]
+		q.urgent = q.urgent[1:]
+		return uid, true
+	}
+	if len(q.queue) > 0 {
+		uid := q.queue[0]
+		q.queue = q.queue[1:]
+		return uid, true
+	}
+	return "", false
+}
+
+// start takes queued pods while fewer than writers writes are in flight,
+// one write per pod, and returns their writes, each a snapshot of the
+// pod's latest state.
+func (q *writeQueue) start() []podWork {
+	var works []podWork
+	for q.inFlight < q.writers {
+		uid, ok := q.next()
+		if !ok {
+			break
+		}
+		e := q.pods[uid]
+		if e == nil || !e.queued {
+			continue // written already from its other place in the queues
+		}
+		e.queued, e.urgent = false, false
+		if e.inFlight {
+			// synced queues it again if a newer version arrived meanwhile.
+			continue
+		}
+		e.inFlight = true
+		q.inFlight++
+		w := podWork{uid: uid, version: e.version, pod: e.pod, status: e.status, reported: e.reported,
+			finished: e.finished, removed: e.removed, base: e.apiPod}
+		if w.base == nil && !isStatic(e.pod) && e.pod.ResourceVersion != "" {
+			// The source's copy is the watch's: fresh enough before our
+			// first write.
+			w.base = e.pod
+		}
+		works = append(works, w)
+	}
+	return works
+}

@@ -1,0 +1,415 @@
+package statusreporter
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/actorlet/actorlet/manifest"
+	"github.com/actorlet/actorlet/messages"
+)
+
+// queueEvent is one call on a writeQueue; it returns the writes started as
+// "uid@version" and the retry asked for (0: none).
+type queueEvent func(t *testing.T, q *writeQueue) (started []string, retryIn time.Duration)
+
+func startedWrites(works []podWork) []string {
+	var s []string
+	for _, w := range works {
+		s = append(s, fmt.Sprintf("%s@%d", w.uid, w.version))
+	}
+	return s
+}
+
+// testPod is an API pod, or a static pod when its uid starts with "static".
+func testPod(uid string, deleting bool) *v1.Pod {
+	p := &v1.Pod{ObjectMeta: metav1.ObjectMeta{UID: types.UID(uid), Namespace: "ns", Name: uid, ResourceVersion: "7"}}
+	if strings.HasPrefix(uid, "static") {
+		p.Annotations = map[string]string{manifest.ConfigSourceAnnotation: manifest.SourceFile}
+		p.ResourceVersion = ""
+	}
+	if deleting {
+		p.DeletionTimestamp = &metav1.Time{}
+	}
+	return p
+}
+
+// status is a pod status: "pending" or "ready", with an optional ":message"
+// to tell two statuses of the same kind apart; "" is the empty status.
+func status(s string) v1.PodStatus {
+	if s == "" {
+		return v1.PodStatus{}
+	}
+	kind, msg, _ := strings.Cut(s, ":")
+	st := v1.PodStatus{Phase: v1.PodPending, Message: msg}
+	if kind == "ready" {
+		st.Phase = v1.PodRunning
+		st.Conditions = []v1.PodCondition{{Type: v1.PodReady, Status: v1.ConditionTrue}}
+	}
+	return st
+}
+
+func report(uid, st string) queueEvent {
+	return func(_ *testing.T, q *writeQueue) ([]string, time.Duration) {
+		return startedWrites(q.report(testPod(uid, false), status(st))), 0
+	}
+}
+
+func reportDeleting(uid, st string) queueEvent {
+	return func(_ *testing.T, q *writeQueue) ([]string, time.Duration) {
+		return startedWrites(q.report(testPod(uid, true), status(st))), 0
+	}
+}
+
+func finish(uid string, removed bool) queueEvent {
+	return func(_ *testing.T, q *writeQueue) ([]string, time.Duration) {
+		return startedWrites(q.finish(testPod(uid, false), removed)), 0
+	}
+}
+
+// synced feeds back the outcome of uid's write of version: "ok", "done" or
+// "fail".
+func synced(uid string, version uint64, outcome string) queueEvent {
+	return func(_ *testing.T, q *writeQueue) ([]string, time.Duration) {
+		m := &messages.PodStatusSynced{UID: types.UID(uid), Version: version}
+		switch outcome {
+		case "done":
+			m.Done = true
+		case "fail":
+			m.Err = errors.New("API server unreachable")
+		}
+		retry, works := q.synced(m)
+		if retry == nil {
+			return startedWrites(works), 0
+		}
+		return startedWrites(works), retry.in
+	}
+}
+
+func retryTimer(uid string) queueEvent {
+	return func(_ *testing.T, q *writeQueue) ([]string, time.Duration) {
+		return startedWrites(q.retry(types.UID(uid))), 0
+	}
+}
+
+func checkMirror(uid string) queueEvent {
+	return func(_ *testing.T, q *writeQueue) ([]string, time.Duration) {
+		return startedWrites(q.checkMirror(types.UID(uid))), 0
+	}
+}
+
+func checkMirrors(_ *testing.T, q *writeQueue) ([]string, time.Duration) {
+	return startedWrites(q.checkMirrors()), 0
+}
+
+func registered(_ *testing.T, q *writeQueue) ([]string, time.Duration) {
+	return startedWrites(q.registered()), 0
+}
+
+// tracked checks how many pods the queue holds.
+func tracked(n int) queueEvent {
+	return func(t *testing.T, q *writeQueue) ([]string, time.Duration) {
+		if len(q.pods) != n {
+			t.Errorf("queue holds %d pods, want %d", len(q.pods), n)
+		}
+		return nil, 0
+	}
+}
+
+type queueStep struct {
+	ev    queueEvent
+	start []string      // writes started, in order
+	retry time.Duration // retry asked for, 0: none
+}
+
+// failing is a pod reported once whose write then fails again and again,
+// each failure asking for the next of retries before the timer writes it
+// again.
+func failing(uid string, retries ...time.Duration) []queueStep {
+	steps := []queueStep{{ev: report(uid, "pending"), start: []string{uid + "@1"}}}
+	for i, d := range retries {
+		if i > 0 {
+			steps = append(steps, queueStep{ev: retryTimer(uid), start: []string{uid + "@1"}})
+		}
+		steps = append(steps, queueStep{ev: synced(uid, 1, "fail"), retry: d})
+	}
+	return steps
+}
+
+func TestWriteQueue(t *testing.T) {
+	const ms = time.Millisecond
+	tests := []struct {
+		name    string
+		writers int
+		steps   []queueStep
+	}{
+		{"a report starts a write", 8, []queueStep{
+			{ev: report("a", "pending"), start: []string{"a@1"}},
+		}},
+		{"an unchanged report is no write", 8, []queueStep{
+			{ev: report("a", "pending"), start: []string{"a@1"}},
+			{ev: synced("a", 1, "ok")},
+			{ev: report("a", "pending")},
+		}},
+		{"a changed report is written", 8, []queueStep{
+			{ev: report("a", "pending"), start: []string{"a@1"}},
+			{ev: synced("a", 1, "ok")},
+			{ev: report("a", "ready"), start: []string{"a@2"}},
+		}},
+		{"the first report is a change, even of an empty status", 8, []queueStep{
+			{ev: finish("a", false), start: []string{"a@1"}},
+			{ev: synced("a", 1, "ok")},
+			{ev: report("a", ""), start: []string{"a@2"}},
+		}},
+		{"a deletion timestamp is a change", 8, []queueStep{
+			{ev: report("a", "pending"), start: []string{"a@1"}},
+			{ev: synced("a", 1, "ok")},
+			{ev: reportDeleting("a", "pending"), start: []string{"a@2"}},
+		}},
+		{"one write per pod: reports meanwhile coalesce into one write", 8, []queueStep{
+			{ev: report("a", "pending"), start: []string{"a@1"}},
+			{ev: report("a", "pending:pulling")},
+			{ev: report("a", "ready")},
+			{ev: synced("a", 1, "ok"), start: []string{"a@3"}},
+			{ev: synced("a", 3, "ok")},
+		}},
+		{"a queued pod is written once, at its latest version", 1, []queueStep{
+			{ev: report("a", "pending"), start: []string{"a@1"}},
+			{ev: report("b", "pending")},
+			{ev: report("b", "pending:pulling")},
+			{ev: synced("a", 1, "ok"), start: []string{"b@2"}},
+			{ev: synced("b", 2, "ok")},
+		}},
+		{"at most writers writes in flight", 2, []queueStep{
+			{ev: report("a", "pending"), start: []string{"a@1"}},
+			{ev: report("b", "pending"), start: []string{"b@1"}},
+			{ev: report("c", "pending")},
+			{ev: synced("b", 1, "ok"), start: []string{"c@1"}},
+		}},
+		{"first queued, first written", 1, []queueStep{
+			{ev: report("a", "pending"), start: []string{"a@1"}},
+			{ev: report("b", "pending")},
+			{ev: report("c", "pending")},
+			{ev: synced("a", 1, "ok"), start: []string{"b@1"}},
+			{ev: synced("b", 1, "ok"), start: []string{"c@1"}},
+		}},
+		{"a Ready write goes first", 1, []queueStep{
+			{ev: report("a", "pending"), start: []string{"a@1"}},
+			{ev: report("b", "pending")},
+			{ev: report("c", "ready")},
+			{ev: synced("a", 1, "ok"), start: []string{"c@1"}},
+			{ev: synced("c", 1, "ok"), start: []string{"b@1"}},
+		}},
+		{"a finished pod's write goes first", 1, []queueStep{
+			{ev: report("a", "pending"), start: []string{"a@1"}},
+			{ev: report("b", "pending")},
+			{ev: finish("c", false)},
+			{ev: synced("a", 1, "ok"), start: []string{"c@1"}},
+			{ev: synced("c", 1, "ok"), start: []string{"b@1"}},
+		}},
+		{"a queued pod that turns Ready moves ahead, written once", 1, []queueStep{
+			{ev: report("a", "pending"), start: []string{"a@1"}},
+			{ev: report("b", "pending")},
+			{ev: report("c", "pending")},
+			{ev: report("c", "ready")},
+			{ev: synced("a", 1, "ok"), start: []string{"c@2"}},
+			{ev: synced("c", 2, "ok"), start: []string{"b@1"}},
+			{ev: synced("b", 1, "ok")},
+		}},
+		{"a pod written from the urgent queue keeps its place in the other", 1, []queueStep{
+			{ev: report("a", "pending"), start: []string{"a@1"}},
+			{ev: report("b", "pending")},
+			{ev: report("c", "ready")},
+			{ev: report("b", "ready")},
+			{ev: synced("a", 1, "ok"), start: []string{"c@1"}},
+			{ev: synced("c", 1, "ok"), start: []string{"b@2"}},
+			// b's place in the plain queue, ahead of d's, is still there.
+			{ev: report("d", "pending")},
+			{ev: report("b", "pending")},
+			{ev: synced("b", 2, "ok"), start: []string{"b@3"}},
+			{ev: synced("b", 3, "ok"), start: []string{"d@1"}},
+		}},
+		{"a failed write is retried by the timer, the backoff doubling", 8,
+			failing("a", 100*ms, 200*ms, 400*ms)},
+		{"the backoff is capped", 8,
+			failing("a", 100*ms, 200*ms, 400*ms, 800*ms, 1600*ms, 3200*ms, retryCap, retryCap)},
+		{"a success resets the backoff", 8, append(failing("a", 100*ms, 200*ms),
+			queueStep{ev: retryTimer("a"), start: []string{"a@1"}},
+			queueStep{ev: synced("a", 1, "ok")},
+			queueStep{ev: report("a", "ready"), start: []string{"a@2"}},
+			queueStep{ev: synced("a", 2, "fail"), retry: 100 * ms},
+		)},
+		{"reports during the backoff wait for the timer", 8, []queueStep{
+			{ev: report("a", "pending"), start: []string{"a@1"}},
+			{ev: synced("a", 1, "fail"), retry: 100 * ms},
+			{ev: report("a", "ready")},
+			{ev: finish("a", false)},
+			{ev: checkMirrors},
+			{ev: retryTimer("a"), start: []string{"a@3"}},
+		}},
+		{"a failure frees the writer for others", 1, []queueStep{
+			{ev: report("a", "pending"), start: []string{"a@1"}},
+			{ev: report("b", "pending")},
+			{ev: synced("a", 1, "fail"), start: []string{"b@1"}, retry: 100 * ms},
+			{ev: retryTimer("a")},
+			{ev: synced("b", 1, "ok"), start: []string{"a@1"}},
+		}},
+		// Today's behaviour, kept as it was: only enqueue honours retrying,
+		// so a write queued while every writer was busy, before its
+		// predecessor failed, starts without the backoff, and the retry
+		// timer then queues the same version once more.
+		{"a pod queued behind full writers before its write failed goes at once", 1, []queueStep{
+			{ev: report("a", "pending"), start: []string{"a@1"}},
+			{ev: report("a", "ready")},
+			{ev: synced("a", 1, "fail"), start: []string{"a@2"}, retry: 100 * ms},
+			{ev: retryTimer("a")},
+			{ev: synced("a", 2, "ok"), start: []string{"a@2"}},
+			{ev: synced("a", 2, "ok")},
+		}},
+		{"done at the latest version forgets the pod", 8, []queueStep{
+			{ev: finish("a", true), start: []string{"a@1"}},
+			{ev: synced("a", 1, "done")},
+			{ev: tracked(0)},
+			{ev: report("a", "pending"), start: []string{"a@1"}},
+		}},
+		{"done at an older version writes the newer one", 8, []queueStep{
+			{ev: report("a", "pending"), start: []string{"a@1"}},
+			{ev: finish("a", true)},
+			{ev: synced("a", 1, "done"), start: []string{"a@2"}},
+			{ev: tracked(1)},
+			{ev: synced("a", 2, "done")},
+			{ev: tracked(0)},
+		}},
+		{"a success with nothing newer writes nothing more", 8, []queueStep{
+			{ev: report("a", "pending"), start: []string{"a@1"}},
+			{ev: synced("a", 1, "ok")},
+			{ev: tracked(1)},
+		}},
+		{"an outcome for a forgotten pod frees its writer", 1, []queueStep{
+			{ev: report("a", "pending"), start: []string{"a@1"}},
+			{ev: report("b", "pending")},
+			{ev: synced("a", 1, "done"), start: []string{"b@1"}},
+			{ev: synced("a", 1, "ok")},
+			{ev: report("c", "pending"), start: []string{"c@1"}},
+		}},
+		{"a mirror check writes a static pod again", 8, []queueStep{
+			{ev: report("static-s", "pending"), start: []string{"static-s@1"}},
+			{ev: synced("static-s", 1, "ok")},
+			{ev: checkMirror("static-s"), start: []string{"static-s@1"}},
+			{ev: synced("static-s", 1, "ok")},
+			{ev: checkMirrors, start: []string{"static-s@1"}},
+		}},
+		{"a mirror check skips API pods and unknown pods", 8, []queueStep{
+			{ev: report("a", "pending"), start: []string{"a@1"}},
+			{ev: synced("a", 1, "ok")},
+			{ev: checkMirror("a")},
+			{ev: checkMirror("x")},
+			{ev: checkMirrors},
+		}},
+		{"a mirror check during the write is dropped", 8, []queueStep{
+			{ev: report("static-s", "pending"), start: []string{"static-s@1"}},
+			{ev: checkMirror("static-s")},
+			{ev: synced("static-s", 1, "ok")},
+		}},
+		{"registration writes every static pod, removed too; mirror checks skip removed ones", 8, []queueStep{
+			{ev: finish("static-s", true), start: []string{"static-s@1"}},
+			{ev: synced("static-s", 1, "ok")},
+			{ev: checkMirror("static-s")},
+			{ev: checkMirrors},
+			{ev: report("a", "pending"), start: []string{"a@1"}},
+			{ev: synced("a", 1, "ok")},
+			{ev: registered, start: []string{"static-s@1"}},
+		}},
+		{"without writers: tracked, never written, removed forgotten", 0, []queueStep{
+			{ev: report("a", "pending")},
+			{ev: report("static-s", "ready")},
+			{ev: registered},
+			{ev: checkMirrors},
+			{ev: tracked(2)},
+			{ev: finish("a", false)},
+			{ev: tracked(2)},
+			{ev: finish("a", true)},
+			{ev: tracked(1)},
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			q := newWriteQueue(tt.writers)
+			for i, st := range tt.steps {
+				start, retry := st.ev(t, q)
+				if !slices.Equal(start, st.start) || retry != st.retry {
+					t.Fatalf("step %d: started %v retry %s, want %v retry %s", i+1, start, retry, st.start, st.retry)
+				}
+			}
+		})
+	}
+}
+
+// TestWriteQueueSnapshot checks what a write is given: the pod's latest
+// state, and the base of its patch.
+func TestWriteQueueSnapshot(t *testing.T) {
+	watched := testPod("a", false)
+	answered := testPod("a", false)
+	answered.ResourceVersion = "8"
+	tests := []struct {
+		name string
+		run  func(q *writeQueue) []podWork
+		want podWork
+	}{
+		{"the watch's copy is the first base", func(q *writeQueue) []podWork {
+			return q.report(watched, status("ready"))
+		}, podWork{uid: "a", version: 1, pod: watched, status: status("ready"), reported: true, base: watched}},
+		{"a pod never seen in the API is read first", func(q *writeQueue) []podWork {
+			p := testPod("a", false)
+			p.ResourceVersion = ""
+			return q.report(p, status("ready"))
+		}, podWork{uid: "a", version: 1, status: status("ready"), reported: true}},
+		{"a static pod is read first", func(q *writeQueue) []podWork {
+			return q.report(testPod("static-s", false), status("ready"))
+		}, podWork{uid: "static-s", version: 1, status: status("ready"), reported: true}},
+		{"the API's answer is the next base", func(q *writeQueue) []podWork {
+			q.report(watched, status("pending"))
+			q.synced(&messages.PodStatusSynced{UID: "a", Version: 1, APIPod: answered})
+			return q.report(watched, status("ready"))
+		}, podWork{uid: "a", version: 2, pod: watched, status: status("ready"), reported: true, base: answered}},
+		{"a failure drops the API's answer", func(q *writeQueue) []podWork {
+			q.report(watched, status("pending"))
+			q.synced(&messages.PodStatusSynced{UID: "a", Version: 1, APIPod: answered})
+			q.report(watched, status("ready"))
+			q.synced(&messages.PodStatusSynced{UID: "a", Version: 2, Err: errors.New("conflict")})
+			return q.retry("a")
+		}, podWork{uid: "a", version: 2, pod: watched, status: status("ready"), reported: true, base: watched}},
+		{"finish keeps the reported status", func(q *writeQueue) []podWork {
+			q.report(watched, status("ready"))
+			q.synced(&messages.PodStatusSynced{UID: "a", Version: 1})
+			return q.finish(watched, true)
+		}, podWork{uid: "a", version: 2, pod: watched, status: status("ready"), reported: true, finished: true, removed: true, base: watched}},
+		{"a pod finished unreported has no status to write", func(q *writeQueue) []podWork {
+			return q.finish(watched, false)
+		}, podWork{uid: "a", version: 1, pod: watched, finished: true, base: watched}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			works := tt.run(newWriteQueue(8))
+			if len(works) != 1 {
+				t.Fatalf("started %d writes, want 1", len(works))
+			}
+			got, want := works[0], tt.want
+			if want.pod == nil {
+				want.pod = got.pod // the pod's own copy: not what this case checks
+			}
+			if got.uid != want.uid || got.version != want.version || got.pod != want.pod || got.base != want.base ||
+				got.reported != want.reported || got.finished != want.finished || got.removed != want.removed ||
+				got.status.Phase != want.status.Phase || podIsReady(&got.status) != podIsReady(&want.status) {
+				t.Errorf("write %+v,\nwant %+v", got, want)
+			}
+		})
+	}
+}
