@@ -250,6 +250,11 @@ func (q *writeQueue) start() []podWork {
 			continue // written already from its other place in the queues
 		}
 		e.queued, e.urgent = false, false
+		if e.retrying {
+			// Queued before its last write failed: the retry timer, not
+			// this place in the queue, starts its next write.
+			continue
+		}
 		if e.inFlight {
 			// synced queues it again if a newer version arrived meanwhile.
 			continue

@@ -261,16 +261,11 @@ func TestWriteQueue(t *testing.T) {
 			{ev: retryTimer("a")},
 			{ev: synced("b", 1, "ok"), start: []string{"a@1"}},
 		}},
-		// Today's behaviour, kept as it was: only enqueue honours retrying,
-		// so a write queued while every writer was busy, before its
-		// predecessor failed, starts without the backoff, and the retry
-		// timer then queues the same version once more.
-		{"a pod queued behind full writers before its write failed goes at once", 1, []queueStep{
+		{"a pod queued behind full writers before its write failed waits for the timer", 1, []queueStep{
 			{ev: report("a", "pending"), start: []string{"a@1"}},
 			{ev: report("a", "ready")},
-			{ev: synced("a", 1, "fail"), start: []string{"a@2"}, retry: 100 * ms},
-			{ev: retryTimer("a")},
-			{ev: synced("a", 2, "ok"), start: []string{"a@2"}},
+			{ev: synced("a", 1, "fail"), retry: 100 * ms},
+			{ev: retryTimer("a"), start: []string{"a@2"}},
 			{ev: synced("a", 2, "ok")},
 		}},
 		{"done at the latest version forgets the pod", 8, []queueStep{
