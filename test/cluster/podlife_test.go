@@ -20,28 +20,19 @@ import (
 // sandboxesNamed lists the sandboxes of pods named namespace/name, whatever
 // their UID: a static pod's, and any other pod's of the same name.
 func (n *clusterNode) sandboxesNamed(namespace, name string) []*runtimeapi.PodSandbox {
-	n.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	resp, err := n.rt.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{Filter: &runtimeapi.PodSandboxFilter{LabelSelector: map[string]string{
-		"io.kubernetes.pod.name": name, "io.kubernetes.pod.namespace": namespace}}})
-	if err != nil {
-		n.t.Fatal(err)
-	}
-	return resp.Items
+	n.T.Helper()
+	return agent.Sandboxes(n.T, n.RT, podNamed(namespace, name))
 }
 
 // containersNamed lists the containers of pods named namespace/name.
 func (n *clusterNode) containersNamed(namespace, name string) []*runtimeapi.Container {
-	n.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	resp, err := n.rt.ListContainers(ctx, &runtimeapi.ListContainersRequest{Filter: &runtimeapi.ContainerFilter{LabelSelector: map[string]string{
-		"io.kubernetes.pod.name": name, "io.kubernetes.pod.namespace": namespace}}})
-	if err != nil {
-		n.t.Fatal(err)
-	}
-	return resp.Containers
+	n.T.Helper()
+	return agent.Containers(n.T, n.RT, podNamed(namespace, name))
+}
+
+// podNamed is the label selector of the pods named namespace/name.
+func podNamed(namespace, name string) map[string]string {
+	return map[string]string{"io.kubernetes.pod.name": name, "io.kubernetes.pod.namespace": namespace}
 }
 
 // TestMirrorPodIsNeverRun: the mirror pod of a static pod is its
@@ -54,10 +45,10 @@ func TestMirrorPodIsNeverRun(t *testing.T) {
 	// node, would meanwhile take this one's static pod for an orphan.
 	env.HoldRuntime(t)
 	n := newClusterNode(t, onPodNetwork())
-	n.start()
+	n.Start()
 	eventually(t, "node Ready", 30*time.Second, n.ready)
 	marker := fmt.Sprintf("static pod says hello %d", time.Now().UnixNano())
-	n.writeManifest("mirrored.yaml", fmt.Sprintf(`apiVersion: v1
+	n.WriteManifest("mirrored.yaml", fmt.Sprintf(`apiVersion: v1
 kind: Pod
 metadata:
   name: mirrored
@@ -68,8 +59,8 @@ spec:
   - name: c
     image: %s
     command: ["sh", "-c", "echo '%s'; exec sleep 3600"]
-`, n.env.BusyboxImage, marker))
-	name := "mirrored-" + n.name
+`, n.Env.BusyboxImage, marker))
+	name := "mirrored-" + n.Name
 	var mirror *v1.Pod
 	eventually(t, "mirror pod Running in the API", 60*time.Second, func() error {
 		p, err := n.get("default", name)
@@ -109,11 +100,11 @@ spec:
 		}
 	}
 	exactlyOne("before the restart", time.Minute)
-	n.stop(syscall.SIGTERM)
+	n.Stop(syscall.SIGTERM)
 	for _, sb := range n.sandboxesNamed("default", name) {
 		t.Logf("once actorlet stopped: sandbox %s %s", sb.Id[:12], sb.State)
 	}
-	n.start()
+	n.Start()
 	eventually(t, "node Ready after the restart", 30*time.Second, n.ready)
 	exactlyOne("after the restart", time.Minute)
 
@@ -160,7 +151,7 @@ spec:
 func TestEndedPodsStayEnded(t *testing.T) {
 	env.HoldRuntime(t) // across the restarts (see TestMirrorPodIsNeverRun)
 	n := newClusterNode(t)
-	n.start()
+	n.Start()
 	eventually(t, "node Ready", 30*time.Second, n.ready)
 	ns := n.namespace("ended")
 	once := n.create(n.apiPod(ns, "once", "echo done", 1, v1.RestartPolicyNever))
@@ -202,25 +193,25 @@ func TestEndedPodsStayEnded(t *testing.T) {
 			if p, err := n.get(ns, "big"); err != nil || p.Status.Phase != v1.PodFailed || p.Status.Reason != rejected.Reason || p.Status.Message != rejected.Message {
 				t.Fatalf("%s: big: %v, status %s %q %q, want Failed %q %q", when, err, p.Status.Phase, p.Status.Reason, p.Status.Message, rejected.Reason, rejected.Message)
 			}
-			if sb, c := agent.RuntimeObjects(t, n.rt, string(once.UID)); sb != onceSandboxes || c != onceContainers {
+			if sb, c := agent.RuntimeObjects(t, n.RT, string(once.UID)); sb != onceSandboxes || c != onceContainers {
 				t.Fatalf("%s: once has %d sandboxes and %d containers, want %d and %d", when, sb, c, onceSandboxes, onceContainers)
 			}
-			if sb, c := agent.RuntimeObjects(t, n.rt, string(big.UID)); sb+c != 0 {
+			if sb, c := agent.RuntimeObjects(t, n.RT, string(big.UID)); sb+c != 0 {
 				t.Fatalf("%s: big has %d sandboxes and %d containers, want none", when, sb, c)
 			}
 		}
 	}
 	// A completed pod keeps its sandbox and container for its logs.
 	stayEnded("before any restart", 3*time.Second, 1, 1)
-	n.stop(syscall.SIGTERM)
-	n.start()
+	n.Stop(syscall.SIGTERM)
+	n.Start()
 	eventually(t, "node Ready after the restart", 30*time.Second, n.ready)
 	stayEnded("after a restart", 15*time.Second, 1, 1)
 
-	agent.RemoveSandboxes(t, n.rt, func(sb *runtimeapi.PodSandbox) bool { return sb.Metadata.Uid == string(once.UID) })
+	agent.RemoveSandboxes(t, n.RT, func(sb *runtimeapi.PodSandbox) bool { return sb.Metadata.Uid == string(once.UID) })
 	stayEnded("once its remains were removed", 15*time.Second, 0, 0)
-	n.stop(syscall.SIGTERM)
-	n.start()
+	n.Stop(syscall.SIGTERM)
+	n.Start()
 	eventually(t, "node Ready after the second restart", 30*time.Second, n.ready)
 	stayEnded("after a restart without its remains", 15*time.Second, 0, 0)
 }
@@ -230,10 +221,10 @@ func TestEndedPodsStayEnded(t *testing.T) {
 // naming both files.
 func TestDuplicateStaticPodsRunOnce(t *testing.T) {
 	n := newClusterNode(t)
-	n.start()
+	n.Start()
 	eventually(t, "node Ready", 30*time.Second, n.ready)
 	for _, f := range []string{"first.yaml", "second.yaml"} {
-		n.writeManifest(f, fmt.Sprintf(`apiVersion: v1
+		n.WriteManifest(f, fmt.Sprintf(`apiVersion: v1
 kind: Pod
 metadata:
   name: twin
@@ -244,9 +235,9 @@ spec:
   - name: c
     image: %s
     command: ["sh", "-c", "echo %s; exec sleep 3600"]
-`, n.env.BusyboxImage, f))
+`, n.Env.BusyboxImage, f))
 	}
-	name := "twin-" + n.name
+	name := "twin-" + n.Name
 	eventually(t, "the mirror pod Running", 60*time.Second, func() error {
 		p, err := n.get("default", name)
 		if err != nil {
@@ -257,7 +248,7 @@ spec:
 		}
 		return nil
 	})
-	first, second := n.manifests+"/first.yaml", n.manifests+"/second.yaml"
+	first, second := n.Manifests+"/first.yaml", n.Manifests+"/second.yaml"
 	eventually(t, "a FailedValidation event naming both files", 30*time.Second, func() error {
 		evs, err := n.admin.CoreV1().Events("default").List(context.Background(), metav1.ListOptions{FieldSelector: "involvedObject.name=" + name})
 		if err != nil {
@@ -272,7 +263,7 @@ spec:
 		return fmt.Errorf("%d events, none FailedValidation naming both files", len(evs.Items))
 	})
 	logged := false
-	for _, line := range strings.Split(n.logs(), "\n") {
+	for _, line := range strings.Split(n.Logs(), "\n") {
 		if strings.Contains(line, "left out") && strings.Contains(line, first) && strings.Contains(line, second) {
 			logged = true
 		}
