@@ -47,16 +47,7 @@ func TestKubeletAPIThroughTheAPIServer(t *testing.T) {
 	eventually(t, "node Ready", 30*time.Second, n.ready)
 	ns := n.namespace("api")
 	n.create(n.apiPod(ns, "stream", streamingScript, 1, v1.RestartPolicyAlways))
-	eventually(t, "pod Running", 60*time.Second, func() error {
-		p, err := n.get(ns, "stream")
-		if err != nil {
-			return err
-		}
-		if p.Status.Phase != v1.PodRunning {
-			return fmt.Errorf("phase %s", p.Status.Phase)
-		}
-		return nil
-	})
+	eventually(t, "pod Running", 60*time.Second, n.inPhase(ns, "stream", v1.PodRunning))
 	cfg := n.Env.AdminRESTConfig(t)
 
 	t.Run("logs", func(t *testing.T) {

@@ -206,16 +206,7 @@ func TestAPIServerOutage(t *testing.T) {
 	t.Logf("API server ready %v after its restart began; lease renewed %v and Ready heartbeat %v after that",
 		back.Sub(restarting).Round(100*time.Millisecond), leaseAt.Sub(back).Round(100*time.Millisecond), heartbeatAt.Sub(back).Round(time.Second))
 
-	eventually(t, "the status written during the outage reaches the API", 30*time.Second, func() error {
-		p, err := n.get(ns, "finisher")
-		if err != nil {
-			return err
-		}
-		if p.Status.Phase != v1.PodSucceeded {
-			return fmt.Errorf("finisher: phase %s", p.Status.Phase)
-		}
-		return nil
-	})
+	eventually(t, "the status written during the outage reaches the API", 30*time.Second, n.inPhase(ns, "finisher", v1.PodSucceeded))
 	p, err := n.get(ns, "steady")
 	if err != nil {
 		t.Fatal(err)

@@ -86,7 +86,7 @@ spec:
 	// container are the only ones of that name.
 	exactlyOne := func(when string, d time.Duration) {
 		t.Helper()
-		for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(2 * time.Second) {
+		agent.Consistently(t, "only the static pod's sandbox and container named "+name+", "+when, d, 2*time.Second, func() error {
 			sbs := n.sandboxesNamed("default", name)
 			cs := n.containersNamed("default", name)
 			if len(sbs) != 1 || sbs[0].Id != sandbox || len(cs) != 1 || "containerd://"+cs[0].Id != containerID {
@@ -94,10 +94,11 @@ spec:
 				for _, sb := range sbs {
 					ids = append(ids, sb.Id[:12]+" uid "+sb.Metadata.Uid+" "+sb.State.String())
 				}
-				t.Fatalf("%s: sandboxes %v and %d containers named %s; want only the static pod's sandbox %s (uid %s) and container %s",
-					when, ids, len(cs), name, sandbox[:12], staticUID, containerID)
+				return fmt.Errorf("sandboxes %v and %d containers named %s; want only the static pod's sandbox %s (uid %s) and container %s",
+					ids, len(cs), name, sandbox[:12], staticUID, containerID)
 			}
-		}
+			return nil
+		})
 	}
 	exactlyOne("before the restart", time.Minute)
 	n.Stop(syscall.SIGTERM)
@@ -158,16 +159,7 @@ func TestEndedPodsStayEnded(t *testing.T) {
 	big := n.apiPod(ns, "big", "sleep 3600", 1, v1.RestartPolicyAlways)
 	big.Spec.Containers[0].Resources.Requests = v1.ResourceList{v1.ResourceCPU: resource.MustParse("1000")}
 	big = n.create(big)
-	eventually(t, "once Succeeded", 60*time.Second, func() error {
-		p, err := n.get(ns, "once")
-		if err != nil {
-			return err
-		}
-		if p.Status.Phase != v1.PodSucceeded {
-			return fmt.Errorf("phase %s", p.Status.Phase)
-		}
-		return nil
-	})
+	eventually(t, "once Succeeded", 60*time.Second, n.inPhase(ns, "once", v1.PodSucceeded))
 	var rejected v1.PodStatus
 	eventually(t, "big rejected: Failed, OutOfcpu", 60*time.Second, func() error {
 		p, err := n.get(ns, "big")
@@ -186,20 +178,21 @@ func TestEndedPodsStayEnded(t *testing.T) {
 	// that the runtime holds what is expected of once, and nothing of big.
 	stayEnded := func(when string, d time.Duration, onceSandboxes, onceContainers int) {
 		t.Helper()
-		for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(time.Second) {
+		agent.Consistently(t, "both pods ended, "+when, d, time.Second, func() error {
 			if p, err := n.get(ns, "once"); err != nil || p.Status.Phase != v1.PodSucceeded {
-				t.Fatalf("%s: once: %v, phase %s", when, err, p.Status.Phase)
+				return fmt.Errorf("once: %v, status %+v", err, p.Status)
 			}
 			if p, err := n.get(ns, "big"); err != nil || p.Status.Phase != v1.PodFailed || p.Status.Reason != rejected.Reason || p.Status.Message != rejected.Message {
-				t.Fatalf("%s: big: %v, status %s %q %q, want Failed %q %q", when, err, p.Status.Phase, p.Status.Reason, p.Status.Message, rejected.Reason, rejected.Message)
+				return fmt.Errorf("big: %v, status %s %q %q, want Failed %q %q", err, p.Status.Phase, p.Status.Reason, p.Status.Message, rejected.Reason, rejected.Message)
 			}
 			if sb, c := agent.RuntimeObjects(t, n.RT, string(once.UID)); sb != onceSandboxes || c != onceContainers {
-				t.Fatalf("%s: once has %d sandboxes and %d containers, want %d and %d", when, sb, c, onceSandboxes, onceContainers)
+				return fmt.Errorf("once has %d sandboxes and %d containers, want %d and %d", sb, c, onceSandboxes, onceContainers)
 			}
 			if sb, c := agent.RuntimeObjects(t, n.RT, string(big.UID)); sb+c != 0 {
-				t.Fatalf("%s: big has %d sandboxes and %d containers, want none", when, sb, c)
+				return fmt.Errorf("big has %d sandboxes and %d containers, want none", sb, c)
 			}
-		}
+			return nil
+		})
 	}
 	// A completed pod keeps its sandbox and container for its logs.
 	stayEnded("before any restart", 3*time.Second, 1, 1)
@@ -238,16 +231,7 @@ spec:
 `, n.Env.BusyboxImage, f))
 	}
 	name := "twin-" + n.Name
-	eventually(t, "the mirror pod Running", 60*time.Second, func() error {
-		p, err := n.get("default", name)
-		if err != nil {
-			return err
-		}
-		if p.Status.Phase != v1.PodRunning {
-			return fmt.Errorf("phase %s", p.Status.Phase)
-		}
-		return nil
-	})
+	eventually(t, "the mirror pod Running", 60*time.Second, n.inPhase("default", name, v1.PodRunning))
 	first, second := n.Manifests+"/first.yaml", n.Manifests+"/second.yaml"
 	eventually(t, "a FailedValidation event naming both files", 30*time.Second, func() error {
 		evs, err := n.admin.CoreV1().Events("default").List(context.Background(), metav1.ListOptions{FieldSelector: "involvedObject.name=" + name})
@@ -271,9 +255,10 @@ spec:
 	if !logged {
 		t.Errorf("no log line names both files")
 	}
-	for end := time.Now().Add(10 * time.Second); time.Now().Before(end); time.Sleep(2 * time.Second) {
+	agent.Consistently(t, "one sandbox named "+name, 10*time.Second, 2*time.Second, func() error {
 		if sbs := n.sandboxesNamed("default", name); len(sbs) != 1 {
-			t.Fatalf("%d sandboxes named %s, want 1", len(sbs), name)
+			return fmt.Errorf("%d sandboxes named %s, want 1", len(sbs), name)
 		}
-	}
+		return nil
+	})
 }

@@ -43,6 +43,32 @@ func (n *clusterNode) get(ns, name string) (*v1.Pod, error) {
 	return n.admin.CoreV1().Pods(ns).Get(context.Background(), name, metav1.GetOptions{})
 }
 
+// inPhase is a check for eventually: nil once the API's pod ns/name is in
+// phase.
+func (n *clusterNode) inPhase(ns, name string, phase v1.PodPhase) func() error {
+	return func() error {
+		p, err := n.get(ns, name)
+		if err != nil {
+			return err
+		}
+		if p.Status.Phase != phase {
+			return fmt.Errorf("%s: phase %s", name, p.Status.Phase)
+		}
+		return nil
+	}
+}
+
+// gone is a check for eventually: nil once the API has no pod ns/name.
+func (n *clusterNode) gone(ns, name string) func() error {
+	return func() error {
+		_, err := n.get(ns, name)
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("%s still there: %v", name, err)
+	}
+}
+
 func podReady(p *v1.Pod) bool {
 	for _, c := range p.Status.Conditions {
 		if c.Type == v1.PodReady {
@@ -137,13 +163,7 @@ func TestDeleteWithGracePeriod(t *testing.T) {
 	if err := n.admin.CoreV1().Pods(ns).Delete(context.Background(), "stubborn", metav1.DeleteOptions{GracePeriodSeconds: &g}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "pod gone from the API", 3*(grace+3)*time.Second, func() error {
-		_, err := n.get(ns, "stubborn")
-		if apierrors.IsNotFound(err) {
-			return nil
-		}
-		return fmt.Errorf("still there: %v", err)
-	})
+	eventually(t, "pod gone from the API", 3*(grace+3)*time.Second, n.gone(ns, "stubborn"))
 	took := time.Since(deleted)
 	t.Logf("pod gone from the API %v after the delete (grace %ds)", took.Round(time.Millisecond), grace)
 	if took < grace*time.Second {
@@ -193,13 +213,7 @@ spec:
 		return nil
 	})
 	n.RemoveManifest("static.yaml")
-	eventually(t, "mirror pod gone", 30*time.Second, func() error {
-		_, err := n.get("default", name)
-		if apierrors.IsNotFound(err) {
-			return nil
-		}
-		return fmt.Errorf("still there: %v", err)
-	})
+	eventually(t, "mirror pod gone", 30*time.Second, n.gone("default", name))
 }
 
 func TestCompletedPodSucceedsInTheAPI(t *testing.T) {
@@ -208,14 +222,5 @@ func TestCompletedPodSucceedsInTheAPI(t *testing.T) {
 	eventually(t, "node Ready", 30*time.Second, n.ready)
 	ns := n.namespace("done")
 	n.create(n.apiPod(ns, "finisher", "sleep 3; exit 0", 2, v1.RestartPolicyNever))
-	eventually(t, "pod Succeeded in the API", 60*time.Second, func() error {
-		p, err := n.get(ns, "finisher")
-		if err != nil {
-			return err
-		}
-		if p.Status.Phase != v1.PodSucceeded {
-			return fmt.Errorf("phase %s", p.Status.Phase)
-		}
-		return nil
-	})
+	eventually(t, "pod Succeeded in the API", 60*time.Second, n.inPhase(ns, "finisher", v1.PodSucceeded))
 }

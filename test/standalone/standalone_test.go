@@ -11,6 +11,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 
+	"github.com/actorlet/actorlet/test/agent"
 	"github.com/actorlet/actorlet/test/env"
 )
 
@@ -436,11 +437,12 @@ func TestRejectedStaticPodStaysRejected(t *testing.T) {
 		t.Errorf("after the restart: %s %q, before: %s %q", after.UID, after.Status.Message, before.UID, before.Status.Message)
 	}
 	n.Running("modest", 30*time.Second)
-	for end := time.Now().Add(5 * time.Second); time.Now().Before(end); time.Sleep(time.Second) {
+	agent.Consistently(t, "nothing of greedy in the runtime", 5*time.Second, time.Second, func() error {
 		if sb, c := n.RuntimeObjects(string(before.UID)); sb+c != 0 {
-			t.Fatalf("greedy has %d sandboxes and %d containers, want none", sb, c)
+			return fmt.Errorf("greedy has %d sandboxes and %d containers, want none", sb, c)
 		}
-	}
+		return nil
+	})
 }
 
 // TestPanicInSyncWorkStaysInThePod injects a panic into a pod-worker's sync
