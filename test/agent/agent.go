@@ -1,7 +1,9 @@
 // Package agent runs the actorlet binary for integration tests: it builds
 // it once per test binary, starts it with the test's flags, keeps its log,
-// and stops it. Test packages that run actorlet share it, so that starting
-// and stopping the agent works the same everywhere.
+// and stops it. Node is a whole test node on top of that: configuration,
+// ports, start, restarts, static pods and cleanup. Test packages that run
+// actorlet share it, so that starting and stopping the agent works the
+// same everywhere, and wait with Eventually and Consistently.
 package agent
 
 import (
