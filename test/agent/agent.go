@@ -1,7 +1,9 @@
 // Package agent runs the actorlet binary for integration tests: it builds
 // it once per test binary, starts it with the test's flags, keeps its log,
-// and stops it. Test packages that run actorlet share it, so that starting
-// and stopping the agent works the same everywhere.
+// and stops it. Node is a whole test node on top of that: configuration,
+// ports, start, restarts, static pods and cleanup. Test packages that run
+// actorlet share it, so that starting and stopping the agent works the
+// same everywhere, and wait with Eventually and Consistently.
 package agent
 
 import (
@@ -143,17 +145,43 @@ func FreePort(t testing.TB) int {
 	return l.Addr().(*net.TCPAddr).Port
 }
 
-// Eventually polls check every 200 ms until it returns nil, failing the
-// test with check's last error after within.
+// Eventually polls check until it returns nil, failing the test after
+// within with what it waited for, how long, how many tries and check's
+// last error. It polls at once, then more and more slowly up to every
+// 200 ms, so that what is quick is seen quickly without busy polling
+// what is slow.
 func Eventually(t testing.TB, what string, within time.Duration, check func() error) {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	var err error
-	for time.Now().Before(deadline) {
-		if err = check(); err == nil {
+	start := time.Now()
+	pause := 10 * time.Millisecond
+	for tries := 1; ; tries++ {
+		err := check()
+		if err == nil {
 			return
 		}
-		time.Sleep(200 * time.Millisecond)
+		left := within - time.Since(start)
+		if left <= 0 {
+			t.Fatalf("waited %v for %s, %d tries; the last said: %v", within, what, tries, err)
+		}
+		time.Sleep(min(pause, left))
+		pause = min(2*pause, 200*time.Millisecond)
 	}
-	t.Fatalf("%s: not within %v: %v", what, within, err)
+}
+
+// Consistently checks every interval, for d, that check returns nil,
+// failing the test at the first error with what should have held, since
+// when and the error. It is for what must stay true, where Eventually is
+// for what must come.
+func Consistently(t testing.TB, what string, d, interval time.Duration, check func() error) {
+	t.Helper()
+	start := time.Now()
+	for {
+		if err := check(); err != nil {
+			t.Fatalf("%s held for %v of %v, then: %v", what, time.Since(start).Round(time.Millisecond), d, err)
+		}
+		if time.Since(start)+interval > d {
+			return
+		}
+		time.Sleep(interval)
+	}
 }

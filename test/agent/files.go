@@ -37,18 +37,32 @@ func RemoveManifest(t testing.TB, dir, file string) {
 // a pod UID.
 func RuntimeObjects(t testing.TB, rt runtimeapi.RuntimeServiceClient, uid string) (sandboxes, containers int) {
 	t.Helper()
+	sel := map[string]string{"io.kubernetes.pod.uid": uid}
+	return len(Sandboxes(t, rt, sel)), len(Containers(t, rt, sel))
+}
+
+// Sandboxes lists the runtime's sandboxes whose labels include sel.
+func Sandboxes(t testing.TB, rt runtimeapi.RuntimeServiceClient, sel map[string]string) []*runtimeapi.PodSandbox {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	sel := map[string]string{"io.kubernetes.pod.uid": uid}
-	sbs, err := rt.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{Filter: &runtimeapi.PodSandboxFilter{LabelSelector: sel}})
+	r, err := rt.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{Filter: &runtimeapi.PodSandboxFilter{LabelSelector: sel}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	cs, err := rt.ListContainers(ctx, &runtimeapi.ListContainersRequest{Filter: &runtimeapi.ContainerFilter{LabelSelector: sel}})
+	return r.Items
+}
+
+// Containers lists the runtime's containers whose labels include sel.
+func Containers(t testing.TB, rt runtimeapi.RuntimeServiceClient, sel map[string]string) []*runtimeapi.Container {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	r, err := rt.ListContainers(ctx, &runtimeapi.ListContainersRequest{Filter: &runtimeapi.ContainerFilter{LabelSelector: sel}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return len(sbs.Items), len(cs.Containers)
+	return r.Containers
 }
 
 // RemoveSandboxes stops and removes every sandbox of the runtime that

@@ -43,21 +43,12 @@ echo hello-from-actorlet; i=0; while true; do echo tick $i; i=$((i+1)); sleep 1;
 
 func TestKubeletAPIThroughTheAPIServer(t *testing.T) {
 	n := newClusterNode(t, onPodNetwork())
-	n.start()
+	n.Start()
 	eventually(t, "node Ready", 30*time.Second, n.ready)
 	ns := n.namespace("api")
 	n.create(n.apiPod(ns, "stream", streamingScript, 1, v1.RestartPolicyAlways))
-	eventually(t, "pod Running", 60*time.Second, func() error {
-		p, err := n.get(ns, "stream")
-		if err != nil {
-			return err
-		}
-		if p.Status.Phase != v1.PodRunning {
-			return fmt.Errorf("phase %s", p.Status.Phase)
-		}
-		return nil
-	})
-	cfg := n.env.AdminRESTConfig(t)
+	eventually(t, "pod Running", 60*time.Second, n.inPhase(ns, "stream", v1.PodRunning))
+	cfg := n.Env.AdminRESTConfig(t)
 
 	t.Run("logs", func(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -121,12 +112,12 @@ func TestKubeletAPIThroughTheAPIServer(t *testing.T) {
 	})
 
 	t.Run("kubectl exec and logs", func(t *testing.T) {
-		out, err := exec.Command(n.env.Kubectl, "--kubeconfig", n.env.AdminKubeconfig, "-n", ns,
+		out, err := exec.Command(n.Env.Kubectl, "--kubeconfig", n.Env.AdminKubeconfig, "-n", ns,
 			"exec", "stream", "--", "cat", "/www/index.html").CombinedOutput()
 		if err != nil || string(out) != "pf-ok\n" {
 			t.Errorf("kubectl exec: %v: %q", err, out)
 		}
-		out, err = exec.Command(n.env.Kubectl, "--kubeconfig", n.env.AdminKubeconfig, "-n", ns,
+		out, err = exec.Command(n.Env.Kubectl, "--kubeconfig", n.Env.AdminKubeconfig, "-n", ns,
 			"logs", "stream", "--tail", "2").CombinedOutput()
 		if err != nil || strings.Count(string(out), "tick ") != 2 {
 			t.Errorf("kubectl logs --tail 2: %v: %q", err, out)
@@ -146,7 +137,7 @@ func TestKubeletAPIThroughTheAPIServer(t *testing.T) {
 		if err := json.Unmarshal(raw, &summary); err != nil {
 			t.Fatalf("decode /stats/summary: %v\n%s", err, raw)
 		}
-		if summary.Node.NodeName != n.name || summary.Node.CPU == nil || summary.Node.Memory == nil {
+		if summary.Node.NodeName != n.Name || summary.Node.CPU == nil || summary.Node.Memory == nil {
 			t.Errorf("node stats %+v", summary.Node)
 		}
 		found := false
@@ -184,7 +175,7 @@ func TestKubeletAPIThroughTheAPIServer(t *testing.T) {
 		if err := json.Unmarshal(nodeProxy(t, n, "configz"), &cz); err != nil {
 			t.Fatal(err)
 		}
-		if cz.KubeletConfig.StaticPodPath != n.manifests || int(cz.KubeletConfig.Port) != n.port {
+		if cz.KubeletConfig.StaticPodPath != n.Manifests || int(cz.KubeletConfig.Port) != n.Port {
 			t.Errorf("configz %+v", cz)
 		}
 	})
@@ -196,9 +187,9 @@ func nodeProxy(t *testing.T, n *clusterNode, path string) []byte {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	raw, err := n.admin.CoreV1().RESTClient().Get().AbsPath("/api/v1/nodes", n.name, "proxy", path).DoRaw(ctx)
+	raw, err := n.admin.CoreV1().RESTClient().Get().AbsPath("/api/v1/nodes", n.Name, "proxy", path).DoRaw(ctx)
 	if err != nil {
-		t.Fatalf("GET nodes/%s/proxy/%s: %v\n%s", n.name, path, err, raw)
+		t.Fatalf("GET nodes/%s/proxy/%s: %v\n%s", n.Name, path, err, raw)
 	}
 	return raw
 }
@@ -289,9 +280,9 @@ func portForwardGet(t *testing.T, cfg *rest.Config, n *clusterNode, ns, pod stri
 // a bad token, or a token of a ServiceAccount without rights do not.
 func TestKubeletAPIAuth(t *testing.T) {
 	n := newClusterNode(t)
-	n.start()
+	n.Start()
 	eventually(t, "node Ready", 30*time.Second, n.ready)
-	base := fmt.Sprintf("https://%s", net.JoinHostPort(n.nodeIP, strconv.Itoa(n.port)))
+	base := fmt.Sprintf("https://%s", net.JoinHostPort(n.NodeIP, strconv.Itoa(n.Port)))
 	get := func(client *http.Client, path, token string) (int, string) {
 		t.Helper()
 		req, _ := http.NewRequest(http.MethodGet, base+path, nil)
@@ -309,7 +300,7 @@ func TestKubeletAPIAuth(t *testing.T) {
 	}
 	anonymous := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
 		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} // the node's self-signed serving cert
-	cert, err := tls.LoadX509KeyPair(n.env.StateDir+"/pki/apiserver-kubelet-client.crt", n.env.StateDir+"/pki/apiserver-kubelet-client.key")
+	cert, err := tls.LoadX509KeyPair(n.Env.StateDir+"/pki/apiserver-kubelet-client.crt", n.Env.StateDir+"/pki/apiserver-kubelet-client.key")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,12 +22,12 @@ func BenchmarkAPIPodStartup(b *testing.B) {
 	for range b.N {
 		b.StopTimer()
 		n := newClusterNode(b)
-		n.start()
+		n.Start()
 		eventually(b, "node Ready", 30*time.Second, n.ready)
 		ns := n.namespace("bench")
 		// client-go's default 5 QPS would make the creates, not the node,
 		// the bottleneck.
-		cfg := n.env.AdminRESTConfig(b)
+		cfg := n.Env.AdminRESTConfig(b)
 		cfg.QPS, cfg.Burst = 1000, 1000
 		admin, err := kubernetes.NewForConfig(cfg)
 		if err != nil {
@@ -94,8 +94,8 @@ func BenchmarkAPIPodStartup(b *testing.B) {
 		b.ReportMetric(allReady.Seconds(), "all-ready-s")
 		if os.Getenv("ACTORLET_BENCH_LOG") != "" {
 			// For profiling a run: the agent's log, with its timings.
-			b.Log(n.logs())
+			b.Log(n.Logs())
 		}
-		n.cleanup()
+		n.Cleanup()
 	}
 }

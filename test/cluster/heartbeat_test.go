@@ -35,10 +35,10 @@ func TestHeartbeatsSurviveATokenFlood(t *testing.T) {
 	const leaseSeconds = 10
 	renewInterval := leaseSeconds * time.Second / 4
 	n := newClusterNode(t, withConfig(fmt.Sprintf("nodeLeaseDurationSeconds: %d\n", leaseSeconds)))
-	if n.nodeIP != "127.0.0.1" {
-		t.Fatalf("the flood is for loopback only; the node listens on %s", n.nodeIP)
+	if n.NodeIP != "127.0.0.1" {
+		t.Fatalf("the flood is for loopback only; the node listens on %s", n.NodeIP)
 	}
-	n.start()
+	n.Start()
 	eventually(t, "node Ready", 30*time.Second, n.ready)
 	leaseRenewTime(t, n)
 
@@ -80,7 +80,7 @@ func TestHeartbeatsSurviveATokenFlood(t *testing.T) {
 
 	time.Sleep(renewInterval) // a renewal or so before the flood
 	floodStart := time.Now()
-	codes, failed := flood(t, fmt.Sprintf("https://%s/pods", net.JoinHostPort("127.0.0.1", strconv.Itoa(n.port))))
+	codes, failed := flood(t, fmt.Sprintf("https://%s/pods", net.JoinHostPort("127.0.0.1", strconv.Itoa(n.Port))))
 	floodEnd := time.Now()
 	time.Sleep(renewInterval) // and after it
 	stopWatching()

@@ -19,7 +19,7 @@ import (
 func TestNodeRegistersAndIsReady(t *testing.T) {
 	n := newClusterNode(t)
 	// A fresh registration: the Node of an earlier run must not count.
-	if err := n.admin.CoreV1().Nodes().Delete(context.Background(), n.name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+	if err := n.admin.CoreV1().Nodes().Delete(context.Background(), n.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 		t.Fatal(err)
 	}
 	eventually(t, "the old Node gone", 30*time.Second, func() error {
@@ -29,7 +29,7 @@ func TestNodeRegistersAndIsReady(t *testing.T) {
 		return nil
 	})
 	started := time.Now()
-	n.start()
+	n.Start()
 	// The product's bound is 10 s; 3x slack for a loaded machine.
 	eventually(t, "node Ready", 30*time.Second, n.ready)
 	t.Logf("node registered and Ready %v after start", time.Since(started).Round(10*time.Millisecond))
@@ -65,7 +65,7 @@ func TestNodeRegistersAndIsReady(t *testing.T) {
 		if !l.Spec.RenewTime.After(first) {
 			return fmt.Errorf("renewTime still %v", l.Spec.RenewTime)
 		}
-		if l.Spec.HolderIdentity == nil || *l.Spec.HolderIdentity != n.name {
+		if l.Spec.HolderIdentity == nil || *l.Spec.HolderIdentity != n.Name {
 			return fmt.Errorf("holder %v", l.Spec.HolderIdentity)
 		}
 		if len(l.OwnerReferences) != 1 || l.OwnerReferences[0].UID != node.UID {
@@ -76,7 +76,7 @@ func TestNodeRegistersAndIsReady(t *testing.T) {
 }
 
 func lease(n *clusterNode) (*coordinationv1.Lease, error) {
-	return n.admin.CoordinationV1().Leases("kube-node-lease").Get(context.Background(), n.name, metav1.GetOptions{})
+	return n.admin.CoordinationV1().Leases("kube-node-lease").Get(context.Background(), n.Name, metav1.GetOptions{})
 }
 
 // leaseRenewTime waits for the node's lease and returns its renewTime.
@@ -100,7 +100,7 @@ func leaseRenewTime(t *testing.T, n *clusterNode) time.Time {
 func TestNodeRestrictionIsOn(t *testing.T) {
 	n := newClusterNode(t)
 	ctx := context.Background()
-	nodeClient := n.env.NodeClient(t)
+	nodeClient := n.Env.NodeClient(t)
 	other := "actorlet-other-node"
 	zero := int64(0)
 	_, err := n.admin.CoreV1().Nodes().Create(ctx, &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: other}}, metav1.CreateOptions{})
@@ -112,14 +112,14 @@ func TestNodeRestrictionIsOn(t *testing.T) {
 	_, err = nodeClient.CoreV1().Nodes().Patch(ctx, other, types.StrategicMergePatchType,
 		[]byte(`{"metadata":{"labels":{"stolen":"true"}}}`), metav1.PatchOptions{})
 	if !apierrors.IsForbidden(err) {
-		t.Errorf("node %s patching node %s: got %v, want Forbidden", n.name, other, err)
+		t.Errorf("node %s patching node %s: got %v, want Forbidden", n.Name, other, err)
 	}
 
 	ns := n.namespace("restriction")
 	pod := &v1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "elsewhere", Namespace: ns},
 		Spec: v1.PodSpec{NodeName: other, TerminationGracePeriodSeconds: &zero,
-			Containers: []v1.Container{{Name: "c", Image: n.env.BusyboxImage}}},
+			Containers: []v1.Container{{Name: "c", Image: n.Env.BusyboxImage}}},
 	}
 	if _, err := n.admin.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("create pod bound to %s: %v", other, err)
@@ -127,7 +127,7 @@ func TestNodeRestrictionIsOn(t *testing.T) {
 	_, err = nodeClient.CoreV1().Pods(ns).Patch(ctx, pod.Name, types.StrategicMergePatchType,
 		[]byte(`{"status":{"phase":"Running"}}`), metav1.PatchOptions{}, "status")
 	if !apierrors.IsForbidden(err) {
-		t.Errorf("node %s patching the status of a pod on %s: got %v, want Forbidden", n.name, other, err)
+		t.Errorf("node %s patching the status of a pod on %s: got %v, want Forbidden", n.Name, other, err)
 	}
 }
 
@@ -139,7 +139,7 @@ func TestAPIServerOutage(t *testing.T) {
 		t.Skip("a minute-long outage")
 	}
 	n := newClusterNode(t, withConfig("nodeStatusUpdateFrequency: 10s\n"))
-	n.start()
+	n.Start()
 	eventually(t, "node Ready", 30*time.Second, n.ready)
 	// One pod runs through the outage; another completes during it, so its
 	// final status can only reach the API after the return.
@@ -163,10 +163,10 @@ func TestAPIServerOutage(t *testing.T) {
 		return nil
 	})
 
-	n.env.StopAPIServer(t)
-	t.Cleanup(func() { n.env.StartAPIServer(t) })
+	n.Env.StopAPIServer(t)
+	t.Cleanup(func() { n.Env.StartAPIServer(t) })
 	time.Sleep(60 * time.Second)
-	if !n.proc.Alive() {
+	if !n.Proc.Alive() {
 		t.Fatalf("actorlet exited during the outage")
 	}
 	// Nothing can reach the API server before it is started again, and
@@ -174,7 +174,7 @@ func TestAPIServerOutage(t *testing.T) {
 	// well have caught up by then, so catch-up is measured from the
 	// timestamps the node wrote, relative to the restart.
 	restarting := time.Now()
-	n.env.StartAPIServer(t)
+	n.Env.StartAPIServer(t)
 	back := time.Now()
 
 	var leaseAt, heartbeatAt time.Time
@@ -206,16 +206,7 @@ func TestAPIServerOutage(t *testing.T) {
 	t.Logf("API server ready %v after its restart began; lease renewed %v and Ready heartbeat %v after that",
 		back.Sub(restarting).Round(100*time.Millisecond), leaseAt.Sub(back).Round(100*time.Millisecond), heartbeatAt.Sub(back).Round(time.Second))
 
-	eventually(t, "the status written during the outage reaches the API", 30*time.Second, func() error {
-		p, err := n.get(ns, "finisher")
-		if err != nil {
-			return err
-		}
-		if p.Status.Phase != v1.PodSucceeded {
-			return fmt.Errorf("finisher: phase %s", p.Status.Phase)
-		}
-		return nil
-	})
+	eventually(t, "the status written during the outage reaches the API", 30*time.Second, n.inPhase(ns, "finisher", v1.PodSucceeded))
 	p, err := n.get(ns, "steady")
 	if err != nil {
 		t.Fatal(err)

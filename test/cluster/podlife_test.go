@@ -20,28 +20,19 @@ import (
 // sandboxesNamed lists the sandboxes of pods named namespace/name, whatever
 // their UID: a static pod's, and any other pod's of the same name.
 func (n *clusterNode) sandboxesNamed(namespace, name string) []*runtimeapi.PodSandbox {
-	n.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	resp, err := n.rt.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{Filter: &runtimeapi.PodSandboxFilter{LabelSelector: map[string]string{
-		"io.kubernetes.pod.name": name, "io.kubernetes.pod.namespace": namespace}}})
-	if err != nil {
-		n.t.Fatal(err)
-	}
-	return resp.Items
+	n.T.Helper()
+	return agent.Sandboxes(n.T, n.RT, podNamed(namespace, name))
 }
 
 // containersNamed lists the containers of pods named namespace/name.
 func (n *clusterNode) containersNamed(namespace, name string) []*runtimeapi.Container {
-	n.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	resp, err := n.rt.ListContainers(ctx, &runtimeapi.ListContainersRequest{Filter: &runtimeapi.ContainerFilter{LabelSelector: map[string]string{
-		"io.kubernetes.pod.name": name, "io.kubernetes.pod.namespace": namespace}}})
-	if err != nil {
-		n.t.Fatal(err)
-	}
-	return resp.Containers
+	n.T.Helper()
+	return agent.Containers(n.T, n.RT, podNamed(namespace, name))
+}
+
+// podNamed is the label selector of the pods named namespace/name.
+func podNamed(namespace, name string) map[string]string {
+	return map[string]string{"io.kubernetes.pod.name": name, "io.kubernetes.pod.namespace": namespace}
 }
 
 // TestMirrorPodIsNeverRun: the mirror pod of a static pod is its
@@ -54,10 +45,10 @@ func TestMirrorPodIsNeverRun(t *testing.T) {
 	// node, would meanwhile take this one's static pod for an orphan.
 	env.HoldRuntime(t)
 	n := newClusterNode(t, onPodNetwork())
-	n.start()
+	n.Start()
 	eventually(t, "node Ready", 30*time.Second, n.ready)
 	marker := fmt.Sprintf("static pod says hello %d", time.Now().UnixNano())
-	n.writeManifest("mirrored.yaml", fmt.Sprintf(`apiVersion: v1
+	n.WriteManifest("mirrored.yaml", fmt.Sprintf(`apiVersion: v1
 kind: Pod
 metadata:
   name: mirrored
@@ -68,8 +59,8 @@ spec:
   - name: c
     image: %s
     command: ["sh", "-c", "echo '%s'; exec sleep 3600"]
-`, n.env.BusyboxImage, marker))
-	name := "mirrored-" + n.name
+`, n.Env.BusyboxImage, marker))
+	name := "mirrored-" + n.Name
 	var mirror *v1.Pod
 	eventually(t, "mirror pod Running in the API", 60*time.Second, func() error {
 		p, err := n.get("default", name)
@@ -95,7 +86,7 @@ spec:
 	// container are the only ones of that name.
 	exactlyOne := func(when string, d time.Duration) {
 		t.Helper()
-		for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(2 * time.Second) {
+		agent.Consistently(t, "only the static pod's sandbox and container named "+name+", "+when, d, 2*time.Second, func() error {
 			sbs := n.sandboxesNamed("default", name)
 			cs := n.containersNamed("default", name)
 			if len(sbs) != 1 || sbs[0].Id != sandbox || len(cs) != 1 || "containerd://"+cs[0].Id != containerID {
@@ -103,17 +94,18 @@ spec:
 				for _, sb := range sbs {
 					ids = append(ids, sb.Id[:12]+" uid "+sb.Metadata.Uid+" "+sb.State.String())
 				}
-				t.Fatalf("%s: sandboxes %v and %d containers named %s; want only the static pod's sandbox %s (uid %s) and container %s",
-					when, ids, len(cs), name, sandbox[:12], staticUID, containerID)
+				return fmt.Errorf("sandboxes %v and %d containers named %s; want only the static pod's sandbox %s (uid %s) and container %s",
+					ids, len(cs), name, sandbox[:12], staticUID, containerID)
 			}
-		}
+			return nil
+		})
 	}
 	exactlyOne("before the restart", time.Minute)
-	n.stop(syscall.SIGTERM)
+	n.Stop(syscall.SIGTERM)
 	for _, sb := range n.sandboxesNamed("default", name) {
 		t.Logf("once actorlet stopped: sandbox %s %s", sb.Id[:12], sb.State)
 	}
-	n.start()
+	n.Start()
 	eventually(t, "node Ready after the restart", 30*time.Second, n.ready)
 	exactlyOne("after the restart", time.Minute)
 
@@ -160,23 +152,14 @@ spec:
 func TestEndedPodsStayEnded(t *testing.T) {
 	env.HoldRuntime(t) // across the restarts (see TestMirrorPodIsNeverRun)
 	n := newClusterNode(t)
-	n.start()
+	n.Start()
 	eventually(t, "node Ready", 30*time.Second, n.ready)
 	ns := n.namespace("ended")
 	once := n.create(n.apiPod(ns, "once", "echo done", 1, v1.RestartPolicyNever))
 	big := n.apiPod(ns, "big", "sleep 3600", 1, v1.RestartPolicyAlways)
 	big.Spec.Containers[0].Resources.Requests = v1.ResourceList{v1.ResourceCPU: resource.MustParse("1000")}
 	big = n.create(big)
-	eventually(t, "once Succeeded", 60*time.Second, func() error {
-		p, err := n.get(ns, "once")
-		if err != nil {
-			return err
-		}
-		if p.Status.Phase != v1.PodSucceeded {
-			return fmt.Errorf("phase %s", p.Status.Phase)
-		}
-		return nil
-	})
+	eventually(t, "once Succeeded", 60*time.Second, n.inPhase(ns, "once", v1.PodSucceeded))
 	var rejected v1.PodStatus
 	eventually(t, "big rejected: Failed, OutOfcpu", 60*time.Second, func() error {
 		p, err := n.get(ns, "big")
@@ -195,32 +178,33 @@ func TestEndedPodsStayEnded(t *testing.T) {
 	// that the runtime holds what is expected of once, and nothing of big.
 	stayEnded := func(when string, d time.Duration, onceSandboxes, onceContainers int) {
 		t.Helper()
-		for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(time.Second) {
+		agent.Consistently(t, "both pods ended, "+when, d, time.Second, func() error {
 			if p, err := n.get(ns, "once"); err != nil || p.Status.Phase != v1.PodSucceeded {
-				t.Fatalf("%s: once: %v, phase %s", when, err, p.Status.Phase)
+				return fmt.Errorf("once: %v, status %+v", err, p.Status)
 			}
 			if p, err := n.get(ns, "big"); err != nil || p.Status.Phase != v1.PodFailed || p.Status.Reason != rejected.Reason || p.Status.Message != rejected.Message {
-				t.Fatalf("%s: big: %v, status %s %q %q, want Failed %q %q", when, err, p.Status.Phase, p.Status.Reason, p.Status.Message, rejected.Reason, rejected.Message)
+				return fmt.Errorf("big: %v, status %s %q %q, want Failed %q %q", err, p.Status.Phase, p.Status.Reason, p.Status.Message, rejected.Reason, rejected.Message)
 			}
-			if sb, c := agent.RuntimeObjects(t, n.rt, string(once.UID)); sb != onceSandboxes || c != onceContainers {
-				t.Fatalf("%s: once has %d sandboxes and %d containers, want %d and %d", when, sb, c, onceSandboxes, onceContainers)
+			if sb, c := agent.RuntimeObjects(t, n.RT, string(once.UID)); sb != onceSandboxes || c != onceContainers {
+				return fmt.Errorf("once has %d sandboxes and %d containers, want %d and %d", sb, c, onceSandboxes, onceContainers)
 			}
-			if sb, c := agent.RuntimeObjects(t, n.rt, string(big.UID)); sb+c != 0 {
-				t.Fatalf("%s: big has %d sandboxes and %d containers, want none", when, sb, c)
+			if sb, c := agent.RuntimeObjects(t, n.RT, string(big.UID)); sb+c != 0 {
+				return fmt.Errorf("big has %d sandboxes and %d containers, want none", sb, c)
 			}
-		}
+			return nil
+		})
 	}
 	// A completed pod keeps its sandbox and container for its logs.
 	stayEnded("before any restart", 3*time.Second, 1, 1)
-	n.stop(syscall.SIGTERM)
-	n.start()
+	n.Stop(syscall.SIGTERM)
+	n.Start()
 	eventually(t, "node Ready after the restart", 30*time.Second, n.ready)
 	stayEnded("after a restart", 15*time.Second, 1, 1)
 
-	agent.RemoveSandboxes(t, n.rt, func(sb *runtimeapi.PodSandbox) bool { return sb.Metadata.Uid == string(once.UID) })
+	agent.RemoveSandboxes(t, n.RT, func(sb *runtimeapi.PodSandbox) bool { return sb.Metadata.Uid == string(once.UID) })
 	stayEnded("once its remains were removed", 15*time.Second, 0, 0)
-	n.stop(syscall.SIGTERM)
-	n.start()
+	n.Stop(syscall.SIGTERM)
+	n.Start()
 	eventually(t, "node Ready after the second restart", 30*time.Second, n.ready)
 	stayEnded("after a restart without its remains", 15*time.Second, 0, 0)
 }
@@ -230,10 +214,10 @@ func TestEndedPodsStayEnded(t *testing.T) {
 // naming both files.
 func TestDuplicateStaticPodsRunOnce(t *testing.T) {
 	n := newClusterNode(t)
-	n.start()
+	n.Start()
 	eventually(t, "node Ready", 30*time.Second, n.ready)
 	for _, f := range []string{"first.yaml", "second.yaml"} {
-		n.writeManifest(f, fmt.Sprintf(`apiVersion: v1
+		n.WriteManifest(f, fmt.Sprintf(`apiVersion: v1
 kind: Pod
 metadata:
   name: twin
@@ -244,20 +228,11 @@ spec:
   - name: c
     image: %s
     command: ["sh", "-c", "echo %s; exec sleep 3600"]
-`, n.env.BusyboxImage, f))
+`, n.Env.BusyboxImage, f))
 	}
-	name := "twin-" + n.name
-	eventually(t, "the mirror pod Running", 60*time.Second, func() error {
-		p, err := n.get("default", name)
-		if err != nil {
-			return err
-		}
-		if p.Status.Phase != v1.PodRunning {
-			return fmt.Errorf("phase %s", p.Status.Phase)
-		}
-		return nil
-	})
-	first, second := n.manifests+"/first.yaml", n.manifests+"/second.yaml"
+	name := "twin-" + n.Name
+	eventually(t, "the mirror pod Running", 60*time.Second, n.inPhase("default", name, v1.PodRunning))
+	first, second := n.Manifests+"/first.yaml", n.Manifests+"/second.yaml"
 	eventually(t, "a FailedValidation event naming both files", 30*time.Second, func() error {
 		evs, err := n.admin.CoreV1().Events("default").List(context.Background(), metav1.ListOptions{FieldSelector: "involvedObject.name=" + name})
 		if err != nil {
@@ -272,7 +247,7 @@ spec:
 		return fmt.Errorf("%d events, none FailedValidation naming both files", len(evs.Items))
 	})
 	logged := false
-	for _, line := range strings.Split(n.logs(), "\n") {
+	for _, line := range strings.Split(n.Logs(), "\n") {
 		if strings.Contains(line, "left out") && strings.Contains(line, first) && strings.Contains(line, second) {
 			logged = true
 		}
@@ -280,9 +255,10 @@ spec:
 	if !logged {
 		t.Errorf("no log line names both files")
 	}
-	for end := time.Now().Add(10 * time.Second); time.Now().Before(end); time.Sleep(2 * time.Second) {
+	agent.Consistently(t, "one sandbox named "+name, 10*time.Second, 2*time.Second, func() error {
 		if sbs := n.sandboxesNamed("default", name); len(sbs) != 1 {
-			t.Fatalf("%d sandboxes named %s, want 1", len(sbs), name)
+			return fmt.Errorf("%d sandboxes named %s, want 1", len(sbs), name)
 		}
-	}
+		return nil
+	})
 }

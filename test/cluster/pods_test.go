@@ -20,27 +20,53 @@ func (n *clusterNode) apiPod(ns, name, script string, grace int64, policy v1.Res
 	return &v1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
 		Spec: v1.PodSpec{
-			NodeName:                      n.name,
+			NodeName:                      n.Name,
 			RestartPolicy:                 policy,
 			TerminationGracePeriodSeconds: &grace,
 			AutomountServiceAccountToken:  &no,
-			Containers: []v1.Container{{Name: "c", Image: n.env.BusyboxImage, ImagePullPolicy: v1.PullIfNotPresent,
+			Containers: []v1.Container{{Name: "c", Image: n.Env.BusyboxImage, ImagePullPolicy: v1.PullIfNotPresent,
 				Command: []string{"sh", "-c", script}}},
 		},
 	}
 }
 
 func (n *clusterNode) create(p *v1.Pod) *v1.Pod {
-	n.t.Helper()
+	n.T.Helper()
 	created, err := n.admin.CoreV1().Pods(p.Namespace).Create(context.Background(), p, metav1.CreateOptions{})
 	if err != nil {
-		n.t.Fatalf("create pod %s/%s: %v", p.Namespace, p.Name, err)
+		n.T.Fatalf("create pod %s/%s: %v", p.Namespace, p.Name, err)
 	}
 	return created
 }
 
 func (n *clusterNode) get(ns, name string) (*v1.Pod, error) {
 	return n.admin.CoreV1().Pods(ns).Get(context.Background(), name, metav1.GetOptions{})
+}
+
+// inPhase is a check for eventually: nil once the API's pod ns/name is in
+// phase.
+func (n *clusterNode) inPhase(ns, name string, phase v1.PodPhase) func() error {
+	return func() error {
+		p, err := n.get(ns, name)
+		if err != nil {
+			return err
+		}
+		if p.Status.Phase != phase {
+			return fmt.Errorf("%s: phase %s", name, p.Status.Phase)
+		}
+		return nil
+	}
+}
+
+// gone is a check for eventually: nil once the API has no pod ns/name.
+func (n *clusterNode) gone(ns, name string) func() error {
+	return func() error {
+		_, err := n.get(ns, name)
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("%s still there: %v", name, err)
+	}
 }
 
 func podReady(p *v1.Pod) bool {
@@ -54,7 +80,7 @@ func podReady(p *v1.Pod) bool {
 
 func TestAPIPodRunsAndReportsStatus(t *testing.T) {
 	n := newClusterNode(t)
-	n.start()
+	n.Start()
 	eventually(t, "node Ready", 30*time.Second, n.ready)
 	ns := n.namespace("run")
 	n.create(n.apiPod(ns, "web", "sleep 3600", 2, v1.RestartPolicyAlways))
@@ -88,7 +114,7 @@ func TestAPIPodRunsAndReportsStatus(t *testing.T) {
 
 func TestCrashLoopShowsInTheAPI(t *testing.T) {
 	n := newClusterNode(t)
-	n.start()
+	n.Start()
 	eventually(t, "node Ready", 30*time.Second, n.ready)
 	ns := n.namespace("crash")
 	n.create(n.apiPod(ns, "crash", "exit 1", 2, v1.RestartPolicyAlways))
@@ -114,7 +140,7 @@ func TestCrashLoopShowsInTheAPI(t *testing.T) {
 
 func TestDeleteWithGracePeriod(t *testing.T) {
 	n := newClusterNode(t)
-	n.start()
+	n.Start()
 	eventually(t, "node Ready", 30*time.Second, n.ready)
 	ns := n.namespace("delete")
 	// The container ignores SIGTERM: it goes at the deadline.
@@ -137,13 +163,7 @@ func TestDeleteWithGracePeriod(t *testing.T) {
 	if err := n.admin.CoreV1().Pods(ns).Delete(context.Background(), "stubborn", metav1.DeleteOptions{GracePeriodSeconds: &g}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "pod gone from the API", 3*(grace+3)*time.Second, func() error {
-		_, err := n.get(ns, "stubborn")
-		if apierrors.IsNotFound(err) {
-			return nil
-		}
-		return fmt.Errorf("still there: %v", err)
-	})
+	eventually(t, "pod gone from the API", 3*(grace+3)*time.Second, n.gone(ns, "stubborn"))
 	took := time.Since(deleted)
 	t.Logf("pod gone from the API %v after the delete (grace %ds)", took.Round(time.Millisecond), grace)
 	if took < grace*time.Second {
@@ -152,7 +172,7 @@ func TestDeleteWithGracePeriod(t *testing.T) {
 	// The pod leaves the API once nothing of it runs; its stopped
 	// containers and sandbox are removed right after, not before.
 	eventually(t, "pod removed from the runtime", 30*time.Second, func() error {
-		if sb, c := agent.RuntimeObjects(t, n.rt, string(pod.UID)); sb+c > 0 {
+		if sb, c := agent.RuntimeObjects(t, n.RT, string(pod.UID)); sb+c > 0 {
 			return fmt.Errorf("%d sandboxes and %d containers left in the runtime", sb, c)
 		}
 		return nil
@@ -161,9 +181,9 @@ func TestDeleteWithGracePeriod(t *testing.T) {
 
 func TestMirrorPodFollowsTheStaticPod(t *testing.T) {
 	n := newClusterNode(t)
-	n.start()
+	n.Start()
 	eventually(t, "node Ready", 30*time.Second, n.ready)
-	n.writeManifest("static.yaml", fmt.Sprintf(`apiVersion: v1
+	n.WriteManifest("static.yaml", fmt.Sprintf(`apiVersion: v1
 kind: Pod
 metadata:
   name: static
@@ -174,8 +194,8 @@ spec:
   - name: c
     image: %s
     command: ["sleep", "3600"]
-`, n.env.BusyboxImage))
-	name := "static-" + n.name
+`, n.Env.BusyboxImage))
+	name := "static-" + n.Name
 	eventually(t, "mirror pod Running in the API", 60*time.Second, func() error {
 		p, err := n.get("default", name)
 		if err != nil {
@@ -184,7 +204,7 @@ spec:
 		if p.Annotations["kubernetes.io/config.mirror"] == "" {
 			return fmt.Errorf("no mirror annotation: %v", p.Annotations)
 		}
-		if len(p.OwnerReferences) != 1 || p.OwnerReferences[0].Kind != "Node" || p.OwnerReferences[0].Name != n.name {
+		if len(p.OwnerReferences) != 1 || p.OwnerReferences[0].Kind != "Node" || p.OwnerReferences[0].Name != n.Name {
 			return fmt.Errorf("owner references %+v", p.OwnerReferences)
 		}
 		if p.Status.Phase != v1.PodRunning {
@@ -192,30 +212,15 @@ spec:
 		}
 		return nil
 	})
-	n.removeManifest("static.yaml")
-	eventually(t, "mirror pod gone", 30*time.Second, func() error {
-		_, err := n.get("default", name)
-		if apierrors.IsNotFound(err) {
-			return nil
-		}
-		return fmt.Errorf("still there: %v", err)
-	})
+	n.RemoveManifest("static.yaml")
+	eventually(t, "mirror pod gone", 30*time.Second, n.gone("default", name))
 }
 
 func TestCompletedPodSucceedsInTheAPI(t *testing.T) {
 	n := newClusterNode(t)
-	n.start()
+	n.Start()
 	eventually(t, "node Ready", 30*time.Second, n.ready)
 	ns := n.namespace("done")
 	n.create(n.apiPod(ns, "finisher", "sleep 3; exit 0", 2, v1.RestartPolicyNever))
-	eventually(t, "pod Succeeded in the API", 60*time.Second, func() error {
-		p, err := n.get(ns, "finisher")
-		if err != nil {
-			return err
-		}
-		if p.Status.Phase != v1.PodSucceeded {
-			return fmt.Errorf("phase %s", p.Status.Phase)
-		}
-		return nil
-	})
+	eventually(t, "pod Succeeded in the API", 60*time.Second, n.inPhase(ns, "finisher", v1.PodSucceeded))
 }

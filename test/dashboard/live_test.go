@@ -32,7 +32,7 @@ func TestDashboardLive(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	prefix := "bootstrap/pod-manager/default/web-" + n.name + "@"
+	prefix := "bootstrap/pod-manager/default/web-" + n.Name + "@"
 	spawned := n.watchActors(ctx, func(actors []actorInfo) bool {
 		for _, a := range actors {
 			if strings.HasPrefix(a.Path, prefix) {
@@ -60,7 +60,7 @@ func TestDashboardLive(t *testing.T) {
 		[...document.querySelectorAll("#timeline tbody tr")].some((r) => r.cells[1].textContent === "UpdatePod" && r.cells[2].textContent === "bootstrap/pod-manager")`,
 		jsString(worker)), 10*time.Second)
 
-	n.running("web", 60*time.Second)
+	n.Running("web", 60*time.Second)
 	if got := eval[string](b, jsShownRestarts(worker)); got != "0/0" {
 		t.Fatalf("restarts shown before the panic (graph/table) = %s, want 0/0", got)
 	}
@@ -72,7 +72,7 @@ func TestDashboardLive(t *testing.T) {
 		}
 		return false
 	})
-	n.injectPanic(worker)
+	n.InjectPanic(worker, "")
 	poll[bool](b, "the restart in the graph and the table", jsShownRestarts(worker)+` === "1/1"`, 30*time.Second)
 	shown = time.Now()
 	if lag := shown.Sub((<-restarted).at); lag > seenWithin {

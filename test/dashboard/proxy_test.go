@@ -4,16 +4,13 @@ import (
 	"bufio"
 	"context"
 	"fmt"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/actorlet/actorlet/test/agent"
-	"github.com/actorlet/actorlet/test/env"
 )
 
 // TestDashboardThroughKubectlProxy opens the dashboard the way an operator
@@ -23,40 +20,14 @@ import (
 // `kubectl proxy` and the API server's nodes/proxy. The page renders, and
 // its Server-Sent Events keep arriving through both proxies.
 func TestDashboardThroughKubectlProxy(t *testing.T) {
-	e := env.Require(t, env.WithAPIServer())
-	waiting := time.Now()
-	env.HoldRuntime(t)
-	if waited := time.Since(waiting); waited > time.Second {
-		t.Logf("waited %v for the runtime lock", waited.Round(time.Millisecond))
-	}
-	dir := t.TempDir()
-	port, healthz := agent.FreePort(t), agent.FreePort(t)
 	// The API server's nodes/proxy refuses loopback: the kubelet API
 	// listens on the host's address on the pod network. Its clients
 	// authenticate with certificates of the environment's CA (the API
 	// server's kubelet client) and are authorized by the API server
 	// (authorization.mode Webhook, the default with --config).
-	config := filepath.Join(dir, "config.yaml")
-	cfg := fmt.Sprintf(`apiVersion: kubelet.config.k8s.io/v1beta1
-kind: KubeletConfiguration
-port: %d
-healthzPort: %d
-authentication:
-  x509:
-    clientCAFile: %s
-`, port, healthz, e.CAFile)
-	if err := os.WriteFile(config, []byte(cfg), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	proc := agent.Start(t, binary, "--config", config, "--kubeconfig", e.NodeKubeconfig,
-		"--container-runtime-endpoint", e.RuntimeEndpoint, "--hostname-override", e.NodeName,
-		"--node-ip", e.BridgeIP, "--address", e.BridgeIP, "--root-dir", filepath.Join(dir, "root"),
-		"--cert-dir", filepath.Join(dir, "root", "pki"))
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("actorlet log:\n%s", proc.Logs())
-		}
-	})
+	n := agent.NewNode(t, binary, agent.InCluster(), agent.OnPodNetwork())
+	n.Start()
+	e, proc, port := n.Env, n.Proc, n.Port
 	kubectl := func(ctx context.Context, args ...string) *exec.Cmd {
 		return exec.CommandContext(ctx, e.Kubectl, append([]string{"--kubeconfig", e.AdminKubeconfig}, args...)...)
 	}

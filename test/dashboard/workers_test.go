@@ -16,6 +16,7 @@ import (
 	"github.com/actorlet/actorlet/actors/apiserver"
 	"github.com/actorlet/actorlet/messages"
 	"github.com/actorlet/actorlet/supervision"
+	"github.com/actorlet/actorlet/test/agent"
 )
 
 // spawnChild asks a treeActor to spawn a child of a kind under a name.
@@ -161,14 +162,10 @@ func pid(system *supervision.System, path string) *actor.PID {
 
 func waitRegistered(t *testing.T, reg *supervision.Registry, path string) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		if _, ok := reg.Actor(path); ok {
-			return
+	agent.Eventually(t, "actor "+path+" registered", 10*time.Second, func() error {
+		if _, ok := reg.Actor(path); !ok {
+			return fmt.Errorf("not in the registry")
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("actor %s never registered", path)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return nil
+	})
 }

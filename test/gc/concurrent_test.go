@@ -18,22 +18,22 @@ func TestGCDuringPodCreation(t *testing.T) {
 	const pods = 20
 	n := newNode(t, "")
 	for i := range pods {
-		n.writeManifest(fmt.Sprintf("p%02d.yaml", i), manifest(fmt.Sprintf("p%02d", i), fmt.Sprintf(`  terminationGracePeriodSeconds: 2
+		n.WriteManifest(fmt.Sprintf("p%02d.yaml", i), manifest(fmt.Sprintf("p%02d", i), fmt.Sprintf(`  terminationGracePeriodSeconds: 2
   containers:
   - name: sleep
     image: %s
     command: ["sleep", "3600"]
 `, n.busybox())))
 	}
-	n.start()
+	n.Start()
 
 	// containerIDs remembers the first container each pod ran: a
 	// container removed under a pod would come back with another ID.
 	containerIDs := map[string]string{}
 	injected, passesDuringCreation := false, 0
 	var all []v1.Pod
-	n.eventually(fmt.Sprintf("%d pods running", pods), 3*60*time.Second, func() error {
-		list, err := n.pods()
+	n.Eventually(fmt.Sprintf("%d pods running", pods), 3*60*time.Second, func() error {
+		list, err := n.Pods()
 		if err != nil {
 			return err
 		}

@@ -31,30 +31,30 @@ func deadByName(containers []*runtimeapi.Container) map[string]int {
 // a running pod whose manifest is removed leaves nothing either.
 func TestDeadContainers(t *testing.T) {
 	n := newNode(t, "")
-	n.writeManifest("crash.yaml", manifest("crash", fmt.Sprintf(`  restartPolicy: Always
+	n.WriteManifest("crash.yaml", manifest("crash", fmt.Sprintf(`  restartPolicy: Always
   containers:
   - name: crash
     image: %s
     command: ["sh", "-c", "echo crash-$$; exit 1"]
 `, n.busybox())))
-	n.writeManifest("done.yaml", manifest("done", fmt.Sprintf(`  restartPolicy: Never
+	n.WriteManifest("done.yaml", manifest("done", fmt.Sprintf(`  restartPolicy: Never
   containers:
   - name: once
     image: %s
     command: ["sh", "-c", "echo ran-to-completion"]
 `, n.busybox())))
-	n.writeManifest("goes.yaml", manifest("goes", fmt.Sprintf(`  terminationGracePeriodSeconds: 2
+	n.WriteManifest("goes.yaml", manifest("goes", fmt.Sprintf(`  terminationGracePeriodSeconds: 2
   containers:
   - name: sleep
     image: %s
     command: ["sleep", "3600"]
 `, n.busybox())))
-	n.start()
-	goes := n.running("goes", 60*time.Second)
+	n.Start()
+	goes := n.Running("goes", 60*time.Second)
 
 	var crash *v1.Pod
-	n.eventually("crash exited five times", 3*30*time.Second, func() error {
-		p, err := n.pod("crash")
+	n.Eventually("crash exited five times", 3*30*time.Second, func() error {
+		p, err := n.Pod("crash")
 		if err != nil {
 			return err
 		}
@@ -71,8 +71,8 @@ func TestDeadContainers(t *testing.T) {
 		return nil
 	})
 	var done *v1.Pod
-	n.eventually("done Succeeded", 60*time.Second, func() error {
-		p, err := n.pod("done")
+	n.Eventually("done Succeeded", 60*time.Second, func() error {
+		p, err := n.Pod("done")
 		if err != nil {
 			return err
 		}
@@ -86,7 +86,7 @@ func TestDeadContainers(t *testing.T) {
 	// A pass with every pod known: crash keeps one dead instance; done,
 	// finished, keeps its container and its sandbox, stopped.
 	n.runContainerGC()
-	n.eventually("one dead instance of crash", 3*5*time.Second, func() error {
+	n.Eventually("one dead instance of crash", 3*5*time.Second, func() error {
 		if dead := deadByName(n.containers(string(crash.UID))); dead["crash"] != 1 || len(dead) != 1 {
 			return fmt.Errorf("dead instances by container: %v", dead)
 		}
@@ -104,11 +104,11 @@ func TestDeadContainers(t *testing.T) {
 	}
 
 	// Removed pods: done's remains are GC's, goes is removed with its kill.
-	n.removeManifest("done.yaml")
-	n.removeManifest("goes.yaml")
-	n.eventually("done and goes gone from /pods", 3*10*time.Second, func() error {
+	n.RemoveManifest("done.yaml")
+	n.RemoveManifest("goes.yaml")
+	n.Eventually("done and goes gone from /pods", 3*10*time.Second, func() error {
 		for _, name := range []string{"done", "goes"} {
-			if _, err := n.pod(name); err == nil {
+			if _, err := n.Pod(name); err == nil {
 				return fmt.Errorf("%s still in /pods", name)
 			}
 		}
@@ -116,7 +116,7 @@ func TestDeadContainers(t *testing.T) {
 	})
 	n.runContainerGC()
 	for _, p := range []*v1.Pod{done, goes} {
-		n.eventually(p.Name+" gone from the runtime and the disk", 3*5*time.Second, func() error {
+		n.Eventually(p.Name+" gone from the runtime and the disk", 3*5*time.Second, func() error {
 			if c, s := len(n.containers(string(p.UID))), len(n.sandboxes(string(p.UID))); c+s > 0 {
 				return fmt.Errorf("%d containers and %d sandboxes left", c, s)
 			}
@@ -127,7 +127,7 @@ func TestDeadContainers(t *testing.T) {
 		})
 	}
 	// And the crash loop went on undisturbed by the restarts of the gc actor.
-	if p, err := n.pod("crash"); err != nil || p.UID != crash.UID {
+	if p, err := n.Pod("crash"); err != nil || p.UID != crash.UID {
 		t.Errorf("crash after GC: %v, %v", p, err)
 	}
 }

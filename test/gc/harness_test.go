@@ -5,16 +5,11 @@ package gc
 
 import (
 	"bufio"
-	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -23,7 +18,6 @@ import (
 
 	"github.com/actorlet/actorlet/podruntime"
 	"github.com/actorlet/actorlet/test/agent"
-	"github.com/actorlet/actorlet/test/env"
 )
 
 // binary is actorlet, built once for the package.
@@ -31,150 +25,32 @@ var binary string
 
 func TestMain(m *testing.M) { agent.MainWithBinary(m, &binary) }
 
-// node is one actorlet in standalone mode on the environment's containerd,
-// with its own manifest directory, root directory, configuration and node
-// name. It logs JSON, which the tests read to follow the gc actor's passes.
-type node struct {
-	t         testing.TB
-	env       *env.Env
-	name      string
-	manifests string
-	rootDir   string
-	config    string
-	readOnly  int
-	healthz   int
-	debug     int // --debug-address: the dashboard and fault injection in plain HTTP
-	port      int // the kubelet API (TLS, self-signed, anonymous allowed)
-	rt        runtimeapi.RuntimeServiceClient
-	img       runtimeapi.ImageServiceClient
+// node is one actorlet in standalone mode on the environment's containerd
+// (agent.Node). It logs JSON, which the tests read to follow the gc
+// actor's passes.
+type node struct{ *agent.Node }
 
-	proc *agent.Process
-	// past is the log of earlier runs of this node's actorlet.
-	past string
-}
+// jsonLogs is the configuration that makes actorlet log JSON.
+const jsonLogs = "logging:\n  format: json\n"
 
 // newNode prepares a node whose configuration is the harness's plus extra
 // (KubeletConfiguration YAML lines).
 func newNode(t testing.TB, extra string) *node {
 	t.Helper()
-	e := env.Require(t)
-	rt, img := e.CRI(t)
-	dir := t.TempDir()
-	n := &node{
-		t: t, env: e, rt: rt, img: img,
-		name:      "gc-" + strings.ToLower(strings.TrimPrefix(t.Name(), "Test")) + "-" + randomSuffix(),
-		manifests: filepath.Join(dir, "manifests"),
-		rootDir:   filepath.Join(dir, "root"),
-		config:    filepath.Join(dir, "config.yaml"),
-		readOnly:  agent.FreePort(t),
-		healthz:   agent.FreePort(t),
-		debug:     agent.FreePort(t),
-		port:      agent.FreePort(t),
-	}
-	if len(n.name) > 40 {
-		n.name = strings.TrimRight(n.name[:40], "-")
-	}
-	if err := os.MkdirAll(n.manifests, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	n.configure(extra)
-	t.Cleanup(n.cleanup)
-	return n
+	return &node{agent.NewNode(t, binary, agent.NamePrefix("gc-"), agent.WithConfig(jsonLogs+extra))}
 }
 
-// configure writes the node's configuration: a short crash-loop cap keeps
-// the tests quick; the behaviours are upstream's. Standalone, there is no
-// API server to review tokens: the kubelet API lets anyone in, as
-// upstream's without --config.
-func (n *node) configure(extra string) {
-	n.t.Helper()
-	cfg := fmt.Sprintf(`apiVersion: kubelet.config.k8s.io/v1beta1
-kind: KubeletConfiguration
-staticPodPath: %s
-fileCheckFrequency: 2s
-readOnlyPort: %d
-healthzPort: %d
-port: %d
-authentication:
-  anonymous:
-    enabled: true
-  webhook:
-    enabled: false
-authorization:
-  mode: AlwaysAllow
-logging:
-  format: json
-crashLoopBackOff:
-  maxContainerRestartPeriod: 2s
-%s`, n.manifests, n.readOnly, n.healthz, n.port, extra)
-	if err := os.WriteFile(n.config, []byte(cfg), 0o644); err != nil {
-		n.t.Fatal(err)
-	}
-}
+// configure rewrites the node's configuration as the harness's plus extra,
+// for the next start.
+func (n *node) configure(extra string) { n.Configure(jsonLogs + extra) }
 
+func (n *node) busybox() string { return n.Env.BusyboxImage }
+
+// randomSuffix makes names of the test's own, such as image tags.
 func randomSuffix() string {
 	b := make([]byte, 3)
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)
-}
-
-// start runs actorlet and waits until its read-only port answers.
-func (n *node) start() {
-	n.t.Helper()
-	n.past += n.proc.Logs()
-	n.proc = agent.Start(n.t, binary, "--config", n.config, "--container-runtime-endpoint", n.env.RuntimeEndpoint,
-		"--hostname-override", n.name, "--root-dir", n.rootDir, "--cert-dir", filepath.Join(n.rootDir, "pki"), "--address", "127.0.0.1", "--debug-fault-injection", "--debug-address", fmt.Sprintf("127.0.0.1:%d", n.debug), "-v", "1")
-	n.eventually("actorlet serves /pods", 30*time.Second, func() error { _, err := n.pods(); return err })
-}
-
-// stop ends actorlet with sig and waits for it to exit.
-func (n *node) stop(sig syscall.Signal) { n.proc.Stop(sig) }
-
-func (n *node) logs() string { return n.past + n.proc.Logs() }
-
-// cleanup stops actorlet and removes every pod of this node from the
-// runtime, with their log directories.
-func (n *node) cleanup() {
-	n.stop(syscall.SIGKILL)
-	if n.t.Failed() {
-		n.t.Logf("actorlet log:\n%s", n.logs())
-	}
-	agent.RemoveSandboxes(n.t, n.rt, agent.OfNode(n.name))
-	dirs, _ := filepath.Glob(filepath.Join("/var/log/pods", "*_*-"+n.name+"_*"))
-	for _, d := range dirs {
-		_ = os.RemoveAll(d)
-	}
-}
-
-func (n *node) busybox() string { return n.env.BusyboxImage }
-
-func (n *node) pods() ([]v1.Pod, error) { return agent.ReadOnlyPods(n.readOnly) }
-
-// pod returns the static pod named name (without the node suffix).
-func (n *node) pod(name string) (*v1.Pod, error) { return agent.StaticPod(n.readOnly, name, n.name) }
-
-func (n *node) eventually(what string, within time.Duration, check func() error) {
-	n.t.Helper()
-	agent.Eventually(n.t, what, within, check)
-}
-
-// running waits for the pod's phase to be Running with every container
-// running, and returns the pod.
-func (n *node) running(name string, within time.Duration) *v1.Pod {
-	n.t.Helper()
-	var pod *v1.Pod
-	n.eventually("pod "+name+" running", within, func() error {
-		p, err := n.pod(name)
-		if err != nil {
-			return err
-		}
-		if err := agent.PodRunning(p); err != nil {
-			return err
-		}
-		pod = p
-		return nil
-	})
-	return pod
 }
 
 func isRunning(p *v1.Pod) error { return agent.PodRunning(p) }
@@ -182,40 +58,16 @@ func isRunning(p *v1.Pod) error { return agent.PodRunning(p) }
 // manifest renders a static pod manifest.
 func manifest(name, spec string) string { return agent.Manifest(name, spec) }
 
-func (n *node) writeManifest(file, content string) {
-	n.t.Helper()
-	agent.WriteManifest(n.t, n.manifests, file, content)
-}
-
-func (n *node) removeManifest(file string) {
-	n.t.Helper()
-	agent.RemoveManifest(n.t, n.manifests, file)
-}
-
 // containers lists the runtime's containers of a pod UID.
 func (n *node) containers(uid string) []*runtimeapi.Container {
-	n.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	r, err := n.rt.ListContainers(ctx, &runtimeapi.ListContainersRequest{Filter: &runtimeapi.ContainerFilter{
-		LabelSelector: map[string]string{podruntime.LabelPodUID: uid}}})
-	if err != nil {
-		n.t.Fatal(err)
-	}
-	return r.Containers
+	n.T.Helper()
+	return agent.Containers(n.T, n.RT, map[string]string{podruntime.LabelPodUID: uid})
 }
 
 // sandboxes lists the runtime's sandboxes of a pod UID.
 func (n *node) sandboxes(uid string) []*runtimeapi.PodSandbox {
-	n.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	r, err := n.rt.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{Filter: &runtimeapi.PodSandboxFilter{
-		LabelSelector: map[string]string{podruntime.LabelPodUID: uid}}})
-	if err != nil {
-		n.t.Fatal(err)
-	}
-	return r.Items
+	n.T.Helper()
+	return agent.Sandboxes(n.T, n.RT, map[string]string{podruntime.LabelPodUID: uid})
 }
 
 // podLogDir is the pod's directory under /var/log/pods.
@@ -239,7 +91,7 @@ func (n *node) entries(msg string) []logEntry {
 // is the string value.
 func (n *node) entriesWith(key, value string) []logEntry {
 	var out []logEntry
-	sc := bufio.NewScanner(strings.NewReader(n.proc.Logs()))
+	sc := bufio.NewScanner(strings.NewReader(n.Proc.Logs()))
 	sc.Buffer(make([]byte, 64*1024), 1024*1024)
 	for sc.Scan() {
 		var e logEntry
@@ -268,18 +120,11 @@ func (n *node) completePasses() []logEntry {
 // the test restarts the gc actor alone, through fault injection: which also
 // shows that a failing gc actor restarts without touching the pods.
 func (n *node) runContainerGC() {
-	n.t.Helper()
+	n.T.Helper()
 	before := len(n.completePasses())
-	resp, err := http.Post(fmt.Sprintf("http://127.0.0.1:%d/debug/inject/panic?actor=bootstrap/gc", n.debug), "text/plain", nil)
-	if err != nil {
-		n.t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusAccepted {
-		n.t.Fatalf("inject panic into gc: %s", resp.Status)
-	}
+	n.InjectPanic("bootstrap/gc", "")
 	var pass logEntry
-	n.eventually("a container GC pass after the gc actor's restart", 3*10*time.Second, func() error {
+	n.Eventually("a container GC pass after the gc actor's restart", 3*10*time.Second, func() error {
 		passes := n.completePasses()
 		if len(passes) <= before {
 			return fmt.Errorf("%d complete container passes, want more than %d", len(passes), before)
@@ -287,6 +132,6 @@ func (n *node) runContainerGC() {
 		pass = passes[len(passes)-1]
 		return nil
 	})
-	n.t.Logf("container GC pass: %d containers, %d sandboxes, %d pod log directories removed",
+	n.T.Logf("container GC pass: %d containers, %d sandboxes, %d pod log directories removed",
 		pass.num("containersRemoved"), pass.num("sandboxesRemoved"), pass.num("logDirsRemoved"))
 }

@@ -31,19 +31,19 @@ func TestImageGC(t *testing.T) {
 	n := newNode(t, "")
 	// Both runs of actorlet and the images in between are this test's.
 	env.HoldRuntime(t)
-	t.Cleanup(func() { n.stop(syscall.SIGKILL); restoreImages(t, n) })
+	t.Cleanup(func() { n.Stop(syscall.SIGKILL); restoreImages(t, n) })
 
 	// A first run with the default thresholds starts a pod that uses
 	// busybox; the pod keeps running when actorlet stops.
-	n.writeManifest("user.yaml", manifest("user", fmt.Sprintf(`  terminationGracePeriodSeconds: 2
+	n.WriteManifest("user.yaml", manifest("user", fmt.Sprintf(`  terminationGracePeriodSeconds: 2
   containers:
   - name: sleep
     image: %s
     command: ["sleep", "3600"]
 `, n.busybox())))
-	n.start()
-	n.running("user", 60*time.Second)
-	n.stop(syscall.SIGTERM)
+	n.Start()
+	n.Running("user", 60*time.Second)
+	n.Stop(syscall.SIGTERM)
 
 	unused := "docker.io/library/actorlet-gc-test:" + randomSuffix()
 	unusedID := pushAndPull(t, n, unused)
@@ -53,8 +53,8 @@ func TestImageGC(t *testing.T) {
 	// and a minimum age of a nanosecond lets the image go on the pass at
 	// start (0 would be defaulted to 2 minutes).
 	n.configure("imageGCHighThresholdPercent: 1\nimageGCLowThresholdPercent: 0\nimageMinimumGCAge: 1ns\n")
-	n.start()
-	n.eventually("an image GC pass", 3*20*time.Second, func() error {
+	n.Start()
+	n.Eventually("an image GC pass", 3*20*time.Second, func() error {
 		if len(n.entries("image gc done")) == 0 {
 			return fmt.Errorf("no image GC pass logged yet")
 		}
@@ -71,7 +71,7 @@ func TestImageGC(t *testing.T) {
 	if imageID(t, n, unused) != "" {
 		t.Errorf("%s is still in the runtime", unused)
 	}
-	for _, keep := range []string{n.env.BusyboxImage, n.env.PauseImage} {
+	for _, keep := range []string{n.Env.BusyboxImage, n.Env.PauseImage} {
 		id := imageID(t, n, keep)
 		if id == "" {
 			t.Errorf("%s (used by a running container, or the sandbox image) was removed", keep)
@@ -90,7 +90,7 @@ func imageID(t *testing.T, n *node, ref string) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	st, err := n.img.ImageStatus(ctx, &runtimeapi.ImageStatusRequest{Image: &runtimeapi.ImageSpec{Image: ref}})
+	st, err := n.Img.ImageStatus(ctx, &runtimeapi.ImageStatusRequest{Image: &runtimeapi.ImageSpec{Image: ref}})
 	if err != nil {
 		t.Fatalf("ImageStatus %s: %v", ref, err)
 	}
@@ -100,7 +100,7 @@ func imageID(t *testing.T, n *node, ref string) string {
 func removeImage(t *testing.T, n *node, id string) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if _, err := n.img.RemoveImage(ctx, &runtimeapi.RemoveImageRequest{Image: &runtimeapi.ImageSpec{Image: id}}); err != nil {
+	if _, err := n.Img.RemoveImage(ctx, &runtimeapi.RemoveImageRequest{Image: &runtimeapi.ImageSpec{Image: id}}); err != nil {
 		t.Errorf("remove test image %s: %v", id, err)
 	}
 }
@@ -110,12 +110,12 @@ func removeImage(t *testing.T, n *node, id string) {
 func restoreImages(t *testing.T, n *node) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	for _, ref := range []string{n.env.BusyboxImage, n.env.PauseImage} {
+	for _, ref := range []string{n.Env.BusyboxImage, n.Env.PauseImage} {
 		if imageID(t, n, ref) != "" {
 			continue
 		}
 		t.Errorf("%s was removed; pulling it back", ref)
-		if _, err := n.img.PullImage(ctx, &runtimeapi.PullImageRequest{Image: &runtimeapi.ImageSpec{Image: ref}}); err != nil {
+		if _, err := n.Img.PullImage(ctx, &runtimeapi.PullImageRequest{Image: &runtimeapi.ImageSpec{Image: ref}}); err != nil {
 			t.Errorf("pull %s back: %v", ref, err)
 		}
 	}
@@ -134,7 +134,7 @@ func pushAndPull(t *testing.T, n *node, ref string) string {
 		"architecture": runtime.GOARCH, "os": "linux", "config": map[string]any{},
 		"rootfs": map[string]any{"type": "layers", "diff_ids": []string{diffID}},
 	})
-	reg := "http://" + n.env.Registry + "/v2/" + name
+	reg := "http://" + n.Env.Registry + "/v2/" + name
 	desc := func(mediaType string, b []byte) map[string]any {
 		return map[string]any{"mediaType": mediaType, "digest": digest(b), "size": len(b)}
 	}
@@ -150,7 +150,7 @@ func pushAndPull(t *testing.T, n *node, ref string) string {
 
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if _, err := n.img.PullImage(ctx, &runtimeapi.PullImageRequest{Image: &runtimeapi.ImageSpec{Image: ref}}); err != nil {
+	if _, err := n.Img.PullImage(ctx, &runtimeapi.PullImageRequest{Image: &runtimeapi.ImageSpec{Image: ref}}); err != nil {
 		t.Fatalf("pull %s: %v", ref, err)
 	}
 	id := imageID(t, n, ref)

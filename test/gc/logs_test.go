@@ -23,20 +23,20 @@ func TestLogRotation(t *testing.T) {
 	const maxFiles = 2
 	n := newNode(t, fmt.Sprintf("containerLogMaxSize: 1Ki\ncontainerLogMaxFiles: %d\ncontainerLogMonitorInterval: 3s\n", maxFiles))
 	// About 3 KiB a second, each line numbered.
-	n.writeManifest("chatty.yaml", manifest("chatty", fmt.Sprintf(`  terminationGracePeriodSeconds: 2
+	n.WriteManifest("chatty.yaml", manifest("chatty", fmt.Sprintf(`  terminationGracePeriodSeconds: 2
   containers:
   - name: chatty
     image: %s
     command: ["sh", "-c", "i=0; while true; do i=$((i+1)); echo \"line $i $(printf '%%080d' 0)\"; sleep 0.05; done"]
 `, n.busybox())))
-	n.start()
-	pod := n.running("chatty", 60*time.Second)
+	n.Start()
+	pod := n.Running("chatty", 60*time.Second)
 	live := filepath.Join(podLogDir(pod), "chatty", "0.log")
 
 	// Three rotations, watched: the live log and at most maxFiles-1
 	// rotated files at any time.
 	var rotations []string
-	n.eventually("three rotations", 3*15*time.Second, func() error {
+	n.Eventually("three rotations", 3*15*time.Second, func() error {
 		rotated, _ := filepath.Glob(live + ".*")
 		if files := len(rotated) + 1; files > maxFiles {
 			t.Fatalf("%d log files (%v and the live one), want at most %d", files, rotated, maxFiles)
@@ -58,7 +58,7 @@ func TestLogRotation(t *testing.T) {
 	// The current log is what /containerLogs serves: the newest lines, and
 	// none from the first rotations, which are gone. Right after a
 	// rotation the live log may not hold a line yet.
-	n.eventually("/containerLogs serves the current log", 3*5*time.Second, func() error {
+	n.Eventually("/containerLogs serves the current log", 3*5*time.Second, func() error {
 		onDisk, ok := lastLineNumber(readFile(t, live))
 		if !ok {
 			return fmt.Errorf("no line in the live log yet")
@@ -104,7 +104,7 @@ func containerLogs(t *testing.T, n *node, pod *v1.Pod, container string) string 
 	t.Helper()
 	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
 		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} // the node's self-signed serving certificate, on loopback
-	u := fmt.Sprintf("https://127.0.0.1:%d/containerLogs/%s/%s/%s", n.port, pod.Namespace, pod.Name, container)
+	u := fmt.Sprintf("https://127.0.0.1:%d/containerLogs/%s/%s/%s", n.Port, pod.Namespace, pod.Name, container)
 	resp, err := client.Get(u)
 	if err != nil {
 		t.Fatalf("GET %s: %v", u, err)

@@ -22,17 +22,17 @@ import (
 // requests.
 func TestKubeletAPIEndpoints(t *testing.T) {
 	n := newNode(t)
-	n.start()
-	n.writeManifest("talker.yaml", manifest("talker", fmt.Sprintf(`  containers:
+	n.Start()
+	n.WriteManifest("talker.yaml", manifest("talker", fmt.Sprintf(`  containers:
   - name: c
     image: %s
     command: ["sh", "-c", "echo first; echo to-stderr >&2; i=0; while true; do echo line $i; i=$((i+1)); sleep 1; done"]
 `, n.busybox())))
-	pod := n.running("talker", 60*time.Second)
+	pod := n.Running("talker", 60*time.Second)
 	ns, name := pod.Namespace, pod.Name
 
-	readOnly := fmt.Sprintf("http://127.0.0.1:%d", n.readOnly)
-	api := fmt.Sprintf("https://127.0.0.1:%d", n.port)
+	readOnly := fmt.Sprintf("http://127.0.0.1:%d", n.ReadOnly)
+	api := fmt.Sprintf("https://127.0.0.1:%d", n.Port)
 	client := &http.Client{Timeout: 20 * time.Second, Transport: &http.Transport{
 		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} // the node's self-signed certificate
 	get := func(url string) (int, string) {
@@ -66,7 +66,7 @@ func TestKubeletAPIEndpoints(t *testing.T) {
 		if err := json.Unmarshal([]byte(body), &summary); code != http.StatusOK || err != nil {
 			t.Fatalf("%s/stats/summary: %d %v %s", base, code, err, body)
 		}
-		if summary.Node.NodeName != n.name || summary.Node.Memory == nil || len(summary.Pods) == 0 {
+		if summary.Node.NodeName != n.Name || summary.Node.Memory == nil || len(summary.Pods) == 0 {
 			t.Errorf("%s/stats/summary: node %+v, %d pods", base, summary.Node, len(summary.Pods))
 		}
 		if code, body := get(base + "/spec"); code != http.StatusOK || !strings.Contains(body, `"num_cores"`) {

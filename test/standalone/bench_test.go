@@ -15,15 +15,15 @@ func BenchmarkStaticPods(b *testing.B) {
 	for range b.N {
 		b.StopTimer()
 		n := newNode(b)
-		n.start()
+		n.Start()
 		b.StartTimer()
 		start := time.Now()
 		for i := range count {
-			n.writeManifest(fmt.Sprintf("p%02d.yaml", i), manifest(fmt.Sprintf("p%02d", i),
+			n.WriteManifest(fmt.Sprintf("p%02d.yaml", i), manifest(fmt.Sprintf("p%02d", i),
 				fmt.Sprintf("  terminationGracePeriodSeconds: 1\n  containers:\n  - name: c\n    image: %s\n    command: [\"sleep\", \"3600\"]\n", n.busybox())))
 		}
 		for {
-			pods, err := n.pods()
+			pods, err := n.Pods()
 			running := 0
 			for _, p := range pods {
 				if p.Status.Phase == v1.PodRunning {
@@ -40,6 +40,6 @@ func BenchmarkStaticPods(b *testing.B) {
 		}
 		b.ReportMetric(time.Since(start).Seconds(), "s-to-all-running")
 		b.StopTimer()
-		n.cleanup()
+		n.Cleanup()
 	}
 }

@@ -18,12 +18,12 @@ import (
 func TestFloodDoesNotReachThePodManager(t *testing.T) {
 	const clients, duration, maxDepth = 200, 20 * time.Second, 10
 	n := newNode(t)
-	n.start()
+	n.Start()
 	spec := fmt.Sprintf("  containers:\n  - name: c\n    image: %s\n    command: [\"sleep\", \"3600\"]\n", n.busybox())
 	start := func(name string) time.Duration {
 		written := time.Now()
-		n.writeManifest(name+".yaml", manifest(name, spec))
-		n.running(name, 60*time.Second)
+		n.WriteManifest(name+".yaml", manifest(name, spec))
+		n.Running(name, 60*time.Second)
 		return time.Since(written)
 	}
 	usual := start("before")
@@ -33,7 +33,7 @@ func TestFloodDoesNotReachThePodManager(t *testing.T) {
 	var requests, failures atomic.Int64
 	transport := &http.Transport{MaxIdleConnsPerHost: clients, MaxConnsPerHost: clients}
 	client := &http.Client{Transport: transport, Timeout: 10 * time.Second}
-	urls := []string{fmt.Sprintf("http://127.0.0.1:%d/pods", n.readOnly), fmt.Sprintf("http://127.0.0.1:%d/healthz", n.healthz)}
+	urls := []string{fmt.Sprintf("http://127.0.0.1:%d/pods", n.ReadOnly), fmt.Sprintf("http://127.0.0.1:%d/healthz", n.Healthz)}
 	for i := range clients {
 		wg.Go(func() {
 			for {

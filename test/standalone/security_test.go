@@ -17,37 +17,37 @@ import (
 // is an invalid manifest.
 func TestSecurityContextRefusals(t *testing.T) {
 	n := newNode(t)
-	if n.env.NonRootImage == "" {
+	if n.Env.NonRootImage == "" {
 		t.Fatal("the environment has no image with a non-root user (ACTORLET_NONROOT_IMAGE): run hack/node-env up")
 	}
-	n.start()
+	n.Start()
 	container := func(image, securityContext string) string {
 		return fmt.Sprintf("  containers:\n  - name: c\n    image: %s\n    command: [\"sleep\", \"3600\"]\n    securityContext:\n%s", image, securityContext)
 	}
-	n.writeManifest("userns.yaml", manifest("userns", "  hostUsers: false\n"+container(n.busybox(), "      runAsUser: 1000\n")))
-	n.writeManifest("rootimage.yaml", manifest("rootimage", container(n.busybox(), "      runAsNonRoot: true\n")))
-	n.writeManifest("uid0.yaml", manifest("uid0", container(n.env.NonRootImage, "      runAsNonRoot: true\n      runAsUser: 0\n")))
-	n.writeManifest("nonroot.yaml", manifest("nonroot", container(n.env.NonRootImage, "      runAsNonRoot: true\n")))
-	n.writeManifest("unmasked.yaml", manifest("unmasked", container(n.busybox(), "      procMount: Unmasked\n")))
+	n.WriteManifest("userns.yaml", manifest("userns", "  hostUsers: false\n"+container(n.busybox(), "      runAsUser: 1000\n")))
+	n.WriteManifest("rootimage.yaml", manifest("rootimage", container(n.busybox(), "      runAsNonRoot: true\n")))
+	n.WriteManifest("uid0.yaml", manifest("uid0", container(n.Env.NonRootImage, "      runAsNonRoot: true\n      runAsUser: 0\n")))
+	n.WriteManifest("nonroot.yaml", manifest("nonroot", container(n.Env.NonRootImage, "      runAsNonRoot: true\n")))
+	n.WriteManifest("unmasked.yaml", manifest("unmasked", container(n.busybox(), "      procMount: Unmasked\n")))
 
-	n.running("nonroot", 60*time.Second)
+	n.Running("nonroot", 60*time.Second)
 
 	t.Run("hostUsers: false is refused and nothing of it is created", func(t *testing.T) {
 		const reason = "can't set `spec.hostUsers: false`, runtime does not support user namespaces"
-		n.eventually("the refusal's event", 60*time.Second, func() error {
-			if !strings.Contains(n.logs(), "Failed to create pod sandbox: "+reason) {
+		n.Eventually("the refusal's event", 60*time.Second, func() error {
+			if !strings.Contains(n.Logs(), "Failed to create pod sandbox: "+reason) {
 				return fmt.Errorf("no FailedCreatePodSandBox event naming user namespaces in the log")
 			}
 			return nil
 		})
-		p, err := n.pod("userns")
+		p, err := n.Pod("userns")
 		if err != nil {
 			t.Fatal(err)
 		}
 		if p.Status.Phase != v1.PodPending {
 			t.Errorf("phase %q, want Pending", p.Status.Phase)
 		}
-		if sb, c := n.runtimeObjects(string(p.UID)); sb != 0 || c != 0 {
+		if sb, c := n.RuntimeObjects(string(p.UID)); sb != 0 || c != 0 {
 			t.Errorf("the runtime holds %d sandboxes and %d containers of the pod, want none", sb, c)
 		}
 	})
@@ -58,8 +58,8 @@ func TestSecurityContextRefusals(t *testing.T) {
 	} {
 		t.Run(tc.name+" is refused with CreateContainerConfigError", func(t *testing.T) {
 			var want string
-			n.eventually(tc.name+" waits with CreateContainerConfigError", 60*time.Second, func() error {
-				p, err := n.pod(tc.name)
+			n.Eventually(tc.name+" waits with CreateContainerConfigError", 60*time.Second, func() error {
+				p, err := n.Pod(tc.name)
 				if err != nil {
 					return err
 				}
@@ -74,25 +74,25 @@ func TestSecurityContextRefusals(t *testing.T) {
 				if p.Status.Phase != v1.PodPending {
 					return fmt.Errorf("phase %q", p.Status.Phase)
 				}
-				if _, c := n.runtimeObjects(string(p.UID)); c != 0 {
+				if _, c := n.RuntimeObjects(string(p.UID)); c != 0 {
 					return fmt.Errorf("%d containers created", c)
 				}
 				return nil
 			})
-			if !strings.Contains(n.logs(), "Error: "+want) {
+			if !strings.Contains(n.Logs(), "Error: "+want) {
 				t.Errorf("no Failed event %q in the log", "Error: "+want)
 			}
 		})
 	}
 
 	t.Run("procMount: Unmasked in the host's user namespace is an invalid manifest", func(t *testing.T) {
-		n.eventually("the manifest's refusal", 30*time.Second, func() error {
-			if !strings.Contains(n.logs(), "`hostUsers` must be false to use `Unmasked`") {
+		n.Eventually("the manifest's refusal", 30*time.Second, func() error {
+			if !strings.Contains(n.Logs(), "`hostUsers` must be false to use `Unmasked`") {
 				return fmt.Errorf("no refusal of unmasked.yaml in the log")
 			}
 			return nil
 		})
-		if _, err := n.pod("unmasked"); err == nil {
+		if _, err := n.Pod("unmasked"); err == nil {
 			t.Errorf("the pod of unmasked.yaml is in /pods")
 		}
 	})

@@ -11,6 +11,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 
+	"github.com/actorlet/actorlet/test/agent"
 	"github.com/actorlet/actorlet/test/env"
 )
 
@@ -18,21 +19,21 @@ import (
 // loaded 2-core machine does not make them flake; `make bench` reports the
 // real figures.
 
-func (n *node) busybox() string { return n.env.BusyboxImage }
+func (n *node) busybox() string { return n.Env.BusyboxImage }
 
 func TestWebServerPodServesFromTheHost(t *testing.T) {
 	n := newNode(t)
-	n.start()
-	n.writeManifest("web.yaml", manifest("web", fmt.Sprintf(`  containers:
+	n.Start()
+	n.WriteManifest("web.yaml", manifest("web", fmt.Sprintf(`  containers:
   - name: httpd
     image: %s
     command: ["sh", "-c", "mkdir -p /www && echo hello-from-actorlet > /www/index.html && exec httpd -f -p 8080 -h /www"]
 `, n.busybox())))
-	pod := n.running("web", 60*time.Second)
+	pod := n.Running("web", 60*time.Second)
 	if pod.Status.PodIP == "" || !strings.HasPrefix(pod.Status.PodIP, "10.244.") {
 		t.Fatalf("pod IP %q is not in the pod network 10.244.0.0/16", pod.Status.PodIP)
 	}
-	n.eventually("the web server answers from the host", 30*time.Second, func() error {
+	n.Eventually("the web server answers from the host", 30*time.Second, func() error {
 		resp, err := http.Get("http://" + pod.Status.PodIP + ":8080/")
 		if err != nil {
 			return err
@@ -62,7 +63,7 @@ func hasCondition(p *v1.Pod, t v1.PodConditionType) bool {
 
 func TestRestartPolicies(t *testing.T) {
 	n := newNode(t)
-	n.start()
+	n.Start()
 	pods := map[string]string{
 		"crash":          "  restartPolicy: Always\n  containers:\n  - name: c\n    image: %s\n    command: [\"sh\", \"-c\", \"exit 1\"]\n",
 		"never":          "  restartPolicy: Never\n  containers:\n  - name: c\n    image: %s\n    command: [\"sh\", \"-c\", \"exit 1\"]\n",
@@ -74,13 +75,13 @@ func TestRestartPolicies(t *testing.T) {
 			"  containers:\n  - name: app\n    image: %[1]s\n    command: [\"sleep\", \"3600\"]\n",
 	}
 	for name, body := range pods {
-		n.writeManifest(name+".yaml", manifest(name, fmt.Sprintf(body, n.busybox())))
+		n.WriteManifest(name+".yaml", manifest(name, fmt.Sprintf(body, n.busybox())))
 	}
 
 	t.Run("Always restarts with backoff and shows CrashLoopBackOff", func(t *testing.T) {
 		sawBackoff := false
-		n.eventually("crash restarts three times", 90*time.Second, func() error {
-			p, err := n.pod("crash")
+		n.Eventually("crash restarts three times", 90*time.Second, func() error {
+			p, err := n.Pod("crash")
 			if err != nil || len(p.Status.ContainerStatuses) == 0 {
 				return fmt.Errorf("no status yet: %v", err)
 			}
@@ -98,18 +99,18 @@ func TestRestartPolicies(t *testing.T) {
 		})
 	})
 	t.Run("Never fails the pod", func(t *testing.T) {
-		n.eventually("never fails", 60*time.Second, func() error {
+		n.Eventually("never fails", 60*time.Second, func() error {
 			return phaseAndReason(n, "never", v1.PodFailed, "Error", 0)
 		})
 	})
 	t.Run("OnFailure succeeds after exit 0", func(t *testing.T) {
-		n.eventually("onfailure-ok succeeds", 60*time.Second, func() error {
+		n.Eventually("onfailure-ok succeeds", 60*time.Second, func() error {
 			return phaseAndReason(n, "onfailure-ok", v1.PodSucceeded, "Completed", 0)
 		})
 	})
 	t.Run("OnFailure restarts after a failure", func(t *testing.T) {
-		n.eventually("onfailure-fail restarts", 60*time.Second, func() error {
-			p, err := n.pod("onfailure-fail")
+		n.Eventually("onfailure-fail restarts", 60*time.Second, func() error {
+			p, err := n.Pod("onfailure-fail")
 			if err != nil || len(p.Status.ContainerStatuses) == 0 {
 				return fmt.Errorf("no status yet: %v", err)
 			}
@@ -120,7 +121,7 @@ func TestRestartPolicies(t *testing.T) {
 		})
 	})
 	t.Run("init containers run in order before the app", func(t *testing.T) {
-		p := n.running("init", 60*time.Second)
+		p := n.Running("init", 60*time.Second)
 		if len(p.Status.InitContainerStatuses) != 2 {
 			t.Fatalf("init statuses: %+v", p.Status.InitContainerStatuses)
 		}
@@ -136,8 +137,8 @@ func TestRestartPolicies(t *testing.T) {
 		}
 	})
 	t.Run("a failing init container blocks the app", func(t *testing.T) {
-		n.eventually("init-fails fails", 60*time.Second, func() error {
-			p, err := n.pod("init-fails")
+		n.Eventually("init-fails fails", 60*time.Second, func() error {
+			p, err := n.Pod("init-fails")
 			if err != nil {
 				return err
 			}
@@ -155,7 +156,7 @@ func TestRestartPolicies(t *testing.T) {
 }
 
 func phaseAndReason(n *node, name string, phase v1.PodPhase, reason string, restarts int32) error {
-	p, err := n.pod(name)
+	p, err := n.Pod(name)
 	if err != nil {
 		return err
 	}
@@ -171,23 +172,23 @@ func phaseAndReason(n *node, name string, phase v1.PodPhase, reason string, rest
 
 func TestRemovingTheManifestStopsThePod(t *testing.T) {
 	n := newNode(t)
-	n.start()
+	n.Start()
 	// polite exits on SIGTERM; stubborn ignores it and must be killed at
 	// the deadline of its 3 s grace period.
-	n.writeManifest("polite.yaml", manifest("polite", fmt.Sprintf(`  terminationGracePeriodSeconds: 30
+	n.WriteManifest("polite.yaml", manifest("polite", fmt.Sprintf(`  terminationGracePeriodSeconds: 30
   containers:
   - name: c
     image: %s
     command: ["sh", "-c", "trap 'exit 0' TERM; while true; do sleep 0.2; done"]
 `, n.busybox())))
-	n.writeManifest("stubborn.yaml", manifest("stubborn", fmt.Sprintf(`  terminationGracePeriodSeconds: 3
+	n.WriteManifest("stubborn.yaml", manifest("stubborn", fmt.Sprintf(`  terminationGracePeriodSeconds: 3
   containers:
   - name: c
     image: %s
     command: ["sh", "-c", "trap '' TERM; while true; do sleep 0.2; done"]
 `, n.busybox())))
-	polite := n.running("polite", 60*time.Second)
-	stubborn := n.running("stubborn", 60*time.Second)
+	polite := n.Running("polite", 60*time.Second)
+	stubborn := n.Running("stubborn", 60*time.Second)
 
 	for _, tc := range []struct {
 		file    string
@@ -201,9 +202,9 @@ func TestRemovingTheManifestStopsThePod(t *testing.T) {
 		{"stubborn.yaml", stubborn, 3 * time.Second, 3 * (3*time.Second + 2*time.Second)},
 	} {
 		removed := time.Now()
-		n.removeManifest(tc.file)
-		n.eventually(tc.file+" gone from the runtime", tc.within, func() error {
-			if sb, c := n.runtimeObjects(string(tc.pod.UID)); sb+c > 0 {
+		n.RemoveManifest(tc.file)
+		n.Eventually(tc.file+" gone from the runtime", tc.within, func() error {
+			if sb, c := n.RuntimeObjects(string(tc.pod.UID)); sb+c > 0 {
 				return fmt.Errorf("%d sandboxes and %d containers left", sb, c)
 			}
 			return nil
@@ -218,7 +219,7 @@ func TestRemovingTheManifestStopsThePod(t *testing.T) {
 
 func TestEditingTheImageRestartsOnlyThatContainer(t *testing.T) {
 	n := newNode(t)
-	n.start()
+	n.Start()
 	// A manifest with its own UID keeps it across edits, so the edit is an
 	// update of the same pod (a manifest without one gets a new UID from
 	// its content, and an edit replaces the whole pod, as upstream).
@@ -235,14 +236,14 @@ spec:
     image: %s
     command: ["sleep", "3600"]
 `
-	n.writeManifest("edit.yaml", "apiVersion: v1\nkind: Pod\n"+fmt.Sprintf(body, n.busybox(), n.busybox()))
-	before := containerIDs(n.running("edit", 60*time.Second))
+	n.WriteManifest("edit.yaml", "apiVersion: v1\nkind: Pod\n"+fmt.Sprintf(body, n.busybox(), n.busybox()))
+	before := containerIDs(n.Running("edit", 60*time.Second))
 	// The short name of the same image: a different image field, which the
 	// runtime resolves without a second image to build.
 	short := strings.TrimPrefix(n.busybox(), "docker.io/library/")
-	n.writeManifest("edit.yaml", "apiVersion: v1\nkind: Pod\n"+fmt.Sprintf(body, n.busybox(), short))
-	n.eventually("the changed container restarts", 60*time.Second, func() error {
-		p, err := n.pod("edit")
+	n.WriteManifest("edit.yaml", "apiVersion: v1\nkind: Pod\n"+fmt.Sprintf(body, n.busybox(), short))
+	n.Eventually("the changed container restarts", 60*time.Second, func() error {
+		p, err := n.Pod("edit")
 		if err != nil {
 			return err
 		}
@@ -270,22 +271,22 @@ func TestRestartAdoptsAndCleansUp(t *testing.T) {
 	// meanwhile take this one's pods for orphans.
 	env.HoldRuntime(t)
 	n := newNode(t)
-	n.start()
+	n.Start()
 	for _, name := range []string{"stays", "goes"} {
-		n.writeManifest(name+".yaml", manifest(name, fmt.Sprintf(`  terminationGracePeriodSeconds: 2
+		n.WriteManifest(name+".yaml", manifest(name, fmt.Sprintf(`  terminationGracePeriodSeconds: 2
   containers:
   - name: c
     image: %s
     command: ["sleep", "3600"]
 `, n.busybox())))
 	}
-	stays := n.running("stays", 60*time.Second)
-	goes := n.running("goes", 60*time.Second)
-	n.stop(syscall.SIGKILL)
-	n.removeManifest("goes.yaml")
-	n.start()
-	n.eventually("the pod that stays is adopted", 60*time.Second, func() error {
-		p, err := n.pod("stays")
+	stays := n.Running("stays", 60*time.Second)
+	goes := n.Running("goes", 60*time.Second)
+	n.Stop(syscall.SIGKILL)
+	n.RemoveManifest("goes.yaml")
+	n.Start()
+	n.Eventually("the pod that stays is adopted", 60*time.Second, func() error {
+		p, err := n.Pod("stays")
 		if err != nil {
 			return err
 		}
@@ -297,8 +298,8 @@ func TestRestartAdoptsAndCleansUp(t *testing.T) {
 		}
 		return nil
 	})
-	n.eventually("the pod whose manifest went while actorlet was down is cleaned up", 60*time.Second, func() error {
-		if sb, c := n.runtimeObjects(string(goes.UID)); sb+c > 0 {
+	n.Eventually("the pod whose manifest went while actorlet was down is cleaned up", 60*time.Second, func() error {
+		if sb, c := n.RuntimeObjects(string(goes.UID)); sb+c > 0 {
 			return fmt.Errorf("%d sandboxes and %d containers left", sb, c)
 		}
 		return nil
@@ -307,13 +308,13 @@ func TestRestartAdoptsAndCleansUp(t *testing.T) {
 
 func TestBadManifestsAffectNoOtherPod(t *testing.T) {
 	n := newNode(t)
-	n.start()
-	n.writeManifest("good.yaml", manifest("good", fmt.Sprintf("  containers:\n  - name: c\n    image: %s\n    command: [\"sleep\", \"3600\"]\n", n.busybox())))
-	good := n.running("good", 60*time.Second)
-	n.writeManifest("syntax.yaml", "apiVersion: v1\nkind: Pod\nmetadata: [this is: not valid\n")
-	n.writeManifest("invalid.yaml", manifest("invalid", "  containers:\n  - name: c\n"))
-	n.eventually("both bad manifests are logged with their file names", 30*time.Second, func() error {
-		logs := n.logs()
+	n.Start()
+	n.WriteManifest("good.yaml", manifest("good", fmt.Sprintf("  containers:\n  - name: c\n    image: %s\n    command: [\"sleep\", \"3600\"]\n", n.busybox())))
+	good := n.Running("good", 60*time.Second)
+	n.WriteManifest("syntax.yaml", "apiVersion: v1\nkind: Pod\nmetadata: [this is: not valid\n")
+	n.WriteManifest("invalid.yaml", manifest("invalid", "  containers:\n  - name: c\n"))
+	n.Eventually("both bad manifests are logged with their file names", 30*time.Second, func() error {
+		logs := n.Logs()
 		for _, f := range []string{"syntax.yaml", "invalid.yaml"} {
 			if !strings.Contains(logs, f) {
 				return fmt.Errorf("no log line names %s", f)
@@ -325,7 +326,7 @@ func TestBadManifestsAffectNoOtherPod(t *testing.T) {
 		return nil
 	})
 	time.Sleep(3 * time.Second) // a rescan or two
-	p := n.running("good", 10*time.Second)
+	p := n.Running("good", 10*time.Second)
 	if fmt.Sprint(containerIDs(p)) != fmt.Sprint(containerIDs(good)) {
 		t.Errorf("the good pod was disturbed: %v → %v", containerIDs(good), containerIDs(p))
 	}
@@ -333,22 +334,22 @@ func TestBadManifestsAffectNoOtherPod(t *testing.T) {
 
 func TestPanickingWorkerRestartsAlone(t *testing.T) {
 	n := newNode(t)
-	n.start()
+	n.Start()
 	for _, name := range []string{"victim", "bystander"} {
-		n.writeManifest(name+".yaml", manifest(name, fmt.Sprintf("  containers:\n  - name: c\n    image: %s\n    command: [\"sleep\", \"3600\"]\n", n.busybox())))
+		n.WriteManifest(name+".yaml", manifest(name, fmt.Sprintf("  containers:\n  - name: c\n    image: %s\n    command: [\"sleep\", \"3600\"]\n", n.busybox())))
 	}
-	victim := n.running("victim", 60*time.Second)
-	bystander := n.running("bystander", 60*time.Second)
+	victim := n.Running("victim", 60*time.Second)
+	bystander := n.Running("bystander", 60*time.Second)
 	worker := workerPath(victim)
-	n.injectPanic(worker, "")
-	n.eventually("the worker restarted", 30*time.Second, func() error {
-		if !strings.Contains(n.logs(), "injected fault") {
+	n.InjectPanic(worker, "")
+	n.Eventually("the worker restarted", 30*time.Second, func() error {
+		if !strings.Contains(n.Logs(), "injected fault") {
 			return fmt.Errorf("no restart logged yet")
 		}
 		return nil
 	})
 	// The dashboard's data shows the restart on the victim's worker alone.
-	n.eventually("the registry shows the restart", 30*time.Second, func() error {
+	n.Eventually("the registry shows the restart", 30*time.Second, func() error {
 		actors, err := n.actors()
 		if err != nil {
 			return err
@@ -369,8 +370,8 @@ func TestPanickingWorkerRestartsAlone(t *testing.T) {
 	})
 	time.Sleep(3 * time.Second) // let the restarted worker sync
 	for _, before := range []*v1.Pod{victim, bystander} {
-		name := strings.TrimSuffix(before.Name, "-"+n.name)
-		after := n.running(name, 30*time.Second)
+		name := strings.TrimSuffix(before.Name, "-"+n.Name)
+		after := n.Running(name, 30*time.Second)
 		if fmt.Sprint(containerIDs(after)) != fmt.Sprint(containerIDs(before)) {
 			t.Errorf("%s: containers recreated: %v → %v", name, containerIDs(before), containerIDs(after))
 		}
@@ -382,17 +383,17 @@ func TestPanickingWorkerRestartsAlone(t *testing.T) {
 // its new workers adopt the running containers.
 func TestPodManagerRestartResumesPods(t *testing.T) {
 	n := newNode(t)
-	n.start()
-	n.writeManifest("keep.yaml", manifest("keep", fmt.Sprintf("  containers:\n  - name: c\n    image: %s\n    command: [\"sleep\", \"3600\"]\n", n.busybox())))
-	before := n.running("keep", 60*time.Second)
-	n.injectPanic("bootstrap/pod-manager", "")
-	n.eventually("the pod-manager restarted", 30*time.Second, func() error {
-		if !strings.Contains(n.logs(), "injected fault") {
+	n.Start()
+	n.WriteManifest("keep.yaml", manifest("keep", fmt.Sprintf("  containers:\n  - name: c\n    image: %s\n    command: [\"sleep\", \"3600\"]\n", n.busybox())))
+	before := n.Running("keep", 60*time.Second)
+	n.InjectPanic("bootstrap/pod-manager", "")
+	n.Eventually("the pod-manager restarted", 30*time.Second, func() error {
+		if !strings.Contains(n.Logs(), "injected fault") {
 			return fmt.Errorf("no restart logged yet")
 		}
 		return nil
 	})
-	after := n.running("keep", 60*time.Second)
+	after := n.Running("keep", 60*time.Second)
 	if fmt.Sprint(containerIDs(after)) != fmt.Sprint(containerIDs(before)) {
 		t.Errorf("containers recreated: %v → %v", containerIDs(before), containerIDs(after))
 	}
@@ -406,15 +407,15 @@ func TestRejectedStaticPodStaysRejected(t *testing.T) {
 	// meanwhile take this one's pods for orphans.
 	env.HoldRuntime(t)
 	n := newNode(t)
-	n.writeManifest("greedy.yaml", manifest("greedy", fmt.Sprintf(
+	n.WriteManifest("greedy.yaml", manifest("greedy", fmt.Sprintf(
 		"  containers:\n  - name: c\n    image: %s\n    command: [\"sleep\", \"3600\"]\n    resources:\n      requests:\n        cpu: \"1000\"\n", n.busybox())))
-	n.writeManifest("modest.yaml", manifest("modest", fmt.Sprintf(
+	n.WriteManifest("modest.yaml", manifest("modest", fmt.Sprintf(
 		"  terminationGracePeriodSeconds: 1\n  containers:\n  - name: c\n    image: %s\n    command: [\"sleep\", \"3600\"]\n", n.busybox())))
 	rejected := func() *v1.Pod {
 		t.Helper()
 		var pod *v1.Pod
-		n.eventually("greedy rejected: Failed, OutOfcpu", 30*time.Second, func() error {
-			p, err := n.pod("greedy")
+		n.Eventually("greedy rejected: Failed, OutOfcpu", 30*time.Second, func() error {
+			p, err := n.Pod("greedy")
 			if err != nil {
 				return err
 			}
@@ -426,21 +427,22 @@ func TestRejectedStaticPodStaysRejected(t *testing.T) {
 		})
 		return pod
 	}
-	n.start()
+	n.Start()
 	before := rejected()
-	n.running("modest", 60*time.Second)
-	n.stop(syscall.SIGTERM)
-	n.start()
+	n.Running("modest", 60*time.Second)
+	n.Stop(syscall.SIGTERM)
+	n.Start()
 	after := rejected()
 	if after.UID != before.UID || after.Status.Message != before.Status.Message {
 		t.Errorf("after the restart: %s %q, before: %s %q", after.UID, after.Status.Message, before.UID, before.Status.Message)
 	}
-	n.running("modest", 30*time.Second)
-	for end := time.Now().Add(5 * time.Second); time.Now().Before(end); time.Sleep(time.Second) {
-		if sb, c := n.runtimeObjects(string(before.UID)); sb+c != 0 {
-			t.Fatalf("greedy has %d sandboxes and %d containers, want none", sb, c)
+	n.Running("modest", 30*time.Second)
+	agent.Consistently(t, "nothing of greedy in the runtime", 5*time.Second, time.Second, func() error {
+		if sb, c := n.RuntimeObjects(string(before.UID)); sb+c != 0 {
+			return fmt.Errorf("greedy has %d sandboxes and %d containers, want none", sb, c)
 		}
-	}
+		return nil
+	})
 }
 
 // TestPanicInSyncWorkStaysInThePod injects a panic into a pod-worker's sync
@@ -449,15 +451,15 @@ func TestRejectedStaticPodStaysRejected(t *testing.T) {
 // restart), and the other pod is untouched.
 func TestPanicInSyncWorkStaysInThePod(t *testing.T) {
 	n := newNode(t)
-	n.start()
+	n.Start()
 	for _, name := range []string{"victim", "bystander"} {
-		n.writeManifest(name+".yaml", manifest(name, fmt.Sprintf("  containers:\n  - name: c\n    image: %s\n    command: [\"sleep\", \"3600\"]\n", n.busybox())))
+		n.WriteManifest(name+".yaml", manifest(name, fmt.Sprintf("  containers:\n  - name: c\n    image: %s\n    command: [\"sleep\", \"3600\"]\n", n.busybox())))
 	}
-	victim := n.running("victim", 60*time.Second)
-	bystander := n.running("bystander", 60*time.Second)
-	n.injectPanic(workerPath(victim), "sync-work")
-	n.eventually("the panic in the sync work is logged with its stack", 30*time.Second, func() error {
-		logs := n.logs()
+	victim := n.Running("victim", 60*time.Second)
+	bystander := n.Running("bystander", 60*time.Second)
+	n.InjectPanic(workerPath(victim), "sync-work")
+	n.Eventually("the panic in the sync work is logged with its stack", 30*time.Second, func() error {
+		logs := n.Logs()
 		if !strings.Contains(logs, "work started off the mailbox panicked") || !strings.Contains(logs, "injected fault in sync work") {
 			return fmt.Errorf("not logged yet")
 		}
@@ -466,7 +468,7 @@ func TestPanicInSyncWorkStaysInThePod(t *testing.T) {
 		}
 		return nil
 	})
-	n.eventually("the victim's worker alone restarted, for the panic in its sync work", 30*time.Second, func() error {
+	n.Eventually("the victim's worker alone restarted, for the panic in its sync work", 30*time.Second, func() error {
 		actors, err := n.actors()
 		if err != nil {
 			return err
@@ -489,12 +491,12 @@ func TestPanicInSyncWorkStaysInThePod(t *testing.T) {
 		return nil
 	})
 	time.Sleep(3 * time.Second) // let the restarted worker sync
-	if !n.proc.Alive() {
+	if !n.Proc.Alive() {
 		t.Fatal("actorlet died")
 	}
 	for _, before := range []*v1.Pod{victim, bystander} {
-		name := strings.TrimSuffix(before.Name, "-"+n.name)
-		after := n.running(name, 30*time.Second)
+		name := strings.TrimSuffix(before.Name, "-"+n.Name)
+		after := n.Running(name, 30*time.Second)
 		if fmt.Sprint(containerIDs(after)) != fmt.Sprint(containerIDs(before)) {
 			t.Errorf("%s: containers recreated: %v → %v", name, containerIDs(before), containerIDs(after))
 		}
@@ -503,7 +505,7 @@ func TestPanicInSyncWorkStaysInThePod(t *testing.T) {
 				t.Errorf("%s: container %s restarted %d times", name, cs.Name, cs.RestartCount)
 			}
 		}
-		if sandboxes, containers := n.runtimeObjects(string(before.UID)); sandboxes != 1 || containers != 1 {
+		if sandboxes, containers := n.RuntimeObjects(string(before.UID)); sandboxes != 1 || containers != 1 {
 			t.Errorf("%s: %d sandboxes and %d containers in the runtime, want 1 and 1", name, sandboxes, containers)
 		}
 	}

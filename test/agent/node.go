@@ -1,0 +1,327 @@
+package agent
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/actorlet/actorlet/test/env"
+)
+
+// Node is one actorlet of a test on the environment's containerd, with its
+// own static pod directory, root directory, configuration and ports. In
+// standalone mode (the default) it has a node name of its own, lets anyone
+// into its kubelet API, as a standalone kubelet does, and serves the debug
+// listener with fault injection; joined to the environment's API server
+// (InCluster) it is the environment's node, with the node's credentials.
+//
+// A node holds the runtime lock (env.AcquireRuntimeLock) from NewNode
+// until its pods are removed, across restarts: another test binary's
+// actorlet would meanwhile take its pods for orphans. The test's cleanup
+// stops it and removes its pods from the runtime, and logs what it logged
+// when the test failed.
+type Node struct {
+	T   testing.TB
+	Env *env.Env
+	// Name is the node name (--hostname-override); static pods are named
+	// NAME-Name.
+	Name      string
+	Manifests string // staticPodPath
+	RootDir   string
+	Config    string // the KubeletConfiguration file
+	ReadOnly  int    // readOnlyPort
+	Healthz   int    // healthzPort
+	Port      int    // the kubelet API (10250 upstream)
+	Debug     int    // --debug-address in standalone mode: the dashboard and fault injection in plain HTTP
+	NodeIP    string // --node-ip and --address: where the kubelet API listens
+	RT        runtimeapi.RuntimeServiceClient
+	Img       runtimeapi.ImageServiceClient
+	// Proc is the running actorlet, since the last Start.
+	Proc *Process
+	// Owns selects the runtime's sandboxes that the cleanup removes: the
+	// node's static pods unless the test package says more.
+	Owns func(*runtimeapi.PodSandbox) bool
+
+	binary   string
+	cluster  bool
+	past     string // the log of earlier runs
+	cleanups []func()
+	locked   bool // holds the runtime lock
+}
+
+// NodeOption changes the node NewNode prepares.
+type NodeOption func(*nodeOptions)
+
+type nodeOptions struct {
+	cluster      bool
+	onPodNetwork bool
+	prefix       string
+	extra        string
+}
+
+// InCluster joins the node to the environment's API server as the
+// environment's node (e.NodeName), with the node's kubeconfig; its kubelet
+// API authenticates clients with certificates of the environment's CA and
+// asks the API server for authorization. There is one such node identity:
+// its tests run one at a time.
+func InCluster() NodeOption { return func(o *nodeOptions) { o.cluster = true } }
+
+// OnPodNetwork makes the node's address (and its kubelet API's) the host's
+// address on the pod network instead of loopback: kube-apiserver's
+// nodes/proxy refuses to proxy to loopback.
+func OnPodNetwork() NodeOption { return func(o *nodeOptions) { o.onPodNetwork = true } }
+
+// NamePrefix starts a standalone node's name, which goes on with the
+// test's name and a random suffix.
+func NamePrefix(prefix string) NodeOption { return func(o *nodeOptions) { o.prefix = prefix } }
+
+// WithConfig appends lines to the KubeletConfiguration, e.g.
+// "nodeStatusUpdateFrequency: 2s\n".
+func WithConfig(yaml string) NodeOption { return func(o *nodeOptions) { o.extra += yaml } }
+
+// NewNode prepares a node that runs binary, and writes its configuration;
+// Start runs it.
+func NewNode(t testing.TB, binary string, opts ...NodeOption) *Node {
+	t.Helper()
+	o := nodeOptions{prefix: "node-"}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	var e *env.Env
+	if o.cluster {
+		e = env.Require(t, env.WithAPIServer())
+	} else {
+		e = env.Require(t)
+	}
+	rt, img := e.CRI(t)
+	dir := t.TempDir()
+	n := &Node{
+		T: t, Env: e, RT: rt, Img: img, binary: binary, cluster: o.cluster,
+		Manifests: filepath.Join(dir, "manifests"),
+		RootDir:   filepath.Join(dir, "root"),
+		Config:    filepath.Join(dir, "config.yaml"),
+		ReadOnly:  FreePort(t),
+		Healthz:   FreePort(t),
+		Port:      FreePort(t),
+		NodeIP:    "127.0.0.1",
+	}
+	if o.cluster {
+		n.Name = e.NodeName
+	} else {
+		n.Name = nodeName(o.prefix, t.Name())
+		n.Debug = FreePort(t)
+	}
+	if o.onPodNetwork {
+		n.NodeIP = e.BridgeIP
+	}
+	n.Owns = OfNode(n.Name)
+	waiting := time.Now()
+	if err := env.AcquireRuntimeLock(); err != nil {
+		t.Fatal(err)
+	}
+	if waited := time.Since(waiting); waited > time.Second {
+		t.Logf("waited %v for the runtime lock", waited.Round(time.Millisecond))
+	}
+	n.locked = true
+	t.Cleanup(n.Cleanup)
+	if err := os.MkdirAll(n.Manifests, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	n.Configure(o.extra)
+	return n
+}
+
+// nodeName is prefix, the test's name as a DNS label and a random suffix,
+// so that runs of the same test in several test binaries do not share
+// pods, within the 40 characters that leave room for pod names.
+func nodeName(prefix, test string) string {
+	base := prefix + strings.ToLower(strings.NewReplacer("/", "-", "_", "-").Replace(strings.TrimPrefix(test, "Test")))
+	if len(base) > 33 {
+		base = base[:33]
+	}
+	b := make([]byte, 3)
+	_, _ = rand.Read(b)
+	return strings.TrimRight(base, "-") + "-" + hex.EncodeToString(b)
+}
+
+// Configure writes the node's configuration, the harness's plus extra
+// (KubeletConfiguration YAML lines); it takes effect at the next Start. A
+// short file check and crash-loop cap keep the tests quick; the behaviours
+// are upstream's.
+func (n *Node) Configure(extra string) {
+	n.T.Helper()
+	// Standalone there is no API server to review tokens or access: as
+	// with upstream, the kubelet API is then open to anyone who reaches it.
+	auth := `authentication:
+  anonymous:
+    enabled: true
+  webhook:
+    enabled: false
+authorization:
+  mode: AlwaysAllow
+`
+	if n.cluster {
+		auth = fmt.Sprintf("authentication:\n  x509:\n    clientCAFile: %s\n", n.Env.CAFile)
+	}
+	cfg := fmt.Sprintf(`apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+staticPodPath: %s
+fileCheckFrequency: 2s
+readOnlyPort: %d
+healthzPort: %d
+port: %d
+%scrashLoopBackOff:
+  maxContainerRestartPeriod: 2s
+%s`, n.Manifests, n.ReadOnly, n.Healthz, n.Port, auth, extra)
+	if err := os.WriteFile(n.Config, []byte(cfg), 0o644); err != nil {
+		n.T.Fatal(err)
+	}
+}
+
+// Start runs actorlet and waits until it serves: standalone, until its
+// read-only port answers /pods; joined to the API server, until its healthz
+// port listens.
+func (n *Node) Start() {
+	n.T.Helper()
+	n.past += n.Proc.Logs()
+	args := []string{"--config", n.Config, "--container-runtime-endpoint", n.Env.RuntimeEndpoint,
+		"--hostname-override", n.Name, "--root-dir", n.RootDir, "--cert-dir", filepath.Join(n.RootDir, "pki"), "--address", n.NodeIP}
+	if n.cluster {
+		args = append(args, "--kubeconfig", n.Env.NodeKubeconfig, "--node-ip", n.NodeIP, "-v", "2")
+	} else {
+		args = append(args, "--debug-fault-injection", "--debug-address", fmt.Sprintf("127.0.0.1:%d", n.Debug), "-v", "1")
+	}
+	n.Proc = Start(n.T, n.binary, args...)
+	serves, check := "its read-only port answers /pods", func() error { _, err := n.Pods(); return err }
+	if n.cluster {
+		serves, check = "its healthz port listens", func() error {
+			c, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", n.Healthz), time.Second)
+			if err != nil {
+				return err
+			}
+			return c.Close()
+		}
+	}
+	n.Eventually("actorlet started: "+serves, 30*time.Second, func() error {
+		if !n.Proc.Alive() {
+			n.T.Fatalf("actorlet exited at its start:\n%s", env.Tail(n.Proc.Logs(), 40))
+		}
+		return check()
+	})
+}
+
+// Stop ends actorlet with sig and waits for it to exit.
+func (n *Node) Stop(sig syscall.Signal) { n.Proc.Stop(sig) }
+
+// Logs is what the node's actorlet logged, over all its runs.
+func (n *Node) Logs() string { return n.past + n.Proc.Logs() }
+
+// AtCleanup adds f to what Cleanup does once actorlet is stopped and
+// before the node's pods are removed from the runtime.
+func (n *Node) AtCleanup(f func()) { n.cleanups = append(n.cleanups, f) }
+
+// Cleanup stops actorlet, runs the AtCleanup functions, removes every
+// sandbox the node owns from the runtime, with the pods' log directories,
+// and then releases the runtime lock. NewNode registers it with the test;
+// a benchmark that makes several nodes may call it sooner.
+func (n *Node) Cleanup() {
+	defer func() {
+		if n.locked {
+			n.locked = false
+			env.ReleaseRuntimeLock()
+		}
+	}()
+	n.Stop(syscall.SIGKILL)
+	if n.T.Failed() {
+		n.T.Logf("actorlet log:\n%s", n.Logs())
+	}
+	for _, f := range n.cleanups {
+		f()
+	}
+	n.cleanups = nil
+	RemoveSandboxes(n.T, n.RT, n.Owns)
+	dirs, _ := filepath.Glob(filepath.Join("/var/log/pods", "*_*-"+n.Name+"_*"))
+	for _, d := range dirs {
+		_ = os.RemoveAll(d)
+	}
+}
+
+// Pods reads /pods from the read-only port.
+func (n *Node) Pods() ([]v1.Pod, error) { return ReadOnlyPods(n.ReadOnly) }
+
+// Pod returns the static pod named name (without the node suffix).
+func (n *Node) Pod(name string) (*v1.Pod, error) { return StaticPod(n.ReadOnly, name, n.Name) }
+
+// Eventually is Eventually for the node's test.
+func (n *Node) Eventually(what string, within time.Duration, check func() error) {
+	n.T.Helper()
+	Eventually(n.T, what, within, check)
+}
+
+// Running waits for the static pod's phase to be Running with every
+// container running, and returns the pod.
+func (n *Node) Running(name string, within time.Duration) *v1.Pod {
+	n.T.Helper()
+	var pod *v1.Pod
+	n.Eventually("pod "+name+" running", within, func() error {
+		p, err := n.Pod(name)
+		if err != nil {
+			return err
+		}
+		if err := PodRunning(p); err != nil {
+			return err
+		}
+		pod = p
+		return nil
+	})
+	return pod
+}
+
+// WriteManifest places a static pod manifest in the node's directory.
+func (n *Node) WriteManifest(file, content string) {
+	n.T.Helper()
+	WriteManifest(n.T, n.Manifests, file, content)
+}
+
+// RemoveManifest removes a static pod manifest from the node's directory.
+func (n *Node) RemoveManifest(file string) {
+	n.T.Helper()
+	RemoveManifest(n.T, n.Manifests, file)
+}
+
+// RuntimeObjects counts the sandboxes and containers the runtime holds for
+// a pod UID.
+func (n *Node) RuntimeObjects(uid string) (sandboxes, containers int) {
+	n.T.Helper()
+	return RuntimeObjects(n.T, n.RT, uid)
+}
+
+// InjectPanic makes the actor at path panic once through the debug
+// listener's fault injection: in its handler, or with in "sync-work" in a
+// pod-worker's next sync work.
+func (n *Node) InjectPanic(path, in string) {
+	n.T.Helper()
+	url := fmt.Sprintf("http://127.0.0.1:%d/debug/inject/panic?actor=%s", n.Debug, path)
+	if in != "" {
+		url += "&in=" + in
+	}
+	resp, err := http.Post(url, "text/plain", nil)
+	if err != nil {
+		n.T.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusAccepted {
+		n.T.Fatalf("inject a panic into %s (in=%q): %s", path, in, resp.Status)
+	}
+}
