@@ -37,7 +37,7 @@ func (m *PodUpdate) Summary() string {
 }
 
 // ResendPods asks for every source's current pods again, a PodUpdate each.
-// Sender: the pod-manager when it (re)starts, since a restart loses the
+// Sender: the pod-manager when it restarts, since a restart loses the
 // desired set. Receiver: the config-source.
 type ResendPods struct{}
 

@@ -131,7 +131,8 @@ type Event interface{ isEvent() }
 
 // EvStarted: the pod-manager (re)started with no state. First: this is its
 // first start, when the runtime's pods are listed (after a restart, the
-// stopped workers' last CRI calls may still be landing).
+// stopped workers' last CRI calls may still be landing); after a restart,
+// the sources are asked for their sets again.
 type EvStarted struct{ First bool }
 
 // EvRuntimeListed: the UIDs of the pods the runtime holds (nil when the
@@ -259,9 +260,17 @@ func (m *Machine) Step(ev Event, now time.Time) []Command {
 	m.cmds = nil
 	switch e := ev.(type) {
 	case EvStarted:
-		m.emit(CmdResendPods{})
 		if e.First {
+			// The config-source, spawned after the pod-manager, sends
+			// every source's first set by itself. Asking it now could
+			// reach it in the instant protoactor has registered its PID
+			// but not yet its mailbox's dispatcher: the send panics here
+			// and leaves its mailbox scheduled with no one to run it, so
+			// that no pod would ever come.
 			m.emit(CmdListRuntime{})
+		} else {
+			// A restart lost the desired set: the sources send it again.
+			m.emit(CmdResendPods{})
 		}
 		m.markReadyIfAllSeen()
 	case EvRuntimeListed:

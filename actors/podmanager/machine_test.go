@@ -109,9 +109,9 @@ func TestStep(t *testing.T) {
 		phase Phase
 	}{
 		// Start-up and the sources.
-		{"the first start lists the runtime", []at{{0, EvStarted{First: true}}},
-			[]Command{CmdResendPods{}, CmdListRuntime{}}, absent},
-		{"a restart does not", []at{{0, EvStarted{}}},
+		{"the first start lists the runtime, and waits for the sources' first sets", []at{{0, EvStarted{First: true}}},
+			[]Command{CmdListRuntime{}}, absent},
+		{"a restart asks the sources for their sets again", []at{{0, EvStarted{}}},
 			[]Command{CmdResendPods{}}, absent},
 		{"orphans are looked for once every source has sent its set", then(ready[:2], at{0, set(messages.SourceAPI, podA)}),
 			[]Command{spawn("a"), CmdFindOrphans{Desired: map[types.UID]bool{"a": true}}}, Running},

@@ -63,7 +63,7 @@ type Params struct {
 	// StatusReporter receives every pod's status, and each pod's end.
 	StatusReporter *actor.PID
 	// ConfigSource is asked to send every source's pods again when the
-	// pod-manager (re)starts, since a restart loses the desired set.
+	// pod-manager restarts, since a restart loses the desired set.
 	ConfigSource *actor.PID
 	Log          zerolog.Logger
 }
