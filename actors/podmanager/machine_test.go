@@ -71,7 +71,6 @@ func tell(uid string, m messages.Message) CmdTell { return CmdTell{UID: types.UI
 
 var (
 	podA    = testPod("a", "")
-	podB    = testPod("b", "")
 	running = v1.PodStatus{Phase: v1.PodRunning}
 	// ready is the machine once both sources sent an empty set.
 	ready = []at{{0, EvStarted{First: true}}, {0, set(messages.SourceFile)}, {0, set(messages.SourceAPI)}}
@@ -129,7 +128,7 @@ func TestStep(t *testing.T) {
 			[]Command{spawn("a")}, Running},
 		{"a pod with volumes is run with a warning", then(ready, at{0, set(messages.SourceAPI, withVolume(podA))}),
 			[]Command{CmdLog{Level: zerolog.WarnLevel, Message: "volumes are not implemented yet: the pod's containers run without their volume mounts", Fields: map[string]any{"pod": "default/p-a", "volumes": 1}}, spawn("a")}, Running},
-		{"the started worker gets its pod", aRuns[:len(aRuns)],
+		{"the started worker gets its pod", aRuns,
 			[]Command{tell("a", &messages.UpdatePod{Pod: podA})}, Running},
 		{"a pod beyond maxPods is rejected", then(ready, at{0, set(messages.SourceAPI, testPod("x", ""), testPod("y", ""), testPod("z", ""), podA)}),
 			[]Command{spawn("x"), spawn("y"), spawn("z"),
