@@ -74,18 +74,11 @@ type Actor struct {
 	p   Params
 	log zerolog.Logger
 	m   *Machine
-	// workers are the live workers' edges, by pod UID.
-	workers map[types.UID]*worker
+	// workers are the live workers, by pod UID.
+	workers map[types.UID]*actor.PID
 	// first: this is the first incarnation of the pod-manager under its
 	// Props.
 	first bool
-}
-
-// worker is one pod-worker as the actor holds it: its PID, and the runtime
-// it was given, whose crash-loop backoff outlives the worker's restarts.
-type worker struct {
-	pid     *actor.PID
-	runtime *workerRuntime
 }
 
 // New returns a producer of the pod-manager.
@@ -109,7 +102,7 @@ func (a *Actor) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
 		a.m = NewMachine(Config{Sources: a.p.Sources, MaxPods: a.p.MaxPods, Allocatable: a.p.Allocatable})
-		a.workers = map[types.UID]*worker{}
+		a.workers = map[types.UID]*actor.PID{}
 		a.step(ctx, EvStarted{First: a.first})
 	case *messages.RuntimePodsListed:
 		if m.Err != nil {
@@ -170,15 +163,15 @@ func (a *Actor) execute(ctx actor.Context, c Command) (types.UID, bool) {
 			return c.UID, false
 		}
 	case CmdStopWorker:
-		if w, ok := a.workers[c.UID]; ok {
-			ctx.Stop(w.pid)
+		if pid, ok := a.workers[c.UID]; ok {
+			ctx.Stop(pid)
 			delete(a.workers, c.UID)
 		}
 	case CmdTell:
 		// A worker that could not be spawned has no PID: what was meant
 		// for it goes with the pod's next update.
-		if w, ok := a.workers[c.UID]; ok {
-			supervision.Tell(ctx, w.pid, c.Message)
+		if pid, ok := a.workers[c.UID]; ok {
+			supervision.Tell(ctx, pid, c.Message)
 		}
 	case CmdReportStatus:
 		supervision.Tell(ctx, a.p.StatusReporter, &messages.PodStatusReport{Pod: c.Pod, Status: c.Status})
@@ -192,7 +185,8 @@ func (a *Actor) execute(ctx actor.Context, c Command) (types.UID, bool) {
 	return "", true
 }
 
-// spawn starts a pod's worker with a runtime of its own.
+// spawn starts a pod's worker with a runtime of its own, whose crash-loop
+// backoff the worker's Props keep across its restarts.
 func (a *Actor) spawn(ctx actor.Context, c CmdSpawnWorker) bool {
 	wr := &workerRuntime{rt: a.p.Runtime, orphan: c.Orphan,
 		crashLoop: podruntime.NewCrashLoopBackoff(a.p.MaxContainerRestartPeriod, time.Now)}
@@ -207,7 +201,7 @@ func (a *Actor) spawn(ctx actor.Context, c CmdSpawnWorker) bool {
 		a.log.Error().Err(err).Str("pod", c.Namespace+"/"+c.Name).Msg("spawn pod-worker")
 		return false
 	}
-	a.workers[c.UID] = &worker{pid: pid, runtime: wr}
+	a.workers[c.UID] = pid
 	return true
 }
 
