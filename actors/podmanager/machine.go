@@ -343,10 +343,17 @@ func (m *Machine) setSource(source string, pods []*v1.Pod, now time.Time) {
 	for _, p := range pods {
 		wanted[p.UID] = true
 	}
-	for _, uid := range slices.Sorted(maps.Keys(known)) {
+	// Every set of the API server (each status write echoed) comes here:
+	// only the pods it drops are sorted, for the order of their commands.
+	var dropped []types.UID
+	for uid := range known {
 		if !wanted[uid] {
-			m.remove(source, uid, "removed from source "+source, now)
+			dropped = append(dropped, uid)
 		}
+	}
+	slices.Sort(dropped)
+	for _, uid := range dropped {
+		m.remove(source, uid, "removed from source "+source, now)
 	}
 	for _, p := range pods {
 		m.upsert(source, p, now)
