@@ -1,0 +1,147 @@
+package volume
+
+import (
+	"context"
+	"fmt"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/mount-utils"
+)
+
+// Mounted is one of a pod's volumes set up on the host, as its containers'
+// mounts need it.
+type Mounted struct {
+	// Name is the volume's name in the pod's spec.
+	Name string
+	// Path is the host path that containers' volume mounts bind.
+	Path string
+	// ReadOnly: containers get it read-only whatever their volume mount
+	// says (configMap, secret, downwardAPI and projected volumes, as
+	// upstream's ReadOnlyAPIDataVolumes; a read-only PVC).
+	ReadOnly bool
+	// SELinuxRelabel: the runtime may relabel it for the container, as
+	// upstream's plugins that support SELinux relabelling say.
+	SELinuxRelabel bool
+	// HostPathType is set for a hostPath volume: its Path is the node's
+	// own path, which teardown never touches.
+	HostPath bool
+}
+
+// Sources are the API objects that volumes read, as the node reads them:
+// the Node authorizer lets a node read only what the pods bound to it
+// reference. A missing object is reported with an error for which
+// apierrors.IsNotFound holds, so that an optional source can tell.
+type Sources interface {
+	ConfigMap(ctx context.Context, namespace, name string) (*v1.ConfigMap, error)
+	Secret(ctx context.Context, namespace, name string) (*v1.Secret, error)
+	// ServiceAccountToken returns a token of the pod's service account for
+	// the projection's audience and lifetime, bound to the pod; a cached
+	// one until upstream's token manager would refresh it.
+	ServiceAccountToken(ctx context.Context, pod *v1.Pod, p *v1.ServiceAccountTokenProjection) (string, error)
+	// ClusterTrustBundles returns the PEM bundle the projection names (by
+	// name, or by signer and label selector).
+	ClusterTrustBundles(ctx context.Context, p *v1.ClusterTrustBundleProjection) ([]byte, error)
+	PersistentVolumeClaim(ctx context.Context, namespace, name string) (*v1.PersistentVolumeClaim, error)
+	PersistentVolume(ctx context.Context, name string) (*v1.PersistentVolume, error)
+}
+
+// Host is what setting up volumes needs of the node.
+type Host struct {
+	// RootDir is the kubelet's root directory (ROOT).
+	RootDir string
+	// NodeName names this node: a local PersistentVolume must be
+	// reachable from it.
+	NodeName string
+	// NodeAllocatable sizes memory-backed emptyDirs of pods without a
+	// memory limit, and resolves downward API resource limits that a
+	// container does not set.
+	NodeAllocatable v1.ResourceList
+	// Sources reads API objects; nil on a node without an API server, where
+	// only volumes that need none can be set up.
+	Sources Sources
+	// Mounter makes and inspects mounts.
+	Mounter mount.Interface
+}
+
+// SetUpError is a volume that could not be set up, with upstream's wording
+// for the FailedMount event.
+type SetUpError struct {
+	Volume string
+	Err    error
+}
+
+func (e *SetUpError) Error() string {
+	return fmt.Sprintf("MountVolume.SetUp failed for volume %q : %v", e.Volume, e.Err)
+}
+
+func (e *SetUpError) Unwrap() error { return e.Err }
+
+// SetUp sets up one volume of pod and returns where it is. It is
+// idempotent: called again, it reuses what is there and refreshes the
+// content of volumes that have any (configMap, secret, downwardAPI,
+// projected). The error, if any, is a *SetUpError.
+func (h *Host) SetUp(ctx context.Context, pod *v1.Pod, vol *v1.Volume) (Mounted, error) {
+	m, err := h.setUp(ctx, pod, vol)
+	if err != nil {
+		return Mounted{}, &SetUpError{Volume: vol.Name, Err: err}
+	}
+	m.Name = vol.Name
+	return m, nil
+}
+
+func (h *Host) setUp(ctx context.Context, pod *v1.Pod, vol *v1.Volume) (Mounted, error) {
+	src := &vol.VolumeSource
+	switch {
+	case src.EmptyDir != nil:
+		return h.setUpEmptyDir(pod, vol)
+	case src.HostPath != nil:
+		return h.setUpHostPath(vol)
+	case src.ConfigMap != nil, src.Secret != nil, src.DownwardAPI != nil, src.Projected != nil:
+		return h.setUpContent(ctx, pod, vol)
+	case src.PersistentVolumeClaim != nil:
+		return h.setUpClaim(ctx, pod, vol)
+	}
+	return Mounted{}, fmt.Errorf("volume type %s is not supported by this node: it needs an attach or a CSI driver", Type(vol))
+}
+
+// HasContent reports whether a volume's files come from API objects or the
+// pod itself and are refreshed while the pod runs.
+func HasContent(vol *v1.Volume) bool {
+	src := &vol.VolumeSource
+	return src.ConfigMap != nil || src.Secret != nil || src.DownwardAPI != nil || src.Projected != nil
+}
+
+// Type names a volume's source as the API does ("emptyDir", "hostPath",
+// ...), for messages.
+func Type(vol *v1.Volume) string {
+	src := &vol.VolumeSource
+	switch {
+	case src.EmptyDir != nil:
+		return "emptyDir"
+	case src.HostPath != nil:
+		return "hostPath"
+	case src.ConfigMap != nil:
+		return "configMap"
+	case src.Secret != nil:
+		return "secret"
+	case src.DownwardAPI != nil:
+		return "downwardAPI"
+	case src.Projected != nil:
+		return "projected"
+	case src.PersistentVolumeClaim != nil:
+		return "persistentVolumeClaim"
+	case src.Ephemeral != nil:
+		return "ephemeral"
+	case src.CSI != nil:
+		return "csi"
+	case src.Image != nil:
+		return "image"
+	case src.NFS != nil:
+		return "nfs"
+	case src.ISCSI != nil:
+		return "iscsi"
+	case src.FC != nil:
+		return "fc"
+	}
+	return "unknown"
+}
