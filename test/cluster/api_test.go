@@ -23,12 +23,12 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/portforward"
-	"k8s.io/client-go/tools/remotecommand"
 	"k8s.io/client-go/transport/spdy"
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
+
+	"github.com/actorlet/actorlet/test/agent"
 )
 
 // The kubelet API end to end: kube-apiserver proxies kubectl's logs, exec
@@ -44,8 +44,8 @@ echo hello-from-actorlet; i=0; while true; do echo tick $i; i=$((i+1)); sleep 1;
 func TestKubeletAPIThroughTheAPIServer(t *testing.T) {
 	n := newClusterNode(t, onPodNetwork())
 	n.Start()
-	eventually(t, "node Ready", 30*time.Second, n.ready)
-	ns := n.namespace("api")
+	eventually(t, "node Ready", 30*time.Second, n.Ready)
+	ns := n.Namespace("api")
 	n.create(n.apiPod(ns, "stream", streamingScript, 1, v1.RestartPolicyAlways))
 	eventually(t, "pod Running", 60*time.Second, n.inPhase(ns, "stream", v1.PodRunning))
 	cfg := n.Env.AdminRESTConfig(t)
@@ -53,7 +53,7 @@ func TestKubeletAPIThroughTheAPIServer(t *testing.T) {
 	t.Run("logs", func(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		rc, err := n.admin.CoreV1().Pods(ns).GetLogs("stream", &v1.PodLogOptions{Container: "c", Follow: true}).Stream(ctx)
+		rc, err := n.Admin.CoreV1().Pods(ns).GetLogs("stream", &v1.PodLogOptions{Container: "c", Follow: true}).Stream(ctx)
 		if err != nil {
 			t.Fatalf("logs -f: %v", err)
 		}
@@ -71,7 +71,7 @@ func TestKubeletAPIThroughTheAPIServer(t *testing.T) {
 			t.Fatalf("followed log %q (err %v)", got, sc.Err())
 		}
 		tail := int64(1)
-		raw, err := n.admin.CoreV1().Pods(ns).GetLogs("stream", &v1.PodLogOptions{Container: "c", TailLines: &tail, Timestamps: true}).DoRaw(ctx)
+		raw, err := n.Admin.CoreV1().Pods(ns).GetLogs("stream", &v1.PodLogOptions{Container: "c", TailLines: &tail, Timestamps: true}).DoRaw(ctx)
 		if err != nil {
 			t.Fatalf("logs --tail 1 --timestamps: %v", err)
 		}
@@ -187,7 +187,7 @@ func nodeProxy(t *testing.T, n *clusterNode, path string) []byte {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	raw, err := n.admin.CoreV1().RESTClient().Get().AbsPath("/api/v1/nodes", n.Name, "proxy", path).DoRaw(ctx)
+	raw, err := n.Admin.CoreV1().RESTClient().Get().AbsPath("/api/v1/nodes", n.Name, "proxy", path).DoRaw(ctx)
 	if err != nil {
 		t.Fatalf("GET nodes/%s/proxy/%s: %v\n%s", n.Name, path, err, raw)
 	}
@@ -209,27 +209,14 @@ func parseMetrics(t *testing.T, raw []byte) map[string]bool {
 }
 
 // execIn runs cmd in the pod's container c through the API server's
-// pods/exec, with kubectl's executor: WebSockets first, SPDY as fallback.
+// pods/exec (agent.Exec).
 func execIn(t *testing.T, cfg *rest.Config, n *clusterNode, ns, pod string, cmd []string, stdin io.Reader, tty bool, stdout, stderr io.Writer) {
 	t.Helper()
-	req := n.admin.CoreV1().RESTClient().Post().Resource("pods").Namespace(ns).Name(pod).SubResource("exec").
-		VersionedParams(&v1.PodExecOptions{Container: "c", Command: cmd, Stdin: stdin != nil, Stdout: stdout != nil,
-			Stderr: stderr != nil, TTY: tty}, scheme.ParameterCodec)
-	ws, err := remotecommand.NewWebSocketExecutor(cfg, "GET", req.URL().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	sp, err := remotecommand.NewSPDYExecutor(cfg, "POST", req.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	exe, err := remotecommand.NewFallbackExecutor(ws, sp, func(err error) bool { return true })
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := exe.StreamWithContext(ctx, remotecommand.StreamOptions{Stdin: stdin, Stdout: stdout, Stderr: stderr, Tty: tty}); err != nil {
+	err := agent.Exec(ctx, cfg, n.Admin, agent.ExecOptions{Namespace: ns, Pod: pod, Container: "c", Command: cmd,
+		Stdin: stdin, TTY: tty, Stdout: stdout, Stderr: stderr})
+	if err != nil {
 		t.Fatalf("exec %q in %s/%s: %v", cmd, ns, pod, err)
 	}
 }
@@ -242,7 +229,7 @@ func portForwardGet(t *testing.T, cfg *rest.Config, n *clusterNode, ns, pod stri
 	if err != nil {
 		t.Fatal(err)
 	}
-	u := n.admin.CoreV1().RESTClient().Post().Resource("pods").Namespace(ns).Name(pod).SubResource("portforward").URL()
+	u := n.Admin.CoreV1().RESTClient().Post().Resource("pods").Namespace(ns).Name(pod).SubResource("portforward").URL()
 	dialer := spdy.NewDialer(upgrader, &http.Client{Transport: transport}, "POST", u)
 	stop, ready := make(chan struct{}), make(chan struct{})
 	defer close(stop)
@@ -281,7 +268,7 @@ func portForwardGet(t *testing.T, cfg *rest.Config, n *clusterNode, ns, pod stri
 func TestKubeletAPIAuth(t *testing.T) {
 	n := newClusterNode(t)
 	n.Start()
-	eventually(t, "node Ready", 30*time.Second, n.ready)
+	eventually(t, "node Ready", 30*time.Second, n.Ready)
 	base := fmt.Sprintf("https://%s", net.JoinHostPort(n.NodeIP, strconv.Itoa(n.Port)))
 	get := func(client *http.Client, path, token string) (int, string) {
 		t.Helper()
@@ -318,9 +305,9 @@ func TestKubeletAPIAuth(t *testing.T) {
 	}
 	// A ServiceAccount token is authenticated (TokenReview) but has no
 	// rights on nodes (SubjectAccessReview says no).
-	ns := n.namespace("auth")
+	ns := n.Namespace("auth")
 	ctx := context.Background()
-	token, err := n.admin.CoreV1().ServiceAccounts(ns).CreateToken(ctx, "default", &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: new(int64(600))}}, metav1.CreateOptions{})
+	token, err := n.Admin.CoreV1().ServiceAccounts(ns).CreateToken(ctx, "default", &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: new(int64(600))}}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,8 +23,8 @@ func BenchmarkAPIPodStartup(b *testing.B) {
 		b.StopTimer()
 		n := newClusterNode(b)
 		n.Start()
-		eventually(b, "node Ready", 30*time.Second, n.ready)
-		ns := n.namespace("bench")
+		eventually(b, "node Ready", 30*time.Second, n.Ready)
+		ns := n.Namespace("bench")
 		// client-go's default 5 QPS would make the creates, not the node,
 		// the bottleneck.
 		cfg := n.Env.AdminRESTConfig(b)

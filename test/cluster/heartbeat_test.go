@@ -39,7 +39,7 @@ func TestHeartbeatsSurviveATokenFlood(t *testing.T) {
 		t.Fatalf("the flood is for loopback only; the node listens on %s", n.NodeIP)
 	}
 	n.Start()
-	eventually(t, "node Ready", 30*time.Second, n.ready)
+	eventually(t, "node Ready", 30*time.Second, n.Ready)
 	leaseRenewTime(t, n)
 
 	// Watch the lease and the Ready condition from before the flood to after.
@@ -71,7 +71,7 @@ func TestHeartbeatsSurviveATokenFlood(t *testing.T) {
 			}
 			if now.Sub(lastReady) >= time.Second {
 				lastReady = now
-				if err := n.ready(); err != nil {
+				if err := n.Ready(); err != nil {
 					problems = append(problems, fmt.Sprintf("%s: node not Ready: %v", now.Format(time.StampMilli), err))
 				}
 			}

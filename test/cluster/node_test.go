@@ -19,11 +19,11 @@ import (
 func TestNodeRegistersAndIsReady(t *testing.T) {
 	n := newClusterNode(t)
 	// A fresh registration: the Node of an earlier run must not count.
-	if err := n.admin.CoreV1().Nodes().Delete(context.Background(), n.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+	if err := n.Admin.CoreV1().Nodes().Delete(context.Background(), n.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 		t.Fatal(err)
 	}
 	eventually(t, "the old Node gone", 30*time.Second, func() error {
-		if _, err := n.node(); !apierrors.IsNotFound(err) {
+		if _, err := n.NodeObject(); !apierrors.IsNotFound(err) {
 			return fmt.Errorf("still there: %v", err)
 		}
 		return nil
@@ -31,10 +31,10 @@ func TestNodeRegistersAndIsReady(t *testing.T) {
 	started := time.Now()
 	n.Start()
 	// The product's bound is 10 s; 3x slack for a loaded machine.
-	eventually(t, "node Ready", 30*time.Second, n.ready)
+	eventually(t, "node Ready", 30*time.Second, n.Ready)
 	t.Logf("node registered and Ready %v after start", time.Since(started).Round(10*time.Millisecond))
 
-	node, err := n.node()
+	node, err := n.NodeObject()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,7 +76,7 @@ func TestNodeRegistersAndIsReady(t *testing.T) {
 }
 
 func lease(n *clusterNode) (*coordinationv1.Lease, error) {
-	return n.admin.CoordinationV1().Leases("kube-node-lease").Get(context.Background(), n.Name, metav1.GetOptions{})
+	return n.Admin.CoordinationV1().Leases("kube-node-lease").Get(context.Background(), n.Name, metav1.GetOptions{})
 }
 
 // leaseRenewTime waits for the node's lease and returns its renewTime.
@@ -103,11 +103,11 @@ func TestNodeRestrictionIsOn(t *testing.T) {
 	nodeClient := n.Env.NodeClient(t)
 	other := "actorlet-other-node"
 	zero := int64(0)
-	_, err := n.admin.CoreV1().Nodes().Create(ctx, &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: other}}, metav1.CreateOptions{})
+	_, err := n.Admin.CoreV1().Nodes().Create(ctx, &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: other}}, metav1.CreateOptions{})
 	if err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatalf("create node %s: %v", other, err)
 	}
-	t.Cleanup(func() { _ = n.admin.CoreV1().Nodes().Delete(context.Background(), other, metav1.DeleteOptions{}) })
+	t.Cleanup(func() { _ = n.Admin.CoreV1().Nodes().Delete(context.Background(), other, metav1.DeleteOptions{}) })
 
 	_, err = nodeClient.CoreV1().Nodes().Patch(ctx, other, types.StrategicMergePatchType,
 		[]byte(`{"metadata":{"labels":{"stolen":"true"}}}`), metav1.PatchOptions{})
@@ -115,13 +115,13 @@ func TestNodeRestrictionIsOn(t *testing.T) {
 		t.Errorf("node %s patching node %s: got %v, want Forbidden", n.Name, other, err)
 	}
 
-	ns := n.namespace("restriction")
+	ns := n.Namespace("restriction")
 	pod := &v1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "elsewhere", Namespace: ns},
 		Spec: v1.PodSpec{NodeName: other, TerminationGracePeriodSeconds: &zero,
 			Containers: []v1.Container{{Name: "c", Image: n.Env.BusyboxImage}}},
 	}
-	if _, err := n.admin.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+	if _, err := n.Admin.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("create pod bound to %s: %v", other, err)
 	}
 	_, err = nodeClient.CoreV1().Pods(ns).Patch(ctx, pod.Name, types.StrategicMergePatchType,
@@ -140,10 +140,10 @@ func TestAPIServerOutage(t *testing.T) {
 	}
 	n := newClusterNode(t, withConfig("nodeStatusUpdateFrequency: 10s\n"))
 	n.Start()
-	eventually(t, "node Ready", 30*time.Second, n.ready)
+	eventually(t, "node Ready", 30*time.Second, n.Ready)
 	// One pod runs through the outage; another completes during it, so its
 	// final status can only reach the API after the return.
-	ns := n.namespace("outage")
+	ns := n.Namespace("outage")
 	n.create(n.apiPod(ns, "steady", "sleep 3600", 2, v1.RestartPolicyAlways))
 	n.create(n.apiPod(ns, "finisher", "sleep 20; exit 0", 2, v1.RestartPolicyNever))
 	var steady *v1.Pod
@@ -187,7 +187,7 @@ func TestAPIServerOutage(t *testing.T) {
 			return fmt.Errorf("lease renewTime %v before the API server's restart %v", l.Spec.RenewTime, restarting)
 		}
 		leaseAt = l.Spec.RenewTime.Time
-		node, err := n.node()
+		node, err := n.NodeObject()
 		if err != nil {
 			return err
 		}

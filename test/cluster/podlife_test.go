@@ -46,7 +46,7 @@ func TestMirrorPodIsNeverRun(t *testing.T) {
 	env.HoldRuntime(t)
 	n := newClusterNode(t, onPodNetwork())
 	n.Start()
-	eventually(t, "node Ready", 30*time.Second, n.ready)
+	eventually(t, "node Ready", 30*time.Second, n.Ready)
 	marker := fmt.Sprintf("static pod says hello %d", time.Now().UnixNano())
 	n.WriteManifest("mirrored.yaml", fmt.Sprintf(`apiVersion: v1
 kind: Pod
@@ -106,11 +106,11 @@ spec:
 		t.Logf("once actorlet stopped: sandbox %s %s", sb.Id[:12], sb.State)
 	}
 	n.Start()
-	eventually(t, "node Ready after the restart", 30*time.Second, n.ready)
+	eventually(t, "node Ready after the restart", 30*time.Second, n.Ready)
 	exactlyOne("after the restart", time.Minute)
 
 	// Deleting the mirror pod gives a new mirror; the static pod runs on.
-	if err := n.admin.CoreV1().Pods("default").Delete(context.Background(), name, metav1.DeleteOptions{}); err != nil {
+	if err := n.Admin.CoreV1().Pods("default").Delete(context.Background(), name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, "a new mirror pod, Running, showing the same container", 60*time.Second, func() error {
@@ -134,7 +134,7 @@ spec:
 	eventually(t, "the mirror pod's logs", 30*time.Second, func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		raw, err := n.admin.CoreV1().Pods("default").GetLogs(name, &v1.PodLogOptions{Container: "c"}).DoRaw(ctx)
+		raw, err := n.Admin.CoreV1().Pods("default").GetLogs(name, &v1.PodLogOptions{Container: "c"}).DoRaw(ctx)
 		if err != nil {
 			return err
 		}
@@ -153,8 +153,8 @@ func TestEndedPodsStayEnded(t *testing.T) {
 	env.HoldRuntime(t) // across the restarts (see TestMirrorPodIsNeverRun)
 	n := newClusterNode(t)
 	n.Start()
-	eventually(t, "node Ready", 30*time.Second, n.ready)
-	ns := n.namespace("ended")
+	eventually(t, "node Ready", 30*time.Second, n.Ready)
+	ns := n.Namespace("ended")
 	once := n.create(n.apiPod(ns, "once", "echo done", 1, v1.RestartPolicyNever))
 	big := n.apiPod(ns, "big", "sleep 3600", 1, v1.RestartPolicyAlways)
 	big.Spec.Containers[0].Resources.Requests = v1.ResourceList{v1.ResourceCPU: resource.MustParse("1000")}
@@ -198,14 +198,14 @@ func TestEndedPodsStayEnded(t *testing.T) {
 	stayEnded("before any restart", 3*time.Second, 1, 1)
 	n.Stop(syscall.SIGTERM)
 	n.Start()
-	eventually(t, "node Ready after the restart", 30*time.Second, n.ready)
+	eventually(t, "node Ready after the restart", 30*time.Second, n.Ready)
 	stayEnded("after a restart", 15*time.Second, 1, 1)
 
 	agent.RemoveSandboxes(t, n.RT, func(sb *runtimeapi.PodSandbox) bool { return sb.Metadata.Uid == string(once.UID) })
 	stayEnded("once its remains were removed", 15*time.Second, 0, 0)
 	n.Stop(syscall.SIGTERM)
 	n.Start()
-	eventually(t, "node Ready after the second restart", 30*time.Second, n.ready)
+	eventually(t, "node Ready after the second restart", 30*time.Second, n.Ready)
 	stayEnded("after a restart without its remains", 15*time.Second, 0, 0)
 }
 
@@ -215,7 +215,7 @@ func TestEndedPodsStayEnded(t *testing.T) {
 func TestDuplicateStaticPodsRunOnce(t *testing.T) {
 	n := newClusterNode(t)
 	n.Start()
-	eventually(t, "node Ready", 30*time.Second, n.ready)
+	eventually(t, "node Ready", 30*time.Second, n.Ready)
 	for _, f := range []string{"first.yaml", "second.yaml"} {
 		n.WriteManifest(f, fmt.Sprintf(`apiVersion: v1
 kind: Pod
@@ -234,7 +234,7 @@ spec:
 	eventually(t, "the mirror pod Running", 60*time.Second, n.inPhase("default", name, v1.PodRunning))
 	first, second := n.Manifests+"/first.yaml", n.Manifests+"/second.yaml"
 	eventually(t, "a FailedValidation event naming both files", 30*time.Second, func() error {
-		evs, err := n.admin.CoreV1().Events("default").List(context.Background(), metav1.ListOptions{FieldSelector: "involvedObject.name=" + name})
+		evs, err := n.Admin.CoreV1().Events("default").List(context.Background(), metav1.ListOptions{FieldSelector: "involvedObject.name=" + name})
 		if err != nil {
 			return err
 		}

@@ -32,7 +32,7 @@ func (n *clusterNode) apiPod(ns, name, script string, grace int64, policy v1.Res
 
 func (n *clusterNode) create(p *v1.Pod) *v1.Pod {
 	n.T.Helper()
-	created, err := n.admin.CoreV1().Pods(p.Namespace).Create(context.Background(), p, metav1.CreateOptions{})
+	created, err := n.Admin.CoreV1().Pods(p.Namespace).Create(context.Background(), p, metav1.CreateOptions{})
 	if err != nil {
 		n.T.Fatalf("create pod %s/%s: %v", p.Namespace, p.Name, err)
 	}
@@ -40,7 +40,7 @@ func (n *clusterNode) create(p *v1.Pod) *v1.Pod {
 }
 
 func (n *clusterNode) get(ns, name string) (*v1.Pod, error) {
-	return n.admin.CoreV1().Pods(ns).Get(context.Background(), name, metav1.GetOptions{})
+	return n.Admin.CoreV1().Pods(ns).Get(context.Background(), name, metav1.GetOptions{})
 }
 
 // inPhase is a check for eventually: nil once the API's pod ns/name is in
@@ -81,8 +81,8 @@ func podReady(p *v1.Pod) bool {
 func TestAPIPodRunsAndReportsStatus(t *testing.T) {
 	n := newClusterNode(t)
 	n.Start()
-	eventually(t, "node Ready", 30*time.Second, n.ready)
-	ns := n.namespace("run")
+	eventually(t, "node Ready", 30*time.Second, n.Ready)
+	ns := n.Namespace("run")
 	n.create(n.apiPod(ns, "web", "sleep 3600", 2, v1.RestartPolicyAlways))
 	var seen time.Time
 	var pod *v1.Pod
@@ -115,8 +115,8 @@ func TestAPIPodRunsAndReportsStatus(t *testing.T) {
 func TestCrashLoopShowsInTheAPI(t *testing.T) {
 	n := newClusterNode(t)
 	n.Start()
-	eventually(t, "node Ready", 30*time.Second, n.ready)
-	ns := n.namespace("crash")
+	eventually(t, "node Ready", 30*time.Second, n.Ready)
+	ns := n.Namespace("crash")
 	n.create(n.apiPod(ns, "crash", "exit 1", 2, v1.RestartPolicyAlways))
 	sawBackoff := false
 	eventually(t, "restarts and CrashLoopBackOff in the API", 90*time.Second, func() error {
@@ -141,8 +141,8 @@ func TestCrashLoopShowsInTheAPI(t *testing.T) {
 func TestDeleteWithGracePeriod(t *testing.T) {
 	n := newClusterNode(t)
 	n.Start()
-	eventually(t, "node Ready", 30*time.Second, n.ready)
-	ns := n.namespace("delete")
+	eventually(t, "node Ready", 30*time.Second, n.Ready)
+	ns := n.Namespace("delete")
 	// The container ignores SIGTERM: it goes at the deadline.
 	n.create(n.apiPod(ns, "stubborn", "trap '' TERM; while true; do sleep 0.2; done", 30, v1.RestartPolicyAlways))
 	var pod *v1.Pod
@@ -160,7 +160,7 @@ func TestDeleteWithGracePeriod(t *testing.T) {
 	const grace = 3
 	g := int64(grace)
 	deleted := time.Now()
-	if err := n.admin.CoreV1().Pods(ns).Delete(context.Background(), "stubborn", metav1.DeleteOptions{GracePeriodSeconds: &g}); err != nil {
+	if err := n.Admin.CoreV1().Pods(ns).Delete(context.Background(), "stubborn", metav1.DeleteOptions{GracePeriodSeconds: &g}); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, "pod gone from the API", 3*(grace+3)*time.Second, n.gone(ns, "stubborn"))
@@ -182,7 +182,7 @@ func TestDeleteWithGracePeriod(t *testing.T) {
 func TestMirrorPodFollowsTheStaticPod(t *testing.T) {
 	n := newClusterNode(t)
 	n.Start()
-	eventually(t, "node Ready", 30*time.Second, n.ready)
+	eventually(t, "node Ready", 30*time.Second, n.Ready)
 	n.WriteManifest("static.yaml", fmt.Sprintf(`apiVersion: v1
 kind: Pod
 metadata:
@@ -219,8 +219,8 @@ spec:
 func TestCompletedPodSucceedsInTheAPI(t *testing.T) {
 	n := newClusterNode(t)
 	n.Start()
-	eventually(t, "node Ready", 30*time.Second, n.ready)
-	ns := n.namespace("done")
+	eventually(t, "node Ready", 30*time.Second, n.Ready)
+	ns := n.Namespace("done")
 	n.create(n.apiPod(ns, "finisher", "sleep 3; exit 0", 2, v1.RestartPolicyNever))
 	eventually(t, "pod Succeeded in the API", 60*time.Second, n.inPhase(ns, "finisher", v1.PodSucceeded))
 }
