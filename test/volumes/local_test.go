@@ -1,0 +1,263 @@
+package volumes
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/actorlet/actorlet/test/agent"
+)
+
+// pluginEmptyDir is upstream's directory of emptyDir volumes under
+// ROOT/pods/UID/volumes.
+const pluginEmptyDir = "kubernetes.io~empty-dir"
+
+// TestLocalVolumes: emptyDir on disk and in memory, hostPath with its type
+// checks, fsGroup, subPath and subPathExpr, and a subPath symlink that
+// points out of its volume: volumes that need no API object but the pod.
+func TestLocalVolumes(t *testing.T) {
+	n := newVolNode(t)
+
+	t.Run("emptyDir on disk", func(t *testing.T) {
+		// The first run leaves a mark and fails; the restarted container
+		// must find it: the volume outlives the container.
+		script := `if [ -f /data/mark ]; then exec sleep 3600; fi; echo first-run > /data/mark; exit 1`
+		p := n.pod("disk", []v1.Volume{{Name: "data", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{}}}},
+			n.busybox("c", script, mnt("data", "/data")))
+		created := n.create(t, p)
+		agent.Eventually(t, "the container restarted and running", 60*time.Second, func() error {
+			cs, err := n.containerState("disk", "c")
+			if err != nil {
+				return err
+			}
+			if cs.RestartCount < 1 || cs.State.Running == nil {
+				return fmt.Errorf("restartCount %d, state %+v", cs.RestartCount, cs.State)
+			}
+			return nil
+		})
+		n.expect(t, "disk", "c", "cat /data/mark", "first-run")
+		// Upstream makes the directory 0777 whatever the umask.
+		n.expect(t, "disk", "c", "stat -c %a /data", "777")
+		dir := n.volumeDir(created.UID, pluginEmptyDir, "data")
+		fi, err := os.Stat(dir)
+		if err != nil {
+			t.Fatalf("the volume's directory on the host: %v", err)
+		}
+		if fi.Mode().Perm() != 0o777 || !fi.IsDir() {
+			t.Errorf("%s: mode %v, want a directory 0777", dir, fi.Mode())
+		}
+		if b, err := os.ReadFile(filepath.Join(dir, "mark")); err != nil || string(b) != "first-run\n" {
+			t.Errorf("the mark on the host: %q, %v", b, err)
+		}
+		if ms := mountsAt(t, dir); len(ms) != 0 {
+			t.Errorf("an emptyDir on disk is a plain directory, found mounts %+v", ms)
+		}
+	})
+
+	t.Run("emptyDir Memory sized by sizeLimit", func(t *testing.T) {
+		limit := resource.MustParse("64Mi")
+		p := n.pod("mem-sized", []v1.Volume{{Name: "mem", VolumeSource: v1.VolumeSource{
+			EmptyDir: &v1.EmptyDirVolumeSource{Medium: v1.StorageMediumMemory, SizeLimit: &limit}}}},
+			n.sleeper("c", mnt("mem", "/mem")))
+		created := n.run(t, p)
+		n.checkTmpfs(t, created, "mem", "/mem", kib(limit.Value()))
+	})
+
+	t.Run("emptyDir Memory sized by the pod's memory limit", func(t *testing.T) {
+		c := n.sleeper("c", mnt("mem", "/mem"))
+		c.Resources.Limits = v1.ResourceList{v1.ResourceMemory: resource.MustParse("96Mi")}
+		p := n.pod("mem-limit", []v1.Volume{{Name: "mem", VolumeSource: v1.VolumeSource{
+			EmptyDir: &v1.EmptyDirVolumeSource{Medium: v1.StorageMediumMemory}}}}, c)
+		created := n.run(t, p)
+		n.checkTmpfs(t, created, "mem", "/mem", kib(96<<20))
+	})
+
+	t.Run("emptyDir Memory sized by node allocatable", func(t *testing.T) {
+		node, err := n.NodeObject()
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := n.pod("mem-node", []v1.Volume{{Name: "mem", VolumeSource: v1.VolumeSource{
+			EmptyDir: &v1.EmptyDirVolumeSource{Medium: v1.StorageMediumMemory}}}},
+			n.sleeper("c", mnt("mem", "/mem")))
+		created := n.run(t, p)
+		n.checkTmpfs(t, created, "mem", "/mem", kib(node.Status.Allocatable.Memory().Value()))
+	})
+
+	t.Run("hostPath types", func(t *testing.T) {
+		base := t.TempDir()
+		newDir := filepath.Join(base, "made", "by", "kubelet")
+		newFile := filepath.Join(base, "made-file")
+		sock := filepath.Join(base, "app.sock")
+		l, err := net.Listen("unix", sock)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		existing := filepath.Join(base, "existing")
+		if err := os.WriteFile(existing, []byte("from-the-host\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		hp := func(name, path string, typ v1.HostPathType) v1.Volume {
+			return v1.Volume{Name: name, VolumeSource: v1.VolumeSource{HostPath: &v1.HostPathVolumeSource{Path: path, Type: &typ}}}
+		}
+		vols := []v1.Volume{
+			hp("dir", newDir, v1.HostPathDirectoryOrCreate),
+			hp("file", newFile, v1.HostPathFileOrCreate),
+			hp("sock", sock, v1.HostPathSocket),
+			hp("null", "/dev/null", v1.HostPathCharDev),
+			hp("existing", existing, v1.HostPathFile),
+			{Name: "unset", VolumeSource: v1.VolumeSource{HostPath: &v1.HostPathVolumeSource{Path: base}}},
+		}
+		p := n.pod("hostpath", vols, n.sleeper("c", mnt("dir", "/dir"), mnt("file", "/file"), mnt("sock", "/app.sock"),
+			mnt("null", "/null"), mnt("existing", "/existing"), mnt("unset", "/base")))
+		n.run(t, p)
+		// What upstream creates: a directory 0755 (with its parents), an
+		// empty file 0644.
+		if fi, err := os.Stat(newDir); err != nil || !fi.IsDir() || fi.Mode().Perm() != 0o755 {
+			t.Errorf("DirectoryOrCreate made %s: %v, %v; want a directory 0755", newDir, fi.Mode(), err)
+		}
+		if fi, err := os.Stat(newFile); err != nil || !fi.Mode().IsRegular() || fi.Mode().Perm() != 0o644 || fi.Size() != 0 {
+			t.Errorf("FileOrCreate made %s: %v, %v; want an empty file 0644", newFile, fi.Mode(), err)
+		}
+		// What the container sees is the host's own objects.
+		n.expect(t, "hostpath", "c", "echo from-the-pod > /dir/hello && test -d /dir && test -f /file && test -S /app.sock && test -c /null && cat /existing", "from-the-host")
+		if b, err := os.ReadFile(filepath.Join(newDir, "hello")); err != nil || string(b) != "from-the-pod\n" {
+			t.Errorf("the pod's write in the host's directory: %q, %v", b, err)
+		}
+		n.expect(t, "hostpath", "c", "ls /base | sort | tr '\\n' ' '", "app.sock existing made made-file ")
+	})
+
+	t.Run("hostPath Directory missing, then made", func(t *testing.T) {
+		missing := filepath.Join(t.TempDir(), "not-yet")
+		typ := v1.HostPathDirectory
+		p := n.pod("hostpath-missing", []v1.Volume{{Name: "dir", VolumeSource: v1.VolumeSource{
+			HostPath: &v1.HostPathVolumeSource{Path: missing, Type: &typ}}}}, n.sleeper("c", mnt("dir", "/dir")))
+		n.create(t, p)
+		// Upstream: "MountVolume.SetUp failed for volume "dir" : hostPath
+		// type check failed: PATH is not a directory".
+		n.event(t, "hostpath-missing", "FailedMount", `"dir"`, "hostPath type check failed", missing)
+		n.stuckCreating(t, "hostpath-missing")
+		// The mount is retried: once the directory exists, the pod starts.
+		if err := os.Mkdir(missing, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		n.running(t, "hostpath-missing", 2*time.Minute)
+		n.expect(t, "hostpath-missing", "c", "stat -c %a /dir", "700")
+	})
+
+	t.Run("fsGroup", func(t *testing.T) {
+		cm := n.configMap(t, "fsgroup-config", map[string]string{"a": "alpha"})
+		fsGroup, user := int64(2000), int64(1000)
+		p := n.pod("fsgroup", []v1.Volume{
+			{Name: "scratch", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{}}},
+			{Name: "cfg", VolumeSource: v1.VolumeSource{ConfigMap: &v1.ConfigMapVolumeSource{
+				LocalObjectReference: v1.LocalObjectReference{Name: cm}}}},
+		}, n.sleeper("c", mnt("scratch", "/scratch"), mnt("cfg", "/cfg")))
+		p.Spec.SecurityContext = &v1.PodSecurityContext{FSGroup: &fsGroup, RunAsUser: &user}
+		n.run(t, p)
+		// Upstream's SetVolumeOwnership: the group is fsGroup, directories
+		// get setgid and group rwx, so that what the pod creates keeps the
+		// group; the process has fsGroup among its groups.
+		n.expect(t, "fsgroup", "c", "stat -c '%g %A' /scratch", "2000 drwxrwsrwx")
+		n.expect(t, "fsgroup", "c", "touch /scratch/f && stat -c '%u %g' /scratch/f", "1000 2000")
+		if groups := strings.Fields(n.sh(t, "fsgroup", "c", "id -G")); !slices.Contains(groups, "2000") {
+			t.Errorf("id -G = %v, want 2000 among them", groups)
+		}
+		// A configMap's files: group fsGroup, read-only masks (0644|0440).
+		n.expect(t, "fsgroup", "c", "stat -L -c '%g %a' /cfg/a", "2000 644")
+	})
+
+	t.Run("subPath and subPathExpr", func(t *testing.T) {
+		cm := n.configMap(t, "subpath-config", map[string]string{"app.conf": "setting=1\n", "other": "x"})
+		env := []v1.EnvVar{{Name: "POD_NAME", ValueFrom: &v1.EnvVarSource{FieldRef: &v1.ObjectFieldSelector{FieldPath: "metadata.name"}}}}
+		writer := n.busybox("c", "echo hi > /out/f && exec sleep 3600",
+			v1.VolumeMount{Name: "cfg", MountPath: "/etc/app.conf", SubPath: "app.conf"},
+			v1.VolumeMount{Name: "work", MountPath: "/out", SubPathExpr: "$(POD_NAME)"})
+		writer.Env = env
+		p := n.pod("subpath", []v1.Volume{
+			{Name: "cfg", VolumeSource: v1.VolumeSource{ConfigMap: &v1.ConfigMapVolumeSource{LocalObjectReference: v1.LocalObjectReference{Name: cm}}}},
+			{Name: "work", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{}}},
+		}, writer, n.sleeper("all", mnt("work", "/all")))
+		created := n.run(t, p)
+		n.expect(t, "subpath", "c", "cat /etc/app.conf", "setting=1")
+		// A subPath of a file is a file, not the volume's directory.
+		n.expect(t, "subpath", "c", "test -f /etc/app.conf && ls /etc | grep -c '^other$'", "0")
+		// subPathExpr: $(POD_NAME) from the container's env, created in
+		// the volume.
+		n.eventuallySees(t, "subpath", "all", "cat /all/subpath/f", "hi", 10*time.Second)
+		if _, err := os.Stat(filepath.Join(n.volumeDir(created.UID, pluginEmptyDir, "work"), "subpath", "f")); err != nil {
+			t.Errorf("the subPathExpr directory on the host: %v", err)
+		}
+	})
+
+	t.Run("subPath symlink out of the volume refused", func(t *testing.T) {
+		// The init container plants a symlink to / in the volume; the
+		// container that mounts it as a subPath must not start (upstream:
+		// CreateContainerConfigError, "failed to prepare subPath for
+		// volumeMount ..."), never see the host's root. A subPath on a
+		// real directory of the same volume works.
+		p := n.pod("escape", []v1.Volume{{Name: "vol", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{}}}},
+			n.sleeper("escaper", v1.VolumeMount{Name: "vol", MountPath: "/esc", SubPath: "escape"}),
+			n.sleeper("honest", v1.VolumeMount{Name: "vol", MountPath: "/d", SubPath: "dir"}))
+		p.Spec.InitContainers = []v1.Container{n.busybox("plant", "ln -s / /vol/escape && mkdir /vol/dir && echo ok > /vol/dir/ok", mnt("vol", "/vol"))}
+		n.create(t, p)
+		n.containerRunning(t, "escape", "honest")
+		n.expect(t, "escape", "honest", "cat /d/ok", "ok")
+		refused := func() error {
+			cs, err := n.containerState("escape", "escaper")
+			if err != nil {
+				return err
+			}
+			if cs.State.Running != nil || cs.State.Terminated != nil || cs.ContainerID != "" {
+				return fmt.Errorf("the escaper was created: %+v (container %q)", cs.State, cs.ContainerID)
+			}
+			if w := cs.State.Waiting; w == nil || w.Reason != "CreateContainerConfigError" || !strings.Contains(w.Message, "subPath") {
+				return fmt.Errorf("the escaper: %+v, want waiting CreateContainerConfigError about its subPath", cs.State)
+			}
+			return nil
+		}
+		agent.Eventually(t, "the escaper refused", 30*time.Second, refused)
+		agent.Consistently(t, "the escaper refused", 5*time.Second, 500*time.Millisecond, refused)
+	})
+}
+
+// checkTmpfs checks that the pod's emptyDir volume is a tmpfs of size (as
+// the kernel shows it) on the host, mounted once at upstream's path, and
+// in the container at path, 1777 (tmpfs's root: upstream mounts with
+// size= only), writable.
+func (n *volNode) checkTmpfs(t *testing.T, p *v1.Pod, volume, path, size string) {
+	t.Helper()
+	dir := n.volumeDir(p.UID, pluginEmptyDir, volume)
+	ms := mountsAt(t, dir)
+	if len(ms) != 1 || ms[0].FSType != "tmpfs" || !slices.Contains(strings.Split(ms[0].Options, ","), size) {
+		t.Errorf("host mounts at %s: %+v, want one tmpfs with %s", dir, ms, size)
+	}
+	fstype, opts := n.containerMount(t, p.Name, "c", path)
+	if fstype != "tmpfs" || !slices.Contains(opts, size) || !slices.Contains(opts, "rw") {
+		t.Errorf("in the container, %s: %s %v, want tmpfs rw with %s", path, fstype, opts, size)
+	}
+	n.expect(t, p.Name, "c", fmt.Sprintf("echo in-memory > %s/f && cat %s/f && stat -c %%a %s", path, path, path), "in-memory\n1777")
+}
+
+// configMap creates a ConfigMap in the node's namespace as the admin and
+// returns its name.
+func (n *volNode) configMap(t *testing.T, name string, data map[string]string) string {
+	t.Helper()
+	_, err := n.Admin.CoreV1().ConfigMaps(n.ns).Create(context.Background(),
+		&v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name}, Data: data}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("create configMap %s: %v", name, err)
+	}
+	return name
+}
