@@ -10,6 +10,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/httpstream"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -152,7 +153,11 @@ func Exec(ctx context.Context, cfg *rest.Config, cs kubernetes.Interface, o Exec
 	if err != nil {
 		return err
 	}
-	exe, err := remotecommand.NewFallbackExecutor(ws, sp, func(err error) bool { return true })
+	// As kubectl: SPDY only when the WebSocket upgrade itself failed, so
+	// that a command that ran and failed is not run a second time.
+	exe, err := remotecommand.NewFallbackExecutor(ws, sp, func(err error) bool {
+		return httpstream.IsUpgradeFailure(err) || httpstream.IsHTTPSProxyError(err)
+	})
 	if err != nil {
 		return err
 	}
