@@ -10,12 +10,12 @@ import (
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/httpstream"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/remotecommand"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"k8s.io/streaming/pkg/httpstream"
 )
 
 // ClusterNode is the one actorlet of the environment's node (e.NodeName),
@@ -119,7 +119,7 @@ func (n *ClusterNode) Ready() error {
 	for _, c := range node.Status.Conditions {
 		if c.Type == v1.NodeReady {
 			if c.Status != v1.ConditionTrue {
-				return fmt.Errorf("Ready=%s: %s: %s", c.Status, c.Reason, c.Message)
+				return fmt.Errorf("node Ready=%s: %s: %s", c.Status, c.Reason, c.Message)
 			}
 			return nil
 		}

@@ -179,7 +179,8 @@ func (n *volNode) containerRunning(t *testing.T, name, container string) {
 
 // creating is nil while the API shows the pod waiting for its volumes as
 // upstream shows it: phase Pending, every container waiting with reason
-// ContainerCreating.
+// ContainerCreating, and no sandbox yet (PodReadyToStartContainers
+// False): upstream mounts the volumes before it makes the sandbox.
 func (n *volNode) creating(name string) func() error {
 	return func() error {
 		p, err := n.get(name)
@@ -188,6 +189,11 @@ func (n *volNode) creating(name string) func() error {
 		}
 		if p.Status.Phase != v1.PodPending {
 			return fmt.Errorf("phase %s, want Pending", p.Status.Phase)
+		}
+		for _, c := range p.Status.Conditions {
+			if c.Type == v1.PodReadyToStartContainers && c.Status != v1.ConditionFalse {
+				return fmt.Errorf("condition %s=%s, want False", c.Type, c.Status)
+			}
 		}
 		if len(p.Status.ContainerStatuses) == 0 {
 			return fmt.Errorf("no container statuses yet")
