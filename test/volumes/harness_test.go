@@ -29,10 +29,33 @@ import (
 	"github.com/actorlet/actorlet/test/env"
 )
 
-// binary is actorlet, built once for the package.
+// binary is actorlet, built once for the package, or the kubelet that
+// VOLUMES_KUBELET names.
 var binary string
 
-func TestMain(m *testing.M) { agent.MainWithBinary(m, &binary) }
+// upstream is set when the tests run against upstream's kubelet: the
+// reference, to check what the tests expect.
+//
+//	VOLUMES_KUBELET=$(hack/node-env upstream-kubelet) go test ./test/volumes/
+var upstream bool
+
+func TestMain(m *testing.M) {
+	if k := os.Getenv("VOLUMES_KUBELET"); k != "" {
+		binary, upstream = k, true
+		os.Exit(m.Run())
+	}
+	agent.MainWithBinary(m, &binary)
+}
+
+// upstreamConfig is what upstream's kubelet needs on this machine (cgroup
+// v1 without systemd, as test/conformance runs it) and to take the
+// harness's crash-loop cap.
+const upstreamConfig = `cgroupDriver: cgroupfs
+failCgroupV1: false
+failSwapOn: false
+featureGates:
+  KubeletCrashLoopBackOffMax: true
+`
 
 // syncFrequency is the node's period of pod syncs: upstream refreshes the
 // content of configMap, secret, downwardAPI and projected volumes of a
@@ -58,6 +81,9 @@ func newVolNode(t *testing.T, opts ...agent.NodeOption) *volNode {
 	t.Helper()
 	opts = append([]agent.NodeOption{agent.OnPodNetwork(),
 		agent.WithConfig(fmt.Sprintf("syncFrequency: %s\n", syncFrequency))}, opts...)
+	if upstream {
+		opts = append(opts, agent.WithConfig(upstreamConfig))
+	}
 	c := agent.NewClusterNode(t, binary, opts...)
 	n := &volNode{ClusterNode: c, e: c.Env, cfg: c.Env.AdminRESTConfig(t)}
 	n.AtCleanup(func() {
@@ -236,6 +262,7 @@ func (n *volNode) event(t *testing.T, name, reason string, parts ...string) *v1.
 				continue
 			}
 			found = &evs.Items[i]
+			t.Logf("%s: %s", ev.Reason, ev.Message)
 			return nil
 		}
 		return fmt.Errorf("events: %q", seen)
