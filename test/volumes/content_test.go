@@ -124,6 +124,28 @@ func TestContentVolumes(t *testing.T) {
 		t.Logf("the secret's update seen in the pod %v later", took.Round(100*time.Millisecond))
 	})
 
+	t.Run("projected configMap, secret and downwardAPI", func(t *testing.T) {
+		cm := n.configMap(t, "projected-config", map[string]string{"a": "alpha", "unused": "x"})
+		s := n.secret(t, "projected-secret", map[string]string{"p": "pw"})
+		p := n.pod("projected", []v1.Volume{{Name: "all", VolumeSource: v1.VolumeSource{Projected: &v1.ProjectedVolumeSource{
+			DefaultMode: mode(0o440),
+			Sources: []v1.VolumeProjection{
+				{ConfigMap: &v1.ConfigMapProjection{LocalObjectReference: v1.LocalObjectReference{Name: cm}, Items: []v1.KeyToPath{{Key: "a", Path: "cfg/a"}}}},
+				{Secret: &v1.SecretProjection{LocalObjectReference: v1.LocalObjectReference{Name: s}, Items: []v1.KeyToPath{{Key: "p", Path: "sec/p", Mode: mode(0o400)}}}},
+				{DownwardAPI: &v1.DownwardAPIProjection{Items: []v1.DownwardAPIVolumeFile{{Path: "pod/name", FieldRef: &v1.ObjectFieldSelector{FieldPath: "metadata.name"}}}}},
+			},
+		}}}}, n.sleeper("c", mnt("all", "/all")))
+		n.run(t, p)
+		// One directory of every source's items, on tmpfs (a projection
+		// may hold a secret), read-only.
+		n.expect(t, "projected", "c", "ls /all | tr '\\n' ' '", "cfg pod sec ")
+		n.expect(t, "projected", "c", "cat /all/cfg/a /all/sec/p /all/pod/name", "alphapwprojected")
+		n.expect(t, "projected", "c", "stat -L -c %a /all/cfg/a /all/sec/p /all/pod/name | tr '\\n' ' '", "440 400 440 ")
+		if fstype, opts := n.containerMount(t, "projected", "c", "/all"); fstype != "tmpfs" || !slices.Contains(opts, "ro") {
+			t.Errorf("/all in the container: %s %v, want tmpfs ro", fstype, opts)
+		}
+	})
+
 	t.Run("downwardAPI", func(t *testing.T) {
 		node, err := n.NodeObject()
 		if err != nil {

@@ -63,6 +63,9 @@ featureGates:
 // period (plus its jitter and the watch's delay).
 const syncFrequency = 10 * time.Second
 
+// volumeStatsAggPeriod is the node's period of volume usage measures.
+const volumeStatsAggPeriod = 5 * time.Second
+
 // volNode is the environment's node (agent.ClusterNode) reachable by the
 // API server (exec, logs), with one namespace for the test's pods. Its
 // helpers take the subtest's t: the subtests of a test share the node.
@@ -80,7 +83,7 @@ type volNode struct {
 func newVolNode(t *testing.T, opts ...agent.NodeOption) *volNode {
 	t.Helper()
 	opts = append([]agent.NodeOption{agent.OnPodNetwork(),
-		agent.WithConfig(fmt.Sprintf("syncFrequency: %s\n", syncFrequency))}, opts...)
+		agent.WithConfig(fmt.Sprintf("syncFrequency: %s\nvolumeStatsAggPeriod: %s\n", syncFrequency, volumeStatsAggPeriod))}, opts...)
 	if upstream {
 		opts = append(opts, agent.WithConfig(upstreamConfig))
 	}

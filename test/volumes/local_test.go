@@ -2,6 +2,7 @@ package volumes
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net"
 	"os"
@@ -14,6 +15,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 
 	"github.com/actorlet/actorlet/test/agent"
 )
@@ -164,18 +166,51 @@ func TestLocalVolumes(t *testing.T) {
 			{Name: "cfg", VolumeSource: v1.VolumeSource{ConfigMap: &v1.ConfigMapVolumeSource{
 				LocalObjectReference: v1.LocalObjectReference{Name: cm}}}},
 		}, n.sleeper("c", mnt("scratch", "/scratch"), mnt("cfg", "/cfg")))
-		p.Spec.SecurityContext = &v1.PodSecurityContext{FSGroup: &fsGroup, RunAsUser: &user}
+		p.Spec.SecurityContext = &v1.PodSecurityContext{FSGroup: &fsGroup, RunAsUser: &user, SupplementalGroups: []int64{3000}}
 		n.run(t, p)
 		// Upstream's SetVolumeOwnership: the group is fsGroup, directories
 		// get setgid and group rwx, so that what the pod creates keeps the
 		// group; the process has fsGroup among its groups.
 		n.expect(t, "fsgroup", "c", "stat -c '%g %A' /scratch", "2000 drwxrwsrwx")
 		n.expect(t, "fsgroup", "c", "touch /scratch/f && stat -c '%u %g' /scratch/f", "1000 2000")
-		if groups := strings.Fields(n.sh(t, "fsgroup", "c", "id -G")); !slices.Contains(groups, "2000") {
-			t.Errorf("id -G = %v, want 2000 among them", groups)
+		if groups := strings.Fields(n.sh(t, "fsgroup", "c", "id -G")); !slices.Contains(groups, "2000") || !slices.Contains(groups, "3000") {
+			t.Errorf("id -G = %v, want fsGroup 2000 and the supplemental group 3000 among them", groups)
 		}
 		// A configMap's files: group fsGroup, read-only masks (0644|0440).
 		n.expect(t, "fsgroup", "c", "stat -L -c '%g %a' /cfg/a", "2000 644")
+	})
+
+	t.Run("volume stats in /stats/summary", func(t *testing.T) {
+		created := n.run(t, n.pod("stats", []v1.Volume{{Name: "data", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{}}}},
+			n.busybox("c", "head -c 1048576 /dev/zero > /data/mib && exec sleep 3600", mnt("data", "/data"))))
+		// Upstream measures each pod's volumes every volumeStatsAggPeriod
+		// (du and find for an emptyDir on disk) and serves the last figures.
+		agent.Eventually(t, "the volume's usage in /stats/summary", 3*volumeStatsAggPeriod+15*time.Second, func() error {
+			raw, err := n.Admin.CoreV1().RESTClient().Get().AbsPath("/api/v1/nodes", n.Name, "proxy", "stats/summary").DoRaw(context.Background())
+			if err != nil {
+				return err
+			}
+			var sum statsapi.Summary
+			if err := json.Unmarshal(raw, &sum); err != nil {
+				return err
+			}
+			for _, ps := range sum.Pods {
+				if ps.PodRef.UID != string(created.UID) {
+					continue
+				}
+				for _, vs := range ps.VolumeStats {
+					if vs.Name != "data" {
+						continue
+					}
+					if vs.UsedBytes == nil || *vs.UsedBytes < 1<<20 || vs.InodesUsed == nil || *vs.InodesUsed < 2 {
+						return fmt.Errorf("volume data: usedBytes %v, inodesUsed %v; want at least 1 MiB and 2 inodes", ptrValue(vs.UsedBytes), ptrValue(vs.InodesUsed))
+					}
+					return nil
+				}
+				return fmt.Errorf("pod stats without the volume data: %+v", ps.VolumeStats)
+			}
+			return fmt.Errorf("no stats of pod %s", created.UID)
+		})
 	})
 
 	t.Run("subPath and subPathExpr", func(t *testing.T) {
@@ -230,6 +265,13 @@ func TestLocalVolumes(t *testing.T) {
 		agent.Eventually(t, "the escaper refused", 30*time.Second, refused)
 		agent.Consistently(t, "the escaper refused", 5*time.Second, 500*time.Millisecond, refused)
 	})
+}
+
+func ptrValue(p *uint64) any {
+	if p == nil {
+		return nil
+	}
+	return *p
 }
 
 // checkTmpfs checks that the pod's emptyDir volume is a tmpfs of size (as
