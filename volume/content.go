@@ -51,10 +51,9 @@ func (h *Host) setUpContent(ctx context.Context, pod *v1.Pod, vol *v1.Volume) (M
 	fsGroup := contentFSGroup(pod)
 	if first {
 		// The wrapped emptyDir's own ownership change, read-write, which
-		// upstream does once, when it first sets the directory up.
-		if err := ownership.Set(dir, fsGroup, nil, false); err != nil {
-			return Mounted{}, err
-		}
+		// upstream does once, when it first sets the directory up, and
+		// whose error it ignores: the writer's change below reports.
+		_ = ownership.Set(dir, fsGroup, nil, false)
 	}
 	if err := makeNestedMountpoints(vol.Name, dir, pod); err != nil {
 		return Mounted{}, err

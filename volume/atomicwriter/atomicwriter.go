@@ -147,7 +147,7 @@ func Write(dir string, payload map[string]FileProjection, setPerms func(subPath 
 func validatePayload(payload map[string]FileProjection) (map[string]FileProjection, error) {
 	clean := make(map[string]FileProjection, len(payload))
 	for k, content := range payload {
-		if err := ValidatePath(k); err != nil {
+		if err := validatePath(k); err != nil {
 			return nil, err
 		}
 		clean[filepath.Clean(k)] = content
@@ -155,11 +155,11 @@ func validatePayload(payload map[string]FileProjection) (map[string]FileProjecti
 	return clean, nil
 }
 
-// ValidatePath reports, with upstream's wording, a path the writer refuses:
+// validatePath reports, with upstream's wording, a path the writer refuses:
 // empty, absolute, longer than 4096 characters, with a '..' element or a
 // name longer than 255 characters, or whose first element starts with '..'
 // (the writer's own names).
-func ValidatePath(targetPath string) error {
+func validatePath(targetPath string) error {
 	if targetPath == "" {
 		return fmt.Errorf("invalid path: must not be empty: %q", targetPath)
 	}
