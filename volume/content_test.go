@@ -20,7 +20,9 @@ import (
 )
 
 // fakeSources is an in-memory Sources: objects by "namespace/name", and a
-// token per audience.
+// token per audience. Its not-found errors name the resource in the
+// singular, as upstream's watch-based managers do (the FailedMount event
+// says `configmap "x" not found`).
 type fakeSources struct {
 	configMaps map[string]*v1.ConfigMap
 	secrets    map[string]*v1.Secret
@@ -34,14 +36,14 @@ func (f *fakeSources) ConfigMap(_ context.Context, ns, name string) (*v1.ConfigM
 	if cm, ok := f.configMaps[ns+"/"+name]; ok {
 		return cm.DeepCopy(), nil
 	}
-	return nil, apierrors.NewNotFound(v1.Resource("configmaps"), name)
+	return nil, apierrors.NewNotFound(v1.Resource("configmap"), name)
 }
 
 func (f *fakeSources) Secret(_ context.Context, ns, name string) (*v1.Secret, error) {
 	if s, ok := f.secrets[ns+"/"+name]; ok {
 		return s.DeepCopy(), nil
 	}
-	return nil, apierrors.NewNotFound(v1.Resource("secrets"), name)
+	return nil, apierrors.NewNotFound(v1.Resource("secret"), name)
 }
 
 func (f *fakeSources) ServiceAccountToken(_ context.Context, pod *v1.Pod, p *v1.ServiceAccountTokenProjection) (string, error) {
@@ -239,7 +241,7 @@ func TestSetUpContent(t *testing.T) {
 		{
 			name:    "configMap: missing",
 			source:  cmVol(func(s *v1.ConfigMapVolumeSource) { s.Name = "nope" }),
-			wantErr: `configmaps "nope" not found`,
+			wantErr: `configmap "nope" not found`,
 		},
 		{
 			name:   "configMap: missing optional is an empty volume",
@@ -287,7 +289,7 @@ func TestSetUpContent(t *testing.T) {
 		},
 		{
 			name: "secret: missing", source: secretVol(func(s *v1.SecretVolumeSource) { s.SecretName = "nope" }),
-			wantErr: `secrets "nope" not found`,
+			wantErr: `secret "nope" not found`,
 		},
 		{
 			name:   "secret: missing optional",
@@ -450,7 +452,7 @@ func TestSetUpContent(t *testing.T) {
 				v1.VolumeProjection{ConfigMap: &v1.ConfigMapProjection{LocalObjectReference: v1.LocalObjectReference{Name: "nope"}}},
 				v1.VolumeProjection{Secret: &v1.SecretProjection{LocalObjectReference: v1.LocalObjectReference{Name: "s"}, Items: []v1.KeyToPath{{Key: "zz", Path: "z"}}}},
 			),
-			wantErr: `[configmaps "nope" not found, references non-existent secret key: zz]`,
+			wantErr: `[configmap "nope" not found, references non-existent secret key: zz]`,
 		},
 		{
 			name: "projected: clusterTrustBundle by name and by signer",
