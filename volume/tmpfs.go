@@ -11,7 +11,6 @@ import (
 // default), unless it is one already: a restarted actorlet finds the tmpfs
 // of a running pod mounted, with the pod's data in it, and must not mount
 // over it.
-//lint:ignore U1000 the emptyDir and content volumes use it
 func (h *Host) mountTmpfs(dir string, size *resource.Quantity) error {
 	if err := os.MkdirAll(dir, 0o750); err != nil {
 		return err
