@@ -24,14 +24,14 @@ var saToken bool
 // (unless -sa-token).
 func benchPod(ns, name, nodeName, image string) *v1.Pod {
 	grace := int64(1)
-	no := saToken
+	automount := saToken
 	return &v1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
 		Spec: v1.PodSpec{
 			NodeName:                      nodeName,
 			RestartPolicy:                 v1.RestartPolicyAlways,
 			TerminationGracePeriodSeconds: &grace,
-			AutomountServiceAccountToken:  &no,
+			AutomountServiceAccountToken:  &automount,
 			Containers: []v1.Container{{Name: "c", Image: image, ImagePullPolicy: v1.PullNever,
 				Command: []string{"sh", "-c", "sleep 3600"}}},
 		},
