@@ -117,7 +117,7 @@ func (h *Host) mountLocal(pod *v1.Pod, pv *v1.PersistentVolume, dir string, read
 	if path == "" {
 		return fmt.Errorf("LocalVolume volume %q path is empty", pv.Name)
 	}
-	if slices.Contains(strings.Split(filepath.ToSlash(path), "/"), "..") {
+	if hasBackstep(path) {
 		return fmt.Errorf("invalid path: %s must not contain '..'", path)
 	}
 	if typ, err := fileType(path); err != nil {
@@ -125,11 +125,11 @@ func (h *Host) mountLocal(pod *v1.Pod, pv *v1.PersistentVolume, dir string, read
 	} else if typ != v1.HostPathDirectory {
 		return fmt.Errorf("local volume %s: %s is a %s: only directories are supported by this node", pv.Name, path, typ)
 	}
-	notMnt, err := mount.IsNotMountPoint(h.Mounter, dir)
+	isMnt, err := h.Mounter.IsMountPoint(dir)
 	if err != nil && !os.IsNotExist(err) {
 		return err
 	}
-	if err == nil && !notMnt {
+	if err == nil && isMnt {
 		return nil
 	}
 	refs, err := h.podMountRefs(path)

@@ -172,7 +172,7 @@ func TestSetUpClaim(t *testing.T) {
 			h := &Host{RootDir: t.TempDir(), NodeName: "node-a", Sources: src, Mounter: fm}
 			vol := &v1.Volume{Name: "vol", VolumeSource: v1.VolumeSource{PersistentVolumeClaim: &v1.PersistentVolumeClaimVolumeSource{
 				ClaimName: "data", ReadOnly: tt.readOnly}}}
-			m, err := h.SetUp(t.Context(), testPod("c"), vol)
+			m, err := h.SetUp(t.Context(), localTestPod("c"), vol)
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("error %v, want %q", err, tt.wantErr)
@@ -198,7 +198,7 @@ func TestSetUpClaim(t *testing.T) {
 			if len(mps) != 1 || mps[0].Path != m.Path || mps[0].Device != localDir || !slices.Equal(mps[0].Opts, tt.wantOpts) {
 				t.Fatalf("mounts %+v, want %s bound at %s with %v", mps, localDir, m.Path, tt.wantOpts)
 			}
-			if _, err := h.SetUp(t.Context(), testPod("c"), vol); err != nil {
+			if _, err := h.SetUp(t.Context(), localTestPod("c"), vol); err != nil {
 				t.Fatal(err)
 			}
 			if mps, _ := fm.List(); len(mps) != 1 {
@@ -211,7 +211,7 @@ func TestSetUpClaim(t *testing.T) {
 func TestSetUpClaimWithoutAPIServer(t *testing.T) {
 	h := &Host{RootDir: t.TempDir(), Mounter: mount.NewFakeMounter(nil)}
 	vol := &v1.Volume{Name: "vol", VolumeSource: v1.VolumeSource{PersistentVolumeClaim: &v1.PersistentVolumeClaimVolumeSource{ClaimName: "data"}}}
-	if _, err := h.SetUp(t.Context(), testPod("c"), vol); err == nil || !strings.Contains(err.Error(), "no API server") {
+	if _, err := h.SetUp(t.Context(), localTestPod("c"), vol); err == nil || !strings.Contains(err.Error(), "no API server") {
 		t.Fatalf("error %v", err)
 	}
 }
@@ -219,14 +219,14 @@ func TestSetUpClaimWithoutAPIServer(t *testing.T) {
 // TestLocalVolumeMount binds a real local volume, writes through it, and
 // tears the pod down: the volume's own files stay on the node.
 func TestLocalVolumeMount(t *testing.T) {
-	skipUnlessRoot(t)
+	localNeedsRoot(t)
 	localDir := t.TempDir()
 	src := &claimSources{
 		pvcs: map[string]*v1.PersistentVolumeClaim{"ns/data": boundClaim("data", "pv1")},
 		pvs:  map[string]*v1.PersistentVolume{"pv1": pvFor("pv1", "data", v1.PersistentVolumeSource{Local: &v1.LocalVolumeSource{Path: localDir}})},
 	}
 	h := &Host{RootDir: t.TempDir(), NodeName: "node-a", Sources: src, Mounter: mount.New("")}
-	pod := testPod("l")
+	pod := localTestPod("l")
 	vol := &v1.Volume{Name: "vol", VolumeSource: v1.VolumeSource{PersistentVolumeClaim: &v1.PersistentVolumeClaimVolumeSource{ClaimName: "data"}}}
 	m, err := h.SetUp(t.Context(), pod, vol)
 	if err != nil {

@@ -13,17 +13,19 @@ import (
 	"k8s.io/mount-utils"
 )
 
-func mem(s string) v1.ResourceList { return v1.ResourceList{v1.ResourceMemory: resource.MustParse(s)} }
+func memLimits(s string) v1.ResourceList {
+	return v1.ResourceList{v1.ResourceMemory: resource.MustParse(s)}
+}
 
 func withMemLimit(limit string) v1.Container {
 	c := v1.Container{Name: "c" + limit}
 	if limit != "" {
-		c.Resources.Limits = mem(limit)
+		c.Resources.Limits = memLimits(limit)
 	}
 	return c
 }
 
-func qp(s string) *resource.Quantity { q := resource.MustParse(s); return &q }
+func quantityPtr(s string) *resource.Quantity { q := resource.MustParse(s); return &q }
 
 func TestPodMemoryLimit(t *testing.T) {
 	always := v1.ContainerRestartPolicyAlways
@@ -46,9 +48,9 @@ func TestPodMemoryLimit(t *testing.T) {
 		{"a sidecar adds to the app containers", v1.PodSpec{
 			InitContainers: []v1.Container{sidecar},
 			Containers:     []v1.Container{withMemLimit("64Mi")}}, "114Mi"},
-		{"overhead added", v1.PodSpec{Containers: []v1.Container{withMemLimit("64Mi")}, Overhead: mem("10Mi")}, "74Mi"},
+		{"overhead added", v1.PodSpec{Containers: []v1.Container{withMemLimit("64Mi")}, Overhead: memLimits("10Mi")}, "74Mi"},
 		{"pod-level limit", v1.PodSpec{Containers: []v1.Container{withMemLimit("")},
-			Resources: &v1.ResourceRequirements{Limits: mem("128Mi")}}, "128Mi"},
+			Resources: &v1.ResourceRequirements{Limits: memLimits("128Mi")}}, "128Mi"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -73,15 +75,15 @@ func TestEmptyDirMemorySize(t *testing.T) {
 		pod         *v1.Pod
 		want        string // "" for tmpfs's default
 	}{
-		{"node allocatable when nothing else", qp("8Gi"), nil, unlimited, "8Gi"},
-		{"pod limit below allocatable", qp("8Gi"), nil, limited, "1Gi"},
-		{"pod limit above allocatable ignored", qp("512Mi"), nil, limited, "512Mi"},
-		{"sizeLimit below the pod limit", qp("8Gi"), qp("100Mi"), limited, "100Mi"},
-		{"sizeLimit above the pod limit ignored", qp("8Gi"), qp("2Gi"), limited, "1Gi"},
-		{"sizeLimit above allocatable ignored", qp("1Gi"), qp("2Gi"), unlimited, "1Gi"},
-		{"zero sizeLimit ignored", qp("8Gi"), qp("0"), unlimited, "8Gi"},
+		{"node allocatable when nothing else", quantityPtr("8Gi"), nil, unlimited, "8Gi"},
+		{"pod limit below allocatable", quantityPtr("8Gi"), nil, limited, "1Gi"},
+		{"pod limit above allocatable ignored", quantityPtr("512Mi"), nil, limited, "512Mi"},
+		{"sizeLimit below the pod limit", quantityPtr("8Gi"), quantityPtr("100Mi"), limited, "100Mi"},
+		{"sizeLimit above the pod limit ignored", quantityPtr("8Gi"), quantityPtr("2Gi"), limited, "1Gi"},
+		{"sizeLimit above allocatable ignored", quantityPtr("1Gi"), quantityPtr("2Gi"), unlimited, "1Gi"},
+		{"zero sizeLimit ignored", quantityPtr("8Gi"), quantityPtr("0"), unlimited, "8Gi"},
 		{"no allocatable known: pod limit", nil, nil, limited, "1Gi"},
-		{"no allocatable known: sizeLimit", nil, qp("100Mi"), unlimited, "100Mi"},
+		{"no allocatable known: sizeLimit", nil, quantityPtr("100Mi"), unlimited, "100Mi"},
 		{"nothing known: tmpfs default", nil, nil, unlimited, ""},
 	}
 	for _, tt := range tests {
@@ -97,7 +99,7 @@ func TestEmptyDirMemorySize(t *testing.T) {
 	}
 }
 
-func testPod(uid string) *v1.Pod {
+func localTestPod(uid string) *v1.Pod {
 	p := &v1.Pod{Spec: v1.PodSpec{Containers: []v1.Container{withMemLimit("64Mi")}}}
 	p.UID = k8stypes.UID("uid-" + uid)
 	p.Namespace, p.Name = "ns", "pod"
@@ -114,7 +116,7 @@ func TestSetUpEmptyDir(t *testing.T) {
 		{name: "on disk", src: v1.EmptyDirVolumeSource{}},
 		{name: "memory sized by the pod's limit", src: v1.EmptyDirVolumeSource{Medium: v1.StorageMediumMemory},
 			wantOpts: []string{"size=67108864"}},
-		{name: "memory sized by sizeLimit", src: v1.EmptyDirVolumeSource{Medium: v1.StorageMediumMemory, SizeLimit: qp("1Mi")},
+		{name: "memory sized by sizeLimit", src: v1.EmptyDirVolumeSource{Medium: v1.StorageMediumMemory, SizeLimit: quantityPtr("1Mi")},
 			wantOpts: []string{"size=1048576"}},
 		{name: "hugepages", src: v1.EmptyDirVolumeSource{Medium: v1.StorageMediumHugePages},
 			wantErr: `emptyDir medium "HugePages" is not supported by this node`},
@@ -125,8 +127,8 @@ func TestSetUpEmptyDir(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			fm := mount.NewFakeMounter(nil)
-			h := &Host{RootDir: t.TempDir(), Mounter: fm, NodeAllocatable: mem("8Gi")}
-			pod := testPod("e")
+			h := &Host{RootDir: t.TempDir(), Mounter: fm, NodeAllocatable: memLimits("8Gi")}
+			pod := localTestPod("e")
 			vol := &v1.Volume{Name: "v", VolumeSource: v1.VolumeSource{EmptyDir: &tt.src}}
 			m, err := h.SetUp(t.Context(), pod, vol)
 			if tt.wantErr != "" {
@@ -170,21 +172,14 @@ func TestSetUpEmptyDir(t *testing.T) {
 	}
 }
 
-func skipUnlessRoot(t *testing.T) {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root to mount")
-	}
-}
-
 // TestEmptyDirTmpfs mounts a real tmpfs: its size and the sticky bit of
 // its root, as upstream's e2e tests expect, and its teardown.
 func TestEmptyDirTmpfs(t *testing.T) {
-	skipUnlessRoot(t)
-	h := &Host{RootDir: t.TempDir(), Mounter: mount.New(""), NodeAllocatable: mem("8Gi")}
-	pod := testPod("t")
+	localNeedsRoot(t)
+	h := &Host{RootDir: t.TempDir(), Mounter: mount.New(""), NodeAllocatable: memLimits("8Gi")}
+	pod := localTestPod("t")
 	vol := &v1.Volume{Name: "m", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{
-		Medium: v1.StorageMediumMemory, SizeLimit: qp("4Mi")}}}
+		Medium: v1.StorageMediumMemory, SizeLimit: quantityPtr("4Mi")}}}
 	m, err := h.SetUp(t.Context(), pod, vol)
 	if err != nil {
 		t.Fatal(err)

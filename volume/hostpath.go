@@ -4,9 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
-	"slices"
-	"strings"
 
 	v1 "k8s.io/api/core/v1"
 )
@@ -25,7 +22,7 @@ func (h *Host) setUpHostPath(vol *v1.Volume) (Mounted, error) {
 // up with "..", and must be of the type asked, DirectoryOrCreate and
 // FileOrCreate creating it when nothing is there.
 func checkHostPath(path string, typ *v1.HostPathType) error {
-	if slices.Contains(strings.Split(filepath.ToSlash(path), "/"), "..") {
+	if hasBackstep(path) {
 		return fmt.Errorf("invalid HostPath `%s`: must not contain '..'", path)
 	}
 	if typ == nil || *typ == v1.HostPathUnset {

@@ -16,19 +16,13 @@ import (
 func hostFixture(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
-	must := func(err error) {
-		t.Helper()
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	must(os.Mkdir(filepath.Join(dir, "dir"), 0o755))
-	must(os.WriteFile(filepath.Join(dir, "file"), nil, 0o644))
-	must(os.Symlink(filepath.Join(dir, "dir"), filepath.Join(dir, "link-to-dir")))
-	must(os.Symlink(filepath.Join(dir, "nowhere"), filepath.Join(dir, "dangling")))
-	must(syscall.Mkfifo(filepath.Join(dir, "fifo"), 0o644))
+	localMust(t, os.Mkdir(filepath.Join(dir, "dir"), 0o755))
+	localMust(t, os.WriteFile(filepath.Join(dir, "file"), nil, 0o644))
+	localMust(t, os.Symlink(filepath.Join(dir, "dir"), filepath.Join(dir, "link-to-dir")))
+	localMust(t, os.Symlink(filepath.Join(dir, "nowhere"), filepath.Join(dir, "dangling")))
+	localMust(t, syscall.Mkfifo(filepath.Join(dir, "fifo"), 0o644))
 	l, err := net.Listen("unix", filepath.Join(dir, "sock"))
-	must(err)
+	localMust(t, err)
 	t.Cleanup(func() { _ = l.Close() })
 	return dir
 }

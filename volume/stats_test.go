@@ -16,17 +16,11 @@ func TestDiskUsage(t *testing.T) {
 	for i := range big {
 		big[i] = 1 // not sparse
 	}
-	must := func(err error) {
-		t.Helper()
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	must(os.Mkdir(filepath.Join(dir, "sub"), 0o755))
-	must(os.WriteFile(filepath.Join(dir, "sub/big"), big, 0o644))
-	must(os.Link(filepath.Join(dir, "sub/big"), filepath.Join(dir, "hardlink")))
-	must(os.WriteFile(filepath.Join(dir, "empty"), nil, 0o644))
-	must(os.Symlink("sub/big", filepath.Join(dir, "symlink")))
+	localMust(t, os.Mkdir(filepath.Join(dir, "sub"), 0o755))
+	localMust(t, os.WriteFile(filepath.Join(dir, "sub/big"), big, 0o644))
+	localMust(t, os.Link(filepath.Join(dir, "sub/big"), filepath.Join(dir, "hardlink")))
+	localMust(t, os.WriteFile(filepath.Join(dir, "empty"), nil, 0o644))
+	localMust(t, os.Symlink("sub/big", filepath.Join(dir, "symlink")))
 
 	u, err := DiskUsage(dir)
 	if err != nil {
@@ -45,7 +39,7 @@ func TestDiskUsage(t *testing.T) {
 }
 
 func TestDiskUsageStaysOnItsFilesystem(t *testing.T) {
-	skipUnlessRoot(t)
+	localNeedsRoot(t)
 	dir := t.TempDir()
 	inner := filepath.Join(dir, "tmpfs")
 	h := &Host{Mounter: mount.New("")}

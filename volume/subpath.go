@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -70,14 +71,10 @@ func (h *Host) PrepareSubpath(uid types.UID, volume, volPath, container string, 
 	return target, nil
 }
 
-// hasBackstep is upstream's ValidatePathNoBacksteps.
+// hasBackstep is upstream's ValidatePathNoBacksteps: a path with a ".."
+// component, which could lead out of where it is joined.
 func hasBackstep(p string) bool {
-	for _, part := range strings.Split(filepath.ToSlash(p), "/") {
-		if part == ".." {
-			return true
-		}
-	}
-	return false
+	return slices.Contains(strings.Split(filepath.ToSlash(p), "/"), "..")
 }
 
 // bindSubpath is upstream's doBindSubPath: it opens path safely (every

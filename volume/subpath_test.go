@@ -18,21 +18,15 @@ func volumeFixture(t *testing.T) (vol, outside string) {
 	t.Helper()
 	base := t.TempDir()
 	vol, outside = filepath.Join(base, "vol"), filepath.Join(base, "outside")
-	must := func(err error) {
-		t.Helper()
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	must(os.MkdirAll(filepath.Join(vol, "dir/deep"), 0o755))
-	must(os.MkdirAll(outside, 0o755))
-	must(os.WriteFile(filepath.Join(vol, "file"), []byte("in"), 0o644))
-	must(os.WriteFile(filepath.Join(outside, "secret"), []byte("out"), 0o600))
-	must(os.Symlink("dir", filepath.Join(vol, "link-in")))
-	must(os.Symlink(outside, filepath.Join(vol, "link-out")))
-	must(os.Symlink("../outside", filepath.Join(vol, "rel-out")))
-	must(os.Symlink(filepath.Join(outside, "missing"), filepath.Join(vol, "dangling-out")))
-	must(os.Chmod(vol, 0o777|os.ModeSetgid))
+	localMust(t, os.MkdirAll(filepath.Join(vol, "dir/deep"), 0o755))
+	localMust(t, os.MkdirAll(outside, 0o755))
+	localMust(t, os.WriteFile(filepath.Join(vol, "file"), []byte("in"), 0o644))
+	localMust(t, os.WriteFile(filepath.Join(outside, "secret"), []byte("out"), 0o600))
+	localMust(t, os.Symlink("dir", filepath.Join(vol, "link-in")))
+	localMust(t, os.Symlink(outside, filepath.Join(vol, "link-out")))
+	localMust(t, os.Symlink("../outside", filepath.Join(vol, "rel-out")))
+	localMust(t, os.Symlink(filepath.Join(outside, "missing"), filepath.Join(vol, "dangling-out")))
+	localMust(t, os.Chmod(vol, 0o777|os.ModeSetgid))
 	return vol, outside
 }
 
@@ -69,8 +63,8 @@ func TestPrepareSubpath(t *testing.T) {
 			uid := types.UID("u")
 			got, err := h.PrepareSubpath(uid, "data", vol, "app", 2, tt.subPath)
 			if tt.wantErr != "" {
-				if err == nil || !strings.Contains(errorChain(err), tt.wantErr) {
-					t.Fatalf("error %q, want %q", errorChain(err), tt.wantErr)
+				if err == nil || !strings.Contains(causeChain(err), tt.wantErr) {
+					t.Fatalf("error %q, want %q", causeChain(err), tt.wantErr)
 				}
 				if _, err := os.Stat(filepath.Join(outside, "new")); !os.IsNotExist(err) {
 					t.Fatalf("created outside the volume: %v", err)
@@ -81,7 +75,7 @@ func TestPrepareSubpath(t *testing.T) {
 				return
 			}
 			if err != nil {
-				t.Fatalf("%s", errorChain(err))
+				t.Fatalf("%s", causeChain(err))
 			}
 			if want := SubpathDir(h.RootDir, uid, "data", "app", 2); got != want {
 				t.Fatalf("path %s, want %s", got, want)
@@ -109,7 +103,7 @@ func TestPrepareSubpath(t *testing.T) {
 	}
 }
 
-func errorChain(err error) string {
+func causeChain(err error) string {
 	var s []string
 	for ; err != nil; err = errors.Unwrap(err) {
 		s = append(s, err.Error())
@@ -152,13 +146,13 @@ func TestSafeOpenRefusesSymlinks(t *testing.T) {
 // file, a second call reuses the mount, and a mount of something else
 // at the target is replaced.
 func TestSubpathReal(t *testing.T) {
-	skipUnlessRoot(t)
+	localNeedsRoot(t)
 	vol, _ := volumeFixture(t)
 	h := &Host{RootDir: t.TempDir(), Mounter: mount.New("")}
 	uid := types.UID("u")
 	target, err := h.PrepareSubpath(uid, "data", vol, "app", 0, "file")
 	if err != nil {
-		t.Fatal(errorChain(err))
+		t.Fatal(causeChain(err))
 	}
 	t.Cleanup(func() { _ = h.TearDownPod(uid) })
 	if b, err := os.ReadFile(target); err != nil || string(b) != "in" {
@@ -186,7 +180,7 @@ func TestSubpathReal(t *testing.T) {
 		t.Fatal(err)
 	}
 	if _, err := h.PrepareSubpath(uid, "data", vol, "app", 0, "other"); err != nil {
-		t.Fatal(errorChain(err))
+		t.Fatal(causeChain(err))
 	}
 	if b, err := os.ReadFile(target); err != nil || string(b) != "other" {
 		t.Fatalf("read %q %v after the subPath changed", b, err)

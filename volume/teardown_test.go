@@ -152,7 +152,7 @@ func TestPodDirs(t *testing.T) {
 // TestTearDownRealMounts tears down a pod whose emptyDir has a real bind
 // mount inside (a directory of the node's own): unmounted, never emptied.
 func TestTearDownRealMounts(t *testing.T) {
-	skipUnlessRoot(t)
+	localNeedsRoot(t)
 	root, node := t.TempDir(), t.TempDir()
 	if err := os.WriteFile(filepath.Join(node, "precious"), nil, 0o644); err != nil {
 		t.Fatal(err)
