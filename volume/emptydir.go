@@ -1,6 +1,7 @@
 package volume
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -26,6 +27,9 @@ func (h *Host) setUpEmptyDir(pod *v1.Pod, vol *v1.Volume) (Mounted, error) {
 			return Mounted{}, err
 		}
 	case src.Medium == v1.StorageMediumMemory:
+		if h.Mounter == nil {
+			return Mounted{}, errors.New("memory storage requested, but mounter is nil")
+		}
 		if err := makeWorldWritableDir(dir); err != nil {
 			return Mounted{}, err
 		}
