@@ -41,7 +41,8 @@ func (h *Host) setUpContent(ctx context.Context, pod *v1.Pod, vol *v1.Volume) (M
 	_, err = os.Lstat(filepath.Join(dir, atomicwriter.DataDirName))
 	first := errors.Is(err, fs.ErrNotExist)
 	if memory {
-		err = h.mountTmpfs(dir, nil)
+		// Sized as the memory emptyDir upstream wraps it in.
+		err = h.mountTmpfs(dir, emptyDirMemorySize(h.NodeAllocatable.Memory(), nil, pod))
 	} else {
 		err = makeContentDir(dir)
 	}
