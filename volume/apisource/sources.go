@@ -8,6 +8,7 @@ import (
 	"github.com/rs/zerolog"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/clock"
@@ -104,28 +105,25 @@ func (s *Sources) UnregisterPod(pod *v1.Pod) {
 // it does not exist, or the watch's error (Forbidden when the node may not
 // read it). One no registered pod references is read with a GET.
 func (s *Sources) ConfigMap(ctx context.Context, namespace, name string) (*v1.ConfigMap, error) {
-	obj, err := s.objects.get(ctx, KindConfigMap, namespace, name)
-	if err != nil {
-		return nil, err
-	}
-	cm, ok := obj.(*v1.ConfigMap)
-	if !ok {
-		return nil, fmt.Errorf("configmap %s/%s: unexpected object %T", namespace, name, obj)
-	}
-	return cm, nil
+	return get[*v1.ConfigMap](ctx, s.objects, KindConfigMap, namespace, name)
 }
 
 // Secret is ConfigMap for Secrets.
 func (s *Sources) Secret(ctx context.Context, namespace, name string) (*v1.Secret, error) {
-	obj, err := s.objects.get(ctx, KindSecret, namespace, name)
+	return get[*v1.Secret](ctx, s.objects, KindSecret, namespace, name)
+}
+
+func get[T runtime.Object](ctx context.Context, c *objectCache, kind, namespace, name string) (T, error) {
+	var zero T
+	obj, err := c.get(ctx, kind, namespace, name)
 	if err != nil {
-		return nil, err
+		return zero, err
 	}
-	secret, ok := obj.(*v1.Secret)
+	typed, ok := obj.(T)
 	if !ok {
-		return nil, fmt.Errorf("secret %s/%s: unexpected object %T", namespace, name, obj)
+		return zero, fmt.Errorf("%s %s/%s: unexpected object %T", kind, namespace, name, obj)
 	}
-	return secret, nil
+	return typed, nil
 }
 
 // PersistentVolumeClaim reads the claim with a GET: the Node authorizer

@@ -131,7 +131,11 @@ func newTokenClient(clk *testclock.FakeClock) *tokenClient {
 func TestServiceAccountTokenRequest(t *testing.T) {
 	clk := testclock.NewFakeClock(epoch)
 	c := newTokenClient(clk)
-	s := New(t.Context(), c, Options{Clock: clk})
+	// No cleanup in the background: it would drop the expired token
+	// before the last request can find it.
+	stopped, stop := context.WithCancel(t.Context())
+	stop()
+	s := New(stopped, c, Options{Clock: clk})
 	s.tokens.jitter = func() time.Duration { return 0 }
 	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "ns", UID: "uid-1"}, Spec: v1.PodSpec{ServiceAccountName: "sa"}}
 	ctx := t.Context()
