@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/ptr"
 )
 
 // kindAPI is how one kind of watched object is read.
@@ -32,39 +33,38 @@ type kindAPI struct {
 
 func kindAPIs(c kubernetes.Interface) map[string]*kindAPI {
 	return map[string]*kindAPI{
-		KindConfigMap: {
-			resource:  v1.Resource("configmap"),
-			newObject: func() runtime.Object { return &v1.ConfigMap{} },
-			isImmutable: func(o runtime.Object) bool {
-				cm, ok := o.(*v1.ConfigMap)
-				return ok && cm.Immutable != nil && *cm.Immutable
-			},
-			get: func(ctx context.Context, ns, name string) (runtime.Object, error) {
-				return c.CoreV1().ConfigMaps(ns).Get(ctx, name, metav1.GetOptions{})
-			},
-			list: func(ctx context.Context, ns string, o metav1.ListOptions) (runtime.Object, error) {
-				return c.CoreV1().ConfigMaps(ns).List(ctx, o)
-			},
-			watch: func(ctx context.Context, ns string, o metav1.ListOptions) (watch.Interface, error) {
-				return c.CoreV1().ConfigMaps(ns).Watch(ctx, o)
-			},
+		KindConfigMap: newKindAPI("configmap", func() *v1.ConfigMap { return &v1.ConfigMap{} },
+			func(cm *v1.ConfigMap) *bool { return cm.Immutable },
+			func(ns string) typedClient[*v1.ConfigMap, *v1.ConfigMapList] { return c.CoreV1().ConfigMaps(ns) }),
+		KindSecret: newKindAPI("secret", func() *v1.Secret { return &v1.Secret{} },
+			func(s *v1.Secret) *bool { return s.Immutable },
+			func(ns string) typedClient[*v1.Secret, *v1.SecretList] { return c.CoreV1().Secrets(ns) }),
+	}
+}
+
+// typedClient is what a kind's typed client in a namespace offers.
+type typedClient[T, L runtime.Object] interface {
+	Get(ctx context.Context, name string, opts metav1.GetOptions) (T, error)
+	List(ctx context.Context, opts metav1.ListOptions) (L, error)
+	Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error)
+}
+
+func newKindAPI[T, L runtime.Object](resource string, newObject func() T, immutable func(T) *bool, client func(namespace string) typedClient[T, L]) *kindAPI {
+	return &kindAPI{
+		resource:  v1.Resource(resource),
+		newObject: func() runtime.Object { return newObject() },
+		isImmutable: func(o runtime.Object) bool {
+			t, ok := o.(T)
+			return ok && ptr.Deref(immutable(t), false)
 		},
-		KindSecret: {
-			resource:  v1.Resource("secret"),
-			newObject: func() runtime.Object { return &v1.Secret{} },
-			isImmutable: func(o runtime.Object) bool {
-				s, ok := o.(*v1.Secret)
-				return ok && s.Immutable != nil && *s.Immutable
-			},
-			get: func(ctx context.Context, ns, name string) (runtime.Object, error) {
-				return c.CoreV1().Secrets(ns).Get(ctx, name, metav1.GetOptions{})
-			},
-			list: func(ctx context.Context, ns string, o metav1.ListOptions) (runtime.Object, error) {
-				return c.CoreV1().Secrets(ns).List(ctx, o)
-			},
-			watch: func(ctx context.Context, ns string, o metav1.ListOptions) (watch.Interface, error) {
-				return c.CoreV1().Secrets(ns).Watch(ctx, o)
-			},
+		get: func(ctx context.Context, ns, name string) (runtime.Object, error) {
+			return client(ns).Get(ctx, name, metav1.GetOptions{})
+		},
+		list: func(ctx context.Context, ns string, o metav1.ListOptions) (runtime.Object, error) {
+			return client(ns).List(ctx, o)
+		},
+		watch: func(ctx context.Context, ns string, o metav1.ListOptions) (watch.Interface, error) {
+			return client(ns).Watch(ctx, o)
 		},
 	}
 }
