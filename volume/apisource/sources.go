@@ -103,7 +103,8 @@ func (s *Sources) UnregisterPod(pod *v1.Pod) {
 // ConfigMap returns the ConfigMap from its watch once the watch has listed
 // (waiting within ctx), an error for which apierrors.IsNotFound holds when
 // it does not exist, or the watch's error (Forbidden when the node may not
-// read it). One no registered pod references is read with a GET.
+// read it). One no registered pod references is read with a GET. The
+// object is the cache's own: callers must not change it.
 func (s *Sources) ConfigMap(ctx context.Context, namespace, name string) (*v1.ConfigMap, error) {
 	return get[*v1.ConfigMap](ctx, s.objects, KindConfigMap, namespace, name)
 }
