@@ -1,6 +1,7 @@
 package bootstrap
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -28,8 +29,10 @@ import (
 	"github.com/actorlet/actorlet/podruntime"
 	"github.com/actorlet/actorlet/server/auth"
 	"github.com/actorlet/actorlet/server/stats"
+	"github.com/actorlet/actorlet/supervision"
 	"github.com/actorlet/actorlet/version"
 	"github.com/actorlet/actorlet/volume"
+	"github.com/actorlet/actorlet/volume/apisource"
 )
 
 // outcome tells the bootstrap actor what to do after a step.
@@ -337,6 +340,18 @@ func (a *Actor) runtimeEnv() (*runtimeEnv, error) {
 	}
 	env.volumes = &volume.Host{RootDir: a.deps.RootDir, NodeName: a.deps.NodeName,
 		NodeAllocatable: allocatable, Mounter: mount.New("")}
+	if a.deps.Kube != nil {
+		// The objects volumes show, read as the node: a watch per object
+		// the node's pods reference, whose changes refresh those pods.
+		system, vm := a.p.System.ActorSystem, a.child(volumemanager.Kind)
+		sources := apisource.New(context.Background(), a.deps.Kube, apisource.Options{
+			OnChange: func(kind, namespace, name string) {
+				supervision.TellFromOutside(system, vm, &messages.VolumeSourceChanged{Kind: kind, Namespace: namespace, Name: name})
+			},
+			Log: a.log.With().Str("component", "volume-sources").Logger(),
+		})
+		env.volumes.Sources, env.volumeSources = sources, sources
+	}
 	mem := capacity[v1.ResourceMemory]
 	env.runtime = &podruntime.Runtime{RT: a.deps.Runtime, Img: a.deps.Images, Opts: podruntime.Options{
 		ClusterDNS: c.ClusterDNS, ClusterDomain: c.ClusterDomain, ResolvConf: deref(c.ResolverConfig),
