@@ -329,11 +329,19 @@ func hasContent(pod *v1.Pod) bool {
 	return false
 }
 
+// KindPod in an EvSourceChanged names a pod whose own volume source changed.
+const KindPod = "Pod"
+
 // reads reports whether the pod's volumes show the object: a configMap or
-// secret volume, or a projection of one.
+// secret volume, or a projection of one; or the pod itself (KindPod).
 func reads(pod *v1.Pod, kind, namespace, name string) bool {
 	if pod == nil || pod.Namespace != namespace {
 		return false
+	}
+	if kind == KindPod {
+		// Something only this pod reads changed (its pod certificate
+		// was issued).
+		return pod.Name == name
 	}
 	for i := range pod.Spec.Volumes {
 		src := &pod.Spec.Volumes[i].VolumeSource
