@@ -7,12 +7,15 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/actorlet/actorlet/volume"
 )
 
 // ContainerConfig is the ContainerConfig of the container's instance number
 // restartCount, as upstream's generateContainerConfig. image is the resolved
 // image reference to run; podIPs are the sandbox's IPs (status.podIP(s)).
-func ContainerConfig(pod *v1.Pod, c *v1.Container, restartCount int, podIPs []string, image string, opts Options) (*runtimeapi.ContainerConfig, error) {
+// vols are the pod's volumes as set up on the host.
+func ContainerConfig(pod *v1.Pod, c *v1.Container, restartCount int, podIPs []string, image string, vols map[string]volume.Mounted, opts Options) (*runtimeapi.ContainerConfig, error) {
 	if !hostUsers(pod) {
 		return nil, errUserNamespacesNotImplemented
 	}
@@ -39,6 +42,10 @@ func ContainerConfig(pod *v1.Pod, c *v1.Container, restartCount int, podIPs []st
 	if err != nil {
 		return nil, err
 	}
+	mounts, err := containerMounts(pod, c, vols, lookup, opts)
+	if err != nil {
+		return nil, err
+	}
 	return &runtimeapi.ContainerConfig{
 		Metadata:    &runtimeapi.ContainerMetadata{Name: c.Name, Attempt: uint32(restartCount)},
 		Image:       &runtimeapi.ImageSpec{Image: image, UserSpecifiedImage: c.Image},
@@ -46,6 +53,7 @@ func ContainerConfig(pod *v1.Pod, c *v1.Container, restartCount int, podIPs []st
 		Args:        expandAll(c.Args, lookup),
 		WorkingDir:  c.WorkingDir,
 		Envs:        envs,
+		Mounts:      mounts,
 		Labels:      containerLabels(pod, c),
 		Annotations: annotations,
 		LogPath:     ContainerLogPath(c.Name, restartCount),

@@ -46,6 +46,9 @@ type Options struct {
 	// (ImagePullBackOff). Nil: the backoff passed to SyncPod is used for
 	// them too, under keys of their own.
 	PullBackoff *Backoff
+	// Subpaths prepares the bind mounts of subPath volume mounts; nil
+	// refuses them.
+	Subpaths Subpaths
 	// Recorder receives upstream's events about pods and their containers
 	// (pulls, starts, kills, back-offs, failures); nil records none.
 	Recorder record.EventRecorder

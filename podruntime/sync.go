@@ -10,6 +10,8 @@ import (
 	"google.golang.org/grpc/status"
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/actorlet/actorlet/volume"
 )
 
 // SyncResult is the outcome of one SyncPod pass, for the pod worker.
@@ -35,14 +37,28 @@ type SyncResult struct {
 // SyncPod: observe, compute the actions, kill what must die, (re)create the
 // sandbox, start the next init container or the app containers. backoff is
 // the crash-loop backoff (nil: none). Cancelling ctx (the pod is being
-// deleted) aborts a pull or a start promptly.
-func (r *Runtime) SyncPod(ctx context.Context, pod *v1.Pod, backoff *Backoff) SyncResult {
+// deleted) aborts a pull or a start promptly. vols are the pod's volumes,
+// set up on the host, which its containers mount.
+func (r *Runtime) SyncPod(ctx context.Context, pod *v1.Pod, vols map[string]volume.Mounted, backoff *Backoff) SyncResult {
 	now := passTime(backoff)
 	status, err := r.GetPodStatus(ctx, pod.UID, pod.Name, pod.Namespace)
 	if err != nil {
 		return r.result(ctx, pod, nil, nil, nil, 0, err, now)
 	}
-	return r.sync(ctx, pod, backoff, status, now)
+	return r.sync(ctx, pod, vols, backoff, status, now)
+}
+
+// ObservePod reports the pod's status without acting on it: its volumes
+// are not ready, so nothing of it may be created yet, and containers not
+// created show ContainerCreating. fresh: the runtime is known to hold
+// nothing of the pod (see SyncNewPod).
+func (r *Runtime) ObservePod(ctx context.Context, pod *v1.Pod, fresh bool) SyncResult {
+	now := time.Now()
+	if fresh {
+		empty := &PodStatus{UID: pod.UID, Name: pod.Name, Namespace: pod.Namespace}
+		return r.result(ctx, pod, nil, empty, func(context.Context) *PodStatus { return empty }, 0, nil, now)
+	}
+	return r.result(ctx, pod, nil, nil, nil, 0, nil, now)
 }
 
 // SyncNewPod is SyncPod for a pod the runtime is known to hold nothing of:
@@ -51,8 +67,8 @@ func (r *Runtime) SyncPod(ctx context.Context, pod *v1.Pod, backoff *Backoff) Sy
 // observation instead of listing the pod, as upstream's first sync of a pod
 // starts from the PLEG's cache: two CRI calls fewer per new pod, each a scan
 // of every sandbox or container in containerd.
-func (r *Runtime) SyncNewPod(ctx context.Context, pod *v1.Pod, backoff *Backoff) SyncResult {
-	return r.sync(ctx, pod, backoff, &PodStatus{UID: pod.UID, Name: pod.Name, Namespace: pod.Namespace}, passTime(backoff))
+func (r *Runtime) SyncNewPod(ctx context.Context, pod *v1.Pod, vols map[string]volume.Mounted, backoff *Backoff) SyncResult {
+	return r.sync(ctx, pod, vols, backoff, &PodStatus{UID: pod.UID, Name: pod.Name, Namespace: pod.Namespace}, passTime(backoff))
 }
 
 func passTime(backoff *Backoff) time.Time {
@@ -62,9 +78,9 @@ func passTime(backoff *Backoff) time.Time {
 	return time.Now()
 }
 
-func (r *Runtime) sync(ctx context.Context, pod *v1.Pod, backoff *Backoff, status *PodStatus, now time.Time) SyncResult {
+func (r *Runtime) sync(ctx context.Context, pod *v1.Pod, vols map[string]volume.Mounted, backoff *Backoff, status *PodStatus, now time.Time) SyncResult {
 	actions := ComputePodActions(pod, status, backoff, now)
-	s := &syncPass{r: r, pod: pod, status: status, backoff: backoff, waiting: map[string]WaitingReason{}}
+	s := &syncPass{r: r, pod: pod, vols: vols, status: status, backoff: backoff, waiting: map[string]WaitingReason{}}
 	for _, b := range actions.BackingOff {
 		s.waiting[b.Name] = WaitingReason{ReasonCrashLoopBackOff, b.Message}
 		s.retryAfter(b.Remaining)
@@ -108,6 +124,7 @@ func (r *Runtime) result(ctx context.Context, pod *v1.Pod, waiting map[string]Wa
 type syncPass struct {
 	r       *Runtime
 	pod     *v1.Pod
+	vols    map[string]volume.Mounted
 	status  *PodStatus
 	backoff *Backoff
 	waiting map[string]WaitingReason
@@ -268,7 +285,7 @@ func (s *syncPass) startContainer(ctx context.Context, c *v1.Container) bool {
 	err := r.verifyRunAsNonRoot(ctx, pod, c, img.image)
 	var cfg *runtimeapi.ContainerConfig
 	if err == nil {
-		cfg, err = ContainerConfig(pod, c, restartCount, s.podIPs, img.ref, r.Opts)
+		cfg, err = ContainerConfig(pod, c, restartCount, s.podIPs, img.ref, s.vols, r.Opts)
 	}
 	if err != nil {
 		failed("", err.Error())

@@ -1,6 +1,7 @@
 package bootstrap
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/mount-utils"
 
 	"github.com/actorlet/actorlet/actors/apiserver"
 	"github.com/actorlet/actorlet/actors/configsource"
@@ -17,6 +19,7 @@ import (
 	"github.com/actorlet/actorlet/actors/pleg"
 	"github.com/actorlet/actorlet/actors/podmanager"
 	"github.com/actorlet/actorlet/actors/statusreporter"
+	"github.com/actorlet/actorlet/actors/volumemanager"
 	"github.com/actorlet/actorlet/config"
 	"github.com/actorlet/actorlet/dependencies"
 	"github.com/actorlet/actorlet/logging"
@@ -26,7 +29,10 @@ import (
 	"github.com/actorlet/actorlet/podruntime"
 	"github.com/actorlet/actorlet/server/auth"
 	"github.com/actorlet/actorlet/server/stats"
+	"github.com/actorlet/actorlet/supervision"
 	"github.com/actorlet/actorlet/version"
+	"github.com/actorlet/actorlet/volume"
+	"github.com/actorlet/actorlet/volume/apisource"
 )
 
 // outcome tells the bootstrap actor what to do after a step.
@@ -205,11 +211,18 @@ var runtimeActors = []struct {
 			Runtime: d.Runtime, Images: d.Images, PLEG: a.child(pleg.Kind), Events: d.Events, Log: a.log,
 		}), nil)
 	}},
+	{volumemanager.Kind, func(a *Actor, env *runtimeEnv) *actor.Props {
+		return a.p.System.Registry.Props(volumemanager.Kind, volumemanager.New(volumemanager.Params{
+			Host: env.volumes, Registrar: env.volumeSources, PodManager: a.child(podmanager.Kind),
+			Resync: a.cfg.SyncFrequency.Duration, Events: a.deps.Events, Log: a.log,
+		}), nil)
+	}},
 	{podmanager.Kind, func(a *Actor, env *runtimeEnv) *actor.Props {
 		return a.p.System.Registry.Props(podmanager.Kind, podmanager.New(podmanager.Params{
 			Registry: a.p.System.Registry, Runtime: env.runtime, MaxContainerRestartPeriod: env.maxRestartPeriod,
 			Sources: env.sources, MaxPods: int(a.cfg.MaxPods), Allocatable: env.allocatable,
-			StatusReporter: a.child(statusreporter.Kind), ConfigSource: a.child(configsource.Kind), Log: a.log,
+			StatusReporter: a.child(statusreporter.Kind), ConfigSource: a.child(configsource.Kind),
+			VolumeManager: a.child(volumemanager.Kind), Log: a.log,
 		}), podmanager.WorkerStrategy(a.p.System.Registry))
 	}},
 	{configsource.Kind, func(a *Actor, env *runtimeEnv) *actor.Props {
@@ -269,6 +282,10 @@ type runtimeEnv struct {
 	capacity         v1.ResourceList
 	allocatable      v1.ResourceList
 	maxRestartPeriod time.Duration
+	// volumes sets up pods' volumes; volumeSources (nil without an API
+	// server) reads the API objects they show.
+	volumes       *volume.Host
+	volumeSources volumemanager.Registrar
 }
 
 // child is the PID of the runtime actor of kind; children are named by kind.
@@ -321,6 +338,20 @@ func (a *Actor) runtimeEnv() (*runtimeEnv, error) {
 	if a.deps.Kube != nil {
 		env.sources = append(env.sources, messages.SourceAPI)
 	}
+	env.volumes = &volume.Host{RootDir: a.deps.RootDir, NodeName: a.deps.NodeName,
+		NodeAllocatable: allocatable, Mounter: mount.New("")}
+	if a.deps.Kube != nil {
+		// The objects volumes show, read as the node: a watch per object
+		// the node's pods reference, whose changes refresh those pods.
+		system, vm := a.p.System.ActorSystem, a.child(volumemanager.Kind)
+		sources := apisource.New(context.Background(), a.deps.Kube, apisource.Options{
+			OnChange: func(kind, namespace, name string) {
+				supervision.TellFromOutside(system, vm, &messages.VolumeSourceChanged{Kind: kind, Namespace: namespace, Name: name})
+			},
+			Log: a.log.With().Str("component", "volume-sources").Logger(),
+		})
+		env.volumes.Sources, env.volumeSources = sources, sources
+	}
 	mem := capacity[v1.ResourceMemory]
 	env.runtime = &podruntime.Runtime{RT: a.deps.Runtime, Img: a.deps.Images, Opts: podruntime.Options{
 		ClusterDNS: c.ClusterDNS, ClusterDomain: c.ClusterDomain, ResolvConf: deref(c.ResolverConfig),
@@ -330,6 +361,7 @@ func (a *Actor) runtimeEnv() (*runtimeEnv, error) {
 		RuntimeRequestTimeout: c.RuntimeRequestTimeout.Duration,
 		Recorder:              a.deps.Events,
 		PodLogsDir:            c.PodLogsDir,
+		Subpaths:              env.volumes,
 	}}
 	return env, nil
 }

@@ -72,6 +72,12 @@ type PodState struct {
 	// ReportedGone: the status-reporter was told the pod is finished and
 	// removed when its worker stopped it, before the removal ended.
 	ReportedGone bool
+	// VolumesAsked: the volume-manager was asked to set up the pod's
+	// volumes; it is told to tear them down when the worker is done.
+	VolumesAsked bool
+	// Volumes are the pod's volumes once the volume-manager set them up,
+	// resent to a restarted worker.
+	Volumes messages.PodVolumes
 }
 
 // hasWorker reports whether the pod has a live worker.
@@ -173,6 +179,15 @@ type EvOrphansFound struct{ Pods []messages.PodRef }
 // still stopping); the pod's next update brings it back.
 type EvSpawnFailed struct{ UID types.UID }
 
+// EvVolumesReady: the volume-manager set up every volume of the pod.
+type EvVolumesReady struct {
+	UID     types.UID
+	Volumes messages.PodVolumes
+}
+
+// EvVolumeManagerRestarted: the volume-manager lost what it knew.
+type EvVolumeManagerRestarted struct{}
+
 func (EvStarted) isEvent()       {}
 func (EvRuntimeListed) isEvent() {}
 func (EvSourceSet) isEvent()     {}
@@ -183,6 +198,9 @@ func (EvWorkerDone) isEvent()    {}
 func (EvRuntimeEvents) isEvent() {}
 func (EvOrphansFound) isEvent()  {}
 func (EvSpawnFailed) isEvent()   {}
+func (EvVolumesReady) isEvent()  {}
+
+func (EvVolumeManagerRestarted) isEvent() {}
 
 // Command is what the actor must do at the edge after a step.
 type Command interface{ isCommand() }
@@ -233,6 +251,14 @@ type CmdReportFinished struct {
 // status-reporter check it now.
 type CmdCheckMirror struct{ UID types.UID }
 
+// CmdMountVolumes: ask the volume-manager to set up the pod's volumes (or
+// to refresh them: the pod's metadata changed).
+type CmdMountVolumes struct{ Pod *v1.Pod }
+
+// CmdUnmountVolumes: nothing of the pod runs any more; have the
+// volume-manager tear its volumes down.
+type CmdUnmountVolumes struct{ UID types.UID }
+
 // CmdLog: log Message about a pod at Level, with Fields.
 type CmdLog struct {
 	Level   zerolog.Level
@@ -250,6 +276,8 @@ func (CmdReportStatus) isCommand()   {}
 func (CmdReportFinished) isCommand() {}
 func (CmdCheckMirror) isCommand()    {}
 func (CmdLog) isCommand()            {}
+func (CmdMountVolumes) isCommand()   {}
+func (CmdUnmountVolumes) isCommand() {}
 
 // Step is the pod-manager's transition function: it applies one event at
 // time now and returns the commands to carry out, in order. It does no I/O
@@ -309,6 +337,19 @@ func (m *Machine) Step(ev Event, now time.Time) []Command {
 		}
 	case EvSpawnFailed:
 		delete(m.pods, e.UID)
+	case EvVolumesReady:
+		if p, ok := m.pods[e.UID]; ok && p.VolumesAsked && p.Volumes == nil {
+			p.Volumes = e.Volumes
+			if p.Phase == Running {
+				m.tell(e.UID, &messages.VolumesReady{UID: e.UID, Volumes: e.Volumes})
+			}
+		}
+	case EvVolumeManagerRestarted:
+		for _, uid := range slices.Sorted(maps.Keys(m.pods)) {
+			if p := m.pods[uid]; p.VolumesAsked && p.Phase == Running {
+				m.emit(CmdMountVolumes{Pod: p.Pod})
+			}
+		}
 	default:
 		panic(fmt.Sprintf("podmanager: unknown event %T", ev))
 	}
@@ -411,8 +452,16 @@ func (m *Machine) upsert(source string, pod *v1.Pod, now time.Time) {
 			p.Pod = pod
 			m.endPod(uid, p)
 		case p.Phase == Running && specChanged(p.Pod, pod):
+			refresh := p.VolumesAsked
 			p.Pod = pod
 			m.tell(uid, &messages.UpdatePod{Pod: pod})
+			if refresh {
+				m.emit(CmdMountVolumes{Pod: pod})
+			}
+		case p.Phase == Running && p.VolumesAsked && metadataChanged(p.Pod, pod):
+			// Downward API volumes show the pod's labels and annotations.
+			p.Pod = pod
+			m.emit(CmdMountVolumes{Pod: pod})
 		default:
 			p.Pod = pod
 		}
@@ -438,13 +487,13 @@ func (m *Machine) upsert(source string, pod *v1.Pod, now time.Time) {
 		m.emit(CmdReportFinished{Pod: pod})
 		return
 	}
+	p := &PodState{Phase: Running, Pod: pod, Source: source}
+	m.spawn(p, uid, pod.Name, pod.Namespace)
 	if len(pod.Spec.Volumes) > 0 {
-		// Said once per pod, so that nobody mistakes a missing mount for a
-		// bug in their application.
-		m.log(zerolog.WarnLevel, "volumes are not implemented yet: the pod's containers run without their volume mounts",
-			map[string]any{"pod": fullName(pod), "volumes": len(pod.Spec.Volumes)})
+		// Its worker creates no container before the volumes are ready.
+		p.VolumesAsked = true
+		m.emit(CmdMountVolumes{Pod: pod})
 	}
-	m.spawn(&PodState{Phase: Running, Pod: pod, Source: source}, uid, pod.Name, pod.Namespace)
 }
 
 // admitted returns the pods admission counts against the node: those that
@@ -530,6 +579,9 @@ func (m *Machine) resume(uid types.UID) {
 		return
 	case p.Pod != nil:
 		m.tell(uid, &messages.UpdatePod{Pod: p.Pod})
+		if p.Volumes != nil && p.Phase == Running {
+			m.tell(uid, &messages.VolumesReady{UID: uid, Volumes: p.Volumes})
+		}
 	}
 	if p.Terminate != nil {
 		m.tell(uid, p.Terminate)
@@ -545,6 +597,12 @@ func (m *Machine) done(uid types.UID, now time.Time) {
 		return
 	}
 	m.emit(CmdStopWorker{UID: uid})
+	if p.VolumesAsked || p.Phase == Orphaned {
+		// Nothing of the pod runs: its volumes go. An orphan's may be
+		// there from an earlier actorlet.
+		m.emit(CmdUnmountVolumes{UID: uid})
+		p.VolumesAsked, p.Volumes = false, nil
+	}
 	if p.Phase == Running || p.Phase == Ending {
 		// The pod ran to completion: it stays, with its final status, for
 		// as long as its source has it, and is not started again. A pod
@@ -678,3 +736,8 @@ func (m *Machine) Summary() string {
 // Pod returns the state of one pod; nil when
 // the pod-manager holds no such pod.
 func (m *Machine) Pod(uid types.UID) *PodState { return m.pods[uid] }
+
+// metadataChanged reports whether the pod's labels or annotations differ.
+func metadataChanged(old, cur *v1.Pod) bool {
+	return !maps.Equal(old.Labels, cur.Labels) || !maps.Equal(old.Annotations, cur.Annotations)
+}

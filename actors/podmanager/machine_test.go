@@ -76,7 +76,19 @@ var (
 	ready = []at{{0, EvStarted{First: true}}, {0, set(messages.SourceFile)}, {0, set(messages.SourceAPI)}}
 	// aRuns: pod a of the API server runs (its worker has started).
 	aRuns = append(slices.Clip(ready), at{0, set(messages.SourceAPI, podA)}, at{0, EvWorkerStarted{UID: "a"}})
+	// vPod is pod a with a volume; vRuns: it runs, its volumes asked for.
+	vPod        = withVolume(podA)
+	vRelabelled = withLabel(vPod, "tier", "web")
+	vChanged    = withGeneration(vPod, 2, "busybox:2")
+	vRuns       = append(slices.Clip(ready), at{0, set(messages.SourceAPI, vPod)}, at{0, EvWorkerStarted{UID: "a"}})
+	vols        = messages.PodVolumes{"v": {Name: "v", Path: "/var/lib/kubelet/pods/a/volumes/kubernetes.io~empty-dir/v"}}
 )
+
+func withLabel(p *v1.Pod, k, v string) *v1.Pod {
+	p = p.DeepCopy()
+	p.Labels = map[string]string{k: v}
+	return p
+}
 
 func then(before []at, evs ...at) []at { return append(slices.Clip(before), evs...) }
 
@@ -126,8 +138,31 @@ func TestStep(t *testing.T) {
 			[]Command{spawn("a")}, Running},
 		{"a static pod never starts fresh", then(ready, at{0, EvRuntimeListed{UIDs: map[types.UID]bool{}}}, at{0, set(messages.SourceFile, podA)}),
 			[]Command{spawn("a")}, Running},
-		{"a pod with volumes is run with a warning", then(ready, at{0, set(messages.SourceAPI, withVolume(podA))}),
-			[]Command{CmdLog{Level: zerolog.WarnLevel, Message: "volumes are not implemented yet: the pod's containers run without their volume mounts", Fields: map[string]any{"pod": "default/p-a", "volumes": 1}}, spawn("a")}, Running},
+		// Volumes.
+		{"a pod with volumes gets a worker and its volumes asked for", then(ready, at{0, set(messages.SourceAPI, vPod)}),
+			[]Command{spawn("a"), CmdMountVolumes{Pod: vPod}}, Running},
+		{"volumes ready go to the worker", then(vRuns, at{0, EvVolumesReady{UID: "a", Volumes: vols}}),
+			[]Command{tell("a", &messages.VolumesReady{UID: "a", Volumes: vols})}, Running},
+		{"and only once", then(vRuns, at{0, EvVolumesReady{UID: "a", Volumes: vols}}, at{0, EvVolumesReady{UID: "a", Volumes: vols}}),
+			nil, Running},
+		{"a restarted worker gets its pod and its volumes", then(vRuns, at{0, EvVolumesReady{UID: "a", Volumes: vols}}, at{0, EvWorkerStarted{UID: "a"}}),
+			[]Command{tell("a", &messages.UpdatePod{Pod: vPod}), tell("a", &messages.VolumesReady{UID: "a", Volumes: vols})}, Running},
+		{"a pod without volumes asks for none", then(ready, at{0, set(messages.SourceAPI, podA)}, at{0, EvVolumesReady{UID: "a", Volumes: vols}}),
+			nil, Running},
+		{"new labels refresh the volumes", then(vRuns, at{0, set(messages.SourceAPI, vRelabelled)}),
+			[]Command{CmdMountVolumes{Pod: vRelabelled}}, Running},
+		{"a new spec refreshes them too", then(vRuns, at{0, set(messages.SourceAPI, vChanged)}),
+			[]Command{tell("a", &messages.UpdatePod{Pod: vChanged}), CmdMountVolumes{Pod: vChanged}}, Running},
+		{"a done worker's volumes are unmounted", then(vRuns, at{0, set(messages.SourceAPI)}, at{0, EvWorkerDone{UID: "a"}}),
+			[]Command{CmdStopWorker{UID: "a"}, CmdUnmountVolumes{UID: "a"}, CmdReportFinished{Pod: vPod, Removed: true}}, absent},
+		{"a pod that ran to completion too", then(vRuns, at{0, EvWorkerDone{UID: "a"}}),
+			[]Command{CmdStopWorker{UID: "a"}, CmdUnmountVolumes{UID: "a"}, CmdReportFinished{Pod: vPod}}, Finished},
+		{"a restarted volume-manager is asked again for running pods", then(vRuns, at{0, EvVolumeManagerRestarted{}}),
+			[]Command{CmdMountVolumes{Pod: vPod}}, Running},
+		{"but not for terminating ones", then(vRuns, at{0, set(messages.SourceAPI)}, at{0, EvVolumeManagerRestarted{}}),
+			nil, Terminating},
+		{"volumes ready for a terminating pod are not passed on", then(vRuns, at{0, set(messages.SourceAPI)}, at{0, EvVolumesReady{UID: "a", Volumes: vols}}),
+			nil, Terminating},
 		{"the started worker gets its pod", aRuns,
 			[]Command{tell("a", &messages.UpdatePod{Pod: podA})}, Running},
 		{"a pod beyond maxPods is rejected", then(ready, at{0, set(messages.SourceAPI, testPod("x", ""), testPod("y", ""), testPod("z", ""), podA)}),
@@ -222,8 +257,8 @@ func TestStep(t *testing.T) {
 				CmdSpawnWorker{UID: "a", Name: "p-a", Namespace: "default", Orphan: true}}, Orphaned},
 		{"an orphan's worker gets its termination", then(ready, at{0, EvOrphansFound{Pods: []messages.PodRef{{UID: "a", Name: "p-a", Namespace: "default"}}}}, at{0, EvWorkerStarted{UID: "a"}}),
 			[]Command{tell("a", orphanTerm)}, Orphaned},
-		{"an orphan is forgotten unreported", then(ready, at{0, EvOrphansFound{Pods: []messages.PodRef{{UID: "a", Name: "p-a", Namespace: "default"}}}}, at{0, EvWorkerDone{UID: "a"}}),
-			[]Command{CmdStopWorker{UID: "a"}}, absent},
+		{"an orphan is forgotten unreported, its volumes torn down", then(ready, at{0, EvOrphansFound{Pods: []messages.PodRef{{UID: "a", Name: "p-a", Namespace: "default"}}}}, at{0, EvWorkerDone{UID: "a"}}),
+			[]Command{CmdStopWorker{UID: "a"}, CmdUnmountVolumes{UID: "a"}}, absent},
 
 		// Mirror pods.
 		{"a mirror pod is never run", then(ready, at{0, set(messages.SourceAPI, mirror("web-node", "default", "m", false))}),
@@ -290,7 +325,7 @@ func describe(cmds []Command) string {
 // pods in a phase with a worker have one; admission holds; nothing ended,
 // deleted or mirrored runs.
 func TestInvariants(t *testing.T) {
-	pods := []*v1.Pod{testPod("a", "1"), testPod("b", "1"), testPod("c", "1"), testPod("d", "")}
+	pods := []*v1.Pod{testPod("a", "1"), testPod("b", "1"), withVolume(testPod("c", "1")), withVolume(testPod("d", ""))}
 	variants := func(p *v1.Pod) []*v1.Pod {
 		return []*v1.Pod{p, withGeneration(p, 2, "other"), deleting(p, 0), deleting(p, 3),
 			withPhase(p.DeepCopy(), v1.PodSucceeded, ""), withPhase(p.DeepCopy(), v1.PodFailed, "")}
@@ -299,7 +334,7 @@ func TestInvariants(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	randomEvent := func() Event {
 		uid := uids[rng.IntN(len(uids))]
-		switch rng.IntN(10) {
+		switch rng.IntN(11) {
 		case 0, 1, 2:
 			source := []string{messages.SourceAPI, messages.SourceFile}[rng.IntN(2)]
 			var set []*v1.Pod
@@ -325,12 +360,20 @@ func TestInvariants(t *testing.T) {
 			return EvRuntimeEvents{Events: []messages.PodLifecycleEvent{started(string(uid), "p-"+string(uid))}}
 		case 8:
 			return EvOrphansFound{Pods: []messages.PodRef{{UID: uid, Name: "p-" + string(uid), Namespace: "default"}}}
+		case 9:
+			if rng.IntN(4) == 0 {
+				return EvVolumeManagerRestarted{}
+			}
+			return EvVolumesReady{UID: uid, Volumes: vols}
 		}
 		return EvSpawnFailed{UID: uid}
 	}
 	for run := range 3000 {
 		m := newTestMachine()
 		live := map[types.UID]bool{}
+		// mounted: the volume-manager was asked for the pod's volumes
+		// and not yet told to tear them down.
+		mounted := map[types.UID]bool{}
 		now := t0
 		history := []Event{EvStarted{First: true}}
 		check := func(cmds []Command) {
@@ -351,9 +394,22 @@ func TestInvariants(t *testing.T) {
 						fail("stopped %s, which has no worker", c.UID)
 					}
 					delete(live, c.UID)
+					if mounted[c.UID] && !slices.Contains(cmds, Command(CmdUnmountVolumes(c))) {
+						fail("stopped %s's worker, its volumes left mounted", c.UID)
+					}
+				case CmdMountVolumes:
+					if p := m.Pod(c.Pod.UID); p == nil || p.Phase != Running || len(c.Pod.Spec.Volumes) == 0 {
+						fail("asked for the volumes of %s, which does not run or has none", c.Pod.UID)
+					}
+					mounted[c.Pod.UID] = true
+				case CmdUnmountVolumes:
+					delete(mounted, c.UID)
 				case CmdTell:
 					if !live[c.UID] {
 						fail("told %s, which has no worker, %T", c.UID, c.Message)
+					}
+					if _, ok := c.Message.(*messages.VolumesReady); ok && !mounted[c.UID] {
+						fail("told %s its volumes are ready, never asked for", c.UID)
 					}
 				}
 			}

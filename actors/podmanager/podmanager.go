@@ -34,6 +34,7 @@ import (
 	"github.com/actorlet/actorlet/messages"
 	"github.com/actorlet/actorlet/podruntime"
 	"github.com/actorlet/actorlet/supervision"
+	"github.com/actorlet/actorlet/volume"
 )
 
 // Kind is this actor's kind in the registry and on the dashboard.
@@ -42,8 +43,9 @@ const Kind = "pod-manager"
 // Runtime is what the pod-manager and its workers need of the container
 // runtime (podruntime.Runtime).
 type Runtime interface {
-	SyncPod(ctx context.Context, pod *v1.Pod, backoff *podruntime.Backoff) podruntime.SyncResult
-	SyncNewPod(ctx context.Context, pod *v1.Pod, backoff *podruntime.Backoff) podruntime.SyncResult
+	SyncPod(ctx context.Context, pod *v1.Pod, vols map[string]volume.Mounted, backoff *podruntime.Backoff) podruntime.SyncResult
+	SyncNewPod(ctx context.Context, pod *v1.Pod, vols map[string]volume.Mounted, backoff *podruntime.Backoff) podruntime.SyncResult
+	ObservePod(ctx context.Context, pod *v1.Pod, fresh bool) podruntime.SyncResult
 	Kill(ctx context.Context, k podruntime.Kill) error
 	ListPods(ctx context.Context) ([]*podruntime.PodStatus, error)
 	PodUIDs(ctx context.Context) (map[types.UID]bool, error)
@@ -65,7 +67,10 @@ type Params struct {
 	// ConfigSource is asked to send every source's pods again when the
 	// pod-manager restarts, since a restart loses the desired set.
 	ConfigSource *actor.PID
-	Log          zerolog.Logger
+	// VolumeManager sets up the volumes of pods that have any; nil (in
+	// tests) takes every pod's volumes for ready, with none set up.
+	VolumeManager *actor.PID
+	Log           zerolog.Logger
 }
 
 // Actor is the pod-manager actor: it routes messages into its Machine as
@@ -126,6 +131,10 @@ func (a *Actor) Receive(ctx actor.Context) {
 		a.step(ctx, EvRuntimeEvents{Events: m.Events})
 	case *messages.OrphansFound:
 		a.step(ctx, EvOrphansFound{Pods: m.Pods})
+	case *messages.VolumesReady:
+		a.step(ctx, EvVolumesReady{UID: m.UID, Volumes: m.Volumes})
+	case *messages.VolumeManagerRestarted:
+		a.step(ctx, EvVolumeManagerRestarted{})
 	case *messages.ListPods:
 		ctx.Respond(a.m.List())
 	case *messages.HealthRequest:
@@ -181,6 +190,16 @@ func (a *Actor) execute(ctx actor.Context, c Command) (types.UID, bool) {
 		supervision.Tell(ctx, a.p.StatusReporter, &messages.CheckMirrorPod{UID: c.UID})
 	case CmdLog:
 		a.log.WithLevel(c.Level).Fields(c.Fields).Msg(c.Message)
+	case CmdMountVolumes:
+		if a.p.VolumeManager == nil {
+			supervision.Tell(ctx, ctx.Self(), &messages.VolumesReady{UID: c.Pod.UID, Volumes: messages.PodVolumes{}})
+			break
+		}
+		supervision.Tell(ctx, a.p.VolumeManager, &messages.MountVolumes{Pod: c.Pod})
+	case CmdUnmountVolumes:
+		if a.p.VolumeManager != nil {
+			supervision.Tell(ctx, a.p.VolumeManager, &messages.UnmountVolumes{UID: c.UID})
+		}
 	}
 	return "", true
 }
@@ -259,13 +278,23 @@ type workerRuntime struct {
 	fresh atomic.Bool
 }
 
-func (w *workerRuntime) SyncPod(ctx context.Context, pod *v1.Pod) podworker.SyncOutcome {
+func (w *workerRuntime) SyncPod(ctx context.Context, pod *v1.Pod, vols messages.PodVolumes) podworker.SyncOutcome {
 	var r podruntime.SyncResult
 	if w.fresh.CompareAndSwap(true, false) {
-		r = w.rt.SyncNewPod(ctx, pod, w.crashLoop)
+		r = w.rt.SyncNewPod(ctx, pod, vols, w.crashLoop)
 	} else {
-		r = w.rt.SyncPod(ctx, pod, w.crashLoop)
+		r = w.rt.SyncPod(ctx, pod, vols, w.crashLoop)
 	}
+	return outcome(r)
+}
+
+// ObservePod reports the status of a pod whose volumes are not ready; the
+// runtime still holds nothing of a fresh pod afterwards.
+func (w *workerRuntime) ObservePod(ctx context.Context, pod *v1.Pod) podworker.SyncOutcome {
+	return outcome(w.rt.ObservePod(ctx, pod, w.fresh.Load()))
+}
+
+func outcome(r podruntime.SyncResult) podworker.SyncOutcome {
 	out := podworker.SyncOutcome{Status: r.APIStatus, RetryAfter: r.RetryAfter, Err: r.Err}
 	if r.Settled {
 		out.Observed = r.Status.States()

@@ -19,6 +19,7 @@ import (
 	"github.com/actorlet/actorlet/messages"
 	"github.com/actorlet/actorlet/podruntime"
 	"github.com/actorlet/actorlet/supervision"
+	"github.com/actorlet/actorlet/volume"
 )
 
 // fakeRuntime records what the pod-manager's workers ask of the runtime;
@@ -32,11 +33,15 @@ type fakeRuntime struct {
 	firstPass map[types.UID]string
 }
 
-func (f *fakeRuntime) SyncPod(ctx context.Context, pod *v1.Pod, b *podruntime.Backoff) podruntime.SyncResult {
+func (f *fakeRuntime) SyncPod(ctx context.Context, pod *v1.Pod, _ map[string]volume.Mounted, b *podruntime.Backoff) podruntime.SyncResult {
 	return f.sync(pod, "listed")
 }
 
-func (f *fakeRuntime) SyncNewPod(ctx context.Context, pod *v1.Pod, b *podruntime.Backoff) podruntime.SyncResult {
+func (f *fakeRuntime) ObservePod(ctx context.Context, pod *v1.Pod, _ bool) podruntime.SyncResult {
+	return podruntime.SyncResult{}
+}
+
+func (f *fakeRuntime) SyncNewPod(ctx context.Context, pod *v1.Pod, _ map[string]volume.Mounted, b *podruntime.Backoff) podruntime.SyncResult {
 	return f.sync(pod, "new")
 }
 

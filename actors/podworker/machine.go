@@ -88,6 +88,9 @@ type State struct {
 	// ran, judged against what that sync observes once it ends.
 	changedMeanwhile bool
 	pending          []messages.PodLifecycleEvent
+	// volumes are the pod's volumes once the volume-manager set them up;
+	// until then a pod that has volumes is only observed, never acted on.
+	volumes messages.PodVolumes
 }
 
 // Event is what happens to a worker; one type per kind.
@@ -129,6 +132,9 @@ type EvSynced struct {
 // remove it.
 type EvStopped struct{ Gen uint64 }
 
+// EvVolumesReady: every volume of the pod is set up.
+type EvVolumesReady struct{ Volumes messages.PodVolumes }
+
 // EvKilled: a kill ended.
 type EvKilled struct {
 	Gen uint64
@@ -142,14 +148,21 @@ func (EvRetry) isEvent()          {}
 func (EvSynced) isEvent()         {}
 func (EvStopped) isEvent()        {}
 func (EvKilled) isEvent()         {}
+func (EvVolumesReady) isEvent()   {}
 
 // Command is what the actor must do at the edge after a step.
 type Command interface{ isCommand() }
 
-// CmdStartSync: run one sync pass of Pod, numbered Gen.
+// CmdStartSync: run one sync pass of Pod, numbered Gen, its containers
+// mounting Volumes. WaitingForVolumes: the pod has volumes that are not
+// set up yet; the pass only observes the pod and reports its status
+// (containers not created show ContainerCreating), as upstream's sync
+// waits for the volume manager before it creates anything.
 type CmdStartSync struct {
-	Gen uint64
-	Pod *v1.Pod
+	Gen               uint64
+	Pod               *v1.Pod
+	Volumes           messages.PodVolumes
+	WaitingForVolumes bool
 }
 
 // CmdCancelSync: cancel the sync pass in flight (its outcome still comes).
@@ -273,6 +286,14 @@ func Step(s State, ev Event) (State, []Command) {
 		}
 		s.stopped = true
 		return s, []Command{CmdReportStopped{}}
+	case EvVolumesReady:
+		if s.volumes != nil {
+			return s, nil // set once; their content changes in place
+		}
+		s.volumes = e.Volumes
+		if s.Phase == Syncing {
+			return s.syncOrMarkDirty()
+		}
 	case EvKilled:
 		if s.inFlight != opKill || e.Gen != s.gen {
 			return s, nil
@@ -322,7 +343,8 @@ func (s State) startSync() (State, []Command) {
 	}
 	s.gen++
 	s.inFlight, s.dirty, s.retryGen = opSync, false, 0
-	return s, []Command{CmdStartSync{Gen: s.gen, Pod: s.Pod}}
+	waiting := len(s.Pod.Spec.Volumes) > 0 && s.volumes == nil
+	return s, []Command{CmdStartSync{Gen: s.gen, Pod: s.Pod, Volumes: s.volumes, WaitingForVolumes: waiting}}
 }
 
 func (s State) startKill() (State, []Command) {

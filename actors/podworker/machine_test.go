@@ -49,7 +49,16 @@ var (
 	podA    = pod("a", 30)
 	podB    = pod("b", 30)
 	errBoom = errors.New("errBoom")
+	// podV has a volume; vols is it set up.
+	podV = withVolume(podA)
+	vols = messages.PodVolumes{"v": {Name: "v", Path: "/v"}}
 )
+
+func withVolume(p *v1.Pod) *v1.Pod {
+	p = p.DeepCopy()
+	p.Spec.Volumes = []v1.Volume{{Name: "v"}}
+	return p
+}
 
 // TestStep drives the machine through a sequence of events and checks the
 // commands of the last event and the phase reached. Generation numbers count
@@ -61,17 +70,35 @@ func TestStep(t *testing.T) {
 		want   []Command
 		phase  Phase
 	}{
+		// Volumes.
+		{"a pod with volumes not ready is only observed", []Event{EvUpdate{podV}},
+			[]Command{CmdStartSync{Gen: 1, Pod: podV, WaitingForVolumes: true}}, Syncing},
+		{"and observed again on runtime changes", []Event{EvUpdate{podV}, EvSynced{Gen: 1}, EvRuntimeChanged{}},
+			[]Command{CmdStartSync{Gen: 2, Pod: podV, WaitingForVolumes: true}}, Syncing},
+		{"volumes ready start the real sync", []Event{EvUpdate{podV}, EvSynced{Gen: 1}, EvVolumesReady{vols}},
+			[]Command{CmdStartSync{Gen: 2, Pod: podV, Volumes: vols}}, Syncing},
+		{"volumes ready during the observation sync after it", []Event{EvUpdate{podV}, EvVolumesReady{vols}, EvSynced{Gen: 1}},
+			[]Command{CmdStartSync{Gen: 2, Pod: podV, Volumes: vols}}, Syncing},
+		{"volumes ready before the pod", []Event{EvVolumesReady{vols}, EvUpdate{podV}},
+			[]Command{CmdStartSync{Gen: 1, Pod: podV, Volumes: vols}}, Syncing},
+		{"volumes ready again change nothing", []Event{EvUpdate{podV}, EvVolumesReady{vols}, EvSynced{Gen: 2}, EvVolumesReady{vols}},
+			nil, Syncing},
+		{"volumes ready for a terminating pod start nothing", []Event{EvUpdate{podV}, EvTerminate{}, EvVolumesReady{vols}},
+			nil, Terminating},
+		{"a pod without volumes never waits", []Event{EvUpdate{podA}},
+			[]Command{CmdStartSync{Gen: 1, Pod: podA}}, Syncing},
+
 		// Syncing.
 		{"first update starts a sync", []Event{EvUpdate{podA}},
-			[]Command{CmdStartSync{1, podA}}, Syncing},
+			[]Command{CmdStartSync{Gen: 1, Pod: podA}}, Syncing},
 		{"update during a sync coalesces", []Event{EvUpdate{podA}, EvUpdate{podB}},
 			nil, Syncing},
 		{"coalesced update syncs the latest spec after the pass", []Event{EvUpdate{podA}, EvUpdate{podB}, EvUpdate{podA}, EvSynced{Gen: 1}},
-			[]Command{CmdStartSync{2, podA}}, Syncing},
+			[]Command{CmdStartSync{Gen: 2, Pod: podA}}, Syncing},
 		{"runtime change during a sync syncs again after it", []Event{EvUpdate{podA}, EvRuntimeChanged{}, EvSynced{Gen: 1}},
-			[]Command{CmdStartSync{2, podA}}, Syncing},
+			[]Command{CmdStartSync{Gen: 2, Pod: podA}}, Syncing},
 		{"runtime change when idle syncs", []Event{EvUpdate{podA}, EvSynced{Gen: 1}, EvRuntimeChanged{}},
-			[]Command{CmdStartSync{2, podA}}, Syncing},
+			[]Command{CmdStartSync{Gen: 2, Pod: podA}}, Syncing},
 		{"clean pass with nothing pending rests", []Event{EvUpdate{podA}, EvSynced{Gen: 1}},
 			nil, Syncing},
 		{"backoff asks for a retry", []Event{EvUpdate{podA}, EvSynced{Gen: 1, RetryAfter: 20 * time.Second}},
@@ -79,7 +106,7 @@ func TestStep(t *testing.T) {
 		{"an error without backoff retries later", []Event{EvUpdate{podA}, EvSynced{Gen: 1, Err: errBoom}},
 			[]Command{CmdScheduleRetry{2, SyncErrorRetry}}, Syncing},
 		{"a due retry syncs", []Event{EvUpdate{podA}, EvSynced{Gen: 1, RetryAfter: time.Second}, EvRetry{Gen: 2}},
-			[]Command{CmdStartSync{3, podA}}, Syncing},
+			[]Command{CmdStartSync{Gen: 3, Pod: podA}}, Syncing},
 		{"a retry superseded by a sync is ignored", []Event{EvUpdate{podA}, EvSynced{Gen: 1, RetryAfter: time.Second}, EvRuntimeChanged{}, EvRetry{Gen: 2}},
 			nil, Syncing},
 		{"a retry during a sync marks it dirty", []Event{EvUpdate{podA}, EvSynced{Gen: 1, RetryAfter: time.Second}, EvRetry{Gen: 2}, EvRetry{Gen: 2}},
@@ -93,7 +120,7 @@ func TestStep(t *testing.T) {
 		{"the current pass's status is reported", []Event{EvUpdate{podA}, EvSynced{Gen: 1, Status: running}},
 			[]Command{CmdReportStatus{running}}, Syncing},
 		{"the status comes after the pass's follow-up", []Event{EvUpdate{podA}, EvUpdate{podB}, EvSynced{Gen: 1, Status: running}},
-			[]Command{CmdStartSync{2, podB}, CmdReportStatus{running}}, Syncing},
+			[]Command{CmdStartSync{Gen: 2, Pod: podB}, CmdReportStatus{running}}, Syncing},
 		{"a stale pass's status is dropped", []Event{EvUpdate{podA}, EvSynced{Gen: 7, Status: running}},
 			nil, Syncing},
 		{"a second outcome of one pass is dropped", []Event{EvUpdate{podA}, EvSynced{Gen: 1, Status: running}, EvSynced{Gen: 1, Status: running}},
@@ -108,27 +135,27 @@ func TestStep(t *testing.T) {
 		{"a change the settled pass observed needs no sync", []Event{EvUpdate{podA}, EvSynced{Gen: 1, Observed: observed}, EvRuntimeChanged{[]messages.PodLifecycleEvent{started("c1"), ready("s1")}}},
 			nil, Syncing},
 		{"a container that died since syncs", []Event{EvUpdate{podA}, EvSynced{Gen: 1, Observed: observed}, EvRuntimeChanged{[]messages.PodLifecycleEvent{died("c1")}}},
-			[]Command{CmdStartSync{2, podA}}, Syncing},
+			[]Command{CmdStartSync{Gen: 2, Pod: podA}}, Syncing},
 		{"a container the pass never saw syncs", []Event{EvUpdate{podA}, EvSynced{Gen: 1, Observed: observed}, EvRuntimeChanged{[]messages.PodLifecycleEvent{started("c9")}}},
-			[]Command{CmdStartSync{2, podA}}, Syncing},
+			[]Command{CmdStartSync{Gen: 2, Pod: podA}}, Syncing},
 		{"one unexplained change among explained ones syncs", []Event{EvUpdate{podA}, EvSynced{Gen: 1, Observed: observed}, EvRuntimeChanged{[]messages.PodLifecycleEvent{started("c1"), died("c2"), started("c3")}}},
-			[]Command{CmdStartSync{2, podA}}, Syncing},
+			[]Command{CmdStartSync{Gen: 2, Pod: podA}}, Syncing},
 		{"the removal of a container the pass saw syncs", []Event{EvUpdate{podA}, EvSynced{Gen: 1, Observed: observed}, EvRuntimeChanged{[]messages.PodLifecycleEvent{removed("c1")}}},
-			[]Command{CmdStartSync{2, podA}}, Syncing},
+			[]Command{CmdStartSync{Gen: 2, Pod: podA}}, Syncing},
 		{"the removal the pass made needs no sync", []Event{EvUpdate{podA}, EvSynced{Gen: 1, Observed: observed}, EvRuntimeChanged{[]messages.PodLifecycleEvent{removed("c0")}}},
 			nil, Syncing},
 		{"an unsettled pass explains nothing", []Event{EvUpdate{podA}, EvSynced{Gen: 1}, EvRuntimeChanged{[]messages.PodLifecycleEvent{started("c1")}}},
-			[]Command{CmdStartSync{2, podA}}, Syncing},
+			[]Command{CmdStartSync{Gen: 2, Pod: podA}}, Syncing},
 		{"changes during a pass that it observed need no second pass", []Event{EvUpdate{podA}, EvRuntimeChanged{[]messages.PodLifecycleEvent{started("c1")}}, EvSynced{Gen: 1, Observed: observed}},
 			nil, Syncing},
 		{"changes during a pass that it did not observe sync again", []Event{EvUpdate{podA}, EvRuntimeChanged{[]messages.PodLifecycleEvent{died("c1")}}, EvSynced{Gen: 1, Observed: observed}},
-			[]Command{CmdStartSync{2, podA}}, Syncing},
+			[]Command{CmdStartSync{Gen: 2, Pod: podA}}, Syncing},
 		{"changes during an unsettled pass sync again", []Event{EvUpdate{podA}, EvRuntimeChanged{[]messages.PodLifecycleEvent{started("c1")}}, EvSynced{Gen: 1}},
-			[]Command{CmdStartSync{2, podA}}, Syncing},
+			[]Command{CmdStartSync{Gen: 2, Pod: podA}}, Syncing},
 		{"changes before a pass are not judged by the next one", []Event{EvUpdate{podA}, EvRuntimeChanged{[]messages.PodLifecycleEvent{died("c1")}}, EvSynced{Gen: 1, Observed: observed}, EvRuntimeChanged{[]messages.PodLifecycleEvent{started("c1")}}},
 			nil, Syncing},
 		{"a later unsettled pass forgets the observation", []Event{EvUpdate{podA}, EvSynced{Gen: 1, Observed: observed}, EvUpdate{podB}, EvSynced{Gen: 2}, EvRuntimeChanged{[]messages.PodLifecycleEvent{started("c1")}}},
-			[]Command{CmdStartSync{3, podB}}, Syncing},
+			[]Command{CmdStartSync{Gen: 3, Pod: podB}}, Syncing},
 
 		// Termination.
 		{"terminate when idle kills with the pod's grace", []Event{EvUpdate{podA}, EvSynced{Gen: 1}, EvTerminate{}},

@@ -26,8 +26,11 @@ const Kind = "pod-worker"
 
 // Runtime is what a pod-worker needs of the container runtime.
 type Runtime interface {
-	// SyncPod runs one sync pass toward pod's spec.
-	SyncPod(ctx context.Context, pod *v1.Pod) SyncOutcome
+	// SyncPod runs one sync pass toward pod's spec, its containers
+	// mounting vols.
+	SyncPod(ctx context.Context, pod *v1.Pod, vols messages.PodVolumes) SyncOutcome
+	// ObservePod reports the pod's status without acting on it.
+	ObservePod(ctx context.Context, pod *v1.Pod) SyncOutcome
 	// KillPod stops the pod's containers within grace seconds, then removes
 	// its containers and sandboxes; stopped is called in between. pod is the
 	// latest spec, nil for an orphan.
@@ -130,6 +133,8 @@ func (a *Actor) Receive(ctx actor.Context) {
 		}
 	case *messages.PodKilled:
 		a.step(ctx, EvKilled{Gen: m.Gen, Err: m.Err})
+	case *messages.VolumesReady:
+		a.step(ctx, EvVolumesReady{Volumes: m.Volumes})
 	}
 }
 
@@ -161,7 +166,12 @@ func (a *Actor) execute(ctx actor.Context, c Command) {
 				panic("injected fault in sync work: " + fault)
 			}
 			start := time.Now()
-			out := rt.SyncPod(opCtx, c.Pod)
+			var out SyncOutcome
+			if c.WaitingForVolumes {
+				out = rt.ObservePod(opCtx, c.Pod)
+			} else {
+				out = rt.SyncPod(opCtx, c.Pod, c.Volumes)
+			}
 			metrics.PodWorkerDuration.WithLabelValues(op).Observe(time.Since(start).Seconds())
 			out.Gen = c.Gen
 			return &out

@@ -23,7 +23,9 @@ type blockingRuntime struct {
 	killed      chan int64
 }
 
-func (r *blockingRuntime) SyncPod(ctx context.Context, _ *v1.Pod) SyncOutcome {
+func (r *blockingRuntime) ObservePod(context.Context, *v1.Pod) SyncOutcome { return SyncOutcome{} }
+
+func (r *blockingRuntime) SyncPod(ctx context.Context, _ *v1.Pod, _ messages.PodVolumes) SyncOutcome {
 	r.syncStarted <- struct{}{}
 	<-ctx.Done()
 	r.syncEnded <- ctx.Err()
@@ -127,7 +129,9 @@ func TestTerminationCancelsALongSync(t *testing.T) {
 // countingRuntime's syncs succeed at once and are counted.
 type countingRuntime struct{ syncs chan struct{} }
 
-func (r *countingRuntime) SyncPod(context.Context, *v1.Pod) SyncOutcome {
+func (r *countingRuntime) ObservePod(context.Context, *v1.Pod) SyncOutcome { return SyncOutcome{} }
+
+func (r *countingRuntime) SyncPod(context.Context, *v1.Pod, messages.PodVolumes) SyncOutcome {
 	r.syncs <- struct{}{}
 	return SyncOutcome{}
 }

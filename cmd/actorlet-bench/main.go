@@ -71,6 +71,7 @@ func parseFlags(args []string) (options, error) {
 	fs.BoolVar(&o.verbose, "v", false, "log each step")
 	fs.StringVar(&o.agent.extraConfig, "config", "", "KubeletConfiguration YAML lines appended to the benchmark's (experiments, e.g. \"kubeAPIQPS: 100\")")
 	fs.IntVar(&o.agent.verbosity, "agent-v", 0, "actorlet's -v in its logs under results/")
+	fs.BoolVar(&saToken, "sa-token", false, "give every pod the default service-account token volume (the floor's pods get none)")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}

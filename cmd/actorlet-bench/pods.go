@@ -14,18 +14,24 @@ import (
 	"k8s.io/client-go/tools/cache"
 )
 
+// saToken, set by -sa-token, gives every actorlet pod the API server's
+// default service-account volume (kube-api-access-*: a token, the CA and
+// the namespace), as pods of real workloads have.
+var saToken bool
+
 // benchPod is the issue's workload: busybox `sleep 3600`, never pulled,
-// bound to the node, a grace period of 1 s and no service account token.
+// bound to the node, a grace period of 1 s and no service account token
+// (unless -sa-token).
 func benchPod(ns, name, nodeName, image string) *v1.Pod {
 	grace := int64(1)
-	no := false
+	automount := saToken
 	return &v1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
 		Spec: v1.PodSpec{
 			NodeName:                      nodeName,
 			RestartPolicy:                 v1.RestartPolicyAlways,
 			TerminationGracePeriodSeconds: &grace,
-			AutomountServiceAccountToken:  &no,
+			AutomountServiceAccountToken:  &automount,
 			Containers: []v1.Container{{Name: "c", Image: image, ImagePullPolicy: v1.PullNever,
 				Command: []string{"sh", "-c", "sleep 3600"}}},
 		},

@@ -27,6 +27,14 @@
 //     exists, as upstream reads it through cAdvisor, else from the sum of
 //     its containers. Pod network comes from /proc/<pid>/net/dev of the
 //     sandbox's process (its pid is in the verbose PodSandboxStatus).
+//   - pod volumes: the directories under ROOT/pods/UID/volumes, measured as
+//     upstream's plugins measure them (package volume): a walk of the
+//     volume's files on its own filesystem (upstream's MetricsDu) plus
+//     statfs for its filesystem's size, or statfs alone for a local
+//     PersistentVolume (MetricsStatFS). Each volume's figures are reused
+//     for a minute, upstream's default volume stats period. EmptyDirs on
+//     disk and configMap volumes count in the pod's ephemeral storage, as
+//     upstream's.
 //   - pressure (PSI): /proc/pressure for the node (cAdvisor has none on
 //     cgroup v1 and upstream then writes zeros), the pod cgroup's
 //     *.pressure on v2, CRI's for containers.
@@ -49,6 +57,6 @@
 // consumer cannot tell a fabricated 0 from a measured one. For the same
 // reason containerd's availableBytes of 0, its answer for a container
 // without a memory limit, is left out, and a pod's sum of its containers
-// has a figure only when every container has it. Volumes, process counts
-// and accelerators are not reported; actorlet has none of them yet.
+// has a figure only when every container has it. Process counts and
+// accelerators are not reported; actorlet has none of them yet.
 package stats

@@ -61,9 +61,11 @@ func (p *Provider) podLogsDir(ref statsapi.PodReference) string {
 
 // podEphemeralStorage is what the pod uses of the node's filesystem and
 // the image filesystem, as upstream's calcEphemeralStorage: its
-// containers' writable layers and logs, the files of its log directory
-// and its etc-hosts file. (Volumes: actorlet has none yet.)
-func (p *Provider) podEphemeralStorage(ps *statsapi.PodStats, nodeFs fsInfo, now time.Time) *statsapi.FsStats {
+// containers' writable layers and logs, its ephemeral volumes (an
+// emptyDir on disk, a configMap volume: upstream's
+// IsLocalEphemeralVolume), the files of its log directory and its
+// etc-hosts file.
+func (p *Provider) podEphemeralStorage(ps *statsapi.PodStats, vols []podVolume, nodeFs fsInfo, now time.Time) *statsapi.FsStats {
 	s := nodeFs.capacityStats()
 	s.Time = metaTime(now)
 	for _, c := range ps.Containers {
@@ -73,6 +75,11 @@ func (p *Provider) podEphemeralStorage(ps *statsapi.PodStats, nodeFs fsInfo, now
 		addUsage(s, deref(c.Rootfs.UsedBytes), deref(c.Rootfs.InodesUsed))
 		if c.Logs != nil {
 			addUsage(s, deref(c.Logs.UsedBytes), deref(c.Logs.InodesUsed))
+		}
+	}
+	for _, v := range vols {
+		if v.ephemeral {
+			addUsage(s, deref(v.stats.UsedBytes), deref(v.stats.InodesUsed))
 		}
 	}
 	if used, inodes, err := fileUsage(p.podLogsDir(ps.PodRef)); err == nil {

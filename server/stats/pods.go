@@ -69,7 +69,9 @@ func (p *Provider) podStats(ctx context.Context, now time.Time, onlyCPUAndMemory
 		p.addPodCPUAndMemory(ps, now)
 		if !onlyCPUAndMemory {
 			ps.Network = p.podNetwork(ctx, sandboxByID[id], now)
-			ps.EphemeralStorage = p.podEphemeralStorage(ps, nodeFs, now)
+			vols := p.podVolumes(ps.PodRef.UID, now)
+			ps.VolumeStats = volumeStats(vols)
+			ps.EphemeralStorage = p.podEphemeralStorage(ps, vols, nodeFs, now)
 		}
 		slices.SortFunc(ps.Containers, func(a, b statsapi.ContainerStats) int { return cmp.Compare(a.Name, b.Name) })
 		pods = append(pods, *ps)

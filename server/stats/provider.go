@@ -43,8 +43,9 @@ type Provider struct {
 	// NodeName is the summary's node.nodeName.
 	NodeName string
 	// RootDir is the kubelet's root directory (/var/lib/kubelet): its
-	// filesystem is the node's fs (nodefs), and pods/<UID>/etc-hosts
-	// counts in a pod's ephemeral storage.
+	// filesystem is the node's fs (nodefs), pods/<UID>/etc-hosts counts
+	// in a pod's ephemeral storage, and pods/<UID>/volumes holds the
+	// pod's volumes.
 	RootDir string
 	// PodLogsDir is the root of the pods' log directories; empty is
 	// /var/log/pods.
@@ -69,6 +70,8 @@ type Provider struct {
 
 	pidsMu      sync.Mutex
 	sandboxPIDs map[string]int // sandbox ID → pid of its process
+
+	volumes volumeCache
 }
 
 func (p *Provider) init() {
@@ -122,6 +125,7 @@ func (p *Provider) Summary(ctx context.Context, onlyCPUAndMemory bool) (*statsap
 		return nil, err
 	}
 	p.rates.forget(now.Add(-rateRetention))
+	p.volumes.forget(now.Add(-2 * volumeStatsPeriod))
 	return &statsapi.Summary{Node: node, Pods: pods}, nil
 }
 

@@ -1,0 +1,362 @@
+package volumemanager
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/actorlet/actorlet/messages"
+	"github.com/actorlet/actorlet/retry"
+	"github.com/actorlet/actorlet/volume"
+)
+
+// Phase is where one pod's volumes are.
+type Phase int
+
+const (
+	// Mounting: not every volume is set up yet (or the last try failed);
+	// the pod's containers wait.
+	Mounting Phase = iota
+	// Ready: every volume is set up and the pod-manager was told; content
+	// volumes are refreshed while the pod runs.
+	Ready
+	// TearingDown: nothing of the pod runs; its volumes are being
+	// unmounted and its directory removed.
+	TearingDown
+)
+
+func (p Phase) String() string {
+	switch p {
+	case Mounting:
+		return "mounting"
+	case Ready:
+		return "ready"
+	case TearingDown:
+		return "tearing down"
+	}
+	return fmt.Sprintf("Phase(%d)", int(p))
+}
+
+// Retry delays of a failed set-up, as upstream's exponential backoff of
+// volume operations.
+var mountBackoff = retry.Backoff{Initial: 500 * time.Millisecond, Max: 2*time.Minute + 2*time.Second}
+
+// entry is one pod's volumes.
+type entry struct {
+	phase Phase
+	pod   *v1.Pod
+	// gen numbers set-ups, so that a retry timer or an outcome that a newer
+	// one superseded is told apart.
+	gen uint64
+	// inFlight: a set-up runs; tearing: a teardown runs.
+	inFlight, tearing bool
+	// dirty: the pod changed, or a source it reads did, while a set-up
+	// ran: set up again when it ends.
+	dirty    bool
+	failures int
+	retryGen uint64
+	volumes  messages.PodVolumes
+	// again: the pod came back (the same UID given again by its source)
+	// while its volumes were torn down; set them up once that is over.
+	again *v1.Pod
+}
+
+// Machine holds every pod's volumes: which are wanted, where each pod's
+// set-up stands, and which pods read which API objects. Step is its only
+// mutator; it does no I/O and reads no clock.
+type Machine struct {
+	pods map[types.UID]*entry
+}
+
+// NewMachine returns a machine that knows no pod.
+func NewMachine() *Machine { return &Machine{pods: map[types.UID]*entry{}} }
+
+// Event is what happens to the volume-manager; one type per kind.
+type Event interface{ isEvent() }
+
+// EvMount: the pod-manager wants the pod's volumes (again: its metadata
+// changed).
+type EvMount struct{ Pod *v1.Pod }
+
+// EvUnmount: nothing of the pod runs any more.
+type EvUnmount struct{ UID types.UID }
+
+// EvSetUp: a set-up ended.
+type EvSetUp struct {
+	UID     types.UID
+	Gen     uint64
+	Volumes messages.PodVolumes
+	Err     error
+}
+
+// EvTornDown: a teardown ended.
+type EvTornDown struct {
+	UID types.UID
+	Err error
+}
+
+// EvRetry: a retry timer fired.
+type EvRetry struct {
+	UID types.UID
+	Gen uint64
+}
+
+// EvSourceChanged: an API object that volumes read changed.
+type EvSourceChanged struct{ Kind, Namespace, Name string }
+
+// EvResync: the periodic timer: refresh every ready pod's content volumes.
+type EvResync struct{}
+
+// EvOrphans: pod directories that no known pod owns.
+type EvOrphans struct{ UIDs []types.UID }
+
+func (EvMount) isEvent()         {}
+func (EvUnmount) isEvent()       {}
+func (EvSetUp) isEvent()         {}
+func (EvTornDown) isEvent()      {}
+func (EvRetry) isEvent()         {}
+func (EvSourceChanged) isEvent() {}
+func (EvResync) isEvent()        {}
+func (EvOrphans) isEvent()       {}
+
+// Command is what the actor must do at the edge after a step.
+type Command interface{ isCommand() }
+
+// CmdSetUp: set up (or refresh) every volume of Pod, off the mailbox;
+// numbered Gen. First: the pod's first set-up, whose API references the
+// object cache must learn.
+type CmdSetUp struct {
+	Gen   uint64
+	Pod   *v1.Pod
+	First bool
+}
+
+// CmdReady: tell the pod-manager that the pod's volumes are ready.
+type CmdReady struct {
+	UID     types.UID
+	Volumes messages.PodVolumes
+}
+
+// CmdFailed: a set-up failed; record the FailedMount event on the pod.
+type CmdFailed struct {
+	Pod *v1.Pod
+	Err error
+}
+
+// CmdScheduleRetry: send EvRetry{UID, Gen} after After.
+type CmdScheduleRetry struct {
+	UID   types.UID
+	Gen   uint64
+	After time.Duration
+}
+
+// CmdTearDown: unmount the pod's volumes and remove its directory, off the
+// mailbox. Pod, when known, is released from the object cache.
+type CmdTearDown struct {
+	UID types.UID
+	Pod *v1.Pod
+}
+
+func (CmdSetUp) isCommand()         {}
+func (CmdReady) isCommand()         {}
+func (CmdFailed) isCommand()        {}
+func (CmdScheduleRetry) isCommand() {}
+func (CmdTearDown) isCommand()      {}
+
+// Phase is the phase of the pod's volumes, and whether the machine knows
+// the pod.
+func (m *Machine) Phase(uid types.UID) (Phase, bool) {
+	e, ok := m.pods[uid]
+	if !ok {
+		return 0, false
+	}
+	return e.phase, true
+}
+
+// Tracked reports whether the machine holds the pod's volumes in any phase.
+func (m *Machine) Tracked(uid types.UID) bool { _, ok := m.pods[uid]; return ok }
+
+// Step applies one event and returns the commands to carry out.
+func (m *Machine) Step(ev Event) []Command {
+	switch e := ev.(type) {
+	case EvMount:
+		en, ok := m.pods[e.Pod.UID]
+		if !ok {
+			en = &entry{pod: e.Pod}
+			m.pods[e.Pod.UID] = en
+			return en.setUp(true)
+		}
+		if en.phase == TearingDown {
+			en.again = e.Pod
+			return nil
+		}
+		en.pod = e.Pod
+		return en.setUpOrMarkDirty()
+	case EvUnmount:
+		en, ok := m.pods[e.UID]
+		if !ok {
+			// Never set up here, or set up by an earlier actorlet whose
+			// directory is still there: tear down whatever is.
+			m.pods[e.UID] = &entry{phase: TearingDown, tearing: true}
+			return []Command{CmdTearDown{UID: e.UID}}
+		}
+		en.again = nil
+		if en.phase == TearingDown {
+			return nil
+		}
+		en.phase, en.retryGen, en.dirty = TearingDown, 0, false
+		if en.inFlight {
+			return nil // the set-up's end starts the teardown
+		}
+		en.tearing = true
+		return []Command{CmdTearDown{UID: e.UID, Pod: en.pod}}
+	case EvSetUp:
+		en, ok := m.pods[e.UID]
+		if !ok || !en.inFlight || e.Gen != en.gen {
+			return nil
+		}
+		en.inFlight = false
+		if en.phase == TearingDown {
+			en.tearing = true
+			return []Command{CmdTearDown{UID: e.UID, Pod: en.pod}}
+		}
+		var cmds []Command
+		if e.Err != nil {
+			en.failures++
+			cmds = append(cmds, CmdFailed{Pod: en.pod, Err: e.Err})
+			if en.dirty {
+				return append(cmds, en.setUp(false)...)
+			}
+			en.gen++
+			en.retryGen = en.gen
+			return append(cmds, CmdScheduleRetry{UID: e.UID, Gen: en.gen, After: mountBackoff.After(en.failures)})
+		}
+		en.failures = 0
+		en.volumes = e.Volumes
+		if en.phase == Mounting {
+			en.phase = Ready
+			cmds = append(cmds, CmdReady{UID: e.UID, Volumes: e.Volumes})
+		}
+		if en.dirty {
+			cmds = append(cmds, en.setUp(false)...)
+		}
+		return cmds
+	case EvTornDown:
+		en, ok := m.pods[e.UID]
+		if !ok || !en.tearing {
+			return nil
+		}
+		delete(m.pods, e.UID)
+		if en.again != nil {
+			// Its source gave the pod back: set it up afresh.
+			ne := &entry{pod: en.again}
+			m.pods[e.UID] = ne
+			return ne.setUp(true)
+		}
+		return nil
+	case EvRetry:
+		en, ok := m.pods[e.UID]
+		if !ok || en.retryGen == 0 || e.Gen != en.retryGen || en.phase == TearingDown {
+			return nil
+		}
+		en.retryGen = 0
+		return en.setUpOrMarkDirty()
+	case EvSourceChanged:
+		var cmds []Command
+		for _, uid := range m.sortedUIDs() {
+			en := m.pods[uid]
+			if en.phase != TearingDown && reads(en.pod, e.Kind, e.Namespace, e.Name) {
+				cmds = append(cmds, en.setUpOrMarkDirty()...)
+			}
+		}
+		return cmds
+	case EvResync:
+		var cmds []Command
+		for _, uid := range m.sortedUIDs() {
+			en := m.pods[uid]
+			if en.phase == Ready && hasContent(en.pod) {
+				cmds = append(cmds, en.setUpOrMarkDirty()...)
+			}
+		}
+		return cmds
+	case EvOrphans:
+		var cmds []Command
+		for _, uid := range e.UIDs {
+			if _, ok := m.pods[uid]; ok {
+				continue // a pod that came meanwhile, or one being torn down
+			}
+			m.pods[uid] = &entry{phase: TearingDown, tearing: true}
+			cmds = append(cmds, CmdTearDown{UID: uid})
+		}
+		return cmds
+	default:
+		panic(fmt.Sprintf("volumemanager: unknown event %T", ev))
+	}
+}
+
+func (m *Machine) sortedUIDs() []types.UID {
+	uids := make([]types.UID, 0, len(m.pods))
+	for uid := range m.pods {
+		uids = append(uids, uid)
+	}
+	slices.Sort(uids)
+	return uids
+}
+
+func (en *entry) setUpOrMarkDirty() []Command {
+	if en.inFlight {
+		en.dirty = true
+		return nil
+	}
+	return en.setUp(false)
+}
+
+func (en *entry) setUp(first bool) []Command {
+	en.gen++
+	en.inFlight, en.dirty, en.retryGen = true, false, 0
+	return []Command{CmdSetUp{Gen: en.gen, Pod: en.pod, First: first}}
+}
+
+func hasContent(pod *v1.Pod) bool {
+	for i := range pod.Spec.Volumes {
+		if volume.HasContent(&pod.Spec.Volumes[i]) {
+			return true
+		}
+	}
+	return false
+}
+
+// KindPod in an EvSourceChanged names a pod whose own volume source changed.
+const KindPod = "Pod"
+
+// reads reports whether the pod's volumes show the object: a configMap or
+// secret volume, or a projection of one; or the pod itself (KindPod).
+func reads(pod *v1.Pod, kind, namespace, name string) bool {
+	if pod == nil || pod.Namespace != namespace {
+		return false
+	}
+	if kind == KindPod {
+		// Something only this pod reads changed (its pod certificate
+		// was issued).
+		return pod.Name == name
+	}
+	for i := range pod.Spec.Volumes {
+		src := &pod.Spec.Volumes[i].VolumeSource
+		switch {
+		case kind == "ConfigMap" && src.ConfigMap != nil && src.ConfigMap.Name == name,
+			kind == "Secret" && src.Secret != nil && src.Secret.SecretName == name:
+			return true
+		case src.Projected != nil:
+			for _, p := range src.Projected.Sources {
+				if kind == "ConfigMap" && p.ConfigMap != nil && p.ConfigMap.Name == name ||
+					kind == "Secret" && p.Secret != nil && p.Secret.Name == name {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}

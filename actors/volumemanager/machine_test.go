@@ -1,0 +1,195 @@
+package volumemanager
+
+import (
+	"errors"
+	"fmt"
+	"reflect"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/actorlet/actorlet/messages"
+)
+
+func testPod(uid string, vols ...v1.Volume) *v1.Pod {
+	return &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p-" + uid, Namespace: "default", UID: types.UID(uid)},
+		Spec: v1.PodSpec{Volumes: vols}}
+}
+
+var (
+	emptyDir = v1.Volume{Name: "scratch", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{}}}
+	cmVol    = v1.Volume{Name: "config", VolumeSource: v1.VolumeSource{ConfigMap: &v1.ConfigMapVolumeSource{LocalObjectReference: v1.LocalObjectReference{Name: "cm"}}}}
+	projVol  = v1.Volume{Name: "kube-api-access", VolumeSource: v1.VolumeSource{Projected: &v1.ProjectedVolumeSource{Sources: []v1.VolumeProjection{
+		{Secret: &v1.SecretProjection{LocalObjectReference: v1.LocalObjectReference{Name: "s"}}},
+		{ServiceAccountToken: &v1.ServiceAccountTokenProjection{Path: "token"}}}}}}
+	podA  = testPod("a", emptyDir)
+	podC  = testPod("c", cmVol)
+	podP  = testPod("p", projVol)
+	volsA = messages.PodVolumes{"scratch": {Name: "scratch", Path: "/pods/a/volumes/kubernetes.io~empty-dir/scratch"}}
+	errNo = errors.New("configmap \"cm\" not found")
+)
+
+func setUp(gen uint64, p *v1.Pod, first bool) CmdSetUp {
+	return CmdSetUp{Gen: gen, Pod: p, First: first}
+}
+
+// TestStep drives the machine through events and checks the commands of the
+// last one, and the phase of pod a (or c, p: the first pod named) after it.
+func TestStep(t *testing.T) {
+	const absent = Phase(-1)
+	for _, tc := range []struct {
+		name   string
+		uid    types.UID
+		events []Event
+		want   []Command
+		phase  Phase
+	}{
+		{"a new pod's volumes are set up", "a", []Event{EvMount{podA}},
+			[]Command{setUp(1, podA, true)}, Mounting},
+		{"set up: the pod-manager is told", "a", []Event{EvMount{podA}, EvSetUp{UID: "a", Gen: 1, Volumes: volsA}},
+			[]Command{CmdReady{UID: "a", Volumes: volsA}}, Ready},
+		{"a failure is reported and retried", "c", []Event{EvMount{podC}, EvSetUp{UID: "c", Gen: 1, Err: errNo}},
+			[]Command{CmdFailed{Pod: podC, Err: errNo}, CmdScheduleRetry{UID: "c", Gen: 2, After: 500 * time.Millisecond}}, Mounting},
+		{"later failures wait longer", "c", []Event{EvMount{podC}, EvSetUp{UID: "c", Gen: 1, Err: errNo}, EvRetry{UID: "c", Gen: 2}, EvSetUp{UID: "c", Gen: 3, Err: errNo}},
+			[]Command{CmdFailed{Pod: podC, Err: errNo}, CmdScheduleRetry{UID: "c", Gen: 4, After: time.Second}}, Mounting},
+		{"the retry sets up again", "c", []Event{EvMount{podC}, EvSetUp{UID: "c", Gen: 1, Err: errNo}, EvRetry{UID: "c", Gen: 2}},
+			[]Command{setUp(3, podC, false)}, Mounting},
+		{"a superseded retry does nothing", "c", []Event{EvMount{podC}, EvSetUp{UID: "c", Gen: 1, Err: errNo}, EvSourceChanged{"ConfigMap", "default", "cm"}, EvRetry{UID: "c", Gen: 2}},
+			nil, Mounting},
+		{"the object appearing sets up at once", "c", []Event{EvMount{podC}, EvSetUp{UID: "c", Gen: 1, Err: errNo}, EvSourceChanged{"ConfigMap", "default", "cm"}},
+			[]Command{setUp(3, podC, false)}, Mounting},
+		{"an object of another namespace does not", "c", []Event{EvMount{podC}, EvSetUp{UID: "c", Gen: 1, Err: errNo}, EvSourceChanged{"ConfigMap", "other", "cm"}},
+			nil, Mounting},
+		{"nor one of another kind", "c", []Event{EvMount{podC}, EvSetUp{UID: "c", Gen: 1, Err: errNo}, EvSourceChanged{"Secret", "default", "cm"}},
+			nil, Mounting},
+		{"a projected secret is read", "p", []Event{EvMount{podP}, EvSetUp{UID: "p", Gen: 1}, EvSourceChanged{"Secret", "default", "s"}},
+			[]Command{setUp(2, podP, false)}, Ready},
+		{"a change of the pod's own source refreshes it", "p", []Event{EvMount{podP}, EvSetUp{UID: "p", Gen: 1}, EvSourceChanged{KindPod, "default", "p-p"}},
+			[]Command{setUp(2, podP, false)}, Ready},
+		{"another pod's does not", "p", []Event{EvMount{podP}, EvSetUp{UID: "p", Gen: 1}, EvSourceChanged{KindPod, "default", "p-a"}},
+			nil, Ready},
+		{"a change during a set-up sets up again after it", "c", []Event{EvMount{podC}, EvSourceChanged{"ConfigMap", "default", "cm"}, EvSetUp{UID: "c", Gen: 1}},
+			[]Command{CmdReady{UID: "c"}, setUp(2, podC, false)}, Ready},
+		{"an update of a ready pod refreshes it", "a", []Event{EvMount{podA}, EvSetUp{UID: "a", Gen: 1, Volumes: volsA}, EvMount{podA}},
+			[]Command{setUp(2, podA, false)}, Ready},
+		{"and a refresh does not tell the pod-manager again", "a", []Event{EvMount{podA}, EvSetUp{UID: "a", Gen: 1, Volumes: volsA}, EvMount{podA}, EvSetUp{UID: "a", Gen: 2, Volumes: volsA}},
+			nil, Ready},
+		{"a stale outcome is dropped", "a", []Event{EvMount{podA}, EvSetUp{UID: "a", Gen: 7, Volumes: volsA}},
+			nil, Mounting},
+		{"resync refreshes ready content volumes", "c", []Event{EvMount{podC}, EvSetUp{UID: "c", Gen: 1}, EvResync{}},
+			[]Command{setUp(2, podC, false)}, Ready},
+		{"but not an emptyDir", "a", []Event{EvMount{podA}, EvSetUp{UID: "a", Gen: 1, Volumes: volsA}, EvResync{}},
+			nil, Ready},
+		{"nor a pod still mounting (its retry does)", "c", []Event{EvMount{podC}, EvResync{}},
+			nil, Mounting},
+
+		// Teardown.
+		{"unmount tears down", "a", []Event{EvMount{podA}, EvSetUp{UID: "a", Gen: 1, Volumes: volsA}, EvUnmount{UID: "a"}},
+			[]Command{CmdTearDown{UID: "a", Pod: podA}}, TearingDown},
+		{"torn down: forgotten", "a", []Event{EvMount{podA}, EvSetUp{UID: "a", Gen: 1, Volumes: volsA}, EvUnmount{UID: "a"}, EvTornDown{UID: "a"}},
+			nil, absent},
+		{"unmount during a set-up waits for it", "a", []Event{EvMount{podA}, EvUnmount{UID: "a"}},
+			nil, TearingDown},
+		{"then tears down", "a", []Event{EvMount{podA}, EvUnmount{UID: "a"}, EvSetUp{UID: "a", Gen: 1, Volumes: volsA}},
+			[]Command{CmdTearDown{UID: "a", Pod: podA}}, TearingDown},
+		{"an unknown pod's leftovers are torn down", "a", []Event{EvUnmount{UID: "a"}},
+			[]Command{CmdTearDown{UID: "a"}}, TearingDown},
+		{"a second unmount does nothing", "a", []Event{EvMount{podA}, EvSetUp{UID: "a", Gen: 1}, EvUnmount{UID: "a"}, EvUnmount{UID: "a"}},
+			nil, TearingDown},
+		{"a retry during teardown does nothing", "c", []Event{EvMount{podC}, EvSetUp{UID: "c", Gen: 1, Err: errNo}, EvUnmount{UID: "c"}, EvRetry{UID: "c", Gen: 2}},
+			nil, TearingDown},
+		{"a pod given back during teardown is set up after it", "a", []Event{EvMount{podA}, EvSetUp{UID: "a", Gen: 1}, EvUnmount{UID: "a"}, EvMount{podA}, EvTornDown{UID: "a"}},
+			[]Command{setUp(1, podA, true)}, Mounting},
+		{"a failed teardown is forgotten too (the orphan search retries)", "a", []Event{EvMount{podA}, EvSetUp{UID: "a", Gen: 1}, EvUnmount{UID: "a"}, EvTornDown{UID: "a", Err: errNo}},
+			nil, absent},
+
+		// Orphaned directories.
+		{"orphaned directories are torn down", "a", []Event{EvOrphans{UIDs: []types.UID{"a"}}},
+			[]Command{CmdTearDown{UID: "a"}}, TearingDown},
+		{"never a tracked pod's", "a", []Event{EvMount{podA}, EvOrphans{UIDs: []types.UID{"a"}}},
+			nil, Mounting},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := NewMachine()
+			var got []Command
+			for _, ev := range tc.events {
+				got = m.Step(ev)
+			}
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("commands:\n got %s\nwant %s", fmt.Sprintf("%+v", got), fmt.Sprintf("%+v", tc.want))
+			}
+			phase, ok := m.Phase(tc.uid)
+			if !ok {
+				phase = absent
+			}
+			if phase != tc.phase {
+				t.Errorf("phase %v, want %v", phase, tc.phase)
+			}
+		})
+	}
+}
+
+// TestAtMostOneOperationPerPod drives random events and checks that a pod
+// never has two set-ups or teardowns at once, and that nothing is set up
+// while it is torn down.
+func TestAtMostOneOperationPerPod(t *testing.T) {
+	pods := []*v1.Pod{podA, podC, podP}
+	for seed := range 500 {
+		m := NewMachine()
+		inFlight := map[types.UID]uint64{} // gen of the set-up in flight
+		tearing := map[types.UID]bool{}
+		r := uint64(seed)*2654435761 + 1
+		next := func(n int) int { r = r*6364136223846793005 + 1442695040888963407; return int((r >> 33) % uint64(n)) }
+		for range 40 {
+			p := pods[next(len(pods))]
+			var ev Event
+			switch next(7) {
+			case 0:
+				ev = EvMount{p}
+			case 1:
+				ev = EvUnmount{p.UID}
+			case 2:
+				var err error
+				if next(2) == 0 {
+					err = errNo
+				}
+				ev = EvSetUp{UID: p.UID, Gen: inFlight[p.UID], Err: err}
+				delete(inFlight, p.UID)
+			case 3:
+				if tearing[p.UID] {
+					delete(tearing, p.UID)
+					ev = EvTornDown{UID: p.UID}
+				} else {
+					ev = EvResync{}
+				}
+			case 4:
+				ev = EvSourceChanged{"ConfigMap", "default", "cm"}
+			case 5:
+				en := m.pods[p.UID]
+				if en == nil {
+					continue
+				}
+				ev = EvRetry{UID: p.UID, Gen: en.retryGen}
+			default:
+				ev = EvOrphans{UIDs: []types.UID{p.UID}}
+			}
+			for _, c := range m.Step(ev) {
+				switch c := c.(type) {
+				case CmdSetUp:
+					if _, busy := inFlight[c.Pod.UID]; busy || tearing[c.Pod.UID] {
+						t.Fatalf("seed %d: a second operation for %s", seed, c.Pod.UID)
+					}
+					inFlight[c.Pod.UID] = c.Gen
+				case CmdTearDown:
+					if _, busy := inFlight[c.UID]; busy || tearing[c.UID] {
+						t.Fatalf("seed %d: teardown of %s during another operation", seed, c.UID)
+					}
+					tearing[c.UID] = true
+				}
+			}
+		}
+	}
+}

@@ -1,0 +1,241 @@
+// Package volumemanager holds the volume-manager actor. It owns the volumes
+// of every pod on the node: it sets up a pod's volumes before any of its
+// containers is created (the pod-worker waits for VolumesReady), keeps
+// their content current while the pod runs (configMaps, secrets, downward
+// API, service-account tokens), and tears them down once nothing of the
+// pod runs. Directories of pods that are gone (actorlet was down when they
+// went) are found and removed.
+//
+// Its decisions are a Machine (machine.go), with no I/O; the actor (this
+// file) turns messages into the machine's events and carries out the
+// commands, running every mount and API read off its mailbox.
+package volumemanager
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/rs/zerolog"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
+
+	"github.com/actorlet/actorlet/messages"
+	"github.com/actorlet/actorlet/supervision"
+	"github.com/actorlet/actorlet/volume"
+)
+
+// Kind is this actor's kind in the registry and on the dashboard.
+const Kind = "volume-manager"
+
+// Upstream's event reason for a volume that could not be set up.
+const EventFailedMount = "FailedMount"
+
+// Registrar tells the object cache which pods reference which API objects
+// (volume/apisource), so that it watches exactly those.
+type Registrar interface {
+	RegisterPod(pod *v1.Pod)
+	UnregisterPod(pod *v1.Pod)
+}
+
+// Params configure the volume-manager.
+type Params struct {
+	Host *volume.Host
+	// Registrar, when set, learns each pod's references before its first
+	// set-up, and forgets them at its teardown.
+	Registrar Registrar
+	// PodManager receives VolumesReady, and answers ListPods.
+	PodManager *actor.PID
+	// Resync is the period of content refreshes and of the search for
+	// orphaned pod directories (the kubelet's syncFrequency).
+	Resync time.Duration
+	// SetUpTimeout bounds one pod's set-up.
+	SetUpTimeout time.Duration
+	Events       record.EventRecorder
+	Log          zerolog.Logger
+}
+
+// Actor is the volume-manager actor.
+type Actor struct {
+	p     Params
+	log   zerolog.Logger
+	m     *Machine
+	first bool
+	// listing: a ListPods for the orphan search is out.
+	listing     bool
+	cancelTimer func() bool
+}
+
+// New returns a producer of the volume-manager.
+func New(p Params) actor.Producer {
+	var incarnations atomic.Int32
+	if p.Resync <= 0 {
+		p.Resync = time.Minute
+	}
+	if p.SetUpTimeout <= 0 {
+		p.SetUpTimeout = 2 * time.Minute
+	}
+	return func() actor.Actor {
+		return &Actor{p: p, log: p.Log.With().Str("actor", Kind).Logger(), first: incarnations.Add(1) == 1}
+	}
+}
+
+// Receive implements actor.Actor.
+func (a *Actor) Receive(ctx actor.Context) {
+	switch m := ctx.Message().(type) {
+	case *actor.Started:
+		a.m = NewMachine()
+		a.cancelTimer = supervision.After(ctx, a.p.Resync, &messages.VolumesResync{})
+		if !a.first {
+			// Only on a restart: on the first start the pod-manager may not
+			// exist yet, and it has sent nothing to lose.
+			supervision.Tell(ctx, a.p.PodManager, &messages.VolumeManagerRestarted{})
+		}
+	case *actor.Stopping, *actor.Restarting:
+		if a.cancelTimer != nil {
+			a.cancelTimer()
+		}
+	case *messages.MountVolumes:
+		a.step(ctx, EvMount{Pod: m.Pod})
+	case *messages.UnmountVolumes:
+		a.step(ctx, EvUnmount{UID: m.UID})
+	case *messages.VolumesSetUp:
+		a.step(ctx, EvSetUp{UID: m.UID, Gen: m.Gen, Volumes: m.Volumes, Err: m.Err})
+	case *messages.VolumesTornDown:
+		if m.Err != nil {
+			a.log.Warn().Err(m.Err).Str("uid", string(m.UID)).Msg("tearing down a pod's volumes failed; its directory stays until the next search for orphaned pod directories")
+		}
+		a.step(ctx, EvTornDown{UID: m.UID, Err: m.Err})
+	case *messages.VolumeRetryDue:
+		a.step(ctx, EvRetry{UID: m.UID, Gen: m.Gen})
+	case *messages.VolumeSourceChanged:
+		a.step(ctx, EvSourceChanged{Kind: m.Kind, Namespace: m.Namespace, Name: m.Name})
+	case *messages.VolumesResync:
+		a.cancelTimer = supervision.After(ctx, a.p.Resync, &messages.VolumesResync{})
+		a.step(ctx, EvResync{})
+		a.findOrphans(ctx)
+	case *messages.PodList:
+		a.podList(ctx, m)
+	case error:
+		// The ListPods request timed out: the next resync asks again.
+		a.listing = false
+	case *messages.OrphanedPodDirs:
+		if m.Err != nil {
+			a.log.Warn().Err(m.Err).Msg("looking for orphaned pod directories failed")
+			return
+		}
+		if len(m.UIDs) > 0 {
+			a.log.Info().Int("pods", len(m.UIDs)).Msg("removing the directories of pods that are gone")
+		}
+		a.step(ctx, EvOrphans{UIDs: m.UIDs})
+	}
+}
+
+func (a *Actor) step(ctx actor.Context, ev Event) {
+	for _, c := range a.m.Step(ev) {
+		a.execute(ctx, c)
+	}
+}
+
+func (a *Actor) execute(ctx actor.Context, c Command) {
+	switch c := c.(type) {
+	case CmdSetUp:
+		host, reg, timeout := a.p.Host, a.p.Registrar, a.p.SetUpTimeout
+		supervision.Go(ctx, func() messages.Message {
+			if c.First && reg != nil {
+				reg.RegisterPod(c.Pod)
+			}
+			opCtx, cancel := context.WithTimeout(context.Background(), timeout)
+			defer cancel()
+			vols, err := SetUpPod(opCtx, host, c.Pod)
+			return &messages.VolumesSetUp{UID: c.Pod.UID, Gen: c.Gen, Volumes: vols, Err: err}
+		})
+	case CmdReady:
+		a.log.Debug().Str("uid", string(c.UID)).Int("volumes", len(c.Volumes)).Msg("volumes ready")
+		supervision.Tell(ctx, a.p.PodManager, &messages.VolumesReady{UID: c.UID, Volumes: c.Volumes})
+	case CmdFailed:
+		a.failed(c.Pod, c.Err)
+	case CmdScheduleRetry:
+		supervision.After(ctx, c.After, &messages.VolumeRetryDue{UID: c.UID, Gen: c.Gen})
+	case CmdTearDown:
+		host, reg := a.p.Host, a.p.Registrar
+		supervision.Go(ctx, func() messages.Message {
+			if c.Pod != nil && reg != nil {
+				reg.UnregisterPod(c.Pod)
+			}
+			return &messages.VolumesTornDown{UID: c.UID, Err: host.TearDownPod(c.UID)}
+		})
+	}
+}
+
+// SetUpPod sets up every volume of pod; every volume is tried, and the
+// error joins each one's *volume.SetUpError.
+func SetUpPod(ctx context.Context, host *volume.Host, pod *v1.Pod) (messages.PodVolumes, error) {
+	vols := make(messages.PodVolumes, len(pod.Spec.Volumes))
+	var errs []error
+	for i := range pod.Spec.Volumes {
+		m, err := host.SetUp(ctx, pod, &pod.Spec.Volumes[i])
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		vols[m.Name] = m
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	return vols, nil
+}
+
+// failed logs a failed set-up and records a FailedMount event per volume,
+// as upstream's operation executor does.
+func (a *Actor) failed(pod *v1.Pod, err error) {
+	errs := []error{err}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		errs = j.Unwrap()
+	}
+	for _, e := range errs {
+		a.log.Warn().Str("pod", pod.Namespace+"/"+pod.Name).Err(e).Msg("setting up a volume failed; retrying")
+		if a.p.Events != nil {
+			a.p.Events.Event(pod, v1.EventTypeWarning, EventFailedMount, e.Error())
+		}
+	}
+}
+
+// findOrphans asks the pod-manager which pods it knows; the answer starts
+// the search for pod directories that none owns.
+func (a *Actor) findOrphans(ctx actor.Context) {
+	if a.listing || a.p.PodManager == nil {
+		return
+	}
+	a.listing = true
+	ctx.RequestFuture(a.p.PodManager, &messages.ListPods{}, 30*time.Second).PipeTo(ctx.Self())
+}
+
+func (a *Actor) podList(ctx actor.Context, m *messages.PodList) {
+	a.listing = false
+	if !m.SourcesReady {
+		return // a pod not known yet may still come from a source
+	}
+	known := make(map[types.UID]bool, len(m.Pods)+len(m.Active))
+	for _, p := range m.Pods {
+		known[p.UID] = true
+	}
+	for _, uid := range m.Active {
+		known[uid] = true
+	}
+	host := a.p.Host
+	supervision.Go(ctx, func() messages.Message {
+		uids, err := host.PodDirs()
+		out := &messages.OrphanedPodDirs{Err: err}
+		for _, uid := range uids {
+			if !known[uid] {
+				out.UIDs = append(out.UIDs, uid)
+			}
+		}
+		return out
+	})
+}

@@ -1,0 +1,206 @@
+package volume
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	schedulingcorev1 "k8s.io/component-helpers/scheduling/corev1"
+	"k8s.io/mount-utils"
+)
+
+// pvcProtectionFinalizer is upstream's: a PVC being deleted that still
+// has it is kept for the pods that use it, so they may still mount it.
+const pvcProtectionFinalizer = "kubernetes.io/pvc-protection"
+
+// setUpClaim resolves a persistentVolumeClaim to its bound PV and sets up
+// a hostPath or local PV (a PV's node affinity must admit this node); any
+// other PV is refused with a clear reason.
+func (h *Host) setUpClaim(ctx context.Context, pod *v1.Pod, vol *v1.Volume) (Mounted, error) {
+	src := vol.PersistentVolumeClaim
+	pv, err := h.claimedVolume(ctx, pod.Namespace, src.ClaimName)
+	if err != nil {
+		return Mounted{}, fmt.Errorf("error processing PVC %s/%s: %w", pod.Namespace, src.ClaimName, err)
+	}
+	if err := checkNodeAffinity(pv, h.NodeName); err != nil {
+		return Mounted{}, fmt.Errorf("persistent volume %s is not reachable from node %s: %w", pv.Name, h.NodeName, err)
+	}
+	if pv.Spec.VolumeMode != nil && *pv.Spec.VolumeMode == v1.PersistentVolumeBlock {
+		return Mounted{}, fmt.Errorf("persistent volume %s is a block volume: block volumes are not supported by this node", pv.Name)
+	}
+	switch {
+	case pv.Spec.HostPath != nil:
+		if err := checkHostPath(pv.Spec.HostPath.Path, pv.Spec.HostPath.Type); err != nil {
+			return Mounted{}, err
+		}
+		return Mounted{Path: pv.Spec.HostPath.Path, HostPath: true, ReadOnly: src.ReadOnly}, nil
+	case pv.Spec.Local != nil:
+		dir := VolumeDir(h.RootDir, pod.UID, PluginLocal, pv.Name)
+		if err := h.mountLocal(pod, pv, dir, src.ReadOnly); err != nil {
+			return Mounted{}, err
+		}
+		return Mounted{Path: dir, ReadOnly: src.ReadOnly, SELinuxRelabel: true}, nil
+	}
+	return Mounted{}, fmt.Errorf("persistent volume %s is of type %s, which this node cannot attach or mount: only hostPath and local persistent volumes are supported", pv.Name, pvType(pv))
+}
+
+// claimedVolume is the PV bound to the claim, with upstream's checks
+// (getPVCExtractPV and getPVSpec): the claim is bound, not being deleted
+// without protection, and the PV's claimRef points back at it. Until then
+// the pod waits, as upstream's.
+func (h *Host) claimedVolume(ctx context.Context, namespace, claimName string) (*v1.PersistentVolume, error) {
+	if h.Sources == nil {
+		return nil, errors.New("this node has no API server to read the claim from")
+	}
+	pvc, err := h.Sources.PersistentVolumeClaim(ctx, namespace, claimName)
+	if err != nil {
+		return nil, fmt.Errorf("failed to fetch PVC from API server: %w", err)
+	}
+	if pvc.DeletionTimestamp != nil && !slices.Contains(pvc.Finalizers, pvcProtectionFinalizer) {
+		return nil, errors.New("PVC is being deleted")
+	}
+	if pvc.Status.Phase != v1.ClaimBound {
+		return nil, errors.New("PVC is not bound")
+	}
+	name := pvc.Spec.VolumeName
+	if name == "" {
+		return nil, errors.New("PVC has empty pvc.Spec.VolumeName")
+	}
+	pv, err := h.Sources.PersistentVolume(ctx, name)
+	if err != nil {
+		return nil, fmt.Errorf("failed to fetch PV %s from API server: %w", name, err)
+	}
+	if pv.Spec.ClaimRef == nil {
+		return nil, fmt.Errorf("found PV object %s but it has a nil pv.Spec.ClaimRef indicating it is not yet bound to the claim", name)
+	}
+	if pv.Spec.ClaimRef.UID != pvc.UID {
+		return nil, fmt.Errorf("found PV object %s but its pv.Spec.ClaimRef.UID %s does not point to claim.UID %s", name, pv.Spec.ClaimRef.UID, pvc.UID)
+	}
+	return pv, nil
+}
+
+// checkNodeAffinity is upstream's CheckNodeAffinity for this node. Upstream
+// matches the Node object's labels; this node knows its name only, which
+// it matches as the kubernetes.io/hostname label (the label upstream
+// itself sets to the node's name by default, and the one local volume
+// provisioners write) and as the metadata.name field.
+func checkNodeAffinity(pv *v1.PersistentVolume, nodeName string) error {
+	if pv.Spec.NodeAffinity == nil || pv.Spec.NodeAffinity.Required == nil {
+		return nil
+	}
+	node := &v1.Node{ObjectMeta: metav1.ObjectMeta{
+		Name:   nodeName,
+		Labels: map[string]string{v1.LabelHostname: nodeName},
+	}}
+	ok, err := schedulingcorev1.MatchNodeSelectorTerms(node, pv.Spec.NodeAffinity.Required)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return errors.New("no matching NodeSelectorTerms")
+	}
+	return nil
+}
+
+// mountLocal bind-mounts a local PV's directory at dir, as upstream's local
+// plugin SetUpAt: once (a mount already there is kept), read-only when
+// the claim is, with the PV's mount options; the fsGroup is applied only
+// by the first pod to mount it, and never to a read-only mount.
+func (h *Host) mountLocal(pod *v1.Pod, pv *v1.PersistentVolume, dir string, readOnly bool) error {
+	path := pv.Spec.Local.Path
+	if path == "" {
+		return fmt.Errorf("LocalVolume volume %q path is empty", pv.Name)
+	}
+	if hasBackstep(path) {
+		return fmt.Errorf("invalid path: %s must not contain '..'", path)
+	}
+	if typ, err := fileType(path); err != nil {
+		return fmt.Errorf("local volume %s: %w", pv.Name, err)
+	} else if typ != v1.HostPathDirectory {
+		return fmt.Errorf("local volume %s: %s is a %s: only directories are supported by this node", pv.Name, path, typ)
+	}
+	isMnt, err := h.Mounter.IsMountPoint(dir)
+	if err != nil && !os.IsNotExist(err) {
+		return err
+	}
+	if err == nil && isMnt {
+		return nil
+	}
+	refs, err := h.podMountRefs(path)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		return err
+	}
+	opts := []string{"bind"}
+	if readOnly {
+		opts = append(opts, "ro")
+	}
+	opts = append(opts, pv.Spec.MountOptions...)
+	if err := h.Mounter.MountSensitiveWithoutSystemd(path, dir, "", opts, nil); err != nil {
+		// As upstream: leave no half mount and no directory behind, so
+		// that the next attempt starts afresh.
+		_ = mount.CleanupMountPoint(dir, h.Mounter, true)
+		return fmt.Errorf("mounting local volume %s at %s: %w", pv.Name, dir, err)
+	}
+	if !readOnly && len(refs) == 0 {
+		return localVolumeOwnership(dir, fsGroupOf(pod), fsGroupChangePolicyOf(pod))
+	}
+	return nil
+}
+
+// podMountRefs are the mounts of path by other pods (under ROOT/pods), as
+// upstream's filterPodMounts.
+func (h *Host) podMountRefs(path string) ([]string, error) {
+	refs, err := h.Mounter.GetMountRefs(path)
+	if err != nil {
+		return nil, fmt.Errorf("cannot collect mounting information: %s %w", path, err)
+	}
+	podsDir := filepath.Join(h.RootDir, "pods") + string(os.PathSeparator)
+	var out []string
+	for _, r := range refs {
+		if strings.HasPrefix(r, podsDir) {
+			out = append(out, r)
+		}
+	}
+	return out, nil
+}
+
+// pvType names a PV's source for messages, as the API does.
+func pvType(pv *v1.PersistentVolume) string {
+	s := &pv.Spec.PersistentVolumeSource
+	switch {
+	case s.CSI != nil:
+		return "csi"
+	case s.NFS != nil:
+		return "nfs"
+	case s.ISCSI != nil:
+		return "iscsi"
+	case s.FC != nil:
+		return "fc"
+	case s.RBD != nil:
+		return "rbd"
+	case s.CephFS != nil:
+		return "cephfs"
+	case s.Glusterfs != nil:
+		return "glusterfs"
+	case s.AWSElasticBlockStore != nil:
+		return "awsElasticBlockStore"
+	case s.GCEPersistentDisk != nil:
+		return "gcePersistentDisk"
+	case s.AzureDisk != nil:
+		return "azureDisk"
+	case s.AzureFile != nil:
+		return "azureFile"
+	case s.VsphereVolume != nil:
+		return "vsphereVolume"
+	}
+	return "unknown"
+}
