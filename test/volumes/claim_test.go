@@ -51,8 +51,9 @@ func TestPersistentVolumes(t *testing.T) {
 	t.Run("claim of a local PersistentVolume of another node", func(t *testing.T) {
 		claim := n.boundClaim(t, "far-claim", v1.PersistentVolumeSource{Local: &v1.LocalVolumeSource{Path: t.TempDir()}}, onNode("actorlet-other-node"))
 		n.create(t, n.pod("claim-far", []v1.Volume{claimVolume("data", claim)}, n.sleeper("c", mnt("data", "/data"))))
-		// Upstream: "MountVolume.NodeAffinity check failed for volume ...".
-		n.event(t, "claim-far", "FailedMount", "NodeAffinity")
+		// Upstream: "MountVolume.NodeAffinity check failed for volume
+		// "PV" : no matching NodeSelectorTerms"; the cause is what counts.
+		n.event(t, "claim-far", "FailedMount", "no matching NodeSelectorTerms")
 		n.stuckCreating(t, "claim-far")
 	})
 
