@@ -121,9 +121,6 @@ func TestCredentialNeedsRequest(t *testing.T) {
 func TestGenerateKeyAndProof(t *testing.T) {
 	for _, keyType := range []string{"RSA3072", "RSA4096", "ECDSAP256", "ECDSAP384", "ECDSAP521", "ED25519"} {
 		t.Run(keyType, func(t *testing.T) {
-			if testing.Short() && strings.HasPrefix(keyType, "RSA") {
-				t.Skip("RSA keys are slow")
-			}
 			key, stub, err := generateKeyAndProof(keyType)
 			if err != nil {
 				t.Fatal(err)
