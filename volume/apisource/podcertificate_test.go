@@ -360,3 +360,26 @@ func checkKeyMatches(t *testing.T, keyPEM, stub []byte) {
 		t.Error("the key is not the one the request was made for")
 	}
 }
+
+// TestPodCertificatesRefreshPass checks that every period each tracked
+// projection is queued again, so that one due for refresh asks anew.
+func TestPodCertificatesRefreshPass(t *testing.T) {
+	h := newCertsHarness(t)
+	pod := certPod()
+	h.m.mu.Lock()
+	h.m.pods[pod.UID] = pod
+	h.m.mu.Unlock()
+	go h.m.refreshEvery(pcrRefreshPeriod)
+	for !h.clock.HasWaiters() {
+		time.Sleep(time.Millisecond)
+	}
+	h.clock.Step(pcrRefreshPeriod)
+	deadline := time.Now().Add(10 * time.Second)
+	for h.m.queue.Len() == 0 && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	key, _ := h.m.queue.Get()
+	if want := (projectionKey{podUID: pod.UID, volume: "certs", index: 1}); key != want {
+		t.Errorf("queued %+v, want %+v", key, want)
+	}
+}
