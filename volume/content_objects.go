@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"slices"
 
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -18,7 +19,7 @@ import (
 // projected plugin's collectData. The AtomicWriteVolumeUserFields gate
 // (defaultUser, per-item user) is alpha and off in v1.37.2, so a file's
 // owner is set only where upstream sets it without the gate: the
-// serviceAccountToken and clusterTrustBundle projections.
+// serviceAccountToken, clusterTrustBundle and podCertificate projections.
 
 var errNoDefaultMode = fmt.Errorf("no defaultMode used, not even the default value for it")
 
@@ -155,8 +156,8 @@ func (h *Host) projectedPayload(ctx context.Context, pod *v1.Pod, volName string
 	}
 	var errs []error
 	payload := map[string]atomicwriter.FileProjection{}
-	for _, source := range src.Sources {
-		part, err := h.projection(ctx, pod, volName, &source, src.DefaultMode, credentialMode, fsUser)
+	for i, source := range src.Sources {
+		part, err := h.projection(ctx, pod, volName, i, &source, src.DefaultMode, credentialMode, fsUser)
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -166,10 +167,12 @@ func (h *Host) projectedPayload(ctx context.Context, pod *v1.Pod, volName string
 	return payload, utilerrors.NewAggregate(errs)
 }
 
-// projection collects the files of one source of a projected volume.
-// credentialMode and fsUser are those of the token and the trust bundle.
-func (h *Host) projection(ctx context.Context, pod *v1.Pod, volName string, source *v1.VolumeProjection, defaultMode *int32, credentialMode int32, fsUser *int64) (map[string]atomicwriter.FileProjection, error) {
-	needsAPI := source.Secret != nil || source.ConfigMap != nil || source.ServiceAccountToken != nil || source.ClusterTrustBundle != nil
+// projection collects the files of one source, the index-th, of a
+// projected volume. credentialMode and fsUser are those of the token, the
+// trust bundle and the pod certificate.
+func (h *Host) projection(ctx context.Context, pod *v1.Pod, volName string, index int, source *v1.VolumeProjection, defaultMode *int32, credentialMode int32, fsUser *int64) (map[string]atomicwriter.FileProjection, error) {
+	needsAPI := source.Secret != nil || source.ConfigMap != nil || source.ServiceAccountToken != nil ||
+		source.ClusterTrustBundle != nil || source.PodCertificate != nil
 	if needsAPI && h.Sources == nil {
 		return nil, errNoClient("projected", volName)
 	}
@@ -217,9 +220,28 @@ func (h *Host) projection(ctx context.Context, pod *v1.Pod, volName string, sour
 			ctb.Path: {Data: pem, Mode: credentialMode, FsUser: fsUser},
 		}, nil
 	case source.PodCertificate != nil:
-		return nil, fmt.Errorf("podCertificate projected volume source of volume %q is not supported by this node", volName)
+		return h.podCertificatePayload(ctx, pod, volName, index, source.PodCertificate, credentialMode, fsUser)
 	}
 	return nil, nil
+}
+
+// podCertificatePayload is upstream's: the credential bundle (the key,
+// then the chain), the key and the chain, each at its path when it has one.
+func (h *Host) podCertificatePayload(ctx context.Context, pod *v1.Pod, volName string, index int, pc *v1.PodCertificateProjection, mode int32, fsUser *int64) (map[string]atomicwriter.FileProjection, error) {
+	key, chain, err := h.Sources.PodCertificateCredentials(ctx, pod, volName, index)
+	if err != nil {
+		return nil, err
+	}
+	payload := map[string]atomicwriter.FileProjection{}
+	file := func(path string, data []byte) {
+		if path != "" {
+			payload[path] = atomicwriter.FileProjection{Data: data, Mode: mode, FsUser: fsUser}
+		}
+	}
+	file(pc.CredentialBundlePath, slices.Concat(key, chain))
+	file(pc.KeyPath, key)
+	file(pc.CertificateChainPath, chain)
+	return payload, nil
 }
 
 // fsUserOf is upstream's FsUserFrom: the one runAsUser every container of

@@ -30,6 +30,9 @@ type fakeSources struct {
 	tokenErr   error
 	// tokenCalls records the projections asked for.
 	tokenCalls []v1.ServiceAccountTokenProjection
+	// podCerts are the issued credentials by "volume/sourceIndex"; a
+	// projection not there has none yet.
+	podCerts map[string][2][]byte
 }
 
 func (f *fakeSources) ConfigMap(_ context.Context, ns, name string) (*v1.ConfigMap, error) {
@@ -67,6 +70,13 @@ func (f *fakeSources) ClusterTrustBundles(_ context.Context, p *v1.ClusterTrustB
 	return nil, apierrors.NewNotFound(v1.Resource("clustertrustbundles"), key)
 }
 
+func (f *fakeSources) PodCertificateCredentials(_ context.Context, _ *v1.Pod, volumeName string, sourceIndex int) ([]byte, []byte, error) {
+	if c, ok := f.podCerts[fmt.Sprintf("%s/%d", volumeName, sourceIndex)]; ok {
+		return c[0], c[1], nil
+	}
+	return nil, nil, errors.New("credential bundle is not issued yet")
+}
+
 func (f *fakeSources) PersistentVolumeClaim(context.Context, string, string) (*v1.PersistentVolumeClaim, error) {
 	return nil, errors.New("not in this fake")
 }
@@ -94,6 +104,7 @@ func newFakeSources() *fakeSources {
 			"root":                 []byte("PEM-ROOT"),
 			"signer:example.com/x": []byte("PEM-X"),
 		},
+		podCerts: map[string][2][]byte{"v/1": {[]byte("KEY"), []byte("CHAIN")}},
 	}
 }
 
@@ -490,9 +501,29 @@ func TestSetUpContent(t *testing.T) {
 			wantErr: "ClusterTrustBundle projection requires either name or signerName to be set",
 		},
 		{
-			name:    "projected: podCertificate is refused",
+			name: "projected: podCertificate bundle, key and chain at the source's index",
+			source: projected(token, v1.VolumeProjection{PodCertificate: &v1.PodCertificateProjection{
+				SignerName: "example.com/s", CredentialBundlePath: "creds", KeyPath: "key", CertificateChainPath: "chain"}}),
+			plugin: PluginProjected, tmpfs: true,
+			want: []string{"chain=CHAIN 644", "creds=KEYCHAIN 644", "key=KEY 644", "token=token-for-default-api 644"},
+		},
+		{
+			name: "projected: podCertificate bundle only, 0600 with a runAsUser",
+			source: projected(token, v1.VolumeProjection{PodCertificate: &v1.PodCertificateProjection{
+				SignerName: "example.com/s", CredentialBundlePath: "creds"}}),
+			pod:    func(p *v1.Pod) { p.Spec.SecurityContext = &v1.PodSecurityContext{RunAsUser: i64(0)} },
+			plugin: PluginProjected, tmpfs: true, want: []string{"creds=KEYCHAIN 600", "token=token-for-default-api 600"},
+		},
+		{
+			name:    "projected: podCertificate not issued yet",
 			source:  projected(v1.VolumeProjection{PodCertificate: &v1.PodCertificateProjection{SignerName: "example.com/s", CredentialBundlePath: "creds"}}),
-			wantErr: `podCertificate projected volume source of volume "v" is not supported by this node`,
+			wantErr: "credential bundle is not issued yet",
+		},
+		{
+			name:      "projected: podCertificate without an API",
+			source:    projected(v1.VolumeProjection{PodCertificate: &v1.PodCertificateProjection{SignerName: "example.com/s", CredentialBundlePath: "creds"}}),
+			noSources: true,
+			wantErr:   `cannot setup projected volume v because kube client is not configured`,
 		},
 		{
 			name:      "projected: token without an API",

@@ -41,6 +41,12 @@ type Sources interface {
 	// ClusterTrustBundles returns the PEM bundle the projection names (by
 	// name, or by signer and label selector).
 	ClusterTrustBundles(ctx context.Context, p *v1.ClusterTrustBundleProjection) ([]byte, error)
+	// PodCertificateCredentials returns the PEM private key and certificate
+	// chain issued for the podCertificate projection at sourceIndex of the
+	// pod's projected volume volumeName, or an error while none is issued
+	// (the set-up fails and is retried) or after the request was denied or
+	// failed.
+	PodCertificateCredentials(ctx context.Context, pod *v1.Pod, volumeName string, sourceIndex int) (key, chain []byte, err error)
 	PersistentVolumeClaim(ctx context.Context, namespace, name string) (*v1.PersistentVolumeClaim, error)
 	PersistentVolume(ctx context.Context, name string) (*v1.PersistentVolume, error)
 }

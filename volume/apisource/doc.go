@@ -9,6 +9,9 @@
 // Options.OnChange so that the pods that use it are refreshed.
 // Service-account tokens come from the TokenRequest API through a cache
 // with upstream's token manager's refresh rule; cluster trust bundles from
-// an informer on the served ClusterTrustBundle version; claims and
-// persistent volumes from plain GETs.
+// an informer on the served ClusterTrustBundle version; pod certificates
+// from PodCertificateRequests the node creates for each podCertificate
+// projection of a registered pod (upstream's pod certificate manager),
+// watched through the node's requests, an issued one told through
+// OnChange with KindPod; claims and persistent volumes from plain GETs.
 package apisource

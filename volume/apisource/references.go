@@ -6,6 +6,9 @@ import v1 "k8s.io/api/core/v1"
 const (
 	KindConfigMap = "ConfigMap"
 	KindSecret    = "Secret"
+	// KindPod names a pod whose own credentials changed: a pod
+	// certificate was issued, refreshed, denied or failed.
+	KindPod = "Pod"
 )
 
 // objectKey names one watched object.

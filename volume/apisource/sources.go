@@ -20,10 +20,13 @@ import (
 type Options struct {
 	// OnChange is called, from a watch's goroutine, when a watched
 	// ConfigMap or Secret (kind KindConfigMap or KindSecret) is added,
-	// updated or deleted, so that the pods that use it are refreshed. It
-	// must return quickly (send a message, say). Nil: nothing is told.
+	// updated or deleted, so that the pods that use it are refreshed; and
+	// with KindPod and the pod's namespace and name when one of its pod
+	// certificates was issued, refreshed, denied or failed. It must return
+	// quickly (send a message, say). Nil: nothing is told.
 	OnChange func(kind, namespace, name string)
-	// Clock is the token cache's clock; the real one when nil.
+	// Clock is the token cache's and the pod certificates' clock; the
+	// real one when nil.
 	Clock clock.WithTicker
 	// Log receives what goes wrong in the background (a token refresh
 	// that failed while the cached token is still valid). Never a token or
@@ -38,6 +41,7 @@ type Sources struct {
 	objects *objectCache
 	tokens  *tokenManager
 	bundles *trustBundles
+	certs   *podCertificates
 
 	mu sync.Mutex
 	// registered holds the objects each registered pod references.
@@ -58,6 +62,7 @@ func New(ctx context.Context, client kubernetes.Interface, opts Options) *Source
 		objects:    newObjectCache(ctx, client, opts.OnChange),
 		tokens:     newTokenManager(client, clk, opts.Log),
 		bundles:    newTrustBundles(ctx, client),
+		certs:      newPodCertificates(ctx, client, clk, opts.OnChange, opts.Log),
 		registered: map[types.UID]map[objectKey]struct{}{},
 	}
 	go s.tokens.cleanupEvery(ctx, tokenGCPeriod)
@@ -66,9 +71,11 @@ func New(ctx context.Context, client kubernetes.Interface, opts Options) *Source
 
 // RegisterPod starts watching the ConfigMaps and Secrets the pod references
 // that no other registered pod does, and stops watching those an earlier
-// version of the pod referenced and no longer does. It does not wait for
+// version of the pod referenced and no longer does; and starts asking for
+// the certificates of its podCertificate projections. It does not wait for
 // the API server. Registering the same pod again is harmless.
 func (s *Sources) RegisterPod(pod *v1.Pod) {
+	s.certs.track(pod)
 	refs := references(pod)
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -88,7 +95,8 @@ func (s *Sources) RegisterPod(pod *v1.Pod) {
 
 // UnregisterPod drops the pod's references, stopping the watches of the
 // objects no other registered pod references, and forgets its
-// service-account tokens. Unregistering a pod not registered is harmless.
+// service-account tokens and pod certificates. Unregistering a pod not
+// registered is harmless.
 func (s *Sources) UnregisterPod(pod *v1.Pod) {
 	s.mu.Lock()
 	prev := s.registered[pod.UID]
@@ -98,6 +106,7 @@ func (s *Sources) UnregisterPod(pod *v1.Pod) {
 	}
 	s.mu.Unlock()
 	s.DeleteServiceAccountToken(pod.UID)
+	s.certs.forget(pod.UID)
 }
 
 // ConfigMap returns the ConfigMap from its watch once the watch has listed
@@ -167,4 +176,13 @@ func (s *Sources) DeleteServiceAccountToken(podUID types.UID) {
 // an empty bundle.
 func (s *Sources) ClusterTrustBundles(ctx context.Context, p *v1.ClusterTrustBundleProjection) ([]byte, error) {
 	return s.bundles.get(ctx, p)
+}
+
+// PodCertificateCredentials returns the PEM key and certificate chain
+// issued for the registered pod's podCertificate projection, as upstream's
+// pod certificate manager: an error until the signer issued it, and for
+// good once it denied or failed the request. A refreshed certificate is
+// told through OnChange (KindPod).
+func (s *Sources) PodCertificateCredentials(_ context.Context, pod *v1.Pod, volumeName string, sourceIndex int) ([]byte, []byte, error) {
+	return s.certs.credentials(pod, volumeName, sourceIndex)
 }
