@@ -42,8 +42,18 @@ type VolumesReady struct {
 
 func (m *VolumesReady) Summary() string { return fmt.Sprintf("%s: %d volumes ready", m.UID, len(m.Volumes)) }
 
+// VolumesUnmounted says a pod's volumes are torn down and its directory
+// removed: a pod deleted from the API may go from it now, as upstream
+// deletes a pod only once its resources are reclaimed.
+// Sender: the volume-manager, after each successful teardown. Receiver:
+// the pod-manager.
+type VolumesUnmounted struct{ UID types.UID }
+
+func (m *VolumesUnmounted) Summary() string { return fmt.Sprintf("%s: volumes unmounted", m.UID) }
+
 // VolumeManagerRestarted asks for every running pod's volumes again, a
-// MountVolumes each: a restart lost what the volume-manager knew.
+// MountVolumes each, and for the teardowns not yet confirmed, an
+// UnmountVolumes each: a restart lost what the volume-manager knew.
 // Sender: the volume-manager after a restart. Receiver: the pod-manager.
 type VolumeManagerRestarted struct{}
 

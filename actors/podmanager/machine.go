@@ -110,6 +110,12 @@ type Machine struct {
 	// mirrors are the mirror pods in the API server's last set, by full
 	// name (namespace/name, shared with their static pod).
 	mirrors map[string]*v1.Pod
+	// unmounting holds the pods whose volumes are being torn down; those
+	// deleted from the API wait in goneAfterUnmount to be reported gone
+	// until it is done, as upstream deletes a pod only once its volumes are
+	// unmounted.
+	unmounting       map[types.UID]bool
+	goneAfterUnmount map[types.UID]*v1.Pod
 	// inRuntime holds the UIDs the runtime had when the pod-manager first
 	// started; nil until it is answered (or when it failed): no pod is then
 	// taken for new.
@@ -129,6 +135,9 @@ func NewMachine(cfg Config) *Machine {
 		seen:         map[string]bool{},
 		recentlyDone: map[types.UID]time.Time{},
 		mirrors:      map[string]*v1.Pod{},
+
+		unmounting:       map[types.UID]bool{},
+		goneAfterUnmount: map[types.UID]*v1.Pod{},
 	}
 }
 
@@ -188,6 +197,9 @@ type EvVolumesReady struct {
 // EvVolumeManagerRestarted: the volume-manager lost what it knew.
 type EvVolumeManagerRestarted struct{}
 
+// EvVolumesUnmounted: the volume-manager tore the pod's volumes down.
+type EvVolumesUnmounted struct{ UID types.UID }
+
 func (EvStarted) isEvent()       {}
 func (EvRuntimeListed) isEvent() {}
 func (EvSourceSet) isEvent()     {}
@@ -201,6 +213,7 @@ func (EvSpawnFailed) isEvent()   {}
 func (EvVolumesReady) isEvent()  {}
 
 func (EvVolumeManagerRestarted) isEvent() {}
+func (EvVolumesUnmounted) isEvent()       {}
 
 // Command is what the actor must do at the edge after a step.
 type Command interface{ isCommand() }
@@ -321,11 +334,18 @@ func (m *Machine) Step(ev Event, now time.Time) []Command {
 			}
 		}
 	case EvWorkerStopped:
+		p, ok := m.pods[e.UID]
+		if !ok {
+			break
+		}
+		// Nothing of the pod runs: its volumes go.
+		m.unmount(e.UID, p)
 		// A pod deleted from the API goes from it once nothing of it
-		// runs, as upstream; its removal from the runtime goes on.
-		if p, ok := m.pods[e.UID]; ok && p.Terminate != nil && p.Pod != nil && p.Pod.DeletionTimestamp != nil && !p.ReportedGone {
+		// runs and its volumes are unmounted, as upstream; its removal
+		// from the runtime goes on.
+		if p.Terminate != nil && p.Pod != nil && p.Pod.DeletionTimestamp != nil && !p.ReportedGone {
 			p.ReportedGone = true
-			m.emit(CmdReportFinished{Pod: p.Pod, Removed: true})
+			m.reportGone(e.UID, p.Pod)
 		}
 	case EvWorkerDone:
 		m.done(e.UID, now)
@@ -336,6 +356,10 @@ func (m *Machine) Step(ev Event, now time.Time) []Command {
 			m.adoptOrphan(o.UID, o.Name, o.Namespace)
 		}
 	case EvSpawnFailed:
+		if p, ok := m.pods[e.UID]; ok {
+			// Its next update asks for its volumes again.
+			m.unmount(e.UID, p)
+		}
 		delete(m.pods, e.UID)
 	case EvVolumesReady:
 		if p, ok := m.pods[e.UID]; ok && p.VolumesAsked && p.Volumes == nil {
@@ -349,6 +373,15 @@ func (m *Machine) Step(ev Event, now time.Time) []Command {
 			if p := m.pods[uid]; p.VolumesAsked && p.Phase == Running {
 				m.emit(CmdMountVolumes{Pod: p.Pod})
 			}
+		}
+		for _, uid := range slices.Sorted(maps.Keys(m.unmounting)) {
+			m.emit(CmdUnmountVolumes{UID: uid})
+		}
+	case EvVolumesUnmounted:
+		delete(m.unmounting, e.UID)
+		if pod, ok := m.goneAfterUnmount[e.UID]; ok {
+			delete(m.goneAfterUnmount, e.UID)
+			m.emit(CmdReportFinished{Pod: pod, Removed: true})
 		}
 	default:
 		panic(fmt.Sprintf("podmanager: unknown event %T", ev))
@@ -597,12 +630,11 @@ func (m *Machine) done(uid types.UID, now time.Time) {
 		return
 	}
 	m.emit(CmdStopWorker{UID: uid})
-	if p.VolumesAsked || p.Phase == Orphaned {
-		// Nothing of the pod runs: its volumes go. An orphan's may be
-		// there from an earlier actorlet.
-		m.emit(CmdUnmountVolumes{UID: uid})
-		p.VolumesAsked, p.Volumes = false, nil
+	if p.Phase == Orphaned {
+		// An orphan's volumes may be there from an earlier actorlet.
+		p.VolumesAsked = true
 	}
+	m.unmount(uid, p)
 	if p.Phase == Running || p.Phase == Ending {
 		// The pod ran to completion: it stays, with its final status, for
 		// as long as its source has it, and is not started again. A pod
@@ -633,8 +665,29 @@ func (m *Machine) forget(uid types.UID, p *PodState, report bool, now time.Time)
 	delete(m.pods, uid)
 	m.recentlyDone[uid] = now
 	if report && !p.ReportedGone {
-		m.emit(CmdReportFinished{Pod: p.Pod, Removed: true})
+		m.reportGone(uid, p.Pod)
 	}
+}
+
+// unmount has the volume-manager tear down a pod's volumes once nothing of
+// the pod runs.
+func (m *Machine) unmount(uid types.UID, p *PodState) {
+	if !p.VolumesAsked {
+		return
+	}
+	m.emit(CmdUnmountVolumes{UID: uid})
+	p.VolumesAsked, p.Volumes = false, nil
+	m.unmounting[uid] = true
+}
+
+// reportGone tells the status-reporter that the pod is gone for good, or,
+// while its volumes are being torn down, once they are.
+func (m *Machine) reportGone(uid types.UID, pod *v1.Pod) {
+	if m.unmounting[uid] {
+		m.goneAfterUnmount[uid] = pod
+		return
+	}
+	m.emit(CmdReportFinished{Pod: pod, Removed: true})
 }
 
 // route hands runtime events to the pods' workers; events of pods nobody

@@ -80,6 +80,7 @@ var (
 	vPod        = withVolume(podA)
 	vRelabelled = withLabel(vPod, "tier", "web")
 	vChanged    = withGeneration(vPod, 2, "busybox:2")
+	vDeleting   = deleting(vPod, 5)
 	vRuns       = append(slices.Clip(ready), at{0, set(messages.SourceAPI, vPod)}, at{0, EvWorkerStarted{UID: "a"}})
 	vols        = messages.PodVolumes{"v": {Name: "v", Path: "/var/lib/kubelet/pods/a/volumes/kubernetes.io~empty-dir/v"}}
 )
@@ -154,7 +155,21 @@ func TestStep(t *testing.T) {
 		{"a new spec refreshes them too", then(vRuns, at{0, set(messages.SourceAPI, vChanged)}),
 			[]Command{tell("a", &messages.UpdatePod{Pod: vChanged}), CmdMountVolumes{Pod: vChanged}}, Running},
 		{"a done worker's volumes are unmounted", then(vRuns, at{0, set(messages.SourceAPI)}, at{0, EvWorkerDone{UID: "a"}}),
-			[]Command{CmdStopWorker{UID: "a"}, CmdUnmountVolumes{UID: "a"}, CmdReportFinished{Pod: vPod, Removed: true}}, absent},
+			[]Command{CmdStopWorker{UID: "a"}, CmdUnmountVolumes{UID: "a"}}, absent},
+		{"and the pod reported gone once they are", then(vRuns, at{0, set(messages.SourceAPI)}, at{0, EvWorkerDone{UID: "a"}}, at{0, EvVolumesUnmounted{UID: "a"}}),
+			[]Command{CmdReportFinished{Pod: vPod, Removed: true}}, absent},
+		{"a stopped pod's volumes are unmounted before its removal", then(vRuns, at{0, set(messages.SourceAPI, vDeleting)}, at{0, EvWorkerStopped{UID: "a"}}),
+			[]Command{CmdUnmountVolumes{UID: "a"}}, Terminating},
+		{"a deleted pod goes from the API once they are", then(vRuns, at{0, set(messages.SourceAPI, vDeleting)}, at{0, EvWorkerStopped{UID: "a"}}, at{0, EvVolumesUnmounted{UID: "a"}}),
+			[]Command{CmdReportFinished{Pod: vDeleting, Removed: true}}, Terminating},
+		{"and is not reported again when its worker is done", then(vRuns, at{0, set(messages.SourceAPI, vDeleting)}, at{0, EvWorkerStopped{UID: "a"}}, at{0, EvVolumesUnmounted{UID: "a"}}, at{0, EvWorkerDone{UID: "a"}}),
+			[]Command{CmdStopWorker{UID: "a"}}, absent},
+		{"nor when its worker is done before the volumes", then(vRuns, at{0, set(messages.SourceAPI, vDeleting)}, at{0, EvWorkerStopped{UID: "a"}}, at{0, EvWorkerDone{UID: "a"}}),
+			[]Command{CmdStopWorker{UID: "a"}}, absent},
+		{"a restarted volume-manager is asked again for unconfirmed teardowns", then(vRuns, at{0, set(messages.SourceAPI, vDeleting)}, at{0, EvWorkerStopped{UID: "a"}}, at{0, EvVolumeManagerRestarted{}}),
+			[]Command{CmdUnmountVolumes{UID: "a"}}, Terminating},
+		{"a pod without volumes is reported gone when stopped", then(aRuns, at{0, set(messages.SourceAPI, aDeleting)}, at{0, EvWorkerStopped{UID: "a"}}),
+			[]Command{CmdReportFinished{Pod: aDeleting, Removed: true}}, Terminating},
 		{"a pod that ran to completion too", then(vRuns, at{0, EvWorkerDone{UID: "a"}}),
 			[]Command{CmdStopWorker{UID: "a"}, CmdUnmountVolumes{UID: "a"}, CmdReportFinished{Pod: vPod}}, Finished},
 		{"a restarted volume-manager is asked again for running pods", then(vRuns, at{0, EvVolumeManagerRestarted{}}),
@@ -361,8 +376,11 @@ func TestInvariants(t *testing.T) {
 		case 8:
 			return EvOrphansFound{Pods: []messages.PodRef{{UID: uid, Name: "p-" + string(uid), Namespace: "default"}}}
 		case 9:
-			if rng.IntN(4) == 0 {
+			switch rng.IntN(4) {
+			case 0:
 				return EvVolumeManagerRestarted{}
+			case 1:
+				return EvVolumesUnmounted{UID: uid}
 			}
 			return EvVolumesReady{UID: uid, Volumes: vols}
 		}
@@ -374,6 +392,8 @@ func TestInvariants(t *testing.T) {
 		// mounted: the volume-manager was asked for the pod's volumes
 		// and not yet told to tear them down.
 		mounted := map[types.UID]bool{}
+		// unmounting: asked to tear down, not yet confirmed.
+		unmounting := map[types.UID]bool{}
 		now := t0
 		history := []Event{EvStarted{First: true}}
 		check := func(cmds []Command) {
@@ -404,6 +424,11 @@ func TestInvariants(t *testing.T) {
 					mounted[c.Pod.UID] = true
 				case CmdUnmountVolumes:
 					delete(mounted, c.UID)
+					unmounting[c.UID] = true
+				case CmdReportFinished:
+					if c.Removed && unmounting[c.Pod.UID] {
+						fail("reported %s gone while its volumes are being torn down", c.Pod.UID)
+					}
 				case CmdTell:
 					if !live[c.UID] {
 						fail("told %s, which has no worker, %T", c.UID, c.Message)
@@ -457,6 +482,13 @@ func TestInvariants(t *testing.T) {
 					continue
 				}
 				delete(live, f.UID)
+			}
+			if u, ok := ev.(EvVolumesUnmounted); ok {
+				// Only a teardown asked for is confirmed.
+				if !unmounting[u.UID] {
+					continue
+				}
+				delete(unmounting, u.UID)
 			}
 			now = now.Add(time.Duration(rng.IntN(90)) * time.Second)
 			history = append(history, ev)

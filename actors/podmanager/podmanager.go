@@ -135,6 +135,8 @@ func (a *Actor) Receive(ctx actor.Context) {
 		a.step(ctx, EvVolumesReady{UID: m.UID, Volumes: m.Volumes})
 	case *messages.VolumeManagerRestarted:
 		a.step(ctx, EvVolumeManagerRestarted{})
+	case *messages.VolumesUnmounted:
+		a.step(ctx, EvVolumesUnmounted{UID: m.UID})
 	case *messages.ListPods:
 		ctx.Respond(a.m.List())
 	case *messages.HealthRequest:
@@ -197,9 +199,11 @@ func (a *Actor) execute(ctx actor.Context, c Command) (types.UID, bool) {
 		}
 		supervision.Tell(ctx, a.p.VolumeManager, &messages.MountVolumes{Pod: c.Pod})
 	case CmdUnmountVolumes:
-		if a.p.VolumeManager != nil {
-			supervision.Tell(ctx, a.p.VolumeManager, &messages.UnmountVolumes{UID: c.UID})
+		if a.p.VolumeManager == nil {
+			supervision.Tell(ctx, ctx.Self(), &messages.VolumesUnmounted{UID: c.UID})
+			break
 		}
+		supervision.Tell(ctx, a.p.VolumeManager, &messages.UnmountVolumes{UID: c.UID})
 	}
 	return "", true
 }

@@ -153,6 +153,9 @@ type CmdScheduleRetry struct {
 	After time.Duration
 }
 
+// CmdUnmounted: tell the pod-manager the pod's volumes are torn down.
+type CmdUnmounted struct{ UID types.UID }
+
 // CmdTearDown: unmount the pod's volumes and remove its directory, off the
 // mailbox. Pod, when known, is released from the object cache.
 type CmdTearDown struct {
@@ -165,6 +168,7 @@ func (CmdReady) isCommand()         {}
 func (CmdFailed) isCommand()        {}
 func (CmdScheduleRetry) isCommand() {}
 func (CmdTearDown) isCommand()      {}
+func (CmdUnmounted) isCommand()     {}
 
 // Phase is the phase of the pod's volumes, and whether the machine knows
 // the pod.
@@ -250,13 +254,17 @@ func (m *Machine) Step(ev Event) []Command {
 			return nil
 		}
 		delete(m.pods, e.UID)
+		var cmds []Command
+		if e.Err == nil {
+			cmds = append(cmds, CmdUnmounted{UID: e.UID})
+		}
 		if en.again != nil {
 			// Its source gave the pod back: set it up afresh.
 			ne := &entry{pod: en.again}
 			m.pods[e.UID] = ne
-			return ne.setUp(true)
+			cmds = append(cmds, ne.setUp(true)...)
 		}
-		return nil
+		return cmds
 	case EvRetry:
 		en, ok := m.pods[e.UID]
 		if !ok || en.retryGen == 0 || e.Gen != en.retryGen || en.phase == TearingDown {

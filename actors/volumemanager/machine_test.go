@@ -89,8 +89,8 @@ func TestStep(t *testing.T) {
 		// Teardown.
 		{"unmount tears down", "a", []Event{EvMount{podA}, EvSetUp{UID: "a", Gen: 1, Volumes: volsA}, EvUnmount{UID: "a"}},
 			[]Command{CmdTearDown{UID: "a", Pod: podA}}, TearingDown},
-		{"torn down: forgotten", "a", []Event{EvMount{podA}, EvSetUp{UID: "a", Gen: 1, Volumes: volsA}, EvUnmount{UID: "a"}, EvTornDown{UID: "a"}},
-			nil, absent},
+		{"torn down: forgotten, the pod-manager told", "a", []Event{EvMount{podA}, EvSetUp{UID: "a", Gen: 1, Volumes: volsA}, EvUnmount{UID: "a"}, EvTornDown{UID: "a"}},
+			[]Command{CmdUnmounted{UID: "a"}}, absent},
 		{"unmount during a set-up waits for it", "a", []Event{EvMount{podA}, EvUnmount{UID: "a"}},
 			nil, TearingDown},
 		{"then tears down", "a", []Event{EvMount{podA}, EvUnmount{UID: "a"}, EvSetUp{UID: "a", Gen: 1, Volumes: volsA}},
@@ -102,7 +102,7 @@ func TestStep(t *testing.T) {
 		{"a retry during teardown does nothing", "c", []Event{EvMount{podC}, EvSetUp{UID: "c", Gen: 1, Err: errNo}, EvUnmount{UID: "c"}, EvRetry{UID: "c", Gen: 2}},
 			nil, TearingDown},
 		{"a pod given back during teardown is set up after it", "a", []Event{EvMount{podA}, EvSetUp{UID: "a", Gen: 1}, EvUnmount{UID: "a"}, EvMount{podA}, EvTornDown{UID: "a"}},
-			[]Command{setUp(1, podA, true)}, Mounting},
+			[]Command{CmdUnmounted{UID: "a"}, setUp(1, podA, true)}, Mounting},
 		{"a failed teardown is forgotten too (the orphan search retries)", "a", []Event{EvMount{podA}, EvSetUp{UID: "a", Gen: 1}, EvUnmount{UID: "a"}, EvTornDown{UID: "a", Err: errNo}},
 			nil, absent},
 

@@ -160,6 +160,8 @@ func (a *Actor) execute(ctx actor.Context, c Command) {
 		a.failed(c.Pod, c.Err)
 	case CmdScheduleRetry:
 		supervision.After(ctx, c.After, &messages.VolumeRetryDue{UID: c.UID, Gen: c.Gen})
+	case CmdUnmounted:
+		supervision.Tell(ctx, a.p.PodManager, &messages.VolumesUnmounted{UID: c.UID})
 	case CmdTearDown:
 		host, reg := a.p.Host, a.p.Registrar
 		supervision.Go(ctx, func() messages.Message {
