@@ -56,9 +56,14 @@ var Implemented = map[string]bool{
 	"containerLogMaxWorkers":      true,
 	"containerLogMonitorInterval": true,
 	"podLogsDir":                  true,
-	"kubeReserved":                true,
-	"systemReserved":              true,
-	"evictionHard":                true,
+	// The volume-manager's period: content volumes refreshed, orphaned
+	// pod directories looked for (pods themselves sync on runtime events).
+	"syncFrequency": true,
+	// How long /stats/summary reuses a volume's measured usage.
+	"volumeStatsAggPeriod": true,
+	"kubeReserved":         true,
+	"systemReserved":       true,
+	"evictionHard":         true,
 	"crashLoopBackOff.maxContainerRestartPeriod": true,
 	"eventRecordQPS": true,
 	"eventBurst":     true,

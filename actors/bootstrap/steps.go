@@ -262,6 +262,7 @@ var runtimeActors = []struct {
 			NodeName: a.deps.NodeName,
 			Stats: &stats.Provider{Runtime: a.deps.Runtime, Images: a.deps.Images, NodeName: a.deps.NodeName,
 				RootDir: a.deps.RootDir, PodLogsDir: c.PodLogsDir, PodCgroupRoot: env.runtime.Opts.CgroupParentRoot,
+				VolumeStatsPeriod: volumeStatsPeriod(c.VolumeStatsAggPeriod.Duration),
 				Log: a.log.With().Str("component", "stats").Logger()},
 			Runtime:         a.deps.Runtime,
 			SplitLogStreams: a.gates.Enabled("PodLogsQuerySplitStreams"),
@@ -378,4 +379,13 @@ func deref[T any](p *T) T {
 		return zero
 	}
 	return *p
+}
+
+// volumeStatsPeriod maps volumeStatsAggPeriod to stats.Provider's: zero or
+// less turns volume stats off, as upstream.
+func volumeStatsPeriod(d time.Duration) time.Duration {
+	if d <= 0 {
+		return -1
+	}
+	return d
 }

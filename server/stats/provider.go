@@ -58,6 +58,10 @@ type Provider struct {
 	// HostRoot is where the host's /proc, /sys and /etc are read; empty
 	// is /. Tests point it at fixtures.
 	HostRoot string
+	// VolumeStatsPeriod is how long a volume's measured usage is reused
+	// (volumeStatsAggPeriod); zero is upstream's default, a minute, and a
+	// negative one turns volume stats off.
+	VolumeStatsPeriod time.Duration
 	// Log receives what is left out of a partial answer and why.
 	Log zerolog.Logger
 
@@ -125,7 +129,7 @@ func (p *Provider) Summary(ctx context.Context, onlyCPUAndMemory bool) (*statsap
 		return nil, err
 	}
 	p.rates.forget(now.Add(-rateRetention))
-	p.volumes.forget(now.Add(-2 * volumeStatsPeriod))
+	p.volumes.forget(now.Add(-2 * p.volumeStatsPeriod()))
 	return &statsapi.Summary{Node: node, Pods: pods}, nil
 }
 

@@ -12,11 +12,20 @@ import (
 	"github.com/actorlet/actorlet/volume"
 )
 
-// volumeStatsPeriod is how long a volume's figures are reused, as
-// upstream's volume stats aggregation period (--volume-stats-agg-period,
-// 1 minute by default): walking a large emptyDir on every request would
-// cost a request the time of a du.
-const volumeStatsPeriod = time.Minute
+// defaultVolumeStatsPeriod is how long a volume's figures are reused when
+// Provider.VolumeStatsPeriod is zero: upstream's default volume stats
+// aggregation period. Walking a large emptyDir on every request would cost
+// a request the time of a du.
+const defaultVolumeStatsPeriod = time.Minute
+
+// volumeStatsPeriod is how long a volume's figures are reused; negative:
+// volumes are not measured at all, as upstream with a period of zero.
+func (p *Provider) volumeStatsPeriod() time.Duration {
+	if p.VolumeStatsPeriod == 0 {
+		return defaultVolumeStatsPeriod
+	}
+	return p.VolumeStatsPeriod
+}
 
 // volumeSample is one volume's figures, as measured at a time.
 type volumeSample struct {
@@ -49,7 +58,7 @@ type podVolume struct {
 // reference: the directories do not tell which claim a local volume came
 // from.
 func (p *Provider) podVolumes(uid string, now time.Time) []podVolume {
-	if p.RootDir == "" {
+	if p.RootDir == "" || p.volumeStatsPeriod() < 0 {
 		return nil
 	}
 	vols, err := volume.PodVolumes(p.RootDir, types.UID(uid))
@@ -82,13 +91,13 @@ func (p *Provider) podVolumes(uid string, now time.Time) []podVolume {
 }
 
 // volumeSample is the volume's figures, measured again when the cached
-// ones are older than volumeStatsPeriod.
+// ones are older than the volume stats period.
 func (p *Provider) volumeSample(v volume.PodVolume, now time.Time) (volumeSample, bool) {
 	c := &p.volumes
 	c.mu.Lock()
 	s, ok := c.samples[v.Path]
 	c.mu.Unlock()
-	if !ok || now.Sub(s.at) >= volumeStatsPeriod {
+	if !ok || now.Sub(s.at) >= p.volumeStatsPeriod() {
 		m, err := v.Metrics()
 		if err != nil {
 			p.Log.Debug().Err(err).Str("volume", v.Path).Msg("volume figures left out")

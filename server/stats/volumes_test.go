@@ -80,7 +80,7 @@ func TestSummaryPodVolumes(t *testing.T) {
 	if got := val(byName(web())["scratch"].InodesUsed); got != 2 {
 		t.Errorf("scratch inodes within the period %d, want the cached 2", got)
 	}
-	n.clock.Advance(volumeStatsPeriod)
+	n.clock.Advance(defaultVolumeStatsPeriod)
 	if got := val(byName(web())["scratch"].InodesUsed); got != 3 {
 		t.Errorf("scratch inodes after the period %d, want 3", got)
 	}
