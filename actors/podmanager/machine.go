@@ -491,10 +491,15 @@ func (m *Machine) upsert(source string, pod *v1.Pod, now time.Time) {
 			if refresh {
 				m.emit(CmdMountVolumes{Pod: pod})
 			}
-		case p.Phase == Running && p.VolumesAsked && metadataChanged(p.Pod, pod):
-			// Downward API volumes show the pod's labels and annotations.
+		case p.Phase == Running && metadataChanged(p.Pod, pod):
+			// The pod's labels and annotations reach its containers
+			// through env fieldRefs and subPathExpr (the worker's next
+			// container uses them) and downward API volumes.
 			p.Pod = pod
-			m.emit(CmdMountVolumes{Pod: pod})
+			m.tell(uid, &messages.UpdatePod{Pod: pod})
+			if p.VolumesAsked {
+				m.emit(CmdMountVolumes{Pod: pod})
+			}
 		default:
 			p.Pod = pod
 		}
