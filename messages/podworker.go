@@ -9,7 +9,7 @@ import (
 )
 
 // UpdatePod hands a pod-worker the desired pod: the first spec, or a changed
-// one. Updates that arrive while a sync runs coalesce into the next sync.
+// one (its spec, labels or annotations). Updates that arrive while a sync runs coalesce into the next sync.
 // Sender: the pod-manager. Receiver: the pod's pod-worker.
 type UpdatePod struct {
 	Pod *v1.Pod

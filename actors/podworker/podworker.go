@@ -75,8 +75,8 @@ type Actor struct {
 	cancelRetry            func() bool
 	reported               *v1.PodStatus
 	reportedPhase          Phase
-	// specChanged: an update changed the pod's spec since the last sync
-	// started.
+	// specChanged: an update changed the pod (its spec, labels or
+	// annotations) since the last sync started.
 	specChanged bool
 	// injectedFault, when set, is the reason of a panic injected into the
 	// next sync work (messages.InjectPanic with InSyncWork). It lives in the
@@ -108,8 +108,9 @@ func (a *Actor) Receive(ctx actor.Context) {
 	case *actor.Restarting, *actor.Stopping:
 		a.cancelAll()
 	case *messages.UpdatePod:
-		// The pod-manager sends a pod again only when its spec changed, or
-		// to a worker that (re)started and has none yet.
+		// The pod-manager sends a pod again only when its spec, labels or
+		// annotations changed, or to a worker that (re)started and has
+		// none yet.
 		a.specChanged = a.specChanged || a.state.Pod != nil
 		a.step(ctx, EvUpdate{Pod: m.Pod})
 	case *messages.TerminatePod:
