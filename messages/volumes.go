@@ -40,7 +40,9 @@ type VolumesReady struct {
 	Volumes PodVolumes
 }
 
-func (m *VolumesReady) Summary() string { return fmt.Sprintf("%s: %d volumes ready", m.UID, len(m.Volumes)) }
+func (m *VolumesReady) Summary() string {
+	return fmt.Sprintf("%s: %d volumes ready", m.UID, len(m.Volumes))
+}
 
 // VolumesUnmounted says a pod's volumes are torn down and its directory
 // removed: a pod deleted from the API may go from it now, as upstream
@@ -126,4 +128,6 @@ type OrphanedPodDirs struct {
 	Err  error
 }
 
-func (m *OrphanedPodDirs) Summary() string { return fmt.Sprintf("%d orphaned pod directories", len(m.UIDs)) }
+func (m *OrphanedPodDirs) Summary() string {
+	return fmt.Sprintf("%d orphaned pod directories", len(m.UIDs))
+}

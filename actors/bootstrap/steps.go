@@ -263,7 +263,7 @@ var runtimeActors = []struct {
 			Stats: &stats.Provider{Runtime: a.deps.Runtime, Images: a.deps.Images, NodeName: a.deps.NodeName,
 				RootDir: a.deps.RootDir, PodLogsDir: c.PodLogsDir, PodCgroupRoot: env.runtime.Opts.CgroupParentRoot,
 				VolumeStatsPeriod: volumeStatsPeriod(c.VolumeStatsAggPeriod.Duration),
-				Log: a.log.With().Str("component", "stats").Logger()},
+				Log:               a.log.With().Str("component", "stats").Logger()},
 			Runtime:         a.deps.Runtime,
 			SplitLogStreams: a.gates.Enabled("PodLogsQuerySplitStreams"),
 			Configz:         c.DeepCopy(),
