@@ -1,6 +1,7 @@
 package podruntime
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -188,7 +189,7 @@ func TestContainerConfig(t *testing.T) {
 	c.SecurityContext = &v1.SecurityContext{RunAsUser: &uid, ReadOnlyRootFilesystem: &yes, AllowPrivilegeEscalation: &no,
 		Capabilities: &v1.Capabilities{Add: []v1.Capability{"NET_ADMIN"}, Drop: []v1.Capability{"ALL"}}}
 	opts := Options{NodeIP: "192.0.2.1", NodeMemoryCapacity: 1 << 30}
-	cfg, err := ContainerConfig(pod, c, 3, []string{"10.244.0.5", "fd00::5"}, "sha256:abc", nil, opts)
+	cfg, err := ContainerConfig(context.Background(), pod, c, 3, []string{"10.244.0.5", "fd00::5"}, "sha256:abc", nil, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -277,7 +278,7 @@ func TestContainerResourcesByQOS(t *testing.T) {
 func TestContainerConfigUnsupportedEnv(t *testing.T) {
 	pod := basePod()
 	pod.Spec.Containers[0].Env = []v1.EnvVar{{Name: "S", ValueFrom: &v1.EnvVarSource{SecretKeyRef: &v1.SecretKeySelector{Key: "k"}}}}
-	if _, err := ContainerConfig(pod, &pod.Spec.Containers[0], 0, nil, "img", nil, Options{}); err == nil {
+	if _, err := ContainerConfig(context.Background(), pod, &pod.Spec.Containers[0], 0, nil, "img", nil, Options{}); err == nil {
 		t.Error("secretKeyRef accepted")
 	}
 }

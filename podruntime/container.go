@@ -1,6 +1,7 @@
 package podruntime
 
 import (
+	"context"
 	"fmt"
 	"path/filepath"
 	"strconv"
@@ -12,17 +13,18 @@ import (
 )
 
 // ContainerConfig is the ContainerConfig of the container's instance number
-// restartCount, as upstream's generateContainerConfig. image is the resolved
+// restartCount, as upstream's generateContainerConfig. ctx bounds the
+// reads of the objects its env refers to. image is the resolved
 // image reference to run; podIPs are the sandbox's IPs (status.podIP(s)).
 // vols are the pod's volumes as set up on the host.
-func ContainerConfig(pod *v1.Pod, c *v1.Container, restartCount int, podIPs []string, image string, vols map[string]volume.Mounted, opts Options) (*runtimeapi.ContainerConfig, error) {
+func ContainerConfig(ctx context.Context, pod *v1.Pod, c *v1.Container, restartCount int, podIPs []string, image string, vols map[string]volume.Mounted, opts Options) (*runtimeapi.ContainerConfig, error) {
 	if !hostUsers(pod) {
 		return nil, errUserNamespacesNotImplemented
 	}
 	if err := procMountError(pod, c); err != nil {
 		return nil, err
 	}
-	envs, err := containerEnv(pod, c, podIPs, opts)
+	envs, err := containerEnv(ctx, pod, c, podIPs, vols, opts)
 	if err != nil {
 		return nil, err
 	}

@@ -1,6 +1,7 @@
 package podruntime
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"strconv"
@@ -9,12 +10,14 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/actorlet/actorlet/volume"
 )
 
 // containerEnv is upstream's makeEnvironmentVariables without service links,
 // envFrom and config map or secret references, which need the API server: a
 // container using those fails with an error naming the variable.
-func containerEnv(pod *v1.Pod, c *v1.Container, podIPs []string, opts Options) ([]*runtimeapi.KeyValue, error) {
+func containerEnv(ctx context.Context, pod *v1.Pod, c *v1.Container, podIPs []string, vols map[string]volume.Mounted, opts Options) ([]*runtimeapi.KeyValue, error) {
 	values := map[string]string{}
 	lookup := func(name string) (string, bool) { v, ok := values[name]; return v, ok }
 	var order []string

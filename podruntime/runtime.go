@@ -49,6 +49,16 @@ type Options struct {
 	// Subpaths prepares the bind mounts of subPath volume mounts; nil
 	// refuses them.
 	Subpaths Subpaths
+	// Objects reads the ConfigMaps and Secrets of containers' env and of
+	// image pull secrets; nil (no API server) fails any container that
+	// refers to one, as upstream without a client.
+	Objects Objects
+	// Services gives the service environment variables; nil (no API
+	// server): none, as upstream.
+	Services Services
+	// RootDir is the kubelet's root directory: a pod's own files (its
+	// etc-hosts) are under RootDir/pods/UID.
+	RootDir string
 	// Recorder receives upstream's events about pods and their containers
 	// (pulls, starts, kills, back-offs, failures); nil records none.
 	Recorder record.EventRecorder

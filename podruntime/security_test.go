@@ -1,6 +1,7 @@
 package podruntime
 
 import (
+	"context"
 	"errors"
 	"math"
 	"testing"
@@ -151,7 +152,7 @@ func TestHostUsersFalseIsNeverConfigured(t *testing.T) {
 	if _, err := SandboxConfig(pod, 0, Options{}); !errors.Is(err, errUserNamespacesNotImplemented) {
 		t.Errorf("SandboxConfig: %v", err)
 	}
-	if _, err := ContainerConfig(pod, &pod.Spec.Containers[0], 0, nil, "img", nil, Options{}); !errors.Is(err, errUserNamespacesNotImplemented) {
+	if _, err := ContainerConfig(context.Background(), pod, &pod.Spec.Containers[0], 0, nil, "img", nil, Options{}); !errors.Is(err, errUserNamespacesNotImplemented) {
 		t.Errorf("ContainerConfig: %v", err)
 	}
 	// A pod that shares the host's user namespace says so, as upstream.
@@ -189,7 +190,7 @@ func TestProcMountUnmasked(t *testing.T) {
 	pod := basePod()
 	unmasked := v1.UnmaskedProcMount
 	pod.Spec.Containers[0].SecurityContext = &v1.SecurityContext{ProcMount: &unmasked}
-	_, err := ContainerConfig(pod, &pod.Spec.Containers[0], 0, nil, "img", nil, Options{})
+	_, err := ContainerConfig(context.Background(), pod, &pod.Spec.Containers[0], 0, nil, "img", nil, Options{})
 	want := "container c of pod ns1/web: securityContext.procMount: Invalid value: \"Unmasked\": `hostUsers` must be false to use `Unmasked`"
 	if errString(err) != want {
 		t.Errorf("ContainerConfig = %v\nwant %s", err, want)
@@ -197,7 +198,7 @@ func TestProcMountUnmasked(t *testing.T) {
 	// Default keeps upstream's masked and read-only paths.
 	dflt := v1.DefaultProcMount
 	pod.Spec.Containers[0].SecurityContext.ProcMount = &dflt
-	cfg, err := ContainerConfig(pod, &pod.Spec.Containers[0], 0, nil, "img", nil, Options{})
+	cfg, err := ContainerConfig(context.Background(), pod, &pod.Spec.Containers[0], 0, nil, "img", nil, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

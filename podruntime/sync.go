@@ -285,7 +285,7 @@ func (s *syncPass) startContainer(ctx context.Context, c *v1.Container) bool {
 	err := r.verifyRunAsNonRoot(ctx, pod, c, img.image)
 	var cfg *runtimeapi.ContainerConfig
 	if err == nil {
-		cfg, err = ContainerConfig(pod, c, restartCount, s.podIPs, img.ref, s.vols, r.Opts)
+		cfg, err = ContainerConfig(ctx, pod, c, restartCount, s.podIPs, img.ref, s.vols, r.Opts)
 	}
 	if err != nil {
 		failed("", err.Error())

@@ -363,7 +363,13 @@ func (a *Actor) runtimeEnv() (*runtimeEnv, error) {
 		Recorder:              a.deps.Events,
 		PodLogsDir:            c.PodLogsDir,
 		Subpaths:              env.volumes,
+		RootDir:               a.deps.RootDir,
 	}}
+	if env.volumeSources != nil {
+		// Env and image pull secrets read the same objects as volumes, from
+		// the same watches: one cache of the node's objects, not two.
+		env.runtime.Opts.Objects = env.volumes.Sources.(podruntime.Objects)
+	}
 	return env, nil
 }
 

@@ -87,7 +87,7 @@ func (f *floor) run(ctx context.Context, n int) (floorRun, error) {
 		if err != nil {
 			return res, fmt.Errorf("floor: sandbox config of %s/%s: %w", ns, p.Name, err)
 		}
-		cc, err := podruntime.ContainerConfig(p, &p.Spec.Containers[0], 0, nil, imageRef, nil, f.opts)
+		cc, err := podruntime.ContainerConfig(context.Background(), p, &p.Spec.Containers[0], 0, nil, imageRef, nil, f.opts)
 		if err != nil {
 			return res, fmt.Errorf("floor: container config of %s/%s: %w", ns, p.Name, err)
 		}
