@@ -368,7 +368,7 @@ func (a *Actor) runtimeEnv() (*runtimeEnv, error) {
 	if env.volumeSources != nil {
 		// Env and image pull secrets read the same objects as volumes, from
 		// the same watches: one cache of the node's objects, not two.
-		env.runtime.Opts.Objects = env.volumes.Sources.(podruntime.Objects)
+		env.runtime.Opts.Objects = env.volumes.Sources
 	}
 	return env, nil
 }
