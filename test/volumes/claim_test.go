@@ -26,8 +26,8 @@ func TestPersistentVolumes(t *testing.T) {
 			t.Fatal(err)
 		}
 		claim := n.boundClaim(t, "hostpath-claim", v1.PersistentVolumeSource{HostPath: &v1.HostPathVolumeSource{Path: dir}}, nil)
-		n.run(t, n.pod("claim-hostpath", []v1.Volume{claimVolume("data", claim)}, n.sleeper("c", mnt("data", "/data"))))
-		n.expect(t, "claim-hostpath", "c", "cat /data/seed && echo from-the-pod > /data/back", "from-the-admin")
+		n.Run(t, n.NewPod("claim-hostpath", []v1.Volume{claimVolume("data", claim)}, n.Sleeper("c", mnt("data", "/data"))))
+		n.Expect(t, "claim-hostpath", "c", "cat /data/seed && echo from-the-pod > /data/back", "from-the-admin")
 		if got := readFile(t, filepath.Join(dir, "back")); got != "from-the-pod\n" {
 			t.Errorf("the pod's write in the PV's directory: %q", got)
 		}
@@ -39,8 +39,8 @@ func TestPersistentVolumes(t *testing.T) {
 			t.Fatal(err)
 		}
 		claim := n.boundClaim(t, "local-claim", v1.PersistentVolumeSource{Local: &v1.LocalVolumeSource{Path: dir}}, onNode(n.Name))
-		created := n.run(t, n.pod("claim-local", []v1.Volume{claimVolume("data", claim)}, n.sleeper("c", mnt("data", "/data"))))
-		n.expect(t, "claim-local", "c", "cat /data/seed", "local")
+		created := n.Run(t, n.NewPod("claim-local", []v1.Volume{claimVolume("data", claim)}, n.Sleeper("c", mnt("data", "/data"))))
+		n.Expect(t, "claim-local", "c", "cat /data/seed", "local")
 		// Upstream bind-mounts the local path at
 		// ROOT/pods/UID/volumes/kubernetes.io~local-volume/PV.
 		if at := n.volumeDir(created.UID, pluginLocal, claim.pv); len(mountsAt(t, at)) != 1 {
@@ -50,22 +50,22 @@ func TestPersistentVolumes(t *testing.T) {
 
 	t.Run("claim of a local PersistentVolume of another node", func(t *testing.T) {
 		claim := n.boundClaim(t, "far-claim", v1.PersistentVolumeSource{Local: &v1.LocalVolumeSource{Path: t.TempDir()}}, onNode("actorlet-other-node"))
-		n.create(t, n.pod("claim-far", []v1.Volume{claimVolume("data", claim)}, n.sleeper("c", mnt("data", "/data"))))
+		n.Create(t, n.NewPod("claim-far", []v1.Volume{claimVolume("data", claim)}, n.Sleeper("c", mnt("data", "/data"))))
 		// Upstream: "MountVolume.NodeAffinity check failed for volume
 		// "PV" : no matching NodeSelectorTerms"; the cause is what counts.
-		n.event(t, "claim-far", "FailedMount", "no matching NodeSelectorTerms")
+		n.Event(t, "claim-far", "FailedMount", "no matching NodeSelectorTerms")
 		n.stuckCreating(t, "claim-far")
 	})
 
 	t.Run("a CSI volume fails with a clear event", func(t *testing.T) {
-		p := n.pod("csi", []v1.Volume{{Name: "csi-vol", VolumeSource: v1.VolumeSource{CSI: &v1.CSIVolumeSource{Driver: "csi.example.com"}}}},
-			n.sleeper("c", mnt("csi-vol", "/csi")))
-		n.create(t, p)
+		p := n.NewPod("csi", []v1.Volume{{Name: "csi-vol", VolumeSource: v1.VolumeSource{CSI: &v1.CSIVolumeSource{Driver: "csi.example.com"}}}},
+			n.Sleeper("c", mnt("csi-vol", "/csi")))
+		n.Create(t, p)
 		// Upstream: MountVolume.SetUp failed for volume "csi-vol" :
 		// kubernetes.io/csi: ... driver name csi.example.com not found in
 		// the list of registered CSI drivers. The pod never starts without
 		// it.
-		n.event(t, "csi", "FailedMount", `"csi-vol"`)
+		n.Event(t, "csi", "FailedMount", `"csi-vol"`)
 		n.stuckCreating(t, "csi")
 	})
 }
@@ -93,10 +93,10 @@ func onNode(node string) *v1.VolumeNodeAffinity {
 func (n *volNode) boundClaim(t *testing.T, name string, source v1.PersistentVolumeSource, affinity *v1.VolumeNodeAffinity) claim {
 	t.Helper()
 	ctx := context.Background()
-	c := claim{name: name, pv: n.ns + "-" + name}
+	c := claim{name: name, pv: n.NS + "-" + name}
 	empty := ""
 	size := resource.MustParse("1Gi")
-	pvs, pvcs := n.Admin.CoreV1().PersistentVolumes(), n.Admin.CoreV1().PersistentVolumeClaims(n.ns)
+	pvs, pvcs := n.Admin.CoreV1().PersistentVolumes(), n.Admin.CoreV1().PersistentVolumeClaims(n.NS)
 	t.Cleanup(func() {
 		unprotect := []byte(`{"metadata":{"finalizers":null}}`)
 		_, _ = pvcs.Patch(ctx, c.name, types.MergePatchType, unprotect, metav1.PatchOptions{})
@@ -113,7 +113,7 @@ func (n *volNode) boundClaim(t *testing.T, name string, source v1.PersistentVolu
 			StorageClassName:              empty,
 			PersistentVolumeSource:        source,
 			NodeAffinity:                  affinity,
-			ClaimRef:                      &v1.ObjectReference{Kind: "PersistentVolumeClaim", Namespace: n.ns, Name: c.name},
+			ClaimRef:                      &v1.ObjectReference{Kind: "PersistentVolumeClaim", Namespace: n.NS, Name: c.name},
 		},
 	}, metav1.CreateOptions{})
 	if err != nil {

@@ -27,13 +27,13 @@ func TestVolumeLifecycle(t *testing.T) {
 	t.Run("kill -9 keeps the tmpfs volumes and their data", func(t *testing.T) {
 		s := n.secret(t, "kept", map[string]string{"k": "kept-secret"})
 		size := resource.MustParse("32Mi")
-		p := n.pod("keeper", []v1.Volume{
+		p := n.NewPod("keeper", []v1.Volume{
 			{Name: "mem", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{Medium: v1.StorageMediumMemory, SizeLimit: &size}}},
 			{Name: "sec", VolumeSource: v1.VolumeSource{Secret: &v1.SecretVolumeSource{SecretName: s}}},
-		}, n.busybox("c", "echo precious > /mem/f && exec sleep 3600", mnt("mem", "/mem"), mnt("sec", "/sec")))
-		created := n.run(t, p)
-		n.eventuallySees(t, "keeper", "c", "cat /mem/f", "precious", 10*time.Second)
-		before, err := n.containerState("keeper", "c")
+		}, n.Busybox("c", "echo precious > /mem/f && exec sleep 3600", mnt("mem", "/mem"), mnt("sec", "/sec")))
+		created := n.Run(t, p)
+		n.EventuallySees(t, "keeper", "c", "cat /mem/f", "precious", 10*time.Second)
+		before, err := n.ContainerState("keeper", "c")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -55,11 +55,11 @@ func TestVolumeLifecycle(t *testing.T) {
 		agent.Eventually(t, "node Ready after the restart", 30*time.Second, n.Ready)
 		// A pod started after the restart proves the volume manager is at
 		// work again; by then it has taken the running pod's volumes over.
-		n.run(t, n.pod("after", []v1.Volume{{Name: "mem", VolumeSource: v1.VolumeSource{
+		n.Run(t, n.NewPod("after", []v1.Volume{{Name: "mem", VolumeSource: v1.VolumeSource{
 			EmptyDir: &v1.EmptyDirVolumeSource{Medium: v1.StorageMediumMemory, SizeLimit: &size}}}},
-			n.sleeper("c", mnt("mem", "/mem"))))
+			n.Sleeper("c", mnt("mem", "/mem"))))
 		agent.Consistently(t, "each tmpfs mounted once", 5*time.Second, time.Second, once)
-		after, err := n.containerState("keeper", "c")
+		after, err := n.ContainerState("keeper", "c")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -67,14 +67,14 @@ func TestVolumeLifecycle(t *testing.T) {
 			t.Errorf("the container after the restart: %s, restarts %d, %+v; want %s still running",
 				after.ContainerID, after.RestartCount, after.State, before.ContainerID)
 		}
-		n.expect(t, "keeper", "c", "cat /mem/f /sec/k", "precious\nkept-secret")
+		n.Expect(t, "keeper", "c", "cat /mem/f /sec/k", "precious\nkept-secret")
 		if got := readFile(t, filepath.Join(memDir, "f")); got != "precious\n" {
 			t.Errorf("the data on the host's tmpfs: %q", got)
 		}
 	})
 
 	t.Run("a removed pod leaves no mount and no directory", func(t *testing.T) {
-		created := n.run(t, n.everyKind(t, "removed"))
+		created := n.Run(t, n.everyKind(t, "removed"))
 		dir := n.podDir(created.UID)
 		if len(mountsUnder(t, dir)) == 0 {
 			t.Fatalf("no mounts under %s while the pod runs", dir)
@@ -91,7 +91,7 @@ func TestVolumeLifecycle(t *testing.T) {
 	})
 
 	t.Run("a pod removed while actorlet is down leaves nothing", func(t *testing.T) {
-		created := n.run(t, n.everyKind(t, "orphan"))
+		created := n.Run(t, n.everyKind(t, "orphan"))
 		dir := n.podDir(created.UID)
 		n.Stop(syscall.SIGKILL)
 		n.delete(t, "orphan", 0)
@@ -110,12 +110,12 @@ func (n *volNode) everyKind(t *testing.T, name string) *v1.Pod {
 	t.Helper()
 	cm := n.configMap(t, name+"-config", map[string]string{"k": "v"})
 	s := n.secret(t, name+"-secret", map[string]string{"k": "v"})
-	p := n.pod(name, []v1.Volume{
+	p := n.NewPod(name, []v1.Volume{
 		{Name: "disk", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{}}},
 		{Name: "mem", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{Medium: v1.StorageMediumMemory}}},
 		{Name: "cfg", VolumeSource: v1.VolumeSource{ConfigMap: &v1.ConfigMapVolumeSource{LocalObjectReference: v1.LocalObjectReference{Name: cm}}}},
 		{Name: "sec", VolumeSource: v1.VolumeSource{Secret: &v1.SecretVolumeSource{SecretName: s}}},
-	}, n.sleeper("c", mnt("disk", "/disk"), mnt("mem", "/mem"), mnt("cfg", "/cfg"), mnt("sec", "/sec"),
+	}, n.Sleeper("c", mnt("disk", "/disk"), mnt("mem", "/mem"), mnt("cfg", "/cfg"), mnt("sec", "/sec"),
 		v1.VolumeMount{Name: "cfg", MountPath: "/k", SubPath: "k"}))
 	p.Spec.AutomountServiceAccountToken = nil
 	return p
@@ -128,7 +128,7 @@ func (n *volNode) mountsWhenGone(t *testing.T, name, dir string) []string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	w, err := n.Admin.CoreV1().Pods(n.ns).Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + name})
+	w, err := n.Admin.CoreV1().Pods(n.NS).Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + name})
 	if err != nil {
 		t.Fatalf("watch pod %s: %v", name, err)
 	}
@@ -146,7 +146,7 @@ func (n *volNode) mountsWhenGone(t *testing.T, name, dir string) []string {
 // delete deletes the pod through the API with a grace period.
 func (n *volNode) delete(t *testing.T, name string, grace int64) {
 	t.Helper()
-	if err := n.Admin.CoreV1().Pods(n.ns).Delete(context.Background(), name, metav1.DeleteOptions{GracePeriodSeconds: &grace}); err != nil {
+	if err := n.Admin.CoreV1().Pods(n.NS).Delete(context.Background(), name, metav1.DeleteOptions{GracePeriodSeconds: &grace}); err != nil {
 		t.Fatalf("delete pod %s: %v", name, err)
 	}
 }
@@ -154,7 +154,7 @@ func (n *volNode) delete(t *testing.T, name string, grace int64) {
 // gone is nil once the API has no pod name.
 func (n *volNode) gone(name string) func() error {
 	return func() error {
-		if _, err := n.get(name); !apierrors.IsNotFound(err) {
+		if _, err := n.Get(name); !apierrors.IsNotFound(err) {
 			return fmt.Errorf("pod %s still there (%v)", name, err)
 		}
 		return nil

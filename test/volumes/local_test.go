@@ -34,11 +34,11 @@ func TestLocalVolumes(t *testing.T) {
 		// The first run leaves a mark and fails; the restarted container
 		// must find it: the volume outlives the container.
 		script := `if [ -f /data/mark ]; then exec sleep 3600; fi; echo first-run > /data/mark; exit 1`
-		p := n.pod("disk", []v1.Volume{{Name: "data", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{}}}},
-			n.busybox("c", script, mnt("data", "/data")))
-		created := n.create(t, p)
+		p := n.NewPod("disk", []v1.Volume{{Name: "data", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{}}}},
+			n.Busybox("c", script, mnt("data", "/data")))
+		created := n.Create(t, p)
 		agent.Eventually(t, "the container restarted and running", 60*time.Second, func() error {
-			cs, err := n.containerState("disk", "c")
+			cs, err := n.ContainerState("disk", "c")
 			if err != nil {
 				return err
 			}
@@ -47,9 +47,9 @@ func TestLocalVolumes(t *testing.T) {
 			}
 			return nil
 		})
-		n.expect(t, "disk", "c", "cat /data/mark", "first-run")
+		n.Expect(t, "disk", "c", "cat /data/mark", "first-run")
 		// Upstream makes the directory 0777 whatever the umask.
-		n.expect(t, "disk", "c", "stat -c %a /data", "777")
+		n.Expect(t, "disk", "c", "stat -c %a /data", "777")
 		dir := n.volumeDir(created.UID, pluginEmptyDir, "data")
 		fi, err := os.Stat(dir)
 		if err != nil {
@@ -68,19 +68,19 @@ func TestLocalVolumes(t *testing.T) {
 
 	t.Run("emptyDir Memory sized by sizeLimit", func(t *testing.T) {
 		limit := resource.MustParse("64Mi")
-		p := n.pod("mem-sized", []v1.Volume{{Name: "mem", VolumeSource: v1.VolumeSource{
+		p := n.NewPod("mem-sized", []v1.Volume{{Name: "mem", VolumeSource: v1.VolumeSource{
 			EmptyDir: &v1.EmptyDirVolumeSource{Medium: v1.StorageMediumMemory, SizeLimit: &limit}}}},
-			n.sleeper("c", mnt("mem", "/mem")))
-		created := n.run(t, p)
+			n.Sleeper("c", mnt("mem", "/mem")))
+		created := n.Run(t, p)
 		n.checkTmpfs(t, created, "mem", "/mem", kib(limit.Value()))
 	})
 
 	t.Run("emptyDir Memory sized by the pod's memory limit", func(t *testing.T) {
-		c := n.sleeper("c", mnt("mem", "/mem"))
+		c := n.Sleeper("c", mnt("mem", "/mem"))
 		c.Resources.Limits = v1.ResourceList{v1.ResourceMemory: resource.MustParse("96Mi")}
-		p := n.pod("mem-limit", []v1.Volume{{Name: "mem", VolumeSource: v1.VolumeSource{
+		p := n.NewPod("mem-limit", []v1.Volume{{Name: "mem", VolumeSource: v1.VolumeSource{
 			EmptyDir: &v1.EmptyDirVolumeSource{Medium: v1.StorageMediumMemory}}}}, c)
-		created := n.run(t, p)
+		created := n.Run(t, p)
 		n.checkTmpfs(t, created, "mem", "/mem", kib(96<<20))
 	})
 
@@ -89,10 +89,10 @@ func TestLocalVolumes(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		p := n.pod("mem-node", []v1.Volume{{Name: "mem", VolumeSource: v1.VolumeSource{
+		p := n.NewPod("mem-node", []v1.Volume{{Name: "mem", VolumeSource: v1.VolumeSource{
 			EmptyDir: &v1.EmptyDirVolumeSource{Medium: v1.StorageMediumMemory}}}},
-			n.sleeper("c", mnt("mem", "/mem")))
-		created := n.run(t, p)
+			n.Sleeper("c", mnt("mem", "/mem")))
+		created := n.Run(t, p)
 		n.checkTmpfs(t, created, "mem", "/mem", kib(node.Status.Allocatable.Memory().Value()))
 	})
 
@@ -121,9 +121,9 @@ func TestLocalVolumes(t *testing.T) {
 			hp("existing", existing, v1.HostPathFile),
 			{Name: "unset", VolumeSource: v1.VolumeSource{HostPath: &v1.HostPathVolumeSource{Path: base}}},
 		}
-		p := n.pod("hostpath", vols, n.sleeper("c", mnt("dir", "/dir"), mnt("file", "/file"), mnt("sock", "/app.sock"),
+		p := n.NewPod("hostpath", vols, n.Sleeper("c", mnt("dir", "/dir"), mnt("file", "/file"), mnt("sock", "/app.sock"),
 			mnt("null", "/null"), mnt("existing", "/existing"), mnt("unset", "/base")))
-		n.run(t, p)
+		n.Run(t, p)
 		// What upstream creates: a directory 0755 (with its parents), an
 		// empty file 0644.
 		if fi, err := os.Stat(newDir); err != nil || !fi.IsDir() || fi.Mode().Perm() != 0o755 {
@@ -133,56 +133,56 @@ func TestLocalVolumes(t *testing.T) {
 			t.Errorf("FileOrCreate made %s: %v, %v; want an empty file 0644", newFile, fi.Mode(), err)
 		}
 		// What the container sees is the host's own objects.
-		n.expect(t, "hostpath", "c", "echo from-the-pod > /dir/hello && test -d /dir && test -f /file && test -S /app.sock && test -c /null && cat /existing", "from-the-host")
+		n.Expect(t, "hostpath", "c", "echo from-the-pod > /dir/hello && test -d /dir && test -f /file && test -S /app.sock && test -c /null && cat /existing", "from-the-host")
 		if b, err := os.ReadFile(filepath.Join(newDir, "hello")); err != nil || string(b) != "from-the-pod\n" {
 			t.Errorf("the pod's write in the host's directory: %q, %v", b, err)
 		}
-		n.expect(t, "hostpath", "c", "ls /base | sort | tr '\\n' ' '", "app.sock existing made made-file ")
+		n.Expect(t, "hostpath", "c", "ls /base | sort | tr '\\n' ' '", "app.sock existing made made-file ")
 	})
 
 	t.Run("hostPath Directory missing, then made", func(t *testing.T) {
 		missing := filepath.Join(t.TempDir(), "not-yet")
 		typ := v1.HostPathDirectory
-		p := n.pod("hostpath-missing", []v1.Volume{{Name: "dir", VolumeSource: v1.VolumeSource{
-			HostPath: &v1.HostPathVolumeSource{Path: missing, Type: &typ}}}}, n.sleeper("c", mnt("dir", "/dir")))
-		n.create(t, p)
+		p := n.NewPod("hostpath-missing", []v1.Volume{{Name: "dir", VolumeSource: v1.VolumeSource{
+			HostPath: &v1.HostPathVolumeSource{Path: missing, Type: &typ}}}}, n.Sleeper("c", mnt("dir", "/dir")))
+		n.Create(t, p)
 		// Upstream: "MountVolume.SetUp failed for volume "dir" : hostPath
 		// type check failed: PATH is not a directory".
-		n.event(t, "hostpath-missing", "FailedMount", `"dir"`, "hostPath type check failed", missing)
+		n.Event(t, "hostpath-missing", "FailedMount", `"dir"`, "hostPath type check failed", missing)
 		n.stuckCreating(t, "hostpath-missing")
 		// The mount is retried: once the directory exists, the pod starts.
 		if err := os.Mkdir(missing, 0o700); err != nil {
 			t.Fatal(err)
 		}
-		n.running(t, "hostpath-missing", 2*time.Minute)
-		n.expect(t, "hostpath-missing", "c", "stat -c %a /dir", "700")
+		n.Running(t, "hostpath-missing", 2*time.Minute)
+		n.Expect(t, "hostpath-missing", "c", "stat -c %a /dir", "700")
 	})
 
 	t.Run("fsGroup", func(t *testing.T) {
 		cm := n.configMap(t, "fsgroup-config", map[string]string{"a": "alpha"})
 		fsGroup, user := int64(2000), int64(1000)
-		p := n.pod("fsgroup", []v1.Volume{
+		p := n.NewPod("fsgroup", []v1.Volume{
 			{Name: "scratch", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{}}},
 			{Name: "cfg", VolumeSource: v1.VolumeSource{ConfigMap: &v1.ConfigMapVolumeSource{
 				LocalObjectReference: v1.LocalObjectReference{Name: cm}}}},
-		}, n.sleeper("c", mnt("scratch", "/scratch"), mnt("cfg", "/cfg")))
+		}, n.Sleeper("c", mnt("scratch", "/scratch"), mnt("cfg", "/cfg")))
 		p.Spec.SecurityContext = &v1.PodSecurityContext{FSGroup: &fsGroup, RunAsUser: &user, SupplementalGroups: []int64{3000}}
-		n.run(t, p)
+		n.Run(t, p)
 		// Upstream's SetVolumeOwnership: the group is fsGroup, directories
 		// get setgid and group rwx, so that what the pod creates keeps the
 		// group; the process has fsGroup among its groups.
-		n.expect(t, "fsgroup", "c", "stat -c '%g %A' /scratch", "2000 drwxrwsrwx")
-		n.expect(t, "fsgroup", "c", "touch /scratch/f && stat -c '%u %g' /scratch/f", "1000 2000")
-		if groups := strings.Fields(n.sh(t, "fsgroup", "c", "id -G")); !slices.Contains(groups, "2000") || !slices.Contains(groups, "3000") {
+		n.Expect(t, "fsgroup", "c", "stat -c '%g %A' /scratch", "2000 drwxrwsrwx")
+		n.Expect(t, "fsgroup", "c", "touch /scratch/f && stat -c '%u %g' /scratch/f", "1000 2000")
+		if groups := strings.Fields(n.Sh(t, "fsgroup", "c", "id -G")); !slices.Contains(groups, "2000") || !slices.Contains(groups, "3000") {
 			t.Errorf("id -G = %v, want fsGroup 2000 and the supplemental group 3000 among them", groups)
 		}
 		// A configMap's files: group fsGroup, read-only masks (0644|0440).
-		n.expect(t, "fsgroup", "c", "stat -L -c '%g %a' /cfg/a", "2000 644")
+		n.Expect(t, "fsgroup", "c", "stat -L -c '%g %a' /cfg/a", "2000 644")
 	})
 
 	t.Run("volume stats in /stats/summary", func(t *testing.T) {
-		created := n.run(t, n.pod("stats", []v1.Volume{{Name: "data", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{}}}},
-			n.busybox("c", "head -c 1048576 /dev/zero > /data/mib && exec sleep 3600", mnt("data", "/data"))))
+		created := n.Run(t, n.NewPod("stats", []v1.Volume{{Name: "data", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{}}}},
+			n.Busybox("c", "head -c 1048576 /dev/zero > /data/mib && exec sleep 3600", mnt("data", "/data"))))
 		// Upstream measures each pod's volumes every volumeStatsAggPeriod
 		// (du and find for an emptyDir on disk) and serves the last figures.
 		agent.Eventually(t, "the volume's usage in /stats/summary", 3*volumeStatsAggPeriod+15*time.Second, func() error {
@@ -216,21 +216,21 @@ func TestLocalVolumes(t *testing.T) {
 	t.Run("subPath and subPathExpr", func(t *testing.T) {
 		cm := n.configMap(t, "subpath-config", map[string]string{"app.conf": "setting=1\n", "other": "x"})
 		env := []v1.EnvVar{{Name: "POD_NAME", ValueFrom: &v1.EnvVarSource{FieldRef: &v1.ObjectFieldSelector{FieldPath: "metadata.name"}}}}
-		writer := n.busybox("c", "echo hi > /out/f && exec sleep 3600",
+		writer := n.Busybox("c", "echo hi > /out/f && exec sleep 3600",
 			v1.VolumeMount{Name: "cfg", MountPath: "/etc/app.conf", SubPath: "app.conf"},
 			v1.VolumeMount{Name: "work", MountPath: "/out", SubPathExpr: "$(POD_NAME)"})
 		writer.Env = env
-		p := n.pod("subpath", []v1.Volume{
+		p := n.NewPod("subpath", []v1.Volume{
 			{Name: "cfg", VolumeSource: v1.VolumeSource{ConfigMap: &v1.ConfigMapVolumeSource{LocalObjectReference: v1.LocalObjectReference{Name: cm}}}},
 			{Name: "work", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{}}},
-		}, writer, n.sleeper("all", mnt("work", "/all")))
-		created := n.run(t, p)
-		n.expect(t, "subpath", "c", "cat /etc/app.conf", "setting=1")
+		}, writer, n.Sleeper("all", mnt("work", "/all")))
+		created := n.Run(t, p)
+		n.Expect(t, "subpath", "c", "cat /etc/app.conf", "setting=1")
 		// A subPath of a file is a file, not the volume's directory.
-		n.expect(t, "subpath", "c", "test -f /etc/app.conf && test ! -e /etc/other && echo a-file", "a-file")
+		n.Expect(t, "subpath", "c", "test -f /etc/app.conf && test ! -e /etc/other && echo a-file", "a-file")
 		// subPathExpr: $(POD_NAME) from the container's env, created in
 		// the volume.
-		n.eventuallySees(t, "subpath", "all", "cat /all/subpath/f", "hi", 10*time.Second)
+		n.EventuallySees(t, "subpath", "all", "cat /all/subpath/f", "hi", 10*time.Second)
 		if _, err := os.Stat(filepath.Join(n.volumeDir(created.UID, pluginEmptyDir, "work"), "subpath", "f")); err != nil {
 			t.Errorf("the subPathExpr directory on the host: %v", err)
 		}
@@ -242,15 +242,15 @@ func TestLocalVolumes(t *testing.T) {
 		// CreateContainerConfigError, "failed to prepare subPath for
 		// volumeMount ..."), never see the host's root. A subPath on a
 		// real directory of the same volume works.
-		p := n.pod("escape", []v1.Volume{{Name: "vol", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{}}}},
-			n.sleeper("escaper", v1.VolumeMount{Name: "vol", MountPath: "/esc", SubPath: "escape"}),
-			n.sleeper("honest", v1.VolumeMount{Name: "vol", MountPath: "/d", SubPath: "dir"}))
-		p.Spec.InitContainers = []v1.Container{n.busybox("plant", "ln -s / /vol/escape && mkdir /vol/dir && echo ok > /vol/dir/ok", mnt("vol", "/vol"))}
-		n.create(t, p)
-		n.containerRunning(t, "escape", "honest")
-		n.expect(t, "escape", "honest", "cat /d/ok", "ok")
+		p := n.NewPod("escape", []v1.Volume{{Name: "vol", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{}}}},
+			n.Sleeper("escaper", v1.VolumeMount{Name: "vol", MountPath: "/esc", SubPath: "escape"}),
+			n.Sleeper("honest", v1.VolumeMount{Name: "vol", MountPath: "/d", SubPath: "dir"}))
+		p.Spec.InitContainers = []v1.Container{n.Busybox("plant", "ln -s / /vol/escape && mkdir /vol/dir && echo ok > /vol/dir/ok", mnt("vol", "/vol"))}
+		n.Create(t, p)
+		n.ContainerRunning(t, "escape", "honest")
+		n.Expect(t, "escape", "honest", "cat /d/ok", "ok")
 		refused := func() error {
-			cs, err := n.containerState("escape", "escaper")
+			cs, err := n.ContainerState("escape", "escaper")
 			if err != nil {
 				return err
 			}
@@ -289,14 +289,14 @@ func (n *volNode) checkTmpfs(t *testing.T, p *v1.Pod, volume, path, size string)
 	if fstype != "tmpfs" || !slices.Contains(opts, size) || !slices.Contains(opts, "rw") {
 		t.Errorf("in the container, %s: %s %v, want tmpfs rw with %s", path, fstype, opts, size)
 	}
-	n.expect(t, p.Name, "c", fmt.Sprintf("echo in-memory > %s/f && cat %s/f && stat -c %%a %s", path, path, path), "in-memory\n1777")
+	n.Expect(t, p.Name, "c", fmt.Sprintf("echo in-memory > %s/f && cat %s/f && stat -c %%a %s", path, path, path), "in-memory\n1777")
 }
 
 // configMap creates a ConfigMap in the node's namespace as the admin and
 // returns its name.
 func (n *volNode) configMap(t *testing.T, name string, data map[string]string) string {
 	t.Helper()
-	_, err := n.Admin.CoreV1().ConfigMaps(n.ns).Create(context.Background(),
+	_, err := n.Admin.CoreV1().ConfigMaps(n.NS).Create(context.Background(),
 		&v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name}, Data: data}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatalf("create configMap %s: %v", name, err)

@@ -39,9 +39,9 @@ func TestServiceAccountToken(t *testing.T) {
 	n := newVolNode(t)
 
 	t.Run("the default kube-api-access volume", func(t *testing.T) {
-		p := n.pod("sa", nil, n.sleeper("c"))
+		p := n.NewPod("sa", nil, n.Sleeper("c"))
 		p.Spec.AutomountServiceAccountToken = nil
-		created := n.run(t, p)
+		created := n.Run(t, p)
 		vol := ""
 		for _, v := range created.Spec.Volumes {
 			if strings.HasPrefix(v.Name, "kube-api-access-") && v.Projected != nil {
@@ -51,21 +51,21 @@ func TestServiceAccountToken(t *testing.T) {
 		if vol == "" {
 			t.Fatalf("no kube-api-access-* volume in the pod: %+v", created.Spec.Volumes)
 		}
-		n.expect(t, "sa", "c", "ls "+saDir+" | tr '\\n' ' '", "ca.crt namespace token ")
-		n.expect(t, "sa", "c", "cat "+saDir+"/namespace", n.ns)
-		if got, want := n.sh(t, "sa", "c", "cat "+saDir+"/ca.crt"), strings.TrimSuffix(readFile(t, n.e.CAFile), "\n"); got != want {
-			t.Errorf("ca.crt in the pod is not the cluster CA (%s):\n%s", n.e.CAFile, got)
+		n.Expect(t, "sa", "c", "ls "+saDir+" | tr '\\n' ' '", "ca.crt namespace token ")
+		n.Expect(t, "sa", "c", "cat "+saDir+"/namespace", n.NS)
+		if got, want := n.Sh(t, "sa", "c", "cat "+saDir+"/ca.crt"), strings.TrimSuffix(readFile(t, n.Env.CAFile), "\n"); got != want {
+			t.Errorf("ca.crt in the pod is not the cluster CA (%s):\n%s", n.Env.CAFile, got)
 		}
 		// A projected volume holds a token: a tmpfs, read-only.
 		fstype, opts := n.containerMount(t, "sa", "c", saDir)
 		if fstype != "tmpfs" || !slices.Contains(opts, "ro") {
 			t.Errorf("%s in the container: %s %v, want tmpfs ro", saDir, fstype, opts)
 		}
-		token := n.sh(t, "sa", "c", "cat "+saDir+"/token")
+		token := n.Sh(t, "sa", "c", "cat "+saDir+"/token")
 		claims := jwtClaims(t, token)
-		if claims.K8s.Namespace != n.ns || claims.K8s.Pod.Name != "sa" || claims.K8s.Pod.UID != string(created.UID) ||
+		if claims.K8s.Namespace != n.NS || claims.K8s.Pod.Name != "sa" || claims.K8s.Pod.UID != string(created.UID) ||
 			claims.K8s.ServiceAccount.Name != "default" {
-			t.Errorf("token claims %+v, want bound to pod %s/sa (%s) of ServiceAccount default", claims.K8s, n.ns, created.UID)
+			t.Errorf("token claims %+v, want bound to pod %s/sa (%s) of ServiceAccount default", claims.K8s, n.NS, created.UID)
 		}
 		// The token is valid: the API server takes the test for the pod's
 		// service account, bound to the pod.
@@ -74,7 +74,7 @@ func TestServiceAccountToken(t *testing.T) {
 
 	t.Run("in-cluster client in a pod", func(t *testing.T) {
 		env.Require(t, env.WithConformance()) // the agnhost image
-		u, err := url.Parse(n.e.APIServerURL)
+		u, err := url.Parse(n.Env.APIServerURL)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -88,11 +88,11 @@ func TestServiceAccountToken(t *testing.T) {
 		// token is a 401, not anonymous).
 		client := v1.Container{Name: "client", Image: agnhost, ImagePullPolicy: v1.PullIfNotPresent,
 			Args: []string{"inclusterclient", "--poll-interval", "1"}, Env: apiEnv}
-		p := n.pod("incluster", nil, curl, client)
+		p := n.NewPod("incluster", nil, curl, client)
 		p.Spec.AutomountServiceAccountToken = nil
 		p.Spec.HostNetwork = true
-		created := n.run(t, p)
-		raw := n.sh(t, "incluster", "c", `curl -sS --fail --cacert `+saDir+`/ca.crt -H "Authorization: Bearer $(cat `+saDir+`/token)" `+
+		created := n.Run(t, p)
+		raw := n.Sh(t, "incluster", "c", `curl -sS --fail --cacert `+saDir+`/ca.crt -H "Authorization: Bearer $(cat `+saDir+`/token)" `+
 			`-H 'Content-Type: application/json' -X POST -d '{"apiVersion":"authentication.k8s.io/v1","kind":"SelfSubjectReview"}' `+
 			`https://$KUBERNETES_SERVICE_HOST:$KUBERNETES_SERVICE_PORT/apis/authentication.k8s.io/v1/selfsubjectreviews`)
 		var review authenticationv1.SelfSubjectReview
@@ -102,7 +102,7 @@ func TestServiceAccountToken(t *testing.T) {
 		n.checkIdentity(t, &review, "incluster", created)
 		var logs string
 		agent.Eventually(t, "the in-cluster client calling /healthz", 30*time.Second, func() error {
-			raw, err := n.Admin.CoreV1().Pods(n.ns).GetLogs("incluster", &v1.PodLogOptions{Container: "client"}).DoRaw(context.Background())
+			raw, err := n.Admin.CoreV1().Pods(n.NS).GetLogs("incluster", &v1.PodLogOptions{Container: "client"}).DoRaw(context.Background())
 			if err != nil {
 				return err
 			}
@@ -119,11 +119,11 @@ func TestServiceAccountToken(t *testing.T) {
 
 	t.Run("a token of expirationSeconds 600", func(t *testing.T) {
 		exp := int64(600)
-		p := n.pod("short", []v1.Volume{{Name: "short", VolumeSource: v1.VolumeSource{Projected: &v1.ProjectedVolumeSource{
+		p := n.NewPod("short", []v1.Volume{{Name: "short", VolumeSource: v1.VolumeSource{Projected: &v1.ProjectedVolumeSource{
 			Sources: []v1.VolumeProjection{{ServiceAccountToken: &v1.ServiceAccountTokenProjection{Path: "token", ExpirationSeconds: &exp}}},
-		}}}}, n.sleeper("c", mnt("short", "/short")))
-		created := n.run(t, p)
-		token := n.sh(t, "short", "c", "cat /short/token")
+		}}}}, n.Sleeper("c", mnt("short", "/short")))
+		created := n.Run(t, p)
+		token := n.Sh(t, "short", "c", "cat /short/token")
 		claims := jwtClaims(t, token)
 		// The lifetime asked for: the API server extends only the
 		// admission plugin's default of 3607 s.
@@ -140,8 +140,8 @@ func TestServiceAccountToken(t *testing.T) {
 		// instead: the file is the atomic writer's symlink into ..data,
 		// itself a symlink to a timestamped directory that a refresh
 		// replaces in one rename.
-		n.expect(t, "short", "c", "readlink /short/token", "..data/token")
-		ts := n.sh(t, "short", "c", "readlink /short/..data")
+		n.Expect(t, "short", "c", "readlink /short/token", "..data/token")
+		ts := n.Sh(t, "short", "c", "readlink /short/..data")
 		if !regexp.MustCompile(`^\.\.\d{4}_\d{2}_\d{2}_\d{2}_\d{2}_\d{2}\.\d+$`).MatchString(ts) {
 			t.Errorf("..data points to %q, want an atomic writer's timestamped directory", ts)
 		}
@@ -186,8 +186,8 @@ func jwtClaims(t *testing.T, token string) tokenClaims {
 // selfReview asks the API server who the bearer of token is.
 func (n *volNode) selfReview(t *testing.T, token string) *authenticationv1.SelfSubjectReview {
 	t.Helper()
-	cs, err := kubernetes.NewForConfig(&rest.Config{Host: n.e.APIServerURL, BearerToken: token,
-		TLSClientConfig: rest.TLSClientConfig{CAFile: n.e.CAFile}})
+	cs, err := kubernetes.NewForConfig(&rest.Config{Host: n.Env.APIServerURL, BearerToken: token,
+		TLSClientConfig: rest.TLSClientConfig{CAFile: n.Env.CAFile}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -203,7 +203,7 @@ func (n *volNode) selfReview(t *testing.T, token string) *authenticationv1.SelfS
 func (n *volNode) checkIdentity(t *testing.T, r *authenticationv1.SelfSubjectReview, pod string, p *v1.Pod) {
 	t.Helper()
 	u := r.Status.UserInfo
-	if want := "system:serviceaccount:" + n.ns + ":default"; u.Username != want {
+	if want := "system:serviceaccount:" + n.NS + ":default"; u.Username != want {
 		t.Errorf("the token's user is %q, want %s", u.Username, want)
 	}
 	if name, uid := u.Extra["authentication.kubernetes.io/pod-name"], u.Extra["authentication.kubernetes.io/pod-uid"]; !slices.Equal(name, []string{pod}) || !slices.Equal(uid, []string{string(p.UID)}) {
