@@ -1,0 +1,76 @@
+// Package containerenv runs actorlet as the environment's node against the
+// real kube-apiserver and containerd with pods that take what a container
+// gets from the cluster (issue #18): env from ConfigMaps, Secrets, the
+// downward API and env files, the service variables, images pulled with
+// the pod's pull secrets, the kubelet-managed /etc/hosts, and the pod's
+// hostname and FQDN, each asserted from inside the container. Upstream
+// kubelet v1.37.2 is the reference for every expectation:
+//
+//	CONTAINERENV_KUBELET=$(hack/node-env upstream-kubelet) go test ./test/containerenv/
+package containerenv
+
+import (
+	"context"
+	"os"
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/actorlet/actorlet/test/agent"
+)
+
+// binary is actorlet, built once for the package, or the kubelet that
+// CONTAINERENV_KUBELET names.
+var binary string
+
+// upstream is set when the tests run against upstream's kubelet.
+var upstream bool
+
+func TestMain(m *testing.M) {
+	if k := os.Getenv("CONTAINERENV_KUBELET"); k != "" {
+		binary, upstream = k, true
+		os.Exit(m.Run())
+	}
+	agent.MainWithBinary(m, &binary)
+}
+
+// envNode is the environment's node (agent.APIPods) with one namespace for
+// the test's pods. Its helpers take the subtest's t: the subtests of a
+// test share the node.
+type envNode struct {
+	*agent.APIPods
+}
+
+// newEnvNode starts the environment's node and waits until it is Ready.
+func newEnvNode(t *testing.T, opts ...agent.NodeOption) *envNode {
+	t.Helper()
+	if upstream {
+		opts = append(opts, agent.WithConfig(agent.UpstreamKubeletConfig))
+	}
+	n := &envNode{APIPods: agent.NewAPIPods(t, binary, opts...)}
+	n.Up(t, "env")
+	return n
+}
+
+// configMap creates a ConfigMap of the test's namespace.
+func (n *envNode) configMap(t *testing.T, name string, data map[string]string) *v1.ConfigMap {
+	t.Helper()
+	cm, err := n.Admin.CoreV1().ConfigMaps(n.NS).Create(context.Background(),
+		&v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name}, Data: data}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("create configmap %s: %v", name, err)
+	}
+	return cm
+}
+
+// secret creates an Opaque Secret of the test's namespace.
+func (n *envNode) secret(t *testing.T, name string, data map[string]string) *v1.Secret {
+	t.Helper()
+	s, err := n.Admin.CoreV1().Secrets(n.NS).Create(context.Background(),
+		&v1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name}, StringData: data}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("create secret %s: %v", name, err)
+	}
+	return s
+}
