@@ -271,3 +271,27 @@ failSwapOn: false
 featureGates:
   KubeletCrashLoopBackOffMax: true
 `
+
+// ConfigMap creates a ConfigMap in the namespace as the admin and returns
+// its name.
+func (n *APIPods) ConfigMap(t *testing.T, name string, data map[string]string) string {
+	t.Helper()
+	_, err := n.Admin.CoreV1().ConfigMaps(n.NS).Create(context.Background(),
+		&v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name}, Data: data}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("create configMap %s: %v", name, err)
+	}
+	return name
+}
+
+// Secret creates an Opaque Secret in the namespace as the admin and
+// returns its name.
+func (n *APIPods) Secret(t *testing.T, name string, data map[string]string) string {
+	t.Helper()
+	_, err := n.Admin.CoreV1().Secrets(n.NS).Create(context.Background(),
+		&v1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name}, StringData: data}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("create secret %s: %v", name, err)
+	}
+	return name
+}

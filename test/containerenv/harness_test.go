@@ -10,12 +10,9 @@
 package containerenv
 
 import (
-	"context"
 	"os"
 	"testing"
 
-	v1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/actorlet/actorlet/test/agent"
 )
@@ -51,26 +48,4 @@ func newEnvNode(t *testing.T, opts ...agent.NodeOption) *envNode {
 	n := &envNode{APIPods: agent.NewAPIPods(t, binary, opts...)}
 	n.Up(t, "env")
 	return n
-}
-
-// configMap creates a ConfigMap of the test's namespace.
-func (n *envNode) configMap(t *testing.T, name string, data map[string]string) *v1.ConfigMap {
-	t.Helper()
-	cm, err := n.Admin.CoreV1().ConfigMaps(n.NS).Create(context.Background(),
-		&v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name}, Data: data}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatalf("create configmap %s: %v", name, err)
-	}
-	return cm
-}
-
-// secret creates an Opaque Secret of the test's namespace.
-func (n *envNode) secret(t *testing.T, name string, data map[string]string) *v1.Secret {
-	t.Helper()
-	s, err := n.Admin.CoreV1().Secrets(n.NS).Create(context.Background(),
-		&v1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name}, StringData: data}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatalf("create secret %s: %v", name, err)
-	}
-	return s
 }

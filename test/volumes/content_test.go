@@ -27,7 +27,7 @@ func TestContentVolumes(t *testing.T) {
 	n := newVolNode(t)
 
 	t.Run("configMap items, paths, modes, optional", func(t *testing.T) {
-		cm := n.configMap(t, "app", map[string]string{"a": "alpha", "b": "beta", "c": "gamma"})
+		cm := n.ConfigMap(t, "app", map[string]string{"a": "alpha", "b": "beta", "c": "gamma"})
 		yes := true
 		p := n.NewPod("configmap", []v1.Volume{
 			{Name: "picked", VolumeSource: v1.VolumeSource{ConfigMap: &v1.ConfigMapVolumeSource{
@@ -69,13 +69,13 @@ func TestContentVolumes(t *testing.T) {
 		// "late" not found.
 		n.Event(t, "configmap-late", "FailedMount", `"cfg"`, `"late" not found`)
 		n.stuckCreating(t, "configmap-late")
-		n.configMap(t, "late", map[string]string{"k": "arrived"})
+		n.ConfigMap(t, "late", map[string]string{"k": "arrived"})
 		n.Running(t, "configmap-late", 2*time.Minute)
 		n.Expect(t, "configmap-late", "c", "cat /cfg/k", "arrived")
 	})
 
 	t.Run("secret on tmpfs with modes", func(t *testing.T) {
-		s := n.secret(t, "creds", map[string]string{"user": "admin", "pass": "s3cr3t"})
+		s := n.Secret(t, "creds", map[string]string{"user": "admin", "pass": "s3cr3t"})
 		p := n.NewPod("secret", []v1.Volume{{Name: "sec", VolumeSource: v1.VolumeSource{Secret: &v1.SecretVolumeSource{
 			SecretName:  s,
 			Items:       []v1.KeyToPath{{Key: "user", Path: "user"}, {Key: "pass", Path: "deep/pass", Mode: mode(0o440)}},
@@ -97,8 +97,8 @@ func TestContentVolumes(t *testing.T) {
 	})
 
 	t.Run("configMap and secret updated live", func(t *testing.T) {
-		cm := n.configMap(t, "live-config", map[string]string{"v": "one"})
-		s := n.secret(t, "live-secret", map[string]string{"v": "one"})
+		cm := n.ConfigMap(t, "live-config", map[string]string{"v": "one"})
+		s := n.Secret(t, "live-secret", map[string]string{"v": "one"})
 		p := n.NewPod("live", []v1.Volume{
 			{Name: "cfg", VolumeSource: v1.VolumeSource{ConfigMap: &v1.ConfigMapVolumeSource{LocalObjectReference: v1.LocalObjectReference{Name: cm}}}},
 			{Name: "sec", VolumeSource: v1.VolumeSource{Secret: &v1.SecretVolumeSource{SecretName: s}}},
@@ -125,8 +125,8 @@ func TestContentVolumes(t *testing.T) {
 	})
 
 	t.Run("projected configMap, secret and downwardAPI", func(t *testing.T) {
-		cm := n.configMap(t, "projected-config", map[string]string{"a": "alpha", "unused": "x"})
-		s := n.secret(t, "projected-secret", map[string]string{"p": "pw"})
+		cm := n.ConfigMap(t, "projected-config", map[string]string{"a": "alpha", "unused": "x"})
+		s := n.Secret(t, "projected-secret", map[string]string{"p": "pw"})
 		p := n.NewPod("projected", []v1.Volume{{Name: "all", VolumeSource: v1.VolumeSource{Projected: &v1.ProjectedVolumeSource{
 			DefaultMode: mode(0o440),
 			Sources: []v1.VolumeProjection{
@@ -196,7 +196,7 @@ func TestContentVolumes(t *testing.T) {
 		// Forbidden to this node, with the node's own credentials (those
 		// actorlet runs with).
 		ctx := context.Background()
-		s := n.secret(t, "elsewhere", map[string]string{"k": "v"})
+		s := n.Secret(t, "elsewhere", map[string]string{"k": "v"})
 		grace := int64(0)
 		other := &v1.Pod{
 			ObjectMeta: metav1.ObjectMeta{Name: "elsewhere", Namespace: n.NS},
@@ -221,18 +221,6 @@ func TestContentVolumes(t *testing.T) {
 			n.Sleeper("c", mnt("sec", "/sec"))))
 		n.Expect(t, "here", "c", "cat /sec/k", "v")
 	})
-}
-
-// secret creates a Secret in the node's namespace as the admin and
-// returns its name.
-func (n *volNode) secret(t *testing.T, name string, data map[string]string) string {
-	t.Helper()
-	_, err := n.Admin.CoreV1().Secrets(n.NS).Create(context.Background(),
-		&v1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name}, StringData: data}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatalf("create secret %s: %v", name, err)
-	}
-	return name
 }
 
 func mode(m int32) *int32 { return &m }

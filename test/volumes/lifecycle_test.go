@@ -25,7 +25,7 @@ func TestVolumeLifecycle(t *testing.T) {
 	n := newVolNode(t)
 
 	t.Run("kill -9 keeps the tmpfs volumes and their data", func(t *testing.T) {
-		s := n.secret(t, "kept", map[string]string{"k": "kept-secret"})
+		s := n.Secret(t, "kept", map[string]string{"k": "kept-secret"})
 		size := resource.MustParse("32Mi")
 		p := n.NewPod("keeper", []v1.Volume{
 			{Name: "mem", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{Medium: v1.StorageMediumMemory, SizeLimit: &size}}},
@@ -108,8 +108,8 @@ func TestVolumeLifecycle(t *testing.T) {
 // projected service-account volume.
 func (n *volNode) everyKind(t *testing.T, name string) *v1.Pod {
 	t.Helper()
-	cm := n.configMap(t, name+"-config", map[string]string{"k": "v"})
-	s := n.secret(t, name+"-secret", map[string]string{"k": "v"})
+	cm := n.ConfigMap(t, name+"-config", map[string]string{"k": "v"})
+	s := n.Secret(t, name+"-secret", map[string]string{"k": "v"})
 	p := n.NewPod(name, []v1.Volume{
 		{Name: "disk", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{}}},
 		{Name: "mem", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{Medium: v1.StorageMediumMemory}}},

@@ -14,7 +14,6 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 
 	"github.com/actorlet/actorlet/test/agent"
@@ -159,7 +158,7 @@ func TestLocalVolumes(t *testing.T) {
 	})
 
 	t.Run("fsGroup", func(t *testing.T) {
-		cm := n.configMap(t, "fsgroup-config", map[string]string{"a": "alpha"})
+		cm := n.ConfigMap(t, "fsgroup-config", map[string]string{"a": "alpha"})
 		fsGroup, user := int64(2000), int64(1000)
 		p := n.NewPod("fsgroup", []v1.Volume{
 			{Name: "scratch", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{}}},
@@ -214,7 +213,7 @@ func TestLocalVolumes(t *testing.T) {
 	})
 
 	t.Run("subPath and subPathExpr", func(t *testing.T) {
-		cm := n.configMap(t, "subpath-config", map[string]string{"app.conf": "setting=1\n", "other": "x"})
+		cm := n.ConfigMap(t, "subpath-config", map[string]string{"app.conf": "setting=1\n", "other": "x"})
 		env := []v1.EnvVar{{Name: "POD_NAME", ValueFrom: &v1.EnvVarSource{FieldRef: &v1.ObjectFieldSelector{FieldPath: "metadata.name"}}}}
 		writer := n.Busybox("c", "echo hi > /out/f && exec sleep 3600",
 			v1.VolumeMount{Name: "cfg", MountPath: "/etc/app.conf", SubPath: "app.conf"},
@@ -292,14 +291,3 @@ func (n *volNode) checkTmpfs(t *testing.T, p *v1.Pod, volume, path, size string)
 	n.Expect(t, p.Name, "c", fmt.Sprintf("echo in-memory > %s/f && cat %s/f && stat -c %%a %s", path, path, path), "in-memory\n1777")
 }
 
-// configMap creates a ConfigMap in the node's namespace as the admin and
-// returns its name.
-func (n *volNode) configMap(t *testing.T, name string, data map[string]string) string {
-	t.Helper()
-	_, err := n.Admin.CoreV1().ConfigMaps(n.NS).Create(context.Background(),
-		&v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name}, Data: data}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatalf("create configMap %s: %v", name, err)
-	}
-	return name
-}
