@@ -13,7 +13,6 @@ import (
 	"os"
 	"testing"
 
-
 	"github.com/actorlet/actorlet/test/agent"
 )
 

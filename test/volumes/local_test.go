@@ -290,4 +290,3 @@ func (n *volNode) checkTmpfs(t *testing.T, p *v1.Pod, volume, path, size string)
 	}
 	n.Expect(t, p.Name, "c", fmt.Sprintf("echo in-memory > %s/f && cat %s/f && stat -c %%a %s", path, path, path), "in-memory\n1777")
 }
-
