@@ -27,6 +27,7 @@ import (
 	"github.com/actorlet/actorlet/messages"
 	"github.com/actorlet/actorlet/metrics"
 	"github.com/actorlet/actorlet/podruntime"
+	"github.com/actorlet/actorlet/services"
 	"github.com/actorlet/actorlet/server/auth"
 	"github.com/actorlet/actorlet/server/stats"
 	"github.com/actorlet/actorlet/supervision"
@@ -369,6 +370,10 @@ func (a *Actor) runtimeEnv() (*runtimeEnv, error) {
 		// Env and image pull secrets read the same objects as volumes, from
 		// the same watches: one cache of the node's objects, not two.
 		env.runtime.Opts.Objects = env.volumes.Sources
+		// The Services of the whole cluster, for the service variables.
+		svcs := services.New(a.deps.Kube)
+		go svcs.Run(context.Background())
+		env.runtime.Opts.Services = svcs
 	}
 	return env, nil
 }
