@@ -170,7 +170,7 @@ func TestEnv(t *testing.T) {
 		p.Annotations = map[string]string{"k": "annotation-value"}
 		p = n.Run(t, p)
 		want := []string{p.Name, p.Namespace, string(p.UID), "label-value", "annotation-value", n.Name,
-			p.Spec.ServiceAccountName, p.Status.HostIP, ips(p.Status.HostIPs), p.Status.PodIP, podIPs(p.Status.PodIPs)}
+			p.Spec.ServiceAccountName, p.Status.HostIP, joinIPs(p.Status.HostIPs, func(h v1.HostIP) string { return h.IP }), p.Status.PodIP, joinIPs(p.Status.PodIPs, func(a v1.PodIP) string { return a.IP })}
 		n.Expect(t, "downward", "c",
 			`echo "$NAME|$NS|$UID|$LABEL|$ANNOTATION|$NODE|$SA|$HOST_IP|$HOST_IPS|$POD_IP|$POD_IPS"`,
 			strings.Join(want, "|"))
@@ -379,18 +379,11 @@ func res(name, container, what, divisor string) v1.EnvVar {
 	return v1.EnvVar{Name: name, ValueFrom: &v1.EnvVarSource{ResourceFieldRef: sel}}
 }
 
-func ips(hs []v1.HostIP) string {
-	var s []string
-	for _, h := range hs {
-		s = append(s, h.IP)
-	}
-	return strings.Join(s, ",")
-}
-
-func podIPs(ps []v1.PodIP) string {
-	var s []string
-	for _, p := range ps {
-		s = append(s, p.IP)
+// joinIPs is a list of addresses as the downward API gives it.
+func joinIPs[T any](list []T, ip func(T) string) string {
+	s := make([]string, 0, len(list))
+	for _, a := range list {
+		s = append(s, ip(a))
 	}
 	return strings.Join(s, ",")
 }
