@@ -44,7 +44,7 @@ func ContainerConfig(ctx context.Context, pod *v1.Pod, c *v1.Container, restartC
 	if err != nil {
 		return nil, err
 	}
-	mounts, err := containerMounts(pod, c, vols, lookup, opts)
+	mounts, err := containerMounts(pod, c, vols, podIPs, lookup, opts)
 	if err != nil {
 		return nil, err
 	}
