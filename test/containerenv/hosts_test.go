@@ -1,6 +1,7 @@
 package containerenv
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -9,16 +10,21 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/actorlet/actorlet/test/agent"
 )
 
-// clusterDomain is the node's: the pods' FQDNs end with it.
-const clusterDomain = "cluster.local"
+// hostsClusterDomain is the node's: the pods' FQDNs end with it.
+const hostsClusterDomain = "cluster.local"
 
-// localhostLines are the lines of every kubelet-managed hosts file after
+// hostsSyncFrequency is the node's period of pod syncs, which is also that of
+// its search for the directories of pods that are gone.
+const hostsSyncFrequency = 10 * time.Second
+
+// managedLocalhostLines are the lines of every kubelet-managed hosts file after
 // its header, as upstream writes them.
-const localhostLines = "127.0.0.1\tlocalhost\n" +
+const managedLocalhostLines = "127.0.0.1\tlocalhost\n" +
 	"::1\tlocalhost ip6-localhost ip6-loopback\n" +
 	"fe00::0\tip6-localnet\n" +
 	"fe00::0\tip6-mcastprefix\n" +
@@ -32,7 +38,7 @@ const localhostLines = "127.0.0.1\tlocalhost\n" +
 // long for the kernel, which keeps the pod from starting with upstream's
 // event.
 func TestHosts(t *testing.T) {
-	n := newEnvNode(t, agent.WithConfig("clusterDomain: "+clusterDomain+"\n"))
+	n := newEnvNode(t, agent.WithConfig(fmt.Sprintf("clusterDomain: %s\nsyncFrequency: %s\n", hostsClusterDomain, hostsSyncFrequency)))
 	aliases := []v1.HostAlias{
 		{IP: "123.45.67.89", Hostnames: []string{"foo", "bar"}},
 		{IP: "10.9.8.7", Hostnames: []string{"baz.example.org"}},
@@ -43,8 +49,8 @@ func TestHosts(t *testing.T) {
 		p := n.NewPod("managed", nil, n.Sleeper("a"), n.Sleeper("b"))
 		p.Spec.Hostname, p.Spec.Subdomain, p.Spec.HostAliases = "web-0", "backends", aliases
 		running := n.Run(t, p)
-		fqdn := "web-0.backends." + n.NS + ".svc." + clusterDomain
-		want := "# Kubernetes-managed hosts file.\n" + localhostLines + podIPLines(t, running, fqdn+"\tweb-0") + aliasLines
+		fqdn := "web-0.backends." + n.NS + ".svc." + hostsClusterDomain
+		want := "# Kubernetes-managed hosts file.\n" + managedLocalhostLines + hostsPodIPLines(t, running, fqdn+"\tweb-0") + aliasLines
 		// Every container of the pod gets the same file.
 		for _, c := range []string{"a", "b"} {
 			n.Expect(t, "managed", c, "cat /etc/hosts", strings.TrimSuffix(want, "\n"))
@@ -57,13 +63,25 @@ func TestHosts(t *testing.T) {
 		file := filepath.Join(n.RootDir, "pods", string(running.UID), "etc-hosts")
 		fi, err := os.Stat(file)
 		if err != nil || fi.Mode().Perm() != 0o644 {
-			t.Errorf("%s: %v %v", file, fi, err)
+			t.Fatalf("%s: %v %v", file, fi, err)
 		}
+		// It goes with the pod's directory once the pod is gone: for a pod
+		// without volumes, at the latest at the next search for orphaned
+		// pod directories, every syncFrequency.
+		if err := n.Admin.CoreV1().Pods(n.NS).Delete(context.Background(), "managed", metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		agent.Eventually(t, "the pod's directory removed", 3*hostsSyncFrequency, func() error {
+			if _, err := os.Stat(filepath.Dir(file)); !os.IsNotExist(err) {
+				return fmt.Errorf("%s: %v", filepath.Dir(file), err)
+			}
+			return nil
+		})
 	})
 
 	t.Run("the pod's name without hostname or subdomain", func(t *testing.T) {
 		running := n.Run(t, n.NewPod("plain", nil, n.Sleeper("c")))
-		want := "# Kubernetes-managed hosts file.\n" + localhostLines + podIPLines(t, running, "plain")
+		want := "# Kubernetes-managed hosts file.\n" + managedLocalhostLines + hostsPodIPLines(t, running, "plain")
 		n.Expect(t, "plain", "c", "cat /etc/hosts", strings.TrimSuffix(want, "\n"))
 		n.Expect(t, "plain", "c", "hostname", "plain")
 	})
@@ -111,7 +129,7 @@ func TestHosts(t *testing.T) {
 		p := n.NewPod("fqdn", nil, n.Sleeper("c"))
 		p.Spec.Subdomain, p.Spec.SetHostnameAsFQDN = "sub", &yes
 		n.Run(t, p)
-		fqdn := "fqdn.sub." + n.NS + ".svc." + clusterDomain
+		fqdn := "fqdn.sub." + n.NS + ".svc." + hostsClusterDomain
 		n.Expect(t, "fqdn", "c", "hostname", fqdn)
 		n.Expect(t, "fqdn", "c", "cat /proc/sys/kernel/hostname", fqdn)
 		n.Expect(t, "fqdn", "c", "hostname -f", fqdn)
@@ -135,7 +153,7 @@ func TestHosts(t *testing.T) {
 		running := n.Run(t, p)
 		n.Expect(t, "override", "c", "hostname", override)
 		n.Expect(t, "override", "c", "hostname -f", override)
-		want := "# Kubernetes-managed hosts file.\n" + localhostLines + podIPLines(t, running, override)
+		want := "# Kubernetes-managed hosts file.\n" + managedLocalhostLines + hostsPodIPLines(t, running, override)
 		n.Expect(t, "override", "c", "cat /etc/hosts", strings.TrimSuffix(want, "\n"))
 	})
 
@@ -147,7 +165,7 @@ func TestHosts(t *testing.T) {
 		p.Spec.Hostname = strings.Repeat("h", 40)
 		p.Spec.Subdomain, p.Spec.SetHostnameAsFQDN = "sub", &yes
 		n.Create(t, p)
-		fqdn := p.Spec.Hostname + ".sub." + n.NS + ".svc." + clusterDomain
+		fqdn := p.Spec.Hostname + ".sub." + n.NS + ".svc." + hostsClusterDomain
 		n.Event(t, "toolong", "FailedCreatePodSandBox", fmt.Sprintf(
 			"Failed to create pod sandbox: failed to construct FQDN from pod hostname and cluster domain, FQDN %s is too long (64 characters is the max, %d characters requested)",
 			fqdn, len(fqdn)))
@@ -163,9 +181,9 @@ func TestHosts(t *testing.T) {
 	})
 }
 
-// podIPLines are the hosts file's lines of the pod's IPs, as the API shows
+// hostsPodIPLines are the hosts file's lines of the pod's IPs, as the API shows
 // them, each with names.
-func podIPLines(t *testing.T, pod *v1.Pod, names string) string {
+func hostsPodIPLines(t *testing.T, pod *v1.Pod, names string) string {
 	t.Helper()
 	if len(pod.Status.PodIPs) == 0 {
 		t.Fatalf("pod %s has no IP in the API", pod.Name)
