@@ -275,14 +275,6 @@ func TestContainerResourcesByQOS(t *testing.T) {
 	}
 }
 
-func TestContainerConfigUnsupportedEnv(t *testing.T) {
-	pod := basePod()
-	pod.Spec.Containers[0].Env = []v1.EnvVar{{Name: "S", ValueFrom: &v1.EnvVarSource{SecretKeyRef: &v1.SecretKeySelector{Key: "k"}}}}
-	if _, err := ContainerConfig(context.Background(), pod, &pod.Spec.Containers[0], 0, nil, "img", nil, Options{}); err == nil {
-		t.Error("secretKeyRef accepted")
-	}
-}
-
 func TestExpand(t *testing.T) {
 	vars := map[string]string{"A": "1", "B": "two"}
 	lookup := func(k string) (string, bool) { v, ok := vars[k]; return v, ok }
@@ -296,6 +288,11 @@ func TestExpand(t *testing.T) {
 		"$A":          "$A",
 		"a$":          "a$",
 		"$()":         "$()",
+		"$(A$$":       "$(A$",
+		"$(A $(B)":    "$(A $(B)",
+		"$(B)$":       "two$",
+		"$$$(A)":      "$1",
+		"$x$(A)":      "$x1",
 	} {
 		if got := expand(in, lookup); got != want {
 			t.Errorf("expand(%q) = %q, want %q", in, got, want)

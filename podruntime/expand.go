@@ -3,35 +3,41 @@ package podruntime
 import "strings"
 
 // expand replaces $(VAR) references by their values, as the Kubernetes API
-// defines it for env values, command and args: $$ escapes a $, and a
-// reference to an unknown variable, or an unclosed one, stays as written.
+// defines it for env values, command, args and subPathExpr (upstream's
+// third_party/forked/golang/expansion): $$ is an escaped $, a reference to
+// a variable lookup does not know stays as written, and so does an
+// unclosed "$(", after which scanning goes on.
 func expand(input string, lookup func(string) (string, bool)) string {
 	var b strings.Builder
+	checkpoint := 0
 	for i := 0; i < len(input); i++ {
 		if input[i] != '$' || i+1 >= len(input) {
-			b.WriteByte(input[i])
 			continue
 		}
-		switch next := input[i+1]; {
-		case next == '$':
+		b.WriteString(input[checkpoint:i])
+		rest := input[i+1:]
+		advance := 1
+		switch rest[0] {
+		case '$':
 			b.WriteByte('$')
-			i++
-		case next == '(':
-			end := strings.IndexByte(input[i+2:], ')')
-			if end < 0 {
-				b.WriteString(input[i:])
-				return b.String()
-			}
-			name := input[i+2 : i+2+end]
-			if v, ok := lookup(name); ok && name != "" {
-				b.WriteString(v)
+		case '(':
+			if end := strings.IndexByte(rest, ')'); end > 0 {
+				name := rest[1:end]
+				if v, ok := lookup(name); ok {
+					b.WriteString(v)
+				} else {
+					b.WriteString("$(" + name + ")")
+				}
+				advance = end + 1
 			} else {
-				b.WriteString(input[i : i+3+end])
+				b.WriteString("$(")
 			}
-			i += 2 + end
 		default:
 			b.WriteByte('$')
+			b.WriteByte(rest[0])
 		}
+		i += advance
+		checkpoint = i + 1
 	}
-	return b.String()
+	return b.String() + input[checkpoint:]
 }

@@ -72,8 +72,8 @@ func ImagePullBackoffKey(pod *v1.Pod, image string) string {
 }
 
 // ensureImage is upstream's EnsureImageExists: it applies the pull policy,
-// the pull backoff, and pulls, recording upstream's events about the
-// container's image.
+// the pull backoff, and pulls with the pod's pull secrets, recording
+// upstream's events about the container's image.
 func (r *Runtime) ensureImage(ctx context.Context, pod *v1.Pod, c *v1.Container, sandbox *runtimeapi.PodSandboxConfig, backoff *Backoff) pullOutcome {
 	event := func(eventtype, reason, message string) { r.containerEvent(pod, c.Name, "", eventtype, reason, message) }
 	spec := &runtimeapi.ImageSpec{Image: c.Image, UserSpecifiedImage: c.Image}
@@ -97,6 +97,14 @@ func (r *Runtime) ensureImage(ctx context.Context, pod *v1.Pod, c *v1.Container,
 		return pullOutcome{waiting: &WaitingReason{ReasonErrImageNeverPull, msg},
 			err: fmt.Errorf("container %s of pod %s/%s: %s", c.Name, pod.Namespace, pod.Name, msg)}
 	}
+	// As upstream, the credentials are looked up once a pull is needed,
+	// before the backoff: a pull secret that does not decode fails every
+	// sync the same way, with its error as the reason.
+	auths, missing, err := r.pullCredentials(ctx, pod, c.Image)
+	if err != nil {
+		return pullOutcome{waiting: &WaitingReason{err.Error(), err.Error()},
+			err: fmt.Errorf("credentials to pull image %q for container %s of pod %s/%s: %w", c.Image, c.Name, pod.Namespace, pod.Name, err)}
+	}
 	key := ImagePullBackoffKey(pod, c.Image)
 	if backoff != nil {
 		if in, left := backoff.InBackoffSinceUpdate(key); in {
@@ -108,12 +116,13 @@ func (r *Runtime) ensureImage(ctx context.Context, pod *v1.Pod, c *v1.Container,
 	}
 	event(v1.EventTypeNormal, EventPulling, fmt.Sprintf("Pulling image %q", c.Image))
 	start := time.Now()
-	resp, err := r.Img.PullImage(ctx, &runtimeapi.PullImageRequest{Image: spec, SandboxConfig: sandbox})
+	ref, err := r.pullImage(ctx, spec, sandbox, auths)
 	if err != nil {
 		if ctx.Err() != nil {
 			return pullOutcome{err: fmt.Errorf("pull image %q for pod %s/%s aborted: %w", c.Image, pod.Namespace, pod.Name, ctx.Err())}
 		}
 		event(v1.EventTypeWarning, EventFailed, fmt.Sprintf("Failed to pull image %q: %v", c.Image, err))
+		r.missingSecretsEvent(pod, missing)
 		var retry time.Duration
 		if backoff != nil {
 			backoff.Next(key, backoff.Now())
@@ -131,7 +140,7 @@ func (r *Runtime) ensureImage(ctx context.Context, pod *v1.Pod, c *v1.Container,
 		event(v1.EventTypeNormal, EventPulled, fmt.Sprintf("Successfully pulled image %q in %v (%v including waiting). Image size: %v bytes.",
 			c.Image, took, took, r.imageSize(ctx, spec)))
 	}
-	return pullOutcome{ref: resp.ImageRef}
+	return pullOutcome{ref: ref}
 }
 
 // imageSize is the size of a pulled image for the Pulled event, 0 when the

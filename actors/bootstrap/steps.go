@@ -29,6 +29,7 @@ import (
 	"github.com/actorlet/actorlet/podruntime"
 	"github.com/actorlet/actorlet/server/auth"
 	"github.com/actorlet/actorlet/server/stats"
+	"github.com/actorlet/actorlet/services"
 	"github.com/actorlet/actorlet/supervision"
 	"github.com/actorlet/actorlet/version"
 	"github.com/actorlet/actorlet/volume"
@@ -123,7 +124,21 @@ func (a *Actor) featureGates(actor.Context) (outcome, error) {
 		return next, err
 	}
 	a.warn(warnings)
+	for gate, what := range gatesNotImplemented {
+		if a.gates.Enabled(gate) {
+			a.log.Warn().Str("featureGate", gate).Msg("accepted, not implemented: " + what)
+		}
+	}
 	return next, nil
+}
+
+// gatesNotImplemented are the feature gates, on by default, whose
+// behaviour actorlet lacks: each is said at start-up, so that nobody
+// believes it is in force.
+var gatesNotImplemented = map[string]string{
+	"KubeletEnsureSecretPulledImages": "an image pulled with a pod's pull secrets can be used by another pod of the node " +
+		"without them (pull policy IfNotPresent or Never), as before Kubernetes 1.33; " +
+		"imagePullCredentialsVerificationPolicy has no effect",
 }
 
 // validate checks the final configuration, then switches to the configured
@@ -369,6 +384,10 @@ func (a *Actor) runtimeEnv() (*runtimeEnv, error) {
 		// Env and image pull secrets read the same objects as volumes, from
 		// the same watches: one cache of the node's objects, not two.
 		env.runtime.Opts.Objects = env.volumes.Sources
+		// The Services of the whole cluster, for the service variables.
+		svcs := services.New(a.deps.Kube)
+		go svcs.Run(context.Background())
+		env.runtime.Opts.Services = svcs
 	}
 	return env, nil
 }

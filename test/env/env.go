@@ -54,6 +54,16 @@ type Env struct {
 	Kubectl         string // KUBECTL, path of the built kubectl
 	KubeBin         string // ACTORLET_KUBE_BIN, the directory of the built Kubernetes binaries (e2e.test, ginkgo, kubelet, ...)
 
+	// AuthRegistry (ACTORLET_AUTH_REGISTRY) is host:port of the registry
+	// that asks for AuthRegistryUser and AuthRegistryPassword
+	// (ACTORLET_AUTH_REGISTRY_USER, _PASSWORD); PrivateImage
+	// (ACTORLET_PRIVATE_IMAGE), a busybox in it, is pulled only with them.
+	// containerd holds it only when a test pulled it.
+	AuthRegistry         string
+	AuthRegistryUser     string
+	AuthRegistryPassword string
+	PrivateImage         string
+
 	// WithAPIServer is true when etcd, kube-apiserver and
 	// kube-controller-manager were required and are up.
 	WithAPIServer bool
@@ -195,6 +205,11 @@ func parse(out []byte) (*Env, error) {
 		Kubectl:         vars["KUBECTL"],
 		KubeBin:         vars["ACTORLET_KUBE_BIN"],
 		vars:            vars,
+
+		AuthRegistry:         vars["ACTORLET_AUTH_REGISTRY"],
+		AuthRegistryUser:     vars["ACTORLET_AUTH_REGISTRY_USER"],
+		AuthRegistryPassword: vars["ACTORLET_AUTH_REGISTRY_PASSWORD"],
+		PrivateImage:         vars["ACTORLET_PRIVATE_IMAGE"],
 	}
 	if e.RuntimeEndpoint == "" || e.StateDir == "" || e.NodeName == "" {
 		return nil, fmt.Errorf("hack/node-env env printed no usable values:\n%s", out)

@@ -1,0 +1,42 @@
+package podruntime
+
+import (
+	"fmt"
+
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/actorlet/actorlet/envfile"
+	"github.com/actorlet/actorlet/services"
+	"github.com/actorlet/actorlet/volume"
+)
+
+// The node's Services watcher is what Options.Services takes.
+var _ Services = (*services.Watcher)(nil)
+
+// serviceEnvFor is the service variables of a pod of namespace.
+func serviceEnvFor(all []*v1.Service, namespace string, links bool) map[string]string {
+	return services.EnvFor(all, namespace, links)
+}
+
+// fileKeyRefValue is upstream's fileKeyRef (feature EnvFiles): the key's
+// value in an env file of one of the pod's volumes, read inside the
+// volume only. A key that is missing or empty is left out when optional,
+// as upstream; a file that cannot be parsed is an error whose detail
+// names no value.
+func fileKeyRefValue(ref *v1.FileKeySelector, vols map[string]volume.Mounted) (string, bool, error) {
+	vol, ok := vols[ref.VolumeName]
+	if !ok || vol.Path == "" {
+		return "", false, fmt.Errorf("cannot find the volume %q referenced by FileKeyRef", ref.VolumeName)
+	}
+	v, err := envfile.ValueIn(vol.Path, ref.Path, ref.Key)
+	if err != nil {
+		return "", false, fmt.Errorf("couldn't parse env file %q of volume %q: %w", ref.Path, ref.VolumeName, err)
+	}
+	if v == "" {
+		if isTrue(ref.Optional) {
+			return "", false, nil
+		}
+		return "", false, fmt.Errorf("environment variable key %q not found in file %q", ref.Key, ref.Path)
+	}
+	return v, true, nil
+}

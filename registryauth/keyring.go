@@ -1,0 +1,199 @@
+// Package registryauth turns a pod's image pull secrets into the
+// credentials of a CRI PullImage, with upstream's keyring rules
+// (pkg/credentialprovider, pkg/credentialprovider/secrets): a registry
+// named by host, port and path prefix, wildcards in the host, the most
+// specific registry first, Docker Hub's credentials for Docker Hub's
+// images. It does no I/O: the caller reads the secrets.
+package registryauth
+
+import (
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/url"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// Keyring holds the credentials of a set of pull secrets, indexed by
+// registry. The zero value holds none.
+type Keyring struct {
+	// index is every registry key, without duplicates, in reverse
+	// lexical order: a key sorts after its own prefixes, so the more
+	// specific of two overlapping registries (quay.io/coreos, quay.io)
+	// is looked at first.
+	index []string
+	creds map[string][]entry
+}
+
+// FromSecrets builds the keyring of a pod's pull secrets, in the order
+// the pod lists them, as upstream's MakeDockerKeyring: a
+// kubernetes.io/dockerconfigjson secret contributes the "auths" of its
+// .dockerconfigjson, a kubernetes.io/dockercfg secret its .dockercfg;
+// secrets of any other type, or without that key, or with it empty, are
+// ignored. A docker config that does not decode fails the whole keyring,
+// as upstream; the error names the secret, never its content.
+func FromSecrets(secrets []v1.Secret) (*Keyring, error) {
+	k := &Keyring{}
+	for i := range secrets {
+		s := &secrets[i]
+		var cfg dockerConfig
+		switch data := s.Data; {
+		case s.Type == v1.SecretTypeDockerConfigJson && len(data[v1.DockerConfigJsonKey]) > 0:
+			var doc dockerConfigJSON
+			if err := json.Unmarshal(data[v1.DockerConfigJsonKey], &doc); err != nil {
+				return nil, fmt.Errorf("pull secret %s/%s: %s: %w", s.Namespace, s.Name, v1.DockerConfigJsonKey, parseError(err))
+			}
+			cfg = doc.Auths
+		case s.Type == v1.SecretTypeDockercfg && len(data[v1.DockerConfigKey]) > 0:
+			if err := json.Unmarshal(data[v1.DockerConfigKey], &cfg); err != nil {
+				return nil, fmt.Errorf("pull secret %s/%s: %s: %w", s.Namespace, s.Name, v1.DockerConfigKey, parseError(err))
+			}
+		default:
+			continue
+		}
+		k.add(cfg)
+	}
+	return k, nil
+}
+
+// add indexes a docker config's entries, as upstream's
+// BasicDockerKeyring.Add: the scheme is dropped, a path of /v1/ or /v2/
+// means the whole host, and an entry whose name is no URL is skipped.
+// Upstream walks the config's map in Go's random order; here the entries
+// of one secret are taken in the order of their names, so that two names
+// for the same registry (https://r and r) give their credentials in a
+// stable order.
+func (k *Keyring) add(cfg dockerConfig) {
+	if k.creds == nil {
+		k.creds = map[string][]entry{}
+	}
+	names := make([]string, 0, len(cfg))
+	for name := range cfg {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		key, ok := registryKey(name)
+		if !ok {
+			continue
+		}
+		if _, seen := k.creds[key]; !seen {
+			k.index = append(k.index, key)
+		}
+		k.creds[key] = append(k.creds[key], cfg[name])
+	}
+	sort.Sort(sort.Reverse(sort.StringSlice(k.index)))
+}
+
+// registryKey is the index key of a docker config's registry name: host
+// and port, and the path when there is one.
+func registryKey(name string) (string, bool) {
+	if !strings.HasPrefix(name, "https://") && !strings.HasPrefix(name, "http://") {
+		name = "https://" + name
+	}
+	u, err := url.Parse(name)
+	if err != nil {
+		return "", false
+	}
+	path := u.Path
+	if strings.HasPrefix(path, "/v2/") || strings.HasPrefix(path, "/v1/") {
+		path = path[3:]
+	}
+	if path == "" || path == "/" {
+		return u.Host, true
+	}
+	return u.Host + path, true
+}
+
+// defaultRegistryKey is where a docker config keeps Docker Hub's
+// credentials (https://index.docker.io/v1/).
+const defaultRegistryKey = "index.docker.io"
+
+// Lookup returns the credentials to pull image with, to be tried in
+// order until one succeeds, as upstream's puller does: those of every
+// registry key that matches the image's repository, the most specific key
+// first, and when none does, Docker Hub's for an image of Docker Hub. Nil
+// when there are none: the image is pulled anonymously. Each call returns
+// new AuthConfigs.
+func (k *Keyring) Lookup(image string) []*runtimeapi.AuthConfig {
+	var out []*runtimeapi.AuthConfig
+	for _, e := range k.lookup(repository(image)) {
+		out = append(out, &runtimeapi.AuthConfig{Username: e.Username, Password: e.Password})
+	}
+	return out
+}
+
+// lookup is upstream's BasicDockerKeyring.Lookup on a repository name.
+func (k *Keyring) lookup(repo string) []entry {
+	if k == nil {
+		return nil
+	}
+	var out []entry
+	for _, key := range k.index {
+		if urlsMatch(key, repo) {
+			out = append(out, k.creds[key]...)
+		}
+	}
+	if len(out) > 0 {
+		return out
+	}
+	if isDefaultRegistry(repo) {
+		return k.creds[defaultRegistryKey]
+	}
+	return nil
+}
+
+// isDefaultRegistry reports whether a repository is pulled from Docker
+// Hub: it has no host part (a first component without "." or ":"), or
+// its host is docker.io or index.docker.io.
+func isDefaultRegistry(repo string) bool {
+	first, _, hasPath := strings.Cut(repo, "/")
+	switch {
+	case first == "":
+		return false
+	case !hasPath, first == "docker.io", first == "index.docker.io":
+		return true
+	}
+	return !strings.ContainsAny(first, ".:")
+}
+
+// urlsMatch reports whether the target (host[:port][/path]) matches the
+// glob, as upstream's URLsMatch: the same port, the same number of host
+// labels, each matching the glob's label as a filepath pattern
+// (*.example.com), and the glob's path a prefix of the target's.
+// Wildcards are not supported in ports and paths.
+func urlsMatch(glob, target string) bool {
+	g, err := url.Parse("https://" + glob)
+	if err != nil {
+		return false
+	}
+	t, err := url.Parse("https://" + target)
+	if err != nil {
+		return false
+	}
+	gLabels, gPort := splitHost(g.Host)
+	tLabels, tPort := splitHost(t.Host)
+	if gPort != tPort || len(gLabels) != len(tLabels) || !strings.HasPrefix(t.Path, g.Path) {
+		return false
+	}
+	for i, pattern := range gLabels {
+		if ok, err := filepath.Match(pattern, tLabels[i]); err != nil || !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// splitHost splits host[:port] into its labels and its port.
+func splitHost(hostport string) (labels []string, port string) {
+	host, port, err := net.SplitHostPort(hostport)
+	if err != nil {
+		host, port = hostport, ""
+	}
+	return strings.Split(host, "."), port
+}
