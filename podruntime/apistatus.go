@@ -70,6 +70,7 @@ func GenerateAPIStatus(pod *v1.Pod, status *PodStatus, waiting map[string]Waitin
 		out.StartTime = &t
 	}
 	out.Conditions = podConditions(pod, status, all, out.Phase, previous, now)
+	truncateTerminationMessages(pod, &out)
 	return out
 }
 

@@ -44,7 +44,7 @@ func ContainerConfig(ctx context.Context, pod *v1.Pod, c *v1.Container, restartC
 	if err != nil {
 		return nil, err
 	}
-	mounts, err := containerMounts(pod, c, vols, lookup, opts)
+	mounts, err := containerMounts(pod, c, vols, podIPs, lookup, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -55,7 +55,7 @@ func ContainerConfig(ctx context.Context, pod *v1.Pod, c *v1.Container, restartC
 		Args:        expandAll(c.Args, lookup),
 		WorkingDir:  c.WorkingDir,
 		Envs:        envs,
-		Mounts:      mounts,
+		Mounts:      append(mounts, terminationMessageMounts(pod, c, opts)...),
 		Labels:      containerLabels(pod, c),
 		Annotations: annotations,
 		LogPath:     ContainerLogPath(c.Name, restartCount),

@@ -10,6 +10,9 @@ import (
 	"github.com/actorlet/actorlet/volume"
 )
 
+// The node's Services watcher is what Options.Services takes.
+var _ Services = (*services.Watcher)(nil)
+
 // serviceEnvFor is the service variables of a pod of namespace.
 func serviceEnvFor(all []*v1.Service, namespace string, links bool) map[string]string {
 	return services.EnvFor(all, namespace, links)

@@ -26,12 +26,17 @@ type Subpaths interface {
 // mounted on its own), read-only when the mount or the volume says so,
 // relabelled where SELinux is on and the volume allows, and the mount
 // propagation asked (Bidirectional only for privileged containers).
-// lookup resolves the container's environment for subPathExpr.
-func containerMounts(pod *v1.Pod, c *v1.Container, vols map[string]volume.Mounted, lookup func(string) (string, bool), opts Options) ([]*runtimeapi.Mount, error) {
-	if len(c.VolumeMounts) == 0 {
-		return nil, nil
+// lookup resolves the container's environment for subPathExpr. The pod's
+// managed hosts file comes last, at /etc/hosts (see hostsMount), written
+// for the pod's IPs podIPs.
+func containerMounts(pod *v1.Pod, c *v1.Container, vols map[string]volume.Mounted, podIPs []string, lookup func(string) (string, bool), opts Options) ([]*runtimeapi.Mount, error) {
+	// As upstream, a hostname or domain the kubelet cannot make fails every
+	// container of the pod, whether or not it gets the hosts file.
+	hostname, hostDomain, err := podHostnameAndDomain(pod, opts.ClusterDomain)
+	if err != nil {
+		return nil, err
 	}
-	out := make([]*runtimeapi.Mount, 0, len(c.VolumeMounts))
+	var out []*runtimeapi.Mount
 	for i, m := range c.VolumeMounts {
 		vol, ok := vols[m.Name]
 		if !ok {
@@ -73,6 +78,13 @@ func containerMounts(pod *v1.Pod, c *v1.Container, vols map[string]volume.Mounte
 			SelinuxRelabel: vol.SELinuxRelabel && selinuxEnabled(),
 			Propagation:    propagation,
 		})
+	}
+	hosts, err := hostsMount(pod, c, podIPs, hostname, hostDomain, opts)
+	if err != nil {
+		return nil, err
+	}
+	if hosts != nil {
+		out = append(out, hosts)
 	}
 	return out, nil
 }

@@ -72,7 +72,7 @@ func TestContainerMounts(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			pod := &v1.Pod{}
 			pod.UID = "u"
-			got, err := containerMounts(pod, &tc.c, vols, lookup, Options{Subpaths: &fakeSubpaths{}})
+			got, err := containerMounts(pod, &tc.c, vols, nil, lookup, Options{Subpaths: &fakeSubpaths{}})
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("error %v, want one with %q", err, tc.wantErr)

@@ -8,11 +8,9 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
-
-// maxHostnameLen is the kernel's limit on a hostname.
-const maxHostnameLen = 63
 
 // SandboxConfig is the PodSandboxConfig for the pod's sandbox, as upstream's
 // generatePodSandboxConfig. It reads opts.ResolvConf when the pod's DNS
@@ -167,29 +165,89 @@ func anyPrivileged(pod *v1.Pod) bool {
 	return false
 }
 
-// podHostname is upstream's GeneratePodHostNameAndDomain followed by
+// podHostname is the sandbox's hostname, as upstream's
+// generatePodSandboxConfig: GeneratePodHostNameAndDomain followed by
 // GetNodenameForKernel.
 func podHostname(pod *v1.Pod, clusterDomain string) (string, error) {
-	hostname := pod.Spec.Hostname
-	if hostname == "" {
-		hostname = pod.Name
+	hostname, hostDomain, err := podHostnameAndDomain(pod, clusterDomain)
+	if err != nil {
+		return "", err
 	}
-	hostname = truncateHostname(hostname)
-	if pod.Spec.SetHostnameAsFQDN == nil || !*pod.Spec.SetHostnameAsFQDN || pod.Spec.Subdomain == "" || clusterDomain == "" {
-		return hostname, nil
-	}
-	fqdn := fmt.Sprintf("%s.%s.%s.svc.%s", hostname, pod.Spec.Subdomain, pod.Namespace, clusterDomain)
-	if len(fqdn) > maxHostnameLen+1 {
-		return "", fmt.Errorf("pod %s/%s: hostname as FQDN %q is longer than %d characters", pod.Namespace, pod.Name, fqdn, maxHostnameLen+1)
-	}
-	return fqdn, nil
+	return kernelHostname(hostname, hostDomain, pod.Spec.SetHostnameAsFQDN)
 }
 
-func truncateHostname(h string) string {
-	if len(h) <= maxHostnameLen {
-		return h
+// podHostnameAndDomain is upstream's GeneratePodHostNameAndDomain: the
+// pod's short hostname and its domain, which the sandbox's hostname and the
+// hosts file's entry of the pod are made of. spec.hostnameOverride wins
+// over everything and has no domain: the API refuses it with
+// setHostnameAsFQDN or hostNetwork, and the hosts file then names the pod
+// by it alone even with a subdomain. Otherwise the hostname is
+// spec.hostname or the pod's name, and a subdomain gives the domain
+// SUBDOMAIN.NAMESPACE.svc.CLUSTERDOMAIN, even with an empty cluster domain
+// (upstream's default), which leaves a trailing dot. Names the API would
+// have refused are refused again, with upstream's messages.
+func podHostnameAndDomain(pod *v1.Pod, clusterDomain string) (hostname, hostDomain string, err error) {
+	if o := pod.Spec.HostnameOverride; o != nil {
+		if msgs := validation.IsDNS1123Subdomain(*o); len(msgs) != 0 {
+			return "", "", fmt.Errorf("pod HostnameOverride %q is not a valid DNS subdomain: %s", *o, strings.Join(msgs, ";"))
+		}
+		hostname, err := truncatePodHostname(pod.Name, *o)
+		return hostname, "", err
 	}
-	return strings.TrimRight(h[:maxHostnameLen], "-.")
+	hostname = pod.Name
+	if h := pod.Spec.Hostname; h != "" {
+		if msgs := validation.IsDNS1123Label(h); len(msgs) != 0 {
+			return "", "", fmt.Errorf("pod Hostname %q is not a valid DNS label: %s", h, strings.Join(msgs, ";"))
+		}
+		hostname = h
+	}
+	if hostname, err = truncatePodHostname(pod.Name, hostname); err != nil {
+		return "", "", err
+	}
+	if sub := pod.Spec.Subdomain; sub != "" {
+		if msgs := validation.IsDNS1123Label(sub); len(msgs) != 0 {
+			return "", "", fmt.Errorf("pod Subdomain %q is not a valid DNS label: %s", sub, strings.Join(msgs, ";"))
+		}
+		hostDomain = fmt.Sprintf("%s.%s.svc.%s", sub, pod.Namespace, clusterDomain)
+	}
+	return hostname, hostDomain, nil
+}
+
+// maxHostnameLen is the longest hostname upstream gives a pod: the
+// kernel's nodename holds 64 bytes with the terminating NUL.
+const maxHostnameLen = 63
+
+// maxFQDNLen is the longest FQDN upstream sets as a pod's hostname.
+const maxFQDNLen = 64
+
+// truncatePodHostname is upstream's truncatePodHostnameIfNeeded: a
+// hostname longer than maxHostnameLen is cut there, without the '-' and
+// '.' it would end with. A pod's name can be 253 characters long, so this
+// happens to pods named by controllers.
+func truncatePodHostname(podName, hostname string) (string, error) {
+	if len(hostname) <= maxHostnameLen {
+		return hostname, nil
+	}
+	truncated := strings.TrimRight(hostname[:maxHostnameLen], "-.")
+	if truncated == "" {
+		return "", fmt.Errorf("hostname for pod %q was invalid: %q", podName, hostname)
+	}
+	return truncated, nil
+}
+
+// kernelHostname is upstream's GetNodenameForKernel: the FQDN when the pod
+// asks for it with setHostnameAsFQDN and has a domain, else the short
+// hostname. An FQDN too long for the kernel fails the sandbox's creation
+// with upstream's message, which its FailedCreatePodSandBox event quotes.
+func kernelHostname(hostname, hostDomain string, setHostnameAsFQDN *bool) (string, error) {
+	if hostDomain == "" || setHostnameAsFQDN == nil || !*setHostnameAsFQDN {
+		return hostname, nil
+	}
+	fqdn := hostname + "." + hostDomain
+	if len(fqdn) > maxFQDNLen {
+		return "", fmt.Errorf("failed to construct FQDN from pod hostname and cluster domain, FQDN %s is too long (%d characters is the max, %d characters requested)", fqdn, maxFQDNLen, len(fqdn))
+	}
+	return fqdn, nil
 }
 
 func toRuntimeProtocol(p v1.Protocol) runtimeapi.Protocol {

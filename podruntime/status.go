@@ -268,7 +268,7 @@ func toContainerStatus(s *runtimeapi.ContainerStatus) *ContainerStatus {
 		FinishedAt: unixNano(s.FinishedAt),
 		ExitCode:   s.ExitCode,
 		Reason:     s.Reason,
-		Message:    s.Message,
+		Message:    exitMessage(s),
 		Image:      s.GetImage().GetUserSpecifiedImage(),
 		ImageRef:   s.ImageRef,
 		LogPath:    s.LogPath,

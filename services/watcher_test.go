@@ -17,11 +17,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
-
-	"github.com/actorlet/actorlet/podruntime"
 )
-
-var _ podruntime.Services = (*Watcher)(nil)
 
 // listed returns "namespace/name=clusterIP:port,..." of what w holds,
 // sorted.

@@ -124,7 +124,21 @@ func (a *Actor) featureGates(actor.Context) (outcome, error) {
 		return next, err
 	}
 	a.warn(warnings)
+	for gate, what := range gatesNotImplemented {
+		if a.gates.Enabled(gate) {
+			a.log.Warn().Str("featureGate", gate).Msg("accepted, not implemented: " + what)
+		}
+	}
 	return next, nil
+}
+
+// gatesNotImplemented are the feature gates, on by default, whose
+// behaviour actorlet lacks: each is said at start-up, so that nobody
+// believes it is in force.
+var gatesNotImplemented = map[string]string{
+	"KubeletEnsureSecretPulledImages": "an image pulled with a pod's pull secrets can be used by another pod of the node " +
+		"without them (pull policy IfNotPresent or Never), as before Kubernetes 1.33; " +
+		"imagePullCredentialsVerificationPolicy has no effect",
 }
 
 // validate checks the final configuration, then switches to the configured

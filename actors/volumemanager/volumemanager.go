@@ -14,6 +14,7 @@ package volumemanager
 import (
 	"context"
 	"errors"
+	"os"
 	"sync/atomic"
 	"time"
 
@@ -64,8 +65,9 @@ type Actor struct {
 	log   zerolog.Logger
 	m     *Machine
 	first bool
-	// listing: a ListPods for the orphan search is out.
+	// listing: a ListPods for the orphan search is out, asked at listedAt.
 	listing     bool
+	listedAt    time.Time
 	cancelTimer func() bool
 }
 
@@ -213,7 +215,7 @@ func (a *Actor) findOrphans(ctx actor.Context) {
 	if a.listing || a.p.PodManager == nil {
 		return
 	}
-	a.listing = true
+	a.listing, a.listedAt = true, time.Now()
 	ctx.RequestFuture(a.p.PodManager, &messages.ListPods{}, 30*time.Second).PipeTo(ctx.Self())
 }
 
@@ -229,14 +231,22 @@ func (a *Actor) podList(ctx actor.Context, m *messages.PodList) {
 	for _, uid := range m.Active {
 		known[uid] = true
 	}
-	host := a.p.Host
+	host, since := a.p.Host, a.listedAt
 	supervision.Go(ctx, func() messages.Message {
 		uids, err := host.PodDirs()
 		out := &messages.OrphanedPodDirs{Err: err}
 		for _, uid := range uids {
-			if !known[uid] {
-				out.UIDs = append(out.UIDs, uid)
+			if known[uid] {
+				continue
 			}
+			// A directory made or changed since the pods were listed may
+			// be a pod's that came meanwhile (a pod without volumes makes
+			// its own, for its etc-hosts and termination-message files):
+			// the next search decides.
+			if fi, err := os.Stat(volume.PodDir(host.RootDir, uid)); err == nil && !fi.ModTime().Before(since) {
+				continue
+			}
+			out.UIDs = append(out.UIDs, uid)
 		}
 		return out
 	})

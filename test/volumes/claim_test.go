@@ -10,6 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/actorlet/actorlet/test/agent"
 )
 
 const pluginLocal = "kubernetes.io~local-volume"
@@ -43,8 +45,8 @@ func TestPersistentVolumes(t *testing.T) {
 		n.Expect(t, "claim-local", "c", "cat /data/seed", "local")
 		// Upstream bind-mounts the local path at
 		// ROOT/pods/UID/volumes/kubernetes.io~local-volume/PV.
-		if at := n.volumeDir(created.UID, pluginLocal, claim.pv); len(mountsAt(t, at)) != 1 {
-			t.Errorf("host mounts at %s: %+v, want the local volume's bind mount", at, mountsAt(t, at))
+		if at := n.volumeDir(created.UID, pluginLocal, claim.pv); len(agent.MountsAt(t, at)) != 1 {
+			t.Errorf("host mounts at %s: %+v, want the local volume's bind mount", at, agent.MountsAt(t, at))
 		}
 	})
 

@@ -91,7 +91,7 @@ func TestContentVolumes(t *testing.T) {
 			t.Errorf("/sec in the container: %s %v, want tmpfs ro", fstype, opts)
 		}
 		dir := n.volumeDir(created.UID, pluginSecret, "sec")
-		if ms := mountsAt(t, dir); len(ms) != 1 || ms[0].FSType != "tmpfs" {
+		if ms := agent.MountsAt(t, dir); len(ms) != 1 || ms[0].FSType != "tmpfs" {
 			t.Errorf("host mounts at %s: %+v, want one tmpfs", dir, ms)
 		}
 	})

@@ -8,14 +8,10 @@
 package volumes
 
 import (
-	"bufio"
-	"bytes"
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -71,13 +67,6 @@ func newVolNode(t *testing.T, opts ...agent.NodeOption) *volNode {
 		opts = append(opts, agent.WithConfig(agent.UpstreamKubeletConfig))
 	}
 	n := &volNode{APIPods: agent.NewAPIPods(t, binary, opts...)}
-	n.AtCleanup(func() {
-		for _, mp := range mountsUnder(t, n.RootDir) {
-			if err := syscall.Unmount(mp, syscall.MNT_DETACH); err != nil {
-				t.Logf("cleanup: unmount %s: %v", mp, err)
-			}
-		}
-	})
 	n.Up(t, "vol")
 	return n
 }
@@ -143,65 +132,6 @@ func (n *volNode) volumeDir(uid types.UID, plugin, name string) string {
 
 // podDir is ROOT/pods/UID.
 func (n *volNode) podDir(uid types.UID) string { return filepath.Join(n.RootDir, "pods", string(uid)) }
-
-// hostMount is one mount of the host's (the test's) mount namespace, as
-// /proc/self/mountinfo shows it.
-type hostMount struct {
-	Point, FSType, Options string
-}
-
-// hostMounts reads /proc/self/mountinfo: the test runs in the host's mount
-// namespace, where actorlet mounts.
-func hostMounts(t testing.TB) []hostMount {
-	t.Helper()
-	b, err := os.ReadFile("/proc/self/mountinfo")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var ms []hostMount
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	for sc.Scan() {
-		// ID PARENT MAJ:MIN ROOT POINT OPTIONS [OPTIONAL...] - FSTYPE SOURCE SUPEROPTIONS
-		fields := strings.Fields(sc.Text())
-		sep := slices.Index(fields, "-")
-		if len(fields) < 6 || sep < 0 || sep+3 > len(fields) {
-			continue
-		}
-		ms = append(ms, hostMount{Point: unescapeMountPath(fields[4]), FSType: fields[sep+1], Options: fields[sep+3]})
-	}
-	return ms
-}
-
-// unescapeMountPath undoes mountinfo's octal escapes (\040 for a space).
-func unescapeMountPath(s string) string {
-	return strings.NewReplacer(`\040`, " ", `\011`, "\t", `\012`, "\n", `\134`, `\`).Replace(s)
-}
-
-// mountsAt are the host's mounts whose mount point is path.
-func mountsAt(t testing.TB, path string) []hostMount {
-	t.Helper()
-	var at []hostMount
-	for _, m := range hostMounts(t) {
-		if m.Point == path {
-			at = append(at, m)
-		}
-	}
-	return at
-}
-
-// mountsUnder are the host's mount points at dir or below it, deepest
-// first (the order to unmount them in).
-func mountsUnder(t testing.TB, dir string) []string {
-	t.Helper()
-	var under []string
-	for _, m := range hostMounts(t) {
-		if m.Point == dir || strings.HasPrefix(m.Point, dir+"/") {
-			under = append(under, m.Point)
-		}
-	}
-	slices.SortFunc(under, func(a, b string) int { return len(b) - len(a) })
-	return under
-}
 
 // kib is a tmpfs size as the kernel shows it in the mount options: in
 // KiB, rounded up to whole pages.

@@ -40,7 +40,7 @@ func TestVolumeLifecycle(t *testing.T) {
 		memDir, secDir := n.volumeDir(created.UID, pluginEmptyDir, "mem"), n.volumeDir(created.UID, pluginSecret, "sec")
 		once := func() error {
 			for _, dir := range []string{memDir, secDir} {
-				if ms := mountsAt(t, dir); len(ms) != 1 || ms[0].FSType != "tmpfs" {
+				if ms := agent.MountsAt(t, dir); len(ms) != 1 || ms[0].FSType != "tmpfs" {
 					return fmt.Errorf("host mounts at %s: %+v, want one tmpfs", dir, ms)
 				}
 			}
@@ -76,7 +76,7 @@ func TestVolumeLifecycle(t *testing.T) {
 	t.Run("a removed pod leaves no mount and no directory", func(t *testing.T) {
 		created := n.Run(t, n.everyKind(t, "removed"))
 		dir := n.podDir(created.UID)
-		if len(mountsUnder(t, dir)) == 0 {
+		if len(agent.MountsUnder(t, dir)) == 0 {
 			t.Fatalf("no mounts under %s while the pod runs", dir)
 		}
 		// Upstream deletes the pod from the API only once its resources
@@ -136,7 +136,7 @@ func (n *volNode) mountsWhenGone(t *testing.T, name, dir string) []string {
 	n.delete(t, name, 1)
 	for ev := range w.ResultChan() {
 		if ev.Type == watch.Deleted {
-			return mountsUnder(t, dir)
+			return agent.MountsUnder(t, dir)
 		}
 	}
 	t.Fatalf("pod %s not deleted from the API within 60 s", name)
@@ -165,7 +165,7 @@ func (n *volNode) gone(name string) func() error {
 // and the directory is gone.
 func nothingLeft(t *testing.T, podDir string) func() error {
 	return func() error {
-		if ms := mountsUnder(t, podDir); len(ms) > 0 {
+		if ms := agent.MountsUnder(t, podDir); len(ms) > 0 {
 			return fmt.Errorf("still mounted: %q", ms)
 		}
 		if _, err := os.Stat(podDir); !os.IsNotExist(err) {

@@ -60,7 +60,7 @@ func TestLocalVolumes(t *testing.T) {
 		if b, err := os.ReadFile(filepath.Join(dir, "mark")); err != nil || string(b) != "first-run\n" {
 			t.Errorf("the mark on the host: %q, %v", b, err)
 		}
-		if ms := mountsAt(t, dir); len(ms) != 0 {
+		if ms := agent.MountsAt(t, dir); len(ms) != 0 {
 			t.Errorf("an emptyDir on disk is a plain directory, found mounts %+v", ms)
 		}
 	})
@@ -280,7 +280,7 @@ func ptrValue(p *uint64) any {
 func (n *volNode) checkTmpfs(t *testing.T, p *v1.Pod, volume, path, size string) {
 	t.Helper()
 	dir := n.volumeDir(p.UID, pluginEmptyDir, volume)
-	ms := mountsAt(t, dir)
+	ms := agent.MountsAt(t, dir)
 	if len(ms) != 1 || ms[0].FSType != "tmpfs" || !slices.Contains(strings.Split(ms[0].Options, ","), size) {
 		t.Errorf("host mounts at %s: %+v, want one tmpfs with %s", dir, ms, size)
 	}
