@@ -2,6 +2,7 @@ package podruntime
 
 import (
 	"fmt"
+	"path/filepath"
 
 	v1 "k8s.io/api/core/v1"
 
@@ -21,8 +22,8 @@ func serviceEnvFor(all []*v1.Service, namespace string, links bool) map[string]s
 // fileKeyRefValue is upstream's fileKeyRef (feature EnvFiles): the key's
 // value in an env file of one of the pod's volumes, read inside the
 // volume only. A key that is missing or empty is left out when optional,
-// as upstream; a file that cannot be parsed is an error whose detail
-// names no value.
+// as upstream; a file that cannot be read or parsed is upstream's bare
+// "couldn't parse env file".
 func fileKeyRefValue(ref *v1.FileKeySelector, vols map[string]volume.Mounted) (string, bool, error) {
 	vol, ok := vols[ref.VolumeName]
 	if !ok || vol.Path == "" {
@@ -30,13 +31,15 @@ func fileKeyRefValue(ref *v1.FileKeySelector, vols map[string]volume.Mounted) (s
 	}
 	v, err := envfile.ValueIn(vol.Path, ref.Path, ref.Key)
 	if err != nil {
-		return "", false, fmt.Errorf("couldn't parse env file %q of volume %q: %w", ref.Path, ref.VolumeName, err)
+		// Upstream's whole answer: the parser's detail (the file's host
+		// path, its line) stays on the node.
+		return "", false, fmt.Errorf("couldn't parse env file")
 	}
 	if v == "" {
 		if isTrue(ref.Optional) {
 			return "", false, nil
 		}
-		return "", false, fmt.Errorf("environment variable key %q not found in file %q", ref.Key, ref.Path)
+		return "", false, fmt.Errorf("environment variable key %q not found in file %q", ref.Key, filepath.Join(vol.Path, ref.Path))
 	}
 	return v, true, nil
 }

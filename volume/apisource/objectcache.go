@@ -180,7 +180,14 @@ func (c *objectCache) get(ctx context.Context, kind, namespace, name string) (ru
 			return obj, err
 		}
 	}
-	return c.kinds[kind].get(ctx, namespace, name)
+	api := c.kinds[kind]
+	obj, err := api.get(ctx, namespace, name)
+	if apierrors.IsNotFound(err) {
+		// As a watch answers: "configmap \"x\" not found", the resource in
+		// the singular, where the API server's own answer has the plural.
+		return nil, apierrors.NewNotFound(api.resource, name)
+	}
+	return obj, err
 }
 
 // errStopped is a watch stopped before it listed: the object is read
