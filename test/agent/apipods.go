@@ -202,10 +202,14 @@ func (n *APIPods) Event(t *testing.T, name, reason string, parts ...string) *v1.
 	return found
 }
 
-// Events lists the events of the pod of the namespace.
+// Events lists the events of the pod of the namespace, or every event of
+// the namespace when name is "".
 func (n *APIPods) Events(name string) ([]v1.Event, error) {
-	evs, err := n.Admin.CoreV1().Events(n.NS).List(context.Background(),
-		metav1.ListOptions{FieldSelector: "involvedObject.name=" + name})
+	var opts metav1.ListOptions
+	if name != "" {
+		opts.FieldSelector = "involvedObject.name=" + name
+	}
+	evs, err := n.Admin.CoreV1().Events(n.NS).List(context.Background(), opts)
 	if err != nil {
 		return nil, err
 	}

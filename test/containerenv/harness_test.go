@@ -11,6 +11,7 @@ package containerenv
 
 import (
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/actorlet/actorlet/test/agent"
@@ -47,4 +48,26 @@ func newEnvNode(t *testing.T, opts ...agent.NodeOption) *envNode {
 	n := &envNode{APIPods: agent.NewAPIPods(t, binary, opts...)}
 	n.Up(t, "env")
 	return n
+}
+
+// noneTold fails the test for every line of actorlet's log and every event
+// of the namespace that holds one of values (secrets, credentials).
+func (n *envNode) noneTold(t *testing.T, values ...string) {
+	t.Helper()
+	evs, err := n.Events("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var told []string
+	for _, ev := range evs {
+		told = append(told, ev.Reason+": "+ev.Message)
+	}
+	told = append(told, strings.Split(n.Logs(), "\n")...)
+	for _, line := range told {
+		for _, v := range values {
+			if strings.Contains(line, v) {
+				t.Errorf("a secret value in: %s", line)
+			}
+		}
+	}
 }
