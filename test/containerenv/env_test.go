@@ -265,7 +265,7 @@ func TestEnv(t *testing.T) {
 	})
 
 	t.Run("no secret value in the log or the events", func(t *testing.T) {
-		n.noneTold(t, []string{secretPassword, secretToken, secretShared}...)
+		n.noneTold(t, secretPassword, secretToken, secretShared)
 	})
 }
 

@@ -121,6 +121,6 @@ func TestImagePullSecrets(t *testing.T) {
 	})
 
 	t.Run("no credential in the log or the events", func(t *testing.T) {
-		n.noneTold(t, []string{e.AuthRegistryPassword, wrongPassword, auth}...)
+		n.noneTold(t, e.AuthRegistryPassword, wrongPassword, auth)
 	})
 }
