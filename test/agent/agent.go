@@ -59,6 +59,18 @@ func MainWithBinary(m *testing.M, binary *string) {
 	os.Exit(code)
 }
 
+// MainWithReference is MainWithBinary, unless the environment variable
+// envVar names another kubelet to run in actorlet's place (upstream's, the
+// reference for what the tests expect): then *binary is that kubelet and
+// *upstream is set.
+func MainWithReference(m *testing.M, envVar string, binary *string, upstream *bool) {
+	if k := os.Getenv(envVar); k != "" {
+		*binary, *upstream = k, true
+		os.Exit(m.Run())
+	}
+	MainWithBinary(m, binary)
+}
+
 // Process is one running actorlet.
 type Process struct {
 	cmd      *exec.Cmd

@@ -10,7 +10,6 @@
 package containerenv
 
 import (
-	"os"
 	"strings"
 	"testing"
 
@@ -25,11 +24,7 @@ var binary string
 var upstream bool
 
 func TestMain(m *testing.M) {
-	if k := os.Getenv("CONTAINERENV_KUBELET"); k != "" {
-		binary, upstream = k, true
-		os.Exit(m.Run())
-	}
-	agent.MainWithBinary(m, &binary)
+	agent.MainWithReference(m, "CONTAINERENV_KUBELET", &binary, &upstream)
 }
 
 // envNode is the environment's node (agent.APIPods) with one namespace for

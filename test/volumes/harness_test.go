@@ -32,11 +32,7 @@ var binary string
 var upstream bool
 
 func TestMain(m *testing.M) {
-	if k := os.Getenv("VOLUMES_KUBELET"); k != "" {
-		binary, upstream = k, true
-		os.Exit(m.Run())
-	}
-	agent.MainWithBinary(m, &binary)
+	agent.MainWithReference(m, "VOLUMES_KUBELET", &binary, &upstream)
 }
 
 // syncFrequency is the node's period of pod syncs: upstream refreshes the
