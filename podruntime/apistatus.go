@@ -70,6 +70,10 @@ func GenerateAPIStatus(pod *v1.Pod, status *PodStatus, waiting map[string]Waitin
 		out.StartTime = &t
 	}
 	out.Conditions = podConditions(pod, status, all, out.Phase, previous, now)
+	// The generation of the spec this status reflects (upstream's
+	// PodObservedGenerationTracking, GA and locked on since 1.35), never
+	// going back, as upstream's status manager keeps it.
+	out.ObservedGeneration = max(pod.Generation, previous.ObservedGeneration)
 	truncateTerminationMessages(pod, &out)
 	return out
 }

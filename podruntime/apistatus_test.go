@@ -142,3 +142,25 @@ func TestGenerateAPIStatusDetails(t *testing.T) {
 		t.Errorf("no sandbox: %+v ip %s", c, got.PodIP)
 	}
 }
+
+func TestGenerateAPIStatusObservedGeneration(t *testing.T) {
+	for _, tt := range []struct {
+		generation, previous, want int64
+	}{
+		{generation: 1, previous: 0, want: 1},
+		{generation: 3, previous: 2, want: 3},
+		{generation: 2, previous: 3, want: 3}, // a status of an older spec does not go back
+	} {
+		pod := actionsPod(v1.RestartPolicyAlways, nil, "a")
+		pod.Generation = tt.generation
+		got := GenerateAPIStatus(pod, &PodStatus{}, nil, &v1.PodStatus{ObservedGeneration: tt.previous}, time.Now())
+		if got.ObservedGeneration != tt.want {
+			t.Errorf("generation %d, previous %d: observedGeneration %d, want %d", tt.generation, tt.previous, got.ObservedGeneration, tt.want)
+		}
+		for _, c := range got.Conditions {
+			if c.ObservedGeneration != tt.generation {
+				t.Errorf("condition %s: observedGeneration %d, want %d", c.Type, c.ObservedGeneration, tt.generation)
+			}
+		}
+	}
+}

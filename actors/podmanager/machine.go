@@ -517,7 +517,8 @@ func (m *Machine) upsert(source string, pod *v1.Pod, now time.Time) {
 	if r := admit(pod, m.admitted(), m.cfg.MaxPods, m.cfg.Allocatable); r != nil {
 		m.log(zerolog.WarnLevel, r.Message, map[string]any{"pod": fullName(pod), "reason": r.Reason})
 		rejected := pod.DeepCopy()
-		rejected.Status = v1.PodStatus{Phase: v1.PodFailed, Reason: r.Reason, Message: "Pod was rejected: " + r.Message}
+		rejected.Status = v1.PodStatus{Phase: v1.PodFailed, Reason: r.Reason, Message: "Pod was rejected: " + r.Message,
+			ObservedGeneration: pod.Generation}
 		m.rejected[uid] = rejected
 		m.emit(CmdReportStatus{Pod: pod, Status: rejected.Status})
 		// Nothing of it runs: the status-reporter may write its terminal

@@ -81,6 +81,9 @@ func mergePodStatus(apiStatus, status v1.PodStatus, couldHaveRunningContainers b
 	merged.ResourceClaimStatuses = apiStatus.ResourceClaimStatuses
 	merged.ExtendedResourceClaimStatus = apiStatus.ExtendedResourceClaimStatus
 	merged.NodeAllocatableResourceClaimStatuses = apiStatus.NodeAllocatableResourceClaimStatuses
+	// As upstream's status manager: the observed generation never goes
+	// back (a status made before the last spec update was seen).
+	merged.ObservedGeneration = max(merged.ObservedGeneration, apiStatus.ObservedGeneration)
 
 	if !terminal(apiStatus.Phase) && terminal(merged.Phase) && couldHaveRunningContainers {
 		merged.Phase, merged.Reason, merged.Message = apiStatus.Phase, apiStatus.Reason, apiStatus.Message
