@@ -268,7 +268,15 @@ func TestPodCertificatesIssueAndRefresh(t *testing.T) {
 	if pcr.GenerateName != "req-" || len(pcr.OwnerReferences) != 1 || pcr.OwnerReferences[0].UID != "pod-uid" || pcr.OwnerReferences[0].Kind != "Pod" {
 		t.Errorf("metadata %+v", pcr.ObjectMeta)
 	}
-	if _, _, err := h.m.credentials(pod, "certs", 1); err == nil || !strings.Contains(err.Error(), "not issued yet") {
+	// The request shows in the API before the manager records it as
+	// pending: wait for that.
+	var err error
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if _, _, err = h.m.credentials(pod, "certs", 1); err != nil && strings.Contains(err.Error(), "not issued yet") {
+			break
+		}
+	}
+	if err == nil || !strings.Contains(err.Error(), "not issued yet") {
 		t.Errorf("error %v while pending", err)
 	}
 
