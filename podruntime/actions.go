@@ -7,6 +7,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/actorlet/actorlet/prober/results"
 )
 
 // PodActions is what one sync pass must do, as upstream's podActions.
@@ -38,6 +40,9 @@ func (a PodActions) none() bool {
 // ContainerToKill is a container instance a sync pass stops.
 type ContainerToKill struct {
 	ID, Name, Message string
+	// GracePeriod, when set, replaces the pod's: a probe's own
+	// terminationGracePeriodSeconds for a container it failed.
+	GracePeriod *int64
 }
 
 // BackingOff is a container waiting for its restart backoff to expire.
@@ -49,9 +54,10 @@ type BackingOff struct {
 }
 
 // ComputePodActions decides one sync pass of a pod that should run, as
-// upstream's computePodActions (without probes, resizes, ephemeral
-// containers and RestartAllContainers). backoff may be nil (no backoff).
-func ComputePodActions(pod *v1.Pod, status *PodStatus, backoff *Backoff, now time.Time) PodActions {
+// upstream's computePodActions (without resizes, ephemeral containers and
+// RestartAllContainers). backoff may be nil (no backoff); probes are the
+// results of the pod's probes (nil: none yet).
+func ComputePodActions(pod *v1.Pod, status *PodStatus, backoff *Backoff, probes results.Pod, now time.Time) PodActions {
 	if status == nil {
 		status = &PodStatus{}
 	}
@@ -60,7 +66,7 @@ func ComputePodActions(pod *v1.Pod, status *PodStatus, backoff *Backoff, now tim
 	if create {
 		computeNewSandboxActions(pod, status, &a)
 	} else {
-		computeRunningSandboxActions(pod, status, &a)
+		computeRunningSandboxActions(pod, status, probes, &a)
 	}
 	applyBackoff(pod, status, backoff, now, &a)
 	return a
@@ -91,8 +97,8 @@ func computeNewSandboxActions(pod *v1.Pod, status *PodStatus, a *PodActions) {
 	a.ContainersToStart = toStart
 }
 
-func computeRunningSandboxActions(pod *v1.Pod, status *PodStatus, a *PodActions) {
-	if !computeInitContainerActions(pod, status, a) || a.KillPod {
+func computeRunningSandboxActions(pod *v1.Pod, status *PodStatus, probes results.Pod, a *PodActions) {
+	if !computeInitContainerActions(pod, status, probes, a) || a.KillPod {
 		return
 	}
 	keep := 0
@@ -118,6 +124,16 @@ func computeRunningSandboxActions(pod *v1.Pod, status *PodStatus, a *PodActions)
 				Message: fmt.Sprintf("Container %s definition changed, will be restarted", c.Name)})
 			continue
 		}
+		if kill, ok := probeKill(c, cs.ID, probes, "Container"); ok {
+			// A failed liveness or startup probe kills the container; it
+			// starts again unless the pod never restarts, as upstream.
+			if pod.Spec.RestartPolicy != v1.RestartPolicyNever {
+				kill.Message += ", will be restarted"
+				a.ContainersToStart = append(a.ContainersToStart, i)
+			}
+			a.ContainersToKill = append(a.ContainersToKill, kill)
+			continue
+		}
 		keep++
 	}
 	if keep == 0 && len(a.ContainersToStart) == 0 {
@@ -130,7 +146,7 @@ func computeRunningSandboxActions(pod *v1.Pod, status *PodStatus, a *PodActions)
 // computeInitContainerActions follows upstream: it walks the init
 // containers backwards, because completed ones may have been removed, and
 // reports whether initialization is done.
-func computeInitContainerActions(pod *v1.Pod, status *PodStatus, a *PodActions) bool {
+func computeInitContainerActions(pod *v1.Pod, status *PodStatus, probes results.Pod, a *PodActions) bool {
 	inits := pod.Spec.InitContainers
 	if len(inits) == 0 {
 		return true
@@ -158,6 +174,17 @@ func computeInitContainerActions(pod *v1.Pod, status *PodStatus, a *PodActions) 
 			if !isRestartableInit(c) {
 				break
 			}
+			// A sidecar with a startup probe counts as started, and lets
+			// the next init container start, once the probe succeeded; a
+			// failed startup probe restarts it.
+			if startup := probes.Of(cs.ID).Startup; c.StartupProbe != nil && startup != results.Success {
+				if startup == results.Failure {
+					kill, _ := probeKill(c, cs.ID, probes, "Init container")
+					a.ContainersToKill = append(a.ContainersToKill, kill)
+					a.InitContainersToStart = append(a.InitContainersToStart, i)
+				}
+				break
+			}
 			if i == len(inits)-1 {
 				initialized = true
 			} else if !previouslyInitialized {
@@ -166,6 +193,14 @@ func computeInitContainerActions(pod *v1.Pod, status *PodStatus, a *PodActions) 
 			if cs.Hash != HashContainer(c) {
 				a.ContainersToKill = append(a.ContainersToKill, ContainerToKill{ID: cs.ID, Name: c.Name,
 					Message: fmt.Sprintf("Init container %s definition changed", c.Name)})
+				a.InitContainersToStart = append(a.InitContainersToStart, i)
+				break
+			}
+			// A sidecar's liveness probe does not hold the next init
+			// container back, but its failure restarts the sidecar.
+			if c.LivenessProbe != nil && probes.Of(cs.ID).Liveness == results.Failure {
+				kill, _ := probeKill(c, cs.ID, probes, "Init container")
+				a.ContainersToKill = append(a.ContainersToKill, kill)
 				a.InitContainersToStart = append(a.InitContainersToStart, i)
 			}
 		case runtimeapi.ContainerState_CONTAINER_EXITED:
@@ -204,6 +239,26 @@ func computeInitContainerActions(pod *v1.Pod, status *PodStatus, a *PodActions) 
 	}
 	slices.Reverse(a.InitContainersToStart)
 	return initialized
+}
+
+// probeKill is the kill of a running container instance that failed its
+// liveness or startup probe, as upstream words it ("Container NAME failed
+// liveness probe"; what is "Init container" for a sidecar), with the
+// probe's own terminationGracePeriodSeconds when it has one.
+func probeKill(c *v1.Container, id string, probes results.Pod, what string) (ContainerToKill, bool) {
+	r := probes.Of(id)
+	var probe *v1.Probe
+	var kind string
+	switch {
+	case c.LivenessProbe != nil && r.Liveness == results.Failure:
+		probe, kind = c.LivenessProbe, "liveness"
+	case c.StartupProbe != nil && r.Startup == results.Failure:
+		probe, kind = c.StartupProbe, "startup"
+	default:
+		return ContainerToKill{}, false
+	}
+	return ContainerToKill{ID: id, Name: c.Name, GracePeriod: probe.TerminationGracePeriodSeconds,
+		Message: fmt.Sprintf("%s %s failed %s probe", what, c.Name, kind)}, true
 }
 
 // applyBackoff moves the containers whose crash-loop backoff runs from the

@@ -130,7 +130,7 @@ func TestComputePodActions(t *testing.T) {
 			if tt.edit != nil {
 				tt.edit(tt.pod)
 			}
-			got := ComputePodActions(tt.pod, status, nil, t0)
+			got := ComputePodActions(tt.pod, status, nil, nil, t0)
 			if !reflect.DeepEqual(got, tt.want) {
 				t.Errorf("got  %+v\nwant %+v", got, tt.want)
 			}
@@ -147,7 +147,7 @@ func TestComputePodActionsBackoff(t *testing.T) {
 	// a crashed twice before: its delay is 20 s, 4 s of which passed.
 	b.Next(ContainerBackoffKey(pod, &pod.Spec.Containers[0]), t0.Add(-time.Minute))
 	b.Next(ContainerBackoffKey(pod, &pod.Spec.Containers[0]), t0.Add(-30*time.Second))
-	got := ComputePodActions(pod, status, b, now)
+	got := ComputePodActions(pod, status, b, nil, now)
 	want := PodActions{SandboxID: "sb1", ContainersToStart: []int{1}, BackingOff: []BackingOff{{Name: "a", Remaining: 16 * time.Second,
 		Message: "back-off 20s restarting failed container=a pod=p_ns(u)"}}}
 	if !reflect.DeepEqual(got, want) {
@@ -155,12 +155,12 @@ func TestComputePodActionsBackoff(t *testing.T) {
 	}
 	// Once the delay passed, a is started again.
 	now = t0.Add(17 * time.Second)
-	if got := ComputePodActions(pod, status, b, now); !reflect.DeepEqual(got.ContainersToStart, []int{0, 1}) || got.BackingOff != nil {
+	if got := ComputePodActions(pod, status, b, nil, now); !reflect.DeepEqual(got.ContainersToStart, []int{0, 1}) || got.BackingOff != nil {
 		t.Errorf("after delay: %+v", got)
 	}
 	// A new image is a new backoff.
 	pod.Spec.Containers[0].Image = "img:2"
-	if got := ComputePodActions(pod, status, b, t0); got.BackingOff != nil {
+	if got := ComputePodActions(pod, status, b, nil, t0); got.BackingOff != nil {
 		t.Errorf("image change still backing off: %+v", got)
 	}
 }

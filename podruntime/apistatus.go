@@ -9,6 +9,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/actorlet/actorlet/prober/results"
 )
 
 // runtimeName prefixes container IDs in the API ("containerd://ID").
@@ -21,6 +23,7 @@ const (
 	reasonContainersNotReady       = "ContainersNotReady"
 	reasonContainersNotInitialized = "ContainersNotInitialized"
 	reasonPodSandboxNotReady       = "PodSandboxNotReady" // kubetypes.PodSandboxNotReadyReason
+	reasonReadinessGatesNotReady   = "ReadinessGatesNotReady"
 )
 
 // GenerateAPIStatus is the pod's status as the API shows it, as upstream's
@@ -28,9 +31,9 @@ const (
 // container statuses, with waiting (per container name) for the reasons a
 // sync pass found (CrashLoopBackOff, ErrImagePull, ...). previous is the
 // status last reported; its start time, host IPs and unchanged conditions'
-// transition times are kept. Readiness is being running: probes are not
-// implemented.
-func GenerateAPIStatus(pod *v1.Pod, status *PodStatus, waiting map[string]WaitingReason, previous *v1.PodStatus, now time.Time) v1.PodStatus {
+// transition times are kept. probes (nil: none yet) decide which running
+// containers are started and ready, as upstream's probe manager does.
+func GenerateAPIStatus(pod *v1.Pod, status *PodStatus, waiting map[string]WaitingReason, probes results.Pod, previous *v1.PodStatus, now time.Time) v1.PodStatus {
 	if previous == nil {
 		previous = &v1.PodStatus{}
 	}
@@ -45,6 +48,8 @@ func GenerateAPIStatus(pod *v1.Pod, status *PodStatus, waiting map[string]Waitin
 		InitContainerStatuses: convertContainerStatuses(pod, status, waiting, previous.InitContainerStatuses, pod.Spec.InitContainers, hasInit, true),
 		ContainerStatuses:     convertContainerStatuses(pod, status, waiting, previous.ContainerStatuses, pod.Spec.Containers, hasInit, false),
 	}
+	applyProbes(pod, probes, out.InitContainerStatuses, pod.Spec.InitContainers, true)
+	applyProbes(pod, probes, out.ContainerStatuses, pod.Spec.Containers, false)
 	all := append(slices.Clone(out.InitContainerStatuses), out.ContainerStatuses...)
 	out.Phase = getPhase(pod, all, hasAnyRegularContainerStarted(pod, out.ContainerStatuses))
 	// A terminal phase is final: a later observation must not revive it.
@@ -86,8 +91,8 @@ func podConditions(pod *v1.Pod, status *PodStatus, all []v1.ContainerStatus, pha
 	}
 	conds = append(conds, readyToStart,
 		initializedCondition(pod, all, phase),
-		readyCondition(pod, all, phase, v1.ContainersReady),
-		readyCondition(pod, all, phase, v1.PodReady),
+		readyCondition(pod, all, phase, v1.ContainersReady, previous),
+		readyCondition(pod, all, phase, v1.PodReady, previous),
 		v1.PodCondition{Type: v1.PodScheduled, Status: v1.ConditionTrue})
 	// Conditions other components own (readiness gates, disruption
 	// targets) stay as they were.
@@ -134,9 +139,35 @@ func initializedCondition(pod *v1.Pod, all []v1.ContainerStatus, phase v1.PodPha
 	return v1.PodCondition{Type: v1.PodInitialized, Status: v1.ConditionTrue}
 }
 
-// readyCondition is ContainersReady or Ready: without readiness gates they
-// only differ in type.
-func readyCondition(pod *v1.Pod, all []v1.ContainerStatus, phase v1.PodPhase, t v1.PodConditionType) v1.PodCondition {
+// applyProbes sets started and ready of the running containers as
+// upstream's probe manager: started once the startup probe succeeded (at
+// once without one), ready once started and the readiness probe succeeded
+// (at once without one). An init container that is not a sidecar is ready
+// when it completed, whatever its probes.
+func applyProbes(pod *v1.Pod, probes results.Pod, statuses []v1.ContainerStatus, containers []v1.Container, isInit bool) {
+	for i := range statuses {
+		s := &statuses[i]
+		if s.State.Running == nil {
+			continue
+		}
+		idx := slices.IndexFunc(containers, func(c v1.Container) bool { return c.Name == s.Name })
+		if idx < 0 {
+			continue
+		}
+		c := &containers[idx]
+		r := probes.Of(strings.TrimPrefix(s.ContainerID, runtimeName+"://"))
+		started := c.StartupProbe == nil || r.Startup == results.Success
+		s.Started = ptrTo(started)
+		if isInit && !isRestartableInit(c) {
+			continue
+		}
+		s.Ready = started && (c.ReadinessProbe == nil || r.Readiness == results.Success)
+	}
+}
+
+// readyCondition is ContainersReady or Ready; Ready also waits for the
+// pod's readiness gates.
+func readyCondition(pod *v1.Pod, all []v1.ContainerStatus, phase v1.PodPhase, t v1.PodConditionType, previous *v1.PodStatus) v1.PodCondition {
 	var unknown, unready []string
 	check := func(c *v1.Container) {
 		if cs, ok := findStatus(all, c.Name); !ok {
@@ -162,7 +193,30 @@ func readyCondition(pod *v1.Pod, all []v1.ContainerStatus, phase v1.PodPhase, t 
 	if msg := notReadyMessage(unknown, unready, "unready"); msg != "" {
 		return v1.PodCondition{Type: t, Status: v1.ConditionFalse, Reason: reasonContainersNotReady, Message: msg}
 	}
+	if t == v1.PodReady {
+		if msg := readinessGatesMessage(pod, previous); msg != "" {
+			return v1.PodCondition{Type: t, Status: v1.ConditionFalse, Reason: reasonReadinessGatesNotReady, Message: msg}
+		}
+	}
 	return v1.PodCondition{Type: t, Status: v1.ConditionTrue}
+}
+
+// readinessGatesMessage is why the pod's readiness gates hold it unready,
+// in upstream's words; "" when every gate's condition is True. The gates'
+// conditions are set by others through the API, so they are read from the
+// status last known.
+func readinessGatesMessage(pod *v1.Pod, previous *v1.PodStatus) string {
+	var msgs []string
+	for _, g := range pod.Spec.ReadinessGates {
+		i := slices.IndexFunc(previous.Conditions, func(c v1.PodCondition) bool { return c.Type == g.ConditionType })
+		switch {
+		case i < 0:
+			msgs = append(msgs, fmt.Sprintf("corresponding condition of pod readiness gate %q does not exist.", g.ConditionType))
+		case previous.Conditions[i].Status != v1.ConditionTrue:
+			msgs = append(msgs, fmt.Sprintf("the status of pod readiness gate %q is not \"True\", but %v", g.ConditionType, previous.Conditions[i].Status))
+		}
+	}
+	return strings.Join(msgs, ", ")
 }
 
 func notReadyMessage(unknown, other []string, what string) string {

@@ -58,7 +58,7 @@ func TestGenerateAPIStatusPhases(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := GenerateAPIStatus(tt.pod, tt.status(tt.pod), tt.waiting, nil, t0)
+			got := GenerateAPIStatus(tt.pod, tt.status(tt.pod), tt.waiting, nil, nil, t0)
 			if got.Phase != tt.phase {
 				t.Errorf("phase %s, want %s", got.Phase, tt.phase)
 			}
@@ -104,7 +104,7 @@ func TestGenerateAPIStatusDetails(t *testing.T) {
 		{Type: v1.ContainersReady, Status: v1.ConditionFalse, LastTransitionTime: earlier},
 		{Type: "example.com/gate", Status: v1.ConditionTrue},
 	}}
-	got := GenerateAPIStatus(pod, status, nil, prev, t0)
+	got := GenerateAPIStatus(pod, status, nil, nil, prev, t0)
 	if got.ContainerStatuses[0].Name != "a" || got.ContainerStatuses[1].Name != "b" {
 		t.Errorf("container statuses not sorted by name: %+v", got.ContainerStatuses)
 	}
@@ -132,12 +132,12 @@ func TestGenerateAPIStatusDetails(t *testing.T) {
 	}
 	// A terminal phase sticks.
 	prev.Phase = v1.PodFailed
-	if got := GenerateAPIStatus(pod, status, nil, prev, t0); got.Phase != v1.PodFailed {
+	if got := GenerateAPIStatus(pod, status, nil, nil, prev, t0); got.Phase != v1.PodFailed {
 		t.Errorf("terminal phase revived to %s", got.Phase)
 	}
 	// No sandbox: not ready to start containers, IPs kept.
 	prev = &v1.PodStatus{PodIPs: []v1.PodIP{{IP: "10.244.0.9"}}}
-	got = GenerateAPIStatus(pod, &PodStatus{}, nil, prev, t0)
+	got = GenerateAPIStatus(pod, &PodStatus{}, nil, nil, prev, t0)
 	if c := findCond(got, v1.PodReadyToStartContainers); c.Status != v1.ConditionFalse || got.PodIP != "10.244.0.9" {
 		t.Errorf("no sandbox: %+v ip %s", c, got.PodIP)
 	}
@@ -153,7 +153,7 @@ func TestGenerateAPIStatusObservedGeneration(t *testing.T) {
 	} {
 		pod := actionsPod(v1.RestartPolicyAlways, nil, "a")
 		pod.Generation = tt.generation
-		got := GenerateAPIStatus(pod, &PodStatus{}, nil, &v1.PodStatus{ObservedGeneration: tt.previous}, time.Now())
+		got := GenerateAPIStatus(pod, &PodStatus{}, nil, nil, &v1.PodStatus{ObservedGeneration: tt.previous}, time.Now())
 		if got.ObservedGeneration != tt.want {
 			t.Errorf("generation %d, previous %d: observedGeneration %d, want %d", tt.generation, tt.previous, got.ObservedGeneration, tt.want)
 		}

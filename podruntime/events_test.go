@@ -72,7 +72,7 @@ func TestIntegrationEvents(t *testing.T) {
 	q := regexp.QuoteMeta
 
 	pod := testPod(t, r, busybox(e, "main", "sleep", "3600"))
-	res := r.SyncPod(ctx, pod, nil, NewCrashLoopBackoff(0, nil))
+	res := r.SyncPod(ctx, pod, nil, NewCrashLoopBackoff(0, nil), nil)
 	if res.Err != nil {
 		t.Fatalf("sync: %v", res.Err)
 	}
@@ -89,20 +89,20 @@ func TestIntegrationEvents(t *testing.T) {
 	missing.Image = e.Registry + "/actorlet/does-not-exist:1"
 	pod = testPod(t, r, missing)
 	backoff := NewCrashLoopBackoff(0, nil)
-	if res := r.SyncPod(ctx, pod, nil, backoff); res.Err == nil {
+	if res := r.SyncPod(ctx, pod, nil, backoff, nil); res.Err == nil {
 		t.Fatal("sync with a missing image succeeded")
 	}
 	expectEvents(t, rec, q(fmt.Sprintf("Normal Pulling Pulling image %q", missing.Image)),
 		q(fmt.Sprintf("Warning Failed Failed to pull image %q: ", missing.Image))+".+",
 		"Warning Failed Error: ErrImagePull")
-	r.SyncPod(ctx, pod, nil, backoff)
+	r.SyncPod(ctx, pod, nil, backoff, nil)
 	expectEvents(t, rec, q(fmt.Sprintf("Normal BackOff Back-off pulling image %q", missing.Image)),
 		"Warning Failed Error: ImagePullBackOff")
 
 	never := missing
 	never.ImagePullPolicy = v1.PullNever
 	pod = testPod(t, r, never)
-	r.SyncPod(ctx, pod, nil, backoff)
+	r.SyncPod(ctx, pod, nil, backoff, nil)
 	expectEvents(t, rec, q(fmt.Sprintf("Warning ErrImageNeverPull Container image %q is not present with pull policy of Never", never.Image)),
 		"Warning Failed Error: ErrImageNeverPull")
 
@@ -113,7 +113,7 @@ func TestIntegrationEvents(t *testing.T) {
 			apiContainer(res.APIStatus, "crash").State.Terminated != nil
 	})
 	drain(rec)
-	r.SyncPod(ctx, pod, nil, backoff) // restarts it, recording the crash
+	r.SyncPod(ctx, pod, nil, backoff, nil) // restarts it, recording the crash
 	syncUntil(t, r, pod, backoff, time.Minute, "crashed again", func(res SyncResult) bool {
 		w := apiContainer(res.APIStatus, "crash").State.Waiting
 		return w != nil && w.Reason == ReasonCrashLoopBackOff

@@ -95,7 +95,7 @@ func syncUntil(t *testing.T, r *Runtime, pod *v1.Pod, b *Backoff, timeout time.D
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	for {
-		res := r.SyncPod(context.Background(), pod, nil, b)
+		res := r.SyncPod(context.Background(), pod, nil, b, nil)
 		pod.Status = res.APIStatus
 		if cond(res) {
 			return res
@@ -130,7 +130,7 @@ func TestIntegrationRunsPod(t *testing.T) {
 	calls := &countingCRI{RuntimeServiceClient: r.RT}
 	counted := *r
 	counted.RT = calls
-	first := counted.SyncNewPod(context.Background(), pod, nil, backoff)
+	first := counted.SyncNewPod(context.Background(), pod, nil, backoff, nil)
 	pod.Status = first.APIStatus
 	if n := calls.lists.Load(); n != 0 || !first.Settled || first.APIStatus.Phase != v1.PodRunning {
 		t.Errorf("first pass: %d listings, settled %v, phase %s; want none, settled, Running", n, first.Settled, first.APIStatus.Phase)
@@ -164,7 +164,7 @@ func TestIntegrationRunsPod(t *testing.T) {
 		return strings.Contains(string(b), "hello-from-podruntime")
 	})
 	// A second pass has nothing to do.
-	again := r.SyncPod(context.Background(), pod, nil, nil)
+	again := r.SyncPod(context.Background(), pod, nil, nil, nil)
 	if again.Err != nil || apiContainer(again.APIStatus, "main").ContainerID != cs.ContainerID {
 		t.Errorf("second sync changed the pod: err=%v %+v", again.Err, apiContainer(again.APIStatus, "main"))
 	}
@@ -241,7 +241,7 @@ func TestIntegrationCrashLoop(t *testing.T) {
 	before := cs.RestartCount
 	// Let the backoff expire on the clock: the next sync restarts.
 	clock.Set(time.Now().Add(res.RetryAfter + time.Second))
-	res = r.SyncPod(context.Background(), pod, nil, b)
+	res = r.SyncPod(context.Background(), pod, nil, b, nil)
 	pod.Status = res.APIStatus
 	if got := apiContainer(res.APIStatus, "crash").RestartCount; got != int32(before)+1 {
 		t.Errorf("after backoff: restartCount %d, want %d (err %v)", got, before+1, res.Err)
@@ -331,7 +331,7 @@ func TestIntegrationImagePullErrors(t *testing.T) {
 	never.Image = "docker.io/library/podruntime-absent:never"
 	never.ImagePullPolicy = v1.PullNever
 	pod := testPod(t, r, never)
-	res := r.SyncPod(context.Background(), pod, nil, nil)
+	res := r.SyncPod(context.Background(), pod, nil, nil, nil)
 	if w := apiContainer(res.APIStatus, "never").State.Waiting; w == nil || w.Reason != ReasonErrImageNeverPull || res.Err == nil {
 		t.Errorf("Never: waiting %+v err %v", w, res.Err)
 	}
@@ -344,19 +344,19 @@ func TestIntegrationImagePullErrors(t *testing.T) {
 	missing := busybox(e, "missing", "true")
 	missing.Image = "docker.io/library/podruntime-absent:v1"
 	pod2 := testPod(t, r, missing)
-	res = r.SyncPod(context.Background(), pod2, nil, b)
+	res = r.SyncPod(context.Background(), pod2, nil, b, nil)
 	if w := apiContainer(res.APIStatus, "missing").State.Waiting; w == nil || w.Reason != ReasonErrImagePull {
 		t.Fatalf("first pull: waiting %+v err %v", w, res.Err)
 	}
 	if res.RetryAfter != InitialImagePullBackoff {
 		t.Errorf("RetryAfter = %s, want %s", res.RetryAfter, InitialImagePullBackoff)
 	}
-	res = r.SyncPod(context.Background(), pod2, nil, b)
+	res = r.SyncPod(context.Background(), pod2, nil, b, nil)
 	if w := apiContainer(res.APIStatus, "missing").State.Waiting; w == nil || w.Reason != ReasonImagePullBackOff {
 		t.Errorf("second pull: waiting %+v err %v", w, res.Err)
 	}
 	clock.Set(clock.Now().Add(11 * time.Second))
-	res = r.SyncPod(context.Background(), pod2, nil, b)
+	res = r.SyncPod(context.Background(), pod2, nil, b, nil)
 	if w := apiContainer(res.APIStatus, "missing").State.Waiting; w == nil || w.Reason != ReasonErrImagePull || res.RetryAfter != 2*InitialImagePullBackoff {
 		t.Errorf("pull after backoff: waiting %+v retry %s", w, res.RetryAfter)
 	}
@@ -400,7 +400,7 @@ func TestIntegrationRestartsKeepThePreviousInstance(t *testing.T) {
 	// instance.
 	b := NewCrashLoopBackoff(time.Hour, nil)
 	b.Next(ContainerBackoffKey(pod, &pod.Spec.Containers[0]), time.Now())
-	res := r.SyncPod(context.Background(), pod, nil, b)
+	res := r.SyncPod(context.Background(), pod, nil, b, nil)
 	if res.Err != nil {
 		t.Fatalf("sync in backoff: %v", res.Err)
 	}

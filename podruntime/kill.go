@@ -137,7 +137,7 @@ func ranToCompletion(pod *v1.Pod, status *PodStatus) bool {
 			return false
 		}
 	}
-	phase := GenerateAPIStatus(pod, status, nil, nil, time.Time{}).Phase
+	phase := GenerateAPIStatus(pod, status, nil, nil, nil, time.Time{}).Phase
 	return phase == v1.PodSucceeded || phase == v1.PodFailed
 }
 

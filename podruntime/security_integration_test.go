@@ -30,7 +30,7 @@ func TestIntegrationRunAsNonRoot(t *testing.T) {
 	}
 	refused := func(t *testing.T, pod *v1.Pod, want string) {
 		t.Helper()
-		res := r.SyncPod(ctx, pod, nil, NewCrashLoopBackoff(0, nil))
+		res := r.SyncPod(ctx, pod, nil, NewCrashLoopBackoff(0, nil), nil)
 		if res.Err == nil || !strings.Contains(res.Err.Error(), want) {
 			t.Fatalf("sync error %v, want %q", res.Err, want)
 		}
@@ -116,7 +116,7 @@ func TestIntegrationHostUsersFalseRefused(t *testing.T) {
 		pod := testPod(t, r, busybox(e, "main", "sleep", "3600"))
 		pod.Spec.HostUsers = ptrTo(false)
 		for range 2 { // and again on the retry
-			res := r.SyncNewPod(ctx, pod, nil, NewCrashLoopBackoff(0, nil))
+			res := r.SyncNewPod(ctx, pod, nil, NewCrashLoopBackoff(0, nil), nil)
 			if res.Err == nil || !strings.Contains(res.Err.Error(), reason) {
 				t.Fatalf("sync error %v, want %q", res.Err, reason)
 			}
@@ -140,7 +140,7 @@ func TestIntegrationHostUsersFalseRefused(t *testing.T) {
 		drain(rec)
 		// What an actorlet that ignored hostUsers left behind.
 		pod.Spec.HostUsers = ptrTo(false)
-		res := r.SyncPod(ctx, pod, nil, nil)
+		res := r.SyncPod(ctx, pod, nil, nil, nil)
 		if res.Err == nil || !strings.Contains(res.Err.Error(), reason) {
 			t.Fatalf("sync error %v, want %q", res.Err, reason)
 		}

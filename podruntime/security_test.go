@@ -169,19 +169,19 @@ func TestHostUsersFalseIsNeverConfigured(t *testing.T) {
 func TestSandboxOfHostUsersFalsePodIsReplaced(t *testing.T) {
 	pod := actionsPod(v1.RestartPolicyAlways, nil, "app")
 	status := readyStatus(cstat(pod, "app", running, 0, 0))
-	if a := ComputePodActions(pod, status, nil, t0); a.KillPod || a.CreateSandbox {
+	if a := ComputePodActions(pod, status, nil, nil, t0); a.KillPod || a.CreateSandbox {
 		t.Fatalf("a pod sharing the host's user namespace: %+v", a)
 	}
 	// The same sandbox, running in the host's user namespace, for a pod
 	// that asks for its own: it is killed and a new one is asked for.
 	pod.Spec.HostUsers = ptrTo(false)
-	a := ComputePodActions(pod, status, nil, t0)
+	a := ComputePodActions(pod, status, nil, nil, t0)
 	if !a.KillPod || !a.CreateSandbox || a.SandboxID != "sb1" || a.Attempt != 1 {
 		t.Errorf("actions %+v; want the sandbox sb1 killed and attempt 1 created", a)
 	}
 	// A sandbox in a user namespace of its own is kept.
 	status.SandboxStatuses[0].Linux.Namespaces.Options.UsernsOptions = &runtimeapi.UserNamespace{Mode: runtimeapi.NamespaceMode_POD}
-	if a := ComputePodActions(pod, status, nil, t0); a.KillPod || a.CreateSandbox {
+	if a := ComputePodActions(pod, status, nil, nil, t0); a.KillPod || a.CreateSandbox {
 		t.Errorf("a sandbox in its own user namespace: %+v", a)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/actorlet/actorlet/prober/results"
 	"github.com/actorlet/actorlet/volume"
 )
 
@@ -38,14 +39,16 @@ type SyncResult struct {
 // sandbox, start the next init container or the app containers. backoff is
 // the crash-loop backoff (nil: none). Cancelling ctx (the pod is being
 // deleted) aborts a pull or a start promptly. vols are the pod's volumes,
-// set up on the host, which its containers mount.
-func (r *Runtime) SyncPod(ctx context.Context, pod *v1.Pod, vols map[string]volume.Mounted, backoff *Backoff) SyncResult {
+// set up on the host, which its containers mount. probes are the results of
+// the pod's probes (nil: none yet): a liveness or startup failure kills its
+// container, and readiness shows in the status.
+func (r *Runtime) SyncPod(ctx context.Context, pod *v1.Pod, vols map[string]volume.Mounted, backoff *Backoff, probes results.Pod) SyncResult {
 	now := passTime(backoff)
 	status, err := r.GetPodStatus(ctx, pod.UID, pod.Name, pod.Namespace)
 	if err != nil {
-		return r.result(ctx, pod, nil, nil, nil, 0, err, now)
+		return r.result(ctx, pod, nil, nil, nil, probes, 0, err, now)
 	}
-	return r.sync(ctx, pod, vols, backoff, status, now)
+	return r.sync(ctx, pod, vols, backoff, probes, status, now)
 }
 
 // ObservePod reports the pod's status without acting on it: its volumes
@@ -56,9 +59,9 @@ func (r *Runtime) ObservePod(ctx context.Context, pod *v1.Pod, fresh bool) SyncR
 	now := time.Now()
 	if fresh {
 		empty := &PodStatus{UID: pod.UID, Name: pod.Name, Namespace: pod.Namespace}
-		return r.result(ctx, pod, nil, empty, func(context.Context) *PodStatus { return empty }, 0, nil, now)
+		return r.result(ctx, pod, nil, empty, func(context.Context) *PodStatus { return empty }, nil, 0, nil, now)
 	}
-	return r.result(ctx, pod, nil, nil, nil, 0, nil, now)
+	return r.result(ctx, pod, nil, nil, nil, nil, 0, nil, now)
 }
 
 // SyncNewPod is SyncPod for a pod the runtime is known to hold nothing of:
@@ -67,8 +70,8 @@ func (r *Runtime) ObservePod(ctx context.Context, pod *v1.Pod, fresh bool) SyncR
 // observation instead of listing the pod, as upstream's first sync of a pod
 // starts from the PLEG's cache: two CRI calls fewer per new pod, each a scan
 // of every sandbox or container in containerd.
-func (r *Runtime) SyncNewPod(ctx context.Context, pod *v1.Pod, vols map[string]volume.Mounted, backoff *Backoff) SyncResult {
-	return r.sync(ctx, pod, vols, backoff, &PodStatus{UID: pod.UID, Name: pod.Name, Namespace: pod.Namespace}, passTime(backoff))
+func (r *Runtime) SyncNewPod(ctx context.Context, pod *v1.Pod, vols map[string]volume.Mounted, backoff *Backoff, probes results.Pod) SyncResult {
+	return r.sync(ctx, pod, vols, backoff, probes, &PodStatus{UID: pod.UID, Name: pod.Name, Namespace: pod.Namespace}, passTime(backoff))
 }
 
 func passTime(backoff *Backoff) time.Time {
@@ -78,8 +81,8 @@ func passTime(backoff *Backoff) time.Time {
 	return time.Now()
 }
 
-func (r *Runtime) sync(ctx context.Context, pod *v1.Pod, vols map[string]volume.Mounted, backoff *Backoff, status *PodStatus, now time.Time) SyncResult {
-	actions := ComputePodActions(pod, status, backoff, now)
+func (r *Runtime) sync(ctx context.Context, pod *v1.Pod, vols map[string]volume.Mounted, backoff *Backoff, probes results.Pod, status *PodStatus, now time.Time) SyncResult {
+	actions := ComputePodActions(pod, status, backoff, probes, now)
 	s := &syncPass{r: r, pod: pod, vols: vols, status: status, backoff: backoff, waiting: map[string]WaitingReason{}}
 	for _, b := range actions.BackingOff {
 		s.waiting[b.Name] = WaitingReason{ReasonCrashLoopBackOff, b.Message}
@@ -89,14 +92,14 @@ func (r *Runtime) sync(ctx context.Context, pod *v1.Pod, vols map[string]volume.
 	}
 	s.run(ctx, actions)
 	s.removeDeadInstances(ctx)
-	res := r.result(ctx, pod, s.waiting, status, s.observe, s.retry, errors.Join(s.errs...), now)
-	res.Settled = res.Err == nil && res.Status != status && ComputePodActions(pod, res.Status, backoff, now).none()
+	res := r.result(ctx, pod, s.waiting, status, s.observe, probes, s.retry, errors.Join(s.errs...), now)
+	res.Settled = res.Err == nil && res.Status != status && ComputePodActions(pod, res.Status, backoff, probes, now).none()
 	return res
 }
 
 // result observes the pod again, through observe when it can tell (nil: it
 // cannot), else by listing it, and builds the API status.
-func (r *Runtime) result(ctx context.Context, pod *v1.Pod, waiting map[string]WaitingReason, before *PodStatus, observe func(context.Context) *PodStatus, retry time.Duration, err error, now time.Time) SyncResult {
+func (r *Runtime) result(ctx context.Context, pod *v1.Pod, waiting map[string]WaitingReason, before *PodStatus, observe func(context.Context) *PodStatus, probes results.Pod, retry time.Duration, err error, now time.Time) SyncResult {
 	status := before
 	if ctx.Err() == nil {
 		var after *PodStatus
@@ -113,7 +116,7 @@ func (r *Runtime) result(ctx context.Context, pod *v1.Pod, waiting map[string]Wa
 			err = errors.Join(err, serr)
 		}
 	}
-	api := GenerateAPIStatus(pod, status, waiting, &pod.Status, now)
+	api := GenerateAPIStatus(pod, status, waiting, probes, &pod.Status, now)
 	if r.Opts.NodeIP != "" {
 		api.HostIP = r.Opts.NodeIP
 		api.HostIPs = []v1.HostIP{{IP: r.Opts.NodeIP}}
@@ -169,7 +172,11 @@ func (s *syncPass) run(ctx context.Context, a PodActions) {
 	} else {
 		for _, k := range a.ContainersToKill {
 			r.killingEvent(pod, k.ID, k.Name, k.Message)
-			if err := r.stopContainer(ctx, k.ID, k.Name, podGracePeriod(pod)); err != nil {
+			grace := podGracePeriod(pod)
+			if k.GracePeriod != nil {
+				grace = *k.GracePeriod
+			}
+			if err := r.stopContainer(ctx, k.ID, k.Name, grace); err != nil {
 				s.fail(fmt.Errorf("%s: %w", k.Message, err))
 				return
 			}

@@ -91,7 +91,7 @@ func TestIntegrationTerminationMessage(t *testing.T) {
 		backoff := NewCrashLoopBackoff(0, nil)
 		deadline := time.Now().Add(time.Minute)
 		for {
-			res := r.SyncPod(context.Background(), pod, vols, backoff)
+			res := r.SyncPod(context.Background(), pod, vols, backoff, nil)
 			pod.Status = res.APIStatus
 			cs := apiContainer(res.APIStatus, "main")
 			if cs.State.Running != nil && cs.RestartCount == 1 {

@@ -33,6 +33,7 @@ import (
 	"github.com/actorlet/actorlet/actors/podworker"
 	"github.com/actorlet/actorlet/messages"
 	"github.com/actorlet/actorlet/podruntime"
+	"github.com/actorlet/actorlet/prober/results"
 	"github.com/actorlet/actorlet/supervision"
 	"github.com/actorlet/actorlet/volume"
 )
@@ -43,8 +44,8 @@ const Kind = "pod-manager"
 // Runtime is what the pod-manager and its workers need of the container
 // runtime (podruntime.Runtime).
 type Runtime interface {
-	SyncPod(ctx context.Context, pod *v1.Pod, vols map[string]volume.Mounted, backoff *podruntime.Backoff) podruntime.SyncResult
-	SyncNewPod(ctx context.Context, pod *v1.Pod, vols map[string]volume.Mounted, backoff *podruntime.Backoff) podruntime.SyncResult
+	SyncPod(ctx context.Context, pod *v1.Pod, vols map[string]volume.Mounted, backoff *podruntime.Backoff, probes results.Pod) podruntime.SyncResult
+	SyncNewPod(ctx context.Context, pod *v1.Pod, vols map[string]volume.Mounted, backoff *podruntime.Backoff, probes results.Pod) podruntime.SyncResult
 	ObservePod(ctx context.Context, pod *v1.Pod, fresh bool) podruntime.SyncResult
 	Kill(ctx context.Context, k podruntime.Kill) error
 	ListPods(ctx context.Context) ([]*podruntime.PodStatus, error)
@@ -70,7 +71,10 @@ type Params struct {
 	// VolumeManager sets up the volumes of pods that have any; nil (in
 	// tests) takes every pod's volumes for ready, with none set up.
 	VolumeManager *actor.PID
-	Log           zerolog.Logger
+	// Prober, when set, makes each pod-worker's prober (actors/prober);
+	// nil (in tests) probes nothing.
+	Prober *actor.Props
+	Log    zerolog.Logger
 }
 
 // Actor is the pod-manager actor: it routes messages into its Machine as
@@ -215,7 +219,11 @@ func (a *Actor) spawn(ctx actor.Context, c CmdSpawnWorker) bool {
 		crashLoop: podruntime.NewCrashLoopBackoff(a.p.MaxContainerRestartPeriod, time.Now)}
 	wr.fresh.Store(c.Fresh)
 	params := podworker.Params{UID: c.UID, Name: c.Name, Namespace: c.Namespace, Log: a.p.Log, Registry: a.p.Registry, Runtime: wr}
-	props := a.p.Registry.Props(podworker.Kind, podworker.New(params), nil)
+	if !wr.orphan {
+		params.Prober = a.p.Prober
+	}
+	// A worker's prober restarts on its own, with the backoff of workers.
+	props := a.p.Registry.Props(podworker.Kind, podworker.New(params), WorkerStrategy(a.p.Registry))
 	pid, err := ctx.SpawnNamed(props, workerName(c.UID, c.Name, c.Namespace))
 	if err != nil {
 		// The name is unique per UID: a clash means a worker of this UID is
@@ -282,12 +290,12 @@ type workerRuntime struct {
 	fresh atomic.Bool
 }
 
-func (w *workerRuntime) SyncPod(ctx context.Context, pod *v1.Pod, vols messages.PodVolumes) podworker.SyncOutcome {
+func (w *workerRuntime) SyncPod(ctx context.Context, pod *v1.Pod, vols messages.PodVolumes, probes results.Pod) podworker.SyncOutcome {
 	var r podruntime.SyncResult
 	if w.fresh.CompareAndSwap(true, false) {
-		r = w.rt.SyncNewPod(ctx, pod, vols, w.crashLoop)
+		r = w.rt.SyncNewPod(ctx, pod, vols, w.crashLoop, probes)
 	} else {
-		r = w.rt.SyncPod(ctx, pod, vols, w.crashLoop)
+		r = w.rt.SyncPod(ctx, pod, vols, w.crashLoop, probes)
 	}
 	return outcome(r)
 }

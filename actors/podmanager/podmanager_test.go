@@ -18,6 +18,7 @@ import (
 
 	"github.com/actorlet/actorlet/messages"
 	"github.com/actorlet/actorlet/podruntime"
+	"github.com/actorlet/actorlet/prober/results"
 	"github.com/actorlet/actorlet/supervision"
 	"github.com/actorlet/actorlet/volume"
 )
@@ -33,7 +34,7 @@ type fakeRuntime struct {
 	firstPass map[types.UID]string
 }
 
-func (f *fakeRuntime) SyncPod(ctx context.Context, pod *v1.Pod, _ map[string]volume.Mounted, b *podruntime.Backoff) podruntime.SyncResult {
+func (f *fakeRuntime) SyncPod(ctx context.Context, pod *v1.Pod, _ map[string]volume.Mounted, b *podruntime.Backoff, _ results.Pod) podruntime.SyncResult {
 	return f.sync(pod, "listed")
 }
 
@@ -41,7 +42,7 @@ func (f *fakeRuntime) ObservePod(ctx context.Context, pod *v1.Pod, _ bool) podru
 	return podruntime.SyncResult{}
 }
 
-func (f *fakeRuntime) SyncNewPod(ctx context.Context, pod *v1.Pod, _ map[string]volume.Mounted, b *podruntime.Backoff) podruntime.SyncResult {
+func (f *fakeRuntime) SyncNewPod(ctx context.Context, pod *v1.Pod, _ map[string]volume.Mounted, b *podruntime.Backoff, _ results.Pod) podruntime.SyncResult {
 	return f.sync(pod, "new")
 }
 

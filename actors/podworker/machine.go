@@ -3,11 +3,13 @@ package podworker
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/actorlet/actorlet/messages"
+	"github.com/actorlet/actorlet/prober/results"
 )
 
 // Phase is where a pod-worker is in its pod's life. It only moves forward:
@@ -91,6 +93,9 @@ type State struct {
 	// volumes are the pod's volumes once the volume-manager set them up;
 	// until then a pod that has volumes is only observed, never acted on.
 	volumes messages.PodVolumes
+	// probes are the results of the pod's probes, by container instance;
+	// replaced, never changed in place, so that a state stays a value.
+	probes results.Pod
 }
 
 // Event is what happens to a worker; one type per kind.
@@ -135,6 +140,14 @@ type EvStopped struct{ Gen uint64 }
 // EvVolumesReady: every volume of the pod is set up.
 type EvVolumesReady struct{ Volumes messages.PodVolumes }
 
+// EvProbeResult: the prober found a probe's result for a container
+// instance changed.
+type EvProbeResult struct {
+	ContainerID string
+	Kind        results.Kind
+	Result      results.Result
+}
+
 // EvKilled: a kill ended.
 type EvKilled struct {
 	Gen uint64
@@ -149,6 +162,7 @@ func (EvSynced) isEvent()         {}
 func (EvStopped) isEvent()        {}
 func (EvKilled) isEvent()         {}
 func (EvVolumesReady) isEvent()   {}
+func (EvProbeResult) isEvent()    {}
 
 // Command is what the actor must do at the edge after a step.
 type Command interface{ isCommand() }
@@ -163,6 +177,8 @@ type CmdStartSync struct {
 	Pod               *v1.Pod
 	Volumes           messages.PodVolumes
 	WaitingForVolumes bool
+	// Probes are the probe results the pass decides on.
+	Probes results.Pod
 }
 
 // CmdCancelSync: cancel the sync pass in flight (its outcome still comes).
@@ -191,6 +207,14 @@ type CmdScheduleRetry struct {
 // does, since nothing newer was seen.
 type CmdReportStatus struct{ Status *v1.PodStatus }
 
+// CmdSetProbeTargets: tell the prober what to probe: Pod with Status as
+// the current sync pass saw it, or nothing (Pod nil) once the pod
+// terminates.
+type CmdSetProbeTargets struct {
+	Pod    *v1.Pod
+	Status *v1.PodStatus
+}
+
 // CmdKillFailed: the current kill failed with Err and will be retried; the
 // outcome of a cancelled kill, which fails by design, is not one.
 type CmdKillFailed struct{ Err error }
@@ -202,15 +226,16 @@ type CmdReportStopped struct{}
 // CmdFinish: the pod is terminated and cleaned up; tell the pod-manager.
 type CmdFinish struct{}
 
-func (CmdStartSync) isCommand()     {}
-func (CmdCancelSync) isCommand()    {}
-func (CmdStartKill) isCommand()     {}
-func (CmdCancelKill) isCommand()    {}
-func (CmdScheduleRetry) isCommand() {}
-func (CmdReportStatus) isCommand()  {}
-func (CmdKillFailed) isCommand()    {}
-func (CmdReportStopped) isCommand() {}
-func (CmdFinish) isCommand()        {}
+func (CmdStartSync) isCommand()       {}
+func (CmdCancelSync) isCommand()      {}
+func (CmdStartKill) isCommand()       {}
+func (CmdCancelKill) isCommand()      {}
+func (CmdScheduleRetry) isCommand()   {}
+func (CmdReportStatus) isCommand()    {}
+func (CmdKillFailed) isCommand()      {}
+func (CmdSetProbeTargets) isCommand() {}
+func (CmdReportStopped) isCommand()   {}
+func (CmdFinish) isCommand()          {}
 
 // Step is the pod-worker's transition function: a pure function of the
 // state and one event, returning the next state and the commands to carry
@@ -277,7 +302,11 @@ func Step(s State, ev Event) (State, []Command) {
 			s, cmds = s.scheduleRetry(SyncErrorRetry)
 		}
 		if e.Status != nil {
+			s.probes = keepProbes(s.probes, e.Status)
 			cmds = append(cmds, CmdReportStatus{Status: e.Status})
+			if s.Phase == Syncing && hasProbes(s.Pod) {
+				cmds = append(cmds, CmdSetProbeTargets{Pod: s.Pod, Status: e.Status})
+			}
 		}
 		return s, cmds
 	case EvStopped:
@@ -294,6 +323,17 @@ func Step(s State, ev Event) (State, []Command) {
 		if s.Phase == Syncing {
 			return s.syncOrMarkDirty()
 		}
+	case EvProbeResult:
+		if s.Phase != Syncing || s.probes.Of(e.ContainerID).Get(e.Kind) == e.Result {
+			return s, nil
+		}
+		next := make(results.Pod, len(s.probes)+1)
+		for id, r := range s.probes {
+			next[id] = r
+		}
+		next[e.ContainerID] = s.probes.Of(e.ContainerID).Set(e.Kind, e.Result)
+		s.probes = next
+		return s.syncOrMarkDirty()
 	case EvKilled:
 		if s.inFlight != opKill || e.Gen != s.gen {
 			return s, nil
@@ -344,7 +384,7 @@ func (s State) startSync() (State, []Command) {
 	s.gen++
 	s.inFlight, s.dirty, s.retryGen = opSync, false, 0
 	waiting := len(s.Pod.Spec.Volumes) > 0 && s.volumes == nil
-	return s, []Command{CmdStartSync{Gen: s.gen, Pod: s.Pod, Volumes: s.volumes, WaitingForVolumes: waiting}}
+	return s, []Command{CmdStartSync{Gen: s.gen, Pod: s.Pod, Volumes: s.volumes, WaitingForVolumes: waiting, Probes: s.probes}}
 }
 
 func (s State) startKill() (State, []Command) {
@@ -374,17 +414,68 @@ func (s State) terminate(requested *int64) (State, []Command) {
 	s.grace = &g
 	first := s.Phase == Syncing
 	s.Phase, s.dirty, s.retryGen = Terminating, false, 0
+	var cmds []Command
+	if first && hasProbes(s.Pod) {
+		// A terminating pod is probed no more: its containers are being
+		// stopped, and a probe's verdict could only restart one.
+		cmds = append(cmds, CmdSetProbeTargets{})
+	}
 	switch s.inFlight {
 	case opSync:
 		if first {
-			return s, []Command{CmdCancelSync{}}
+			return s, append(cmds, CmdCancelSync{})
 		}
-		return s, nil
+		return s, cmds
 	case opKill:
-		s, cmds := s.startKill()
-		return s, append([]Command{CmdCancelKill{}}, cmds...)
+		s, kill := s.startKill()
+		return s, append(append(cmds, CmdCancelKill{}), kill...)
 	}
-	return s.startKill()
+	s, kill := s.startKill()
+	return s, append(cmds, kill...)
+}
+
+// hasProbes reports whether any container of pod has a probe.
+func hasProbes(pod *v1.Pod) bool {
+	if pod == nil {
+		return false
+	}
+	for _, cs := range [][]v1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
+		for i := range cs {
+			if cs[i].LivenessProbe != nil || cs[i].ReadinessProbe != nil || cs[i].StartupProbe != nil {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// keepProbes drops the results of container instances status no longer
+// shows: they are gone, and their IDs never come back.
+func keepProbes(probes results.Pod, status *v1.PodStatus) results.Pod {
+	if len(probes) == 0 {
+		return probes
+	}
+	live := map[string]bool{}
+	for _, list := range [][]v1.ContainerStatus{status.InitContainerStatuses, status.ContainerStatuses, status.EphemeralContainerStatuses} {
+		for _, c := range list {
+			if _, id, ok := strings.Cut(c.ContainerID, "://"); ok {
+				live[id] = true
+			}
+		}
+	}
+	var kept results.Pod
+	for id, r := range probes {
+		if live[id] {
+			if kept == nil {
+				kept = results.Pod{}
+			}
+			kept[id] = r
+		}
+	}
+	if len(kept) == len(probes) {
+		return probes
+	}
+	return kept
 }
 
 func (s State) podGrace() int64 {

@@ -18,6 +18,7 @@ import (
 
 	"github.com/actorlet/actorlet/messages"
 	"github.com/actorlet/actorlet/metrics"
+	"github.com/actorlet/actorlet/prober/results"
 	"github.com/actorlet/actorlet/supervision"
 )
 
@@ -27,8 +28,8 @@ const Kind = "pod-worker"
 // Runtime is what a pod-worker needs of the container runtime.
 type Runtime interface {
 	// SyncPod runs one sync pass toward pod's spec, its containers
-	// mounting vols.
-	SyncPod(ctx context.Context, pod *v1.Pod, vols messages.PodVolumes) SyncOutcome
+	// mounting vols, deciding on the probe results given.
+	SyncPod(ctx context.Context, pod *v1.Pod, vols messages.PodVolumes, probes results.Pod) SyncOutcome
 	// ObservePod reports the pod's status without acting on it.
 	ObservePod(ctx context.Context, pod *v1.Pod) SyncOutcome
 	// KillPod stops the pod's containers within grace seconds, then removes
@@ -50,6 +51,9 @@ type Params struct {
 	Log             zerolog.Logger
 	// Registry, when set, shows the worker's phase on the dashboard.
 	Registry *supervision.Registry
+	// Prober, when set, makes the worker's prober: a child that runs the
+	// pod's probes and reports their results (actors/prober).
+	Prober *actor.Props
 }
 
 // lifetime is what one pod's worker keeps across its restarts, owned by the
@@ -70,6 +74,10 @@ type Actor struct {
 	life  *lifetime
 	log   zerolog.Logger
 	state State
+
+	// prober is the child that probes the pod's containers; nil without
+	// Params.Prober.
+	prober *actor.PID
 
 	cancelSync, cancelKill context.CancelFunc
 	cancelRetry            func() bool
@@ -102,6 +110,11 @@ func (a *Actor) Receive(ctx actor.Context) {
 		a.state = State{gen: a.life.incarnations.Add(1) << 32}
 		a.reportedPhase = -1
 		a.publishState(ctx)
+		if a.p.Prober != nil {
+			// A restart stops the children: each incarnation has its own
+			// prober, whose probes start over from the next sync's targets.
+			a.prober = ctx.SpawnPrefix(a.p.Prober, "prober")
+		}
 		// Ask for the pod: on a first start and after a restart alike, the
 		// pod-manager answers with the desired pod or its termination.
 		supervision.Tell(ctx, ctx.Parent(), &messages.PodWorkerStarted{UID: a.p.UID})
@@ -136,6 +149,8 @@ func (a *Actor) Receive(ctx actor.Context) {
 		a.step(ctx, EvKilled{Gen: m.Gen, Err: m.Err})
 	case *messages.VolumesReady:
 		a.step(ctx, EvVolumesReady{Volumes: m.Volumes})
+	case *messages.ProbeResultChanged:
+		a.step(ctx, EvProbeResult{ContainerID: m.ContainerID, Kind: m.Kind, Result: m.Result})
 	}
 }
 
@@ -171,7 +186,7 @@ func (a *Actor) execute(ctx actor.Context, c Command) {
 			if c.WaitingForVolumes {
 				out = rt.ObservePod(opCtx, c.Pod)
 			} else {
-				out = rt.SyncPod(opCtx, c.Pod, c.Volumes)
+				out = rt.SyncPod(opCtx, c.Pod, c.Volumes, c.Probes)
 			}
 			metrics.PodWorkerDuration.WithLabelValues(op).Observe(time.Since(start).Seconds())
 			out.Gen = c.Gen
@@ -207,6 +222,14 @@ func (a *Actor) execute(ctx actor.Context, c Command) {
 	case CmdReportStatus:
 		a.observePodStart(c.Status)
 		a.report(ctx, c.Status)
+	case CmdSetProbeTargets:
+		if a.prober != nil {
+			m := &messages.ProbeTargets{Pod: c.Pod}
+			if c.Status != nil {
+				m.Status = *c.Status
+			}
+			supervision.Tell(ctx, a.prober, m)
+		}
 	case CmdKillFailed:
 		a.log.Warn().Err(c.Err).Msg("killing the pod failed; retrying")
 	case CmdReportStopped:

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/actorlet/actorlet/messages"
+	"github.com/actorlet/actorlet/prober/results"
 	"github.com/actorlet/actorlet/supervision"
 )
 
@@ -25,7 +26,7 @@ type blockingRuntime struct {
 
 func (r *blockingRuntime) ObservePod(context.Context, *v1.Pod) SyncOutcome { return SyncOutcome{} }
 
-func (r *blockingRuntime) SyncPod(ctx context.Context, _ *v1.Pod, _ messages.PodVolumes) SyncOutcome {
+func (r *blockingRuntime) SyncPod(ctx context.Context, _ *v1.Pod, _ messages.PodVolumes, _ results.Pod) SyncOutcome {
 	r.syncStarted <- struct{}{}
 	<-ctx.Done()
 	r.syncEnded <- ctx.Err()
@@ -131,7 +132,7 @@ type countingRuntime struct{ syncs chan struct{} }
 
 func (r *countingRuntime) ObservePod(context.Context, *v1.Pod) SyncOutcome { return SyncOutcome{} }
 
-func (r *countingRuntime) SyncPod(context.Context, *v1.Pod, messages.PodVolumes) SyncOutcome {
+func (r *countingRuntime) SyncPod(context.Context, *v1.Pod, messages.PodVolumes, results.Pod) SyncOutcome {
 	r.syncs <- struct{}{}
 	return SyncOutcome{}
 }

@@ -89,7 +89,7 @@ func unknown(msg string) error { return status.Error(codes.Unknown, msg) }
 func (f *fixture) running(t *testing.T) *v1.Pod {
 	t.Helper()
 	pod := newPod()
-	if res := f.rt.SyncNewPod(context.Background(), pod, nil, nil); res.Err != nil {
+	if res := f.rt.SyncNewPod(context.Background(), pod, nil, nil, nil); res.Err != nil {
 		t.Fatalf("start pod: %v", res.Err)
 	}
 	f.takeEvents()
@@ -102,11 +102,11 @@ func (f *fixture) nextPass(t *testing.T, running bool) (*v1.Pod, func(context.Co
 	t.Helper()
 	if running {
 		return f.running(t), func(ctx context.Context, pod *v1.Pod, b *podruntime.Backoff) podruntime.SyncResult {
-			return f.rt.SyncPod(ctx, pod, nil, b)
+			return f.rt.SyncPod(ctx, pod, nil, b, nil)
 		}
 	}
 	return newPod(), func(ctx context.Context, pod *v1.Pod, b *podruntime.Backoff) podruntime.SyncResult {
-		return f.rt.SyncNewPod(ctx, pod, nil, b)
+		return f.rt.SyncNewPod(ctx, pod, nil, b, nil)
 	}
 }
 

@@ -49,7 +49,7 @@ func TestFailedPullBacksOff(t *testing.T) {
 		if i == 0 {
 			sync = f.rt.SyncNewPod
 		}
-		res := sync(context.Background(), pod, nil, nil)
+		res := sync(context.Background(), pod, nil, nil, nil)
 		wantErr(t, res.Err, p.err...)
 		if state, _ := containerState(t, res.APIStatus); state != p.state {
 			t.Errorf("%s: container is %q, want %q", p.name, state, p.state)

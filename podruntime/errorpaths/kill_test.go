@@ -92,14 +92,14 @@ func TestSyncStopFails(t *testing.T) {
 	pod.Spec.Containers[0].Args = []string{"--changed"}
 	f.cri.Inject("StopContainer", 1, fakecri.Fault{Err: unknown("ttrpc: closed")})
 
-	res := f.rt.SyncPod(context.Background(), pod, nil, nil)
+	res := f.rt.SyncPod(context.Background(), pod, nil, nil, nil)
 	wantErr(t, res.Err, "Container app definition changed, will be restarted: stop container app (container-2)", "ttrpc: closed")
 	wantEvents(t, f.takeEvents(), []string{"Normal Killing Container app definition changed, will be restarted"})
 	if n := len(f.cri.Containers()); n != 1 || f.cri.Calls("CreateContainer") != 1 {
 		t.Errorf("%d containers, %d created, want the first one only", n, f.cri.Calls("CreateContainer"))
 	}
 
-	res = f.rt.SyncPod(context.Background(), pod, nil, nil)
+	res = f.rt.SyncPod(context.Background(), pod, nil, nil, nil)
 	wantErr(t, res.Err)
 	if state, _ := containerState(t, res.APIStatus); state != "Running" || res.APIStatus.ContainerStatuses[0].RestartCount != 1 {
 		t.Errorf("after recovery: %q, restart count %d; want the second instance Running", state, res.APIStatus.ContainerStatuses[0].RestartCount)

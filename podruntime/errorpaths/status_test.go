@@ -76,7 +76,7 @@ func TestSyncRecreatesAVanishedContainer(t *testing.T) {
 	pod := f.running(t)
 	f.cri.Inject("ContainerStatus", 1, fakecri.Fault{Hook: func(r *fakecri.Runtime) { r.Delete("container-2") }})
 
-	res := f.rt.SyncPod(context.Background(), pod, nil, nil)
+	res := f.rt.SyncPod(context.Background(), pod, nil, nil, nil)
 	wantErr(t, res.Err)
 	if reason, _ := containerState(t, res.APIStatus); reason != "Running" {
 		t.Errorf("container is %q, want Running", reason)

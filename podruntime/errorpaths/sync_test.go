@@ -65,7 +65,7 @@ func TestSyncFailures(t *testing.T) {
 			pod := newPod()
 			f.cri.Inject(tc.method, 1, tc.fault)
 
-			res := f.rt.SyncNewPod(context.Background(), pod, nil, nil)
+			res := f.rt.SyncNewPod(context.Background(), pod, nil, nil, nil)
 			wantErr(t, res.Err, tc.err...)
 			if res.Settled {
 				t.Error("a failed pass is settled")
@@ -82,7 +82,7 @@ func TestSyncFailures(t *testing.T) {
 				t.Errorf("runtime holds sandboxes %v, containers %v; want %v, %v", sandboxes, containers, tc.sandboxes, tc.containers)
 			}
 
-			res = f.rt.SyncPod(context.Background(), pod, nil, nil)
+			res = f.rt.SyncPod(context.Background(), pod, nil, nil, nil)
 			wantErr(t, res.Err)
 			if reason, _ := containerState(t, res.APIStatus); reason != "Running" {
 				t.Errorf("after recovery the container is %q, want Running", reason)

@@ -48,7 +48,7 @@ func TestSyncTimeouts(t *testing.T) {
 				}
 			}
 
-			res = f.rt.SyncPod(context.Background(), pod, nil, nil)
+			res = f.rt.SyncPod(context.Background(), pod, nil, nil, nil)
 			wantErr(t, res.Err)
 			if reason, _ := containerState(t, res.APIStatus); reason != "Running" {
 				t.Errorf("after recovery the container is %q, want Running", reason)
@@ -69,7 +69,7 @@ func TestPullIsNotBoundedByTheRequestTimeout(t *testing.T) {
 	f.cri.Inject("PullImage", 1, fakecri.Fault{Hook: func(*fakecri.Runtime) { time.AfterFunc(3*requestTimeout, cancel) }, Block: true})
 
 	start := time.Now()
-	res := f.rt.SyncNewPod(ctx, pod, nil, nil)
+	res := f.rt.SyncNewPod(ctx, pod, nil, nil, nil)
 	if took := time.Since(start); took < 3*requestTimeout {
 		t.Errorf("the pull ended after %v, before the pass was cancelled", took)
 	}

@@ -1,0 +1,44 @@
+// Package lifecycle runs actorlet as the environment's node against the
+// real kube-apiserver and containerd with pods that exercise a container's
+// whole life (issue #19): probes, lifecycle hooks, sidecars, termination,
+// deadlines and ephemeral containers, observed from the API and from
+// outside the pod. Upstream kubelet v1.37.2 is the reference for every
+// expectation:
+//
+//	LIFECYCLE_KUBELET=$(hack/node-env upstream-kubelet) go test ./test/lifecycle/
+package lifecycle
+
+import (
+	"testing"
+
+	"github.com/actorlet/actorlet/test/agent"
+)
+
+// binary is actorlet, built once for the package, or the kubelet that
+// LIFECYCLE_KUBELET names.
+var binary string
+
+// upstream is set when the tests run against upstream's kubelet.
+var upstream bool
+
+func TestMain(m *testing.M) {
+	agent.MainWithReference(m, "LIFECYCLE_KUBELET", &binary, &upstream)
+}
+
+// lifeNode is the environment's node (agent.APIPods) with one namespace for
+// the test's pods. Its helpers take the subtest's t: the subtests of a
+// test share the node, and may run in parallel.
+type lifeNode struct {
+	*agent.APIPods
+}
+
+// newLifeNode starts the environment's node and waits until it is Ready.
+func newLifeNode(t *testing.T, namespace string, opts ...agent.NodeOption) *lifeNode {
+	t.Helper()
+	if upstream {
+		opts = append(opts, agent.WithConfig(agent.UpstreamKubeletConfig))
+	}
+	n := &lifeNode{APIPods: agent.NewAPIPods(t, binary, opts...)}
+	n.Up(t, namespace)
+	return n
+}
