@@ -48,7 +48,7 @@ const (
 // Runner runs single probes, as upstream's prober.probe: the probe of kind for container c.
 type Runner struct {
 	RT       runtimeapi.RuntimeServiceClient // ExecSync for exec probes
-	Recorder record.EventRecorder             // nil: no events
+	Recorder record.EventRecorder            // nil: no events
 }
 
 // Probe runs c's probe of kind once (with its timeoutSeconds, and upstream's retries on error) against the
