@@ -2,7 +2,6 @@ package prober
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"strconv"
@@ -10,6 +9,7 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/connectivity"
 	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/metadata"
@@ -27,22 +27,25 @@ func probeGRPC(ctx context.Context, host, service string, port int, timeout time
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	addr := net.JoinHostPort(host, strconv.Itoa(port))
-	// As upstream, the probe waits for the connection (WithBlock) so that
-	// its failure says it could not connect rather than a generic
-	// Unavailable from the call.
-	conn, err := grpc.DialContext(ctx, addr, //nolint:staticcheck // WithBlock is the point.
+	conn, err := grpc.NewClient("passthrough:///"+addr,
 		grpc.WithUserAgent(action.UserAgent("probe")),
-		grpc.WithBlock(), //nolint:staticcheck
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithContextDialer(func(ctx context.Context, addr string) (net.Conn, error) {
 			return action.Dialer().DialContext(ctx, "tcp", addr)
 		}),
 	)
 	if err != nil {
-		if errors.Is(err, context.DeadlineExceeded) {
-			return failure, fmt.Sprintf("timeout: failed to connect service %q within %v: %+v", addr, timeout, err), nil
-		}
 		return failure, fmt.Sprintf("error: failed to connect service at %q: %+v", addr, err), nil
+	}
+	// As upstream (which dials with WithBlock), the probe waits for the
+	// connection so that its failure says it could not connect rather than
+	// a generic Unavailable from the call.
+	conn.Connect()
+	for state := conn.GetState(); state != connectivity.Ready; state = conn.GetState() {
+		if !conn.WaitForStateChange(ctx, state) {
+			conn.Close()
+			return failure, fmt.Sprintf("timeout: failed to connect service %q within %v: %+v", addr, timeout, ctx.Err()), nil
+		}
 	}
 	defer conn.Close()
 

@@ -57,7 +57,8 @@ type Runner struct {
 // and "ProbeWarning") on the container's field path, and returns Success or Failure (an error is Failure
 // with the error, as upstream counts it).
 //
-// A container without a probe of kind is a Success, as upstream.
+// A container without a probe of kind is a Success, as upstream. A probe
+// cut short by ctx is a Failure with ctx's error and records no event.
 func (r *Runner) Probe(ctx context.Context, kind results.Kind, pod *v1.Pod, podStatus v1.PodStatus, c *v1.Container, containerID string) (results.Result, error) {
 	var spec *v1.Probe
 	switch kind {
@@ -79,7 +80,13 @@ func (r *Runner) Probe(ctx context.Context, kind results.Kind, pod *v1.Pod, podS
 		err error
 	)
 	for range maxRetries {
-		if res, out, err = r.run(ctx, spec, pod, podStatus, c, containerID); err == nil {
+		res, out, err = r.run(ctx, spec, pod, podStatus, c, containerID)
+		if ctx.Err() != nil {
+			// The caller stopped the probe (the container is going): what
+			// the cut-short run found says nothing about the container.
+			return results.Failure, ctx.Err()
+		}
+		if err == nil {
 			break
 		}
 	}

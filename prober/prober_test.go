@@ -363,3 +363,20 @@ func TestFieldPathOfAContainerNotInTheSpec(t *testing.T) {
 		t.Errorf("containerFieldPath = %q", got)
 	}
 }
+
+func TestStoppedProbeRecordsNothing(t *testing.T) {
+	rt := fakecri.New()
+	id := running(t, rt)
+	rt.SetExec(func(ctx context.Context, _ string, _ []string) ([]byte, []byte, int32) {
+		<-ctx.Done()
+		return nil, nil, 137
+	})
+	rec := &recorder{}
+	pod, c := podWith(results.Liveness, &v1.Probe{TimeoutSeconds: 10, ProbeHandler: v1.ProbeHandler{Exec: &v1.ExecAction{Command: []string{"sleep"}}}}, false)
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	res, err := (&Runner{RT: rt, Recorder: rec}).Probe(ctx, results.Liveness, pod, podStatus, c, id)
+	if res != results.Failure || err == nil || len(rec.events) != 0 || rt.Calls("ExecSync") != 1 {
+		t.Errorf("Probe = %v, %v, events %q, %d calls; want Failure with ctx's error, no event, one call", res, err, rec.events, rt.Calls("ExecSync"))
+	}
+}
