@@ -85,7 +85,10 @@ func sameHostRedirects(req *http.Request, via []*http.Request) error {
 // container's waiting message; it is "" on success. exec fails on a
 // non-zero exit or a runtime error; httpGet, as upstream, only when the
 // request does (connection error, unknown port, too many redirects), not
-// on a response's status code; sleep when ctx ends first.
+// on a response's status code; sleep when ctx ends first. An error with
+// ctx ended is the hook cut short by its caller: upstream, whose preStop
+// hook goes on unobserved past the grace period, records no
+// FailedPreStopHook event for it.
 func (r *Runner) Run(ctx context.Context, pod *v1.Pod, podIP, containerID string, c *v1.Container, h *v1.LifecycleHandler) (string, error) {
 	switch {
 	case h == nil:
