@@ -26,7 +26,7 @@ func probe(delay, period, success, failure int32) *v1.Probe {
 func podWith(live, ready, startup *v1.Probe) *v1.Pod {
 	return &v1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default", UID: "uid-1"},
-		Spec: v1.PodSpec{Containers: []v1.Container{{Name: "c", LivenessProbe: live, ReadinessProbe: ready, StartupProbe: startup}}},
+		Spec:       v1.PodSpec{Containers: []v1.Container{{Name: "c", LivenessProbe: live, ReadinessProbe: ready, StartupProbe: startup}}},
 	}
 }
 

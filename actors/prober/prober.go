@@ -90,7 +90,9 @@ type probeDue struct {
 	Gen uint64
 }
 
-func (m *probeDue) Summary() string { return fmt.Sprintf("%s probe of %s due", m.Key.Kind, m.Key.Container) }
+func (m *probeDue) Summary() string {
+	return fmt.Sprintf("%s probe of %s due", m.Key.Kind, m.Key.Container)
+}
 
 // probeDone is a probe run's outcome. Sender: the prober's run, off the
 // mailbox.
