@@ -49,13 +49,19 @@ func TestComputePodActionsEphemeral(t *testing.T) {
 			func(p *v1.Pod) *PodStatus { return readyStatus(ecstat("d2", running, 0), cstat(p, "a", running, 0, 0)) },
 			PodActions{SandboxID: "sb1", EphemeralContainersToStart: []int{0, 2}}},
 		{"running: nothing to do", withEphemeral(actionsPod(always, nil, "a"), "debug"),
-			func(p *v1.Pod) *PodStatus { return readyStatus(ecstat("debug", running, 0), cstat(p, "a", running, 0, 0)) },
+			func(p *v1.Pod) *PodStatus {
+				return readyStatus(ecstat("debug", running, 0), cstat(p, "a", running, 0, 0))
+			},
 			PodActions{SandboxID: "sb1"}},
 		{"exited with Always: never restarted", withEphemeral(actionsPod(always, nil, "a"), "debug"),
-			func(p *v1.Pod) *PodStatus { return readyStatus(ecstat("debug", exited, 1), cstat(p, "a", running, 0, 0)) },
+			func(p *v1.Pod) *PodStatus {
+				return readyStatus(ecstat("debug", exited, 1), cstat(p, "a", running, 0, 0))
+			},
 			PodActions{SandboxID: "sb1"}},
 		{"created but not started: not retried", withEphemeral(actionsPod(always, nil, "a"), "debug"),
-			func(p *v1.Pod) *PodStatus { return readyStatus(ecstat("debug", created, 0), cstat(p, "a", running, 0, 0)) },
+			func(p *v1.Pod) *PodStatus {
+				return readyStatus(ecstat("debug", created, 0), cstat(p, "a", running, 0, 0))
+			},
 			PodActions{SandboxID: "sb1"}},
 		{"during initialization", withEphemeral(actionsPod(always, []string{"i1", "i2"}, "a"), "debug"),
 			func(p *v1.Pod) *PodStatus { return readyStatus(cstat(p, "i1", running, 0, 0)) },
@@ -74,7 +80,9 @@ func TestComputePodActionsEphemeral(t *testing.T) {
 			func(p *v1.Pod) *PodStatus { return readyStatus(cstat(p, "a", exited, 0, 0)) },
 			PodActions{KillPod: true, SandboxID: "sb1"}},
 		{"a running ephemeral container does not keep a finished pod", withEphemeral(actionsPod(never, nil, "a"), "debug"),
-			func(p *v1.Pod) *PodStatus { return readyStatus(ecstat("debug", running, 0), cstat(p, "a", exited, 0, 0)) },
+			func(p *v1.Pod) *PodStatus {
+				return readyStatus(ecstat("debug", running, 0), cstat(p, "a", exited, 0, 0))
+			},
 			PodActions{KillPod: true, SandboxID: "sb1"}},
 	}
 	for _, tt := range tests {
@@ -119,7 +127,9 @@ func TestEphemeralContainerStatuses(t *testing.T) {
 				{Name: "zz", ContainerID: "containerd://zz-id", State: v1.ContainerState{Running: &v1.ContainerStateRunning{StartedAt: metav1.NewTime(t0.Add(-time.Minute))}}},
 			}, v1.PodRunning},
 		{"exited stays terminated, whatever the restart policy", withEphemeral(actionsPod(always, nil, "a"), "debug"),
-			func(p *v1.Pod) *PodStatus { return readyStatus(withReason(ecstat("debug", exited, 3), "Error"), cstat(p, "a", running, 0, 0)) }, nil,
+			func(p *v1.Pod) *PodStatus {
+				return readyStatus(withReason(ecstat("debug", exited, 3), "Error"), cstat(p, "a", running, 0, 0))
+			}, nil,
 			[]v1.ContainerStatus{{Name: "debug", ContainerID: "containerd://debug-id", State: v1.ContainerState{Terminated: &v1.ContainerStateTerminated{
 				ExitCode: 3, Reason: "Error", StartedAt: metav1.NewTime(t0.Add(-time.Minute)), FinishedAt: metav1.NewTime(t0.Add(-time.Second)),
 				ContainerID: "containerd://debug-id"}}}},
