@@ -332,3 +332,17 @@ func TestSyncPodEphemeral(t *testing.T) {
 		t.Errorf("%d instances of debug, want 1", n)
 	}
 }
+
+// TestAnyPrivilegedEphemeral: a privileged ephemeral container makes the
+// pod's next sandbox privileged, as upstream's HasPrivilegedContainer.
+func TestAnyPrivilegedEphemeral(t *testing.T) {
+	pod := withEphemeral(actionsPod(v1.RestartPolicyAlways, nil, "a"), "debug")
+	if anyPrivileged(pod) {
+		t.Fatal("privileged without a privileged container")
+	}
+	yes := true
+	pod.Spec.EphemeralContainers[0].SecurityContext = &v1.SecurityContext{Privileged: &yes}
+	if !anyPrivileged(pod) {
+		t.Error("a privileged ephemeral container does not count")
+	}
+}
