@@ -3,6 +3,7 @@ package lifecycle
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -111,6 +112,23 @@ func TestProbes(t *testing.T) {
 		n.waitPod(t, "live-fail", "restarted", 60*time.Second, restarted)
 		n.Event(t, "live-fail", "Unhealthy", "Liveness probe failed:", "/tmp/health")
 		n.Event(t, "live-fail", "Killing", "Container c failed liveness probe, will be restarted")
+		// The run is counted at /metrics/probes, as upstream's, read
+		// through the API server's node proxy.
+		pod, err := n.Get("live-fail")
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := fmt.Sprintf(`prober_probe_total{container="c",namespace=%q,pod="live-fail",pod_uid=%q,probe_type="Liveness",result="failed"}`, n.NS, pod.UID)
+		agent.Eventually(t, "the liveness failure at /metrics/probes", 10*time.Second, func() error {
+			body, err := n.Admin.CoreV1().RESTClient().Get().AbsPath("/api/v1/nodes", n.Name, "proxy/metrics/probes").DoRaw(context.Background())
+			if err != nil {
+				return err
+			}
+			if !strings.Contains(string(body), want) {
+				return fmt.Errorf("no %s in %d bytes", want, len(body))
+			}
+			return nil
+		})
 	})
 
 	t.Run("exec liveness succeeding keeps the container", func(t *testing.T) {
