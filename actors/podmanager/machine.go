@@ -500,6 +500,11 @@ func (m *Machine) upsert(source string, pod *v1.Pod, now time.Time) {
 			if p.VolumesAsked {
 				m.emit(CmdMountVolumes{Pod: pod})
 			}
+		case p.Phase == Running && readinessGatesChanged(p.Pod, pod):
+			// Others set the conditions of the pod's readiness gates
+			// through the API; its Ready condition follows them.
+			p.Pod = pod
+			m.tell(uid, &messages.UpdatePod{Pod: pod})
 		default:
 			p.Pod = pod
 		}
@@ -795,6 +800,25 @@ func (m *Machine) Summary() string {
 // Pod returns the state of one pod; nil when
 // the pod-manager holds no such pod.
 func (m *Machine) Pod(uid types.UID) *PodState { return m.pods[uid] }
+
+// readinessGatesChanged reports whether the status of a condition one of
+// the pod's readiness gates names differs.
+func readinessGatesChanged(old, cur *v1.Pod) bool {
+	status := func(p *v1.Pod, t v1.PodConditionType) v1.ConditionStatus {
+		for _, c := range p.Status.Conditions {
+			if c.Type == t {
+				return c.Status
+			}
+		}
+		return ""
+	}
+	for _, g := range cur.Spec.ReadinessGates {
+		if status(old, g.ConditionType) != status(cur, g.ConditionType) {
+			return true
+		}
+	}
+	return false
+}
 
 // metadataChanged reports whether the pod's labels or annotations differ.
 func metadataChanged(old, cur *v1.Pod) bool {

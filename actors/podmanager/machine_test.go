@@ -85,6 +85,25 @@ var (
 	vols        = messages.PodVolumes{"v": {Name: "v", Path: "/var/lib/kubelet/pods/a/volumes/kubernetes.io~empty-dir/v"}}
 )
 
+// gPod has a readiness gate; gOpen is it with the gate's condition True.
+var (
+	gPod  = withGate(podA, "example.com/gate")
+	gOpen = withCondition(gPod, "example.com/gate", v1.ConditionTrue)
+	gRuns = append(slices.Clip(ready), at{0, set(messages.SourceAPI, gPod)}, at{0, EvWorkerStarted{UID: "a"}})
+)
+
+func withGate(p *v1.Pod, t v1.PodConditionType) *v1.Pod {
+	p = p.DeepCopy()
+	p.Spec.ReadinessGates = []v1.PodReadinessGate{{ConditionType: t}}
+	return p
+}
+
+func withCondition(p *v1.Pod, t v1.PodConditionType, s v1.ConditionStatus) *v1.Pod {
+	p = p.DeepCopy()
+	p.Status.Conditions = append(p.Status.Conditions, v1.PodCondition{Type: t, Status: s})
+	return p
+}
+
 func withLabel(p *v1.Pod, k, v string) *v1.Pod {
 	p = p.DeepCopy()
 	p.Labels = map[string]string{k: v}
@@ -154,6 +173,10 @@ func TestStep(t *testing.T) {
 			[]Command{tell("a", &messages.UpdatePod{Pod: vRelabelled}), CmdMountVolumes{Pod: vRelabelled}}, Running},
 		{"a pod without volumes gets its new labels too", then(aRuns, at{0, set(messages.SourceAPI, withLabel(podA, "tier", "web"))}),
 			[]Command{tell("a", &messages.UpdatePod{Pod: withLabel(podA, "tier", "web")})}, Running},
+		{"a readiness gate's condition goes to the worker", then(gRuns, at{0, set(messages.SourceAPI, gOpen)}),
+			[]Command{tell("a", &messages.UpdatePod{Pod: gOpen})}, Running},
+		{"other conditions do not", then(gRuns, at{0, set(messages.SourceAPI, withCondition(gPod, "other", v1.ConditionTrue))}),
+			nil, Running},
 		{"a new spec refreshes them too", then(vRuns, at{0, set(messages.SourceAPI, vChanged)}),
 			[]Command{tell("a", &messages.UpdatePod{Pod: vChanged}), CmdMountVolumes{Pod: vChanged}}, Running},
 		{"a done worker's volumes are unmounted", then(vRuns, at{0, set(messages.SourceAPI)}, at{0, EvWorkerDone{UID: "a"}}),
