@@ -8,7 +8,9 @@
 // (runtimeapi.RuntimeServiceClient and runtimeapi.ImageServiceClient) over
 // maps of sandboxes, containers and images whose states follow containerd's
 // closely enough for podruntime's sync and kill; Inject makes a method fail,
-// block, or run a hook that changes the runtime first.
+// block, or run a hook that changes the runtime first. ExecSync, for the
+// prober's and lifecycle hooks' tests, runs commands through SetExec's
+// ExecFunc.
 package fakecri
 
 import (
@@ -37,6 +39,7 @@ type Runtime struct {
 	calls      map[string]int
 	seq        int
 	lastTime   int64
+	exec       ExecFunc
 }
 
 // container is a container and the sandbox it belongs to, which its status
@@ -88,6 +91,7 @@ var methods = map[string]bool{
 	"CreateContainer": true, "StartContainer": true, "StopContainer": true,
 	"RemoveContainer": true, "ListContainers": true, "ContainerStatus": true,
 	"ListImages": true, "ImageStatus": true, "PullImage": true, "RemoveImage": true,
+	"ExecSync": true,
 }
 
 // Inject makes the next times calls of the CRI method (its name, such as
