@@ -344,18 +344,6 @@ func sandboxChanged(pod *v1.Pod, status *PodStatus) (bool, uint32, string) {
 	return false, s.GetMetadata().GetAttempt(), s.Id
 }
 
-// sandboxNotReadyMessage is why a new sandbox is needed, for the
-// PodReadyToStartContainers condition; "" when none is.
-func sandboxNotReadyMessage(pod *v1.Pod, status *PodStatus) string {
-	if len(status.SandboxStatuses) == 0 {
-		return "Pod sandbox does not exist"
-	}
-	if changed, _, _ := sandboxChanged(pod, status); changed {
-		return "Pod sandbox is not ready"
-	}
-	return ""
-}
-
 func containerSucceeded(name string, status *PodStatus) bool {
 	cs := status.FindContainer(name)
 	return cs != nil && cs.State == runtimeapi.ContainerState_CONTAINER_EXITED && cs.ExitCode == 0

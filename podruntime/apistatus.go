@@ -51,12 +51,16 @@ func GenerateAPIStatus(pod *v1.Pod, status *PodStatus, waiting map[string]Waitin
 	}
 	applyProbes(pod, probes, out.InitContainerStatuses, pod.Spec.InitContainers, true)
 	applyProbes(pod, probes, out.ContainerStatuses, pod.Spec.Containers, false)
+	notStarted(out.InitContainerStatuses)
+	notStarted(out.ContainerStatuses)
 	all := append(slices.Clone(out.InitContainerStatuses), out.ContainerStatuses...)
 	out.Phase = getPhase(pod, all, hasAnyRegularContainerStarted(pod, out.ContainerStatuses))
-	// A terminal phase is final: a later observation must not revive it.
-	if (previous.Phase == v1.PodFailed || previous.Phase == v1.PodSucceeded) && out.Phase != previous.Phase {
-		out.Phase = previous.Phase
+	out.StartTime = previous.StartTime
+	if out.StartTime == nil {
+		t := metav1.NewTime(now)
+		out.StartTime = &t
 	}
+	settlePhase(pod, &out, previous, now)
 	ips := status.IPs
 	if len(ips) == 0 && len(previous.PodIPs) > 0 {
 		// The sandbox is gone (a finished pod): keep showing its IPs.
@@ -70,11 +74,6 @@ func GenerateAPIStatus(pod *v1.Pod, status *PodStatus, waiting map[string]Waitin
 			out.PodIPs = append(out.PodIPs, v1.PodIP{IP: ip})
 		}
 	}
-	out.StartTime = previous.StartTime
-	if out.StartTime == nil {
-		t := metav1.NewTime(now)
-		out.StartTime = &t
-	}
 	out.Conditions = podConditions(pod, status, all, out.Phase, previous, now)
 	// The generation of the spec this status reflects (upstream's
 	// PodObservedGenerationTracking, GA and locked on since 1.35), never
@@ -84,16 +83,31 @@ func GenerateAPIStatus(pod *v1.Pod, status *PodStatus, waiting map[string]Waitin
 	return out
 }
 
+// settlePhase merges the phase the containers show with what was
+// reported before, as upstream's generateAPIPodStatus: a terminal phase is
+// final (a later observation must not revive it), the reason and message
+// stay with the phase they came with, and a pod past its active deadline
+// is Failed.
+func settlePhase(pod *v1.Pod, out, previous *v1.PodStatus, now time.Time) {
+	ended := previous.Phase == v1.PodFailed || previous.Phase == v1.PodSucceeded
+	if ended {
+		out.Phase = previous.Phase
+	}
+	if out.Phase == previous.Phase {
+		out.Reason, out.Message = previous.Reason, previous.Message
+	}
+	if !ended {
+		applyActiveDeadline(pod, out, now)
+	}
+}
+
 func podConditions(pod *v1.Pod, status *PodStatus, all []v1.ContainerStatus, phase v1.PodPhase, previous *v1.PodStatus, now time.Time) []v1.PodCondition {
 	var conds []v1.PodCondition
-	readyToStart := v1.PodCondition{Type: v1.PodReadyToStartContainers, Status: v1.ConditionTrue}
-	if msg := sandboxNotReadyMessage(pod, status); msg != "" {
-		readyToStart = v1.PodCondition{Type: v1.PodReadyToStartContainers, Status: v1.ConditionFalse}
-	}
-	conds = append(conds, readyToStart,
+	// In upstream's order.
+	conds = append(conds, readyToStartCondition(pod, status),
 		initializedCondition(pod, all, phase),
-		readyCondition(pod, all, phase, v1.ContainersReady, previous),
 		readyCondition(pod, all, phase, v1.PodReady, previous),
+		readyCondition(pod, all, phase, v1.ContainersReady, previous),
 		v1.PodCondition{Type: v1.PodScheduled, Status: v1.ConditionTrue})
 	// Conditions other components own (readiness gates, disruption
 	// targets) stay as they were.
@@ -113,6 +127,48 @@ func podConditions(pod *v1.Pod, status *PodStatus, all []v1.ContainerStatus, pha
 		}
 	}
 	return conds
+}
+
+// readyToStartCondition is upstream's PodReadyToStartContainers: True
+// while the pod's sandbox is ready, else False with why a new one is
+// needed.
+func readyToStartCondition(pod *v1.Pod, status *PodStatus) v1.PodCondition {
+	if msg := sandboxNotReadyReason(pod, status); msg != "" {
+		return v1.PodCondition{Type: v1.PodReadyToStartContainers, Status: v1.ConditionFalse, Reason: reasonPodSandboxNotReady, Message: msg}
+	}
+	return v1.PodCondition{Type: v1.PodReadyToStartContainers, Status: v1.ConditionTrue}
+}
+
+// sandboxNotReadyReason is why the pod needs a new sandbox, in upstream's
+// words (kubetypes' PodSandboxNotReadyMsg*, as PodSandboxChanged says);
+// "" when it needs none.
+func sandboxNotReadyReason(pod *v1.Pod, status *PodStatus) string {
+	if len(status.SandboxStatuses) == 0 {
+		return "no pod sandbox exists"
+	}
+	ready := 0
+	for _, s := range status.SandboxStatuses {
+		if s.State == runtimeapi.PodSandboxState_SANDBOX_READY {
+			ready++
+		}
+	}
+	s := status.SandboxStatuses[0]
+	switch {
+	case ready > 1:
+		return "multiple pod sandboxes are ready and need to be reconciled"
+	case s.State != runtimeapi.PodSandboxState_SANDBOX_READY:
+		return "pod sandbox is not ready"
+	case s.GetLinux().GetNamespaces().GetOptions().GetNetwork() != networkNamespace(pod):
+		return "network namespace mode changed and sandbox needs to be recreated"
+	case !pod.Spec.HostNetwork && s.Network != nil && s.Network.Ip == "":
+		return "pod sandbox has no IP address"
+	}
+	if changed, _, _ := sandboxChanged(pod, status); changed {
+		// actorlet's own reason for a new sandbox (one in the host's user
+		// namespace for a pod that asks for its own).
+		return "pod sandbox is not ready"
+	}
+	return ""
 }
 
 func initializedCondition(pod *v1.Pod, all []v1.ContainerStatus, phase v1.PodPhase) v1.PodCondition {
@@ -402,8 +458,10 @@ func convertContainerStatuses(pod *v1.Pod, status *PodStatus, waiting map[string
 		s.Ready, s.Started = false, ptrTo(false)
 	}
 	out := make([]v1.ContainerStatus, 0, len(containers))
-	for _, c := range containers {
-		out = append(out, *statuses[c.Name])
+	for i := range containers {
+		s := statuses[containers[i].Name]
+		specDetails(&containers[i], s, status)
+		out = append(out, *s)
 	}
 	if !isInit {
 		// Upstream sorts app container statuses by name.
@@ -443,6 +501,37 @@ func toAPIContainerStatus(cs *ContainerStatus, isInit bool) v1.ContainerStatus {
 		s.State.Waiting = &v1.ContainerStateWaiting{}
 	}
 	return s
+}
+
+// notStarted marks every container that does not run as not started, as
+// upstream's probe manager does for each status it sees (started is for
+// running containers only).
+func notStarted(statuses []v1.ContainerStatus) {
+	for i := range statuses {
+		if statuses[i].State.Running == nil {
+			statuses[i].Started = ptrTo(false)
+		}
+	}
+}
+
+// specDetails adds what upstream's status shows of the container's spec:
+// its volume mounts (RecursiveReadOnlyMounts, GA: recursive read-only is
+// never enabled here, the runtime cannot), and, once an instance exists,
+// its resources and allocated requests (InPlacePodVerticalScaling, GA:
+// the spec's, since the runtime reports none and nothing resizes them).
+func specDetails(c *v1.Container, s *v1.ContainerStatus, status *PodStatus) {
+	s.VolumeMounts = nil
+	for _, m := range c.VolumeMounts {
+		vm := v1.VolumeMountStatus{Name: m.Name, MountPath: m.MountPath, ReadOnly: m.ReadOnly}
+		if m.ReadOnly {
+			vm.RecursiveReadOnly = ptrTo(v1.RecursiveReadOnlyDisabled)
+		}
+		s.VolumeMounts = append(s.VolumeMounts, vm)
+	}
+	if s.ContainerID != "" && status.FindContainer(c.Name) != nil {
+		s.Resources = c.Resources.DeepCopy()
+		s.AllocatedResources = c.Resources.Requests.DeepCopy()
+	}
 }
 
 func ptrTo[T any](v T) *T { return &v }

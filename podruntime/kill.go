@@ -123,8 +123,8 @@ func (r *Runtime) killPod(ctx context.Context, pod *v1.Pod, gracePeriod *int64, 
 	return nil
 }
 
-// ranToCompletion reports whether the pod, as status shows it, reached
-// Succeeded or Failed by itself. Only a pod with a spec can: an orphan's
+// ranToCompletion reports whether the pod, as status and its status last
+// reported show it, reached Succeeded or Failed by itself. Only a pod with a spec can: an orphan's
 // restart policy is unknown. The phase is computed from the runtime alone,
 // as the sync's, so that a kill racing the pod's last exit decides as the
 // sync that saw it would have.
@@ -137,7 +137,9 @@ func ranToCompletion(pod *v1.Pod, status *PodStatus) bool {
 			return false
 		}
 	}
-	phase := GenerateAPIStatus(pod, status, nil, nil, nil, time.Time{}).Phase
+	// The status last reported tells a pod that ended for a reason the
+	// runtime does not show (its active deadline passed).
+	phase := GenerateAPIStatus(pod, status, nil, nil, &pod.Status, time.Now()).Phase
 	return phase == v1.PodSucceeded || phase == v1.PodFailed
 }
 

@@ -57,6 +57,9 @@ func (r *Runtime) SyncPod(ctx context.Context, pod *v1.Pod, vols map[string]volu
 // nothing of the pod (see SyncNewPod).
 func (r *Runtime) ObservePod(ctx context.Context, pod *v1.Pod, fresh bool) SyncResult {
 	now := time.Now()
+	if pastActiveDeadline(pod, now) {
+		r.deadlineEvent(pod)
+	}
 	if fresh {
 		empty := &PodStatus{UID: pod.UID, Name: pod.Name, Namespace: pod.Namespace}
 		return r.result(ctx, pod, nil, empty, func(context.Context) *PodStatus { return empty }, nil, 0, nil, now)
@@ -82,6 +85,9 @@ func passTime(backoff *Backoff) time.Time {
 }
 
 func (r *Runtime) sync(ctx context.Context, pod *v1.Pod, vols map[string]volume.Mounted, backoff *Backoff, probes results.Pod, status *PodStatus, now time.Time) SyncResult {
+	if pastActiveDeadline(pod, now) {
+		return r.syncPastDeadline(ctx, pod, probes, status, now)
+	}
 	actions := ComputePodActions(pod, status, backoff, probes, now)
 	s := &syncPass{r: r, pod: pod, vols: vols, status: status, backoff: backoff, waiting: map[string]WaitingReason{}}
 	for _, b := range actions.BackingOff {
@@ -117,6 +123,7 @@ func (r *Runtime) result(ctx context.Context, pod *v1.Pod, waiting map[string]Wa
 		}
 	}
 	api := GenerateAPIStatus(pod, status, waiting, probes, &pod.Status, now)
+	retry = deadlineRetry(pod, &api, retry, err != nil, now)
 	if r.Opts.NodeIP != "" {
 		api.HostIP = r.Opts.NodeIP
 		api.HostIPs = []v1.HostIP{{IP: r.Opts.NodeIP}}

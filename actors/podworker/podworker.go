@@ -83,6 +83,10 @@ type Actor struct {
 	cancelRetry            func() bool
 	reported               *v1.PodStatus
 	reportedPhase          Phase
+	// synced is the status of the current sync pass last reported: the
+	// next pass's previous status, as upstream's status manager gives it
+	// (the API's copy of the pod lags behind it).
+	synced *v1.PodStatus
 	// specChanged: an update changed the pod (its spec, labels or
 	// annotations) since the last sync started.
 	specChanged bool
@@ -174,6 +178,13 @@ func (a *Actor) execute(ctx actor.Context, c Command) {
 		opCtx, cancel := context.WithCancel(context.Background())
 		a.cancelSync = cancel
 		op := a.syncOperation()
+		pod := c.Pod
+		if a.synced != nil {
+			// A shallow copy: the pass only reads the pod.
+			withStatus := *pod
+			withStatus.Status = previousStatus(pod.Status, a.synced)
+			pod = &withStatus
+		}
 		fault := a.injectedFault
 		a.injectedFault = ""
 		supervision.Go(ctx, func() messages.Message {
@@ -184,9 +195,9 @@ func (a *Actor) execute(ctx actor.Context, c Command) {
 			start := time.Now()
 			var out SyncOutcome
 			if c.WaitingForVolumes {
-				out = rt.ObservePod(opCtx, c.Pod)
+				out = rt.ObservePod(opCtx, pod)
 			} else {
-				out = rt.SyncPod(opCtx, c.Pod, c.Volumes, c.Probes)
+				out = rt.SyncPod(opCtx, pod, c.Volumes, c.Probes)
 			}
 			metrics.PodWorkerDuration.WithLabelValues(op).Observe(time.Since(start).Seconds())
 			out.Gen = c.Gen
@@ -201,6 +212,14 @@ func (a *Actor) execute(ctx actor.Context, c Command) {
 		opCtx, cancel := context.WithCancel(context.Background())
 		a.cancelKill = cancel
 		pod := a.state.Pod
+		if pod != nil && a.synced != nil {
+			// Whether the pod ran to completion (its containers are then
+			// kept) may show only in its status: its active deadline
+			// passed.
+			withStatus := *pod
+			withStatus.Status = previousStatus(pod.Status, a.synced)
+			pod = &withStatus
+		}
 		system, self := ctx.ActorSystem(), ctx.Self()
 		stopped := func() { supervision.TellFromOutside(system, self, &messages.PodStopped{Gen: c.Gen}) }
 		supervision.Go(ctx, func() messages.Message {
@@ -220,6 +239,7 @@ func (a *Actor) execute(ctx actor.Context, c Command) {
 		}
 		a.cancelRetry = supervision.After(ctx, c.After, &messages.RetryDue{Gen: c.Gen})
 	case CmdReportStatus:
+		a.synced = c.Status
 		a.observePodStart(c.Status)
 		a.report(ctx, c.Status)
 	case CmdSetProbeTargets:
@@ -269,4 +289,41 @@ func (a *Actor) cancelAll() {
 	if a.cancelRetry != nil {
 		a.cancelRetry()
 	}
+}
+
+// kubeletConditions are the pod conditions the kubelet makes (upstream's
+// PodConditionByKubelet with the gated ones on by default).
+var kubeletConditions = map[v1.PodConditionType]bool{
+	v1.PodScheduled:              true,
+	v1.PodReady:                  true,
+	v1.PodInitialized:            true,
+	v1.ContainersReady:           true,
+	v1.PodReadyToStartContainers: true,
+	v1.PodResizeInProgress:       true,
+	v1.PodResizePending:          true,
+	v1.AllContainersRestarting:   true,
+}
+
+// previousStatus is the status a sync pass builds on, as upstream's
+// generateAPIPodStatus takes it: the status the worker last reported,
+// whose start time, transition times and terminal phase the API's copy of
+// the pod may not show yet, with the conditions others own (those of
+// readiness gates) as the API shows them. A DisruptionTarget the API does
+// not show yet is kept.
+func previousStatus(api v1.PodStatus, synced *v1.PodStatus) v1.PodStatus {
+	out := *synced
+	out.Conditions = make([]v1.PodCondition, 0, len(synced.Conditions)+len(api.Conditions))
+	fromAPI := map[v1.PodConditionType]bool{}
+	for _, c := range api.Conditions {
+		if !kubeletConditions[c.Type] {
+			out.Conditions = append(out.Conditions, c)
+			fromAPI[c.Type] = true
+		}
+	}
+	for _, c := range synced.Conditions {
+		if kubeletConditions[c.Type] || (c.Type == v1.DisruptionTarget && !fromAPI[c.Type]) {
+			out.Conditions = append(out.Conditions, c)
+		}
+	}
+	return out
 }

@@ -24,9 +24,10 @@ const conflictRetries = 3
 
 // kubeletConditions are the pod conditions the kubelet owns (upstream's
 // PodConditionsByKubelet with the gated ones on by default): it replaces
-// them. Every other condition (PodScheduled, DisruptionTarget, those of
-// other controllers) is kept as the API has it.
+// them. Every other condition (DisruptionTarget, those of other
+// controllers) is kept as the API has it.
 var kubeletConditions = map[v1.PodConditionType]bool{
+	v1.PodScheduled:              true,
 	v1.PodReady:                  true,
 	v1.PodInitialized:            true,
 	v1.ContainersReady:           true,

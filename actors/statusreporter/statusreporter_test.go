@@ -231,9 +231,9 @@ func TestMergePodStatus(t *testing.T) {
 		wantConditionLen int
 	}{
 		{
-			name:      "scheduler's condition kept, kubelet's replaced",
-			api:       v1.PodStatus{Phase: v1.PodPending, Conditions: []v1.PodCondition{cond(v1.PodScheduled, v1.ConditionTrue), cond(v1.PodReady, v1.ConditionFalse), cond("example.com/gate", v1.ConditionTrue)}},
-			kubelet:   v1.PodStatus{Phase: v1.PodRunning, Conditions: []v1.PodCondition{cond(v1.PodReady, v1.ConditionTrue), cond(v1.ContainersReady, v1.ConditionTrue)}},
+			name:      "others' condition kept, kubelet's (PodScheduled too, as upstream's) replaced",
+			api:       v1.PodStatus{Phase: v1.PodPending, Conditions: []v1.PodCondition{cond(v1.PodScheduled, v1.ConditionFalse), cond(v1.PodReady, v1.ConditionFalse), cond("example.com/gate", v1.ConditionTrue)}},
+			kubelet:   v1.PodStatus{Phase: v1.PodRunning, Conditions: []v1.PodCondition{cond(v1.PodReady, v1.ConditionTrue), cond(v1.ContainersReady, v1.ConditionTrue), cond(v1.PodScheduled, v1.ConditionTrue)}},
 			couldRun:  true,
 			wantPhase: v1.PodRunning,
 			wantConds: map[v1.PodConditionType]v1.ConditionStatus{v1.PodScheduled: v1.ConditionTrue, "example.com/gate": v1.ConditionTrue,
