@@ -214,13 +214,6 @@ func TestProbes(t *testing.T) {
 
 	t.Run("readinessGates hold Ready until the pod's condition is set", func(t *testing.T) {
 		t.Parallel()
-		if !upstream {
-			// The pod-manager forwards a pod to its worker only when its
-			// spec or metadata changed, so a gate's condition set through
-			// the status subresource never causes the sync that would
-			// make the pod Ready (upstream's HandlePodReconcile does).
-			t.Skip("a readiness gate's condition set through the API does not reach the pod-worker yet")
-		}
 		const gate = "example.com/feature-1"
 		p := n.NewPod("gated", nil, n.Sleeper("c"))
 		p.Spec.ReadinessGates = []v1.PodReadinessGate{{ConditionType: gate}}
