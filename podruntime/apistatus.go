@@ -460,7 +460,7 @@ func convertContainerStatuses(pod *v1.Pod, status *PodStatus, waiting map[string
 	out := make([]v1.ContainerStatus, 0, len(containers))
 	for i := range containers {
 		s := statuses[containers[i].Name]
-		specDetails(&containers[i], s, status)
+		specDetails(&containers[i], s, status, ephemeralContainer(pod, containers[i].Name) == nil)
 		out = append(out, *s)
 	}
 	if !isInit {
@@ -519,7 +519,9 @@ func notStarted(statuses []v1.ContainerStatus) {
 // never enabled here, the runtime cannot), and, once an instance exists,
 // its resources and allocated requests (InPlacePodVerticalScaling, GA:
 // the spec's, since the runtime reports none and nothing resizes them).
-func specDetails(c *v1.Container, s *v1.ContainerStatus, status *PodStatus) {
+// An ephemeral container has no resources to show: upstream's allocation
+// holds none for it (resizable false).
+func specDetails(c *v1.Container, s *v1.ContainerStatus, status *PodStatus, resizable bool) {
 	s.VolumeMounts = nil
 	for _, m := range c.VolumeMounts {
 		vm := v1.VolumeMountStatus{Name: m.Name, MountPath: m.MountPath, ReadOnly: m.ReadOnly}
@@ -528,7 +530,7 @@ func specDetails(c *v1.Container, s *v1.ContainerStatus, status *PodStatus) {
 		}
 		s.VolumeMounts = append(s.VolumeMounts, vm)
 	}
-	if s.ContainerID != "" && status.FindContainer(c.Name) != nil {
+	if resizable && s.ContainerID != "" && status.FindContainer(c.Name) != nil {
 		s.Resources = c.Resources.DeepCopy()
 		s.AllocatedResources = c.Resources.Requests.DeepCopy()
 	}
