@@ -283,6 +283,10 @@ func Step(s State, ev Event) (State, []Command) {
 		}
 		s.inFlight = opNone
 		s.observed = e.Observed
+		if e.Status != nil && e.Err == nil {
+			// A failed pass may not have seen the containers at all.
+			s.probes = keepProbes(s.probes, e.Status)
+		}
 		changed := s.changedMeanwhile && !explained(s.observed, s.pending)
 		s.changedMeanwhile, s.pending = false, nil
 		var cmds []Command
@@ -302,7 +306,6 @@ func Step(s State, ev Event) (State, []Command) {
 			s, cmds = s.scheduleRetry(SyncErrorRetry)
 		}
 		if e.Status != nil {
-			s.probes = keepProbes(s.probes, e.Status)
 			cmds = append(cmds, CmdReportStatus{Status: e.Status})
 			if s.Phase == Syncing && hasProbes(s.Pod) {
 				cmds = append(cmds, CmdSetProbeTargets{Pod: s.Pod, Status: e.Status})

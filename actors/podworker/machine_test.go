@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/actorlet/actorlet/messages"
+	"github.com/actorlet/actorlet/prober/results"
 )
 
 func pod(image string, grace int64) *v1.Pod {
@@ -53,6 +54,18 @@ var (
 	podV = withVolume(podA)
 	vols = messages.PodVolumes{"v": {Name: "v", Path: "/v"}}
 )
+
+// podP has a readiness probe; probedStatus shows its container c1 running.
+var (
+	podP         = withProbe(podA)
+	probedStatus = &v1.PodStatus{Phase: v1.PodRunning, ContainerStatuses: []v1.ContainerStatus{{Name: "c", ContainerID: "containerd://c1"}}}
+)
+
+func withProbe(p *v1.Pod) *v1.Pod {
+	p = p.DeepCopy()
+	p.Spec.Containers[0].ReadinessProbe = &v1.Probe{}
+	return p
+}
 
 func withVolume(p *v1.Pod) *v1.Pod {
 	p = p.DeepCopy()
@@ -156,6 +169,22 @@ func TestStep(t *testing.T) {
 			nil, Syncing},
 		{"a later unsettled pass forgets the observation", []Event{EvUpdate{podA}, EvSynced{Gen: 1, Observed: observed}, EvUpdate{podB}, EvSynced{Gen: 2}, EvRuntimeChanged{[]messages.PodLifecycleEvent{started("c1")}}},
 			[]Command{CmdStartSync{Gen: 3, Pod: podB}}, Syncing},
+
+		// Probes.
+		{"a probe result syncs the pod with it", []Event{EvUpdate{podA}, EvSynced{Gen: 1}, EvProbeResult{"c1", results.Liveness, results.Failure}},
+			[]Command{CmdStartSync{Gen: 2, Pod: podA, Probes: results.Pod{"c1": {Liveness: results.Failure}}}}, Syncing},
+		{"a probe result during a sync syncs after it", []Event{EvUpdate{podA}, EvProbeResult{"c1", results.Readiness, results.Success}, EvSynced{Gen: 1}},
+			[]Command{CmdStartSync{Gen: 2, Pod: podA, Probes: results.Pod{"c1": {Readiness: results.Success}}}}, Syncing},
+		{"an unchanged probe result does nothing", []Event{EvUpdate{podA}, EvSynced{Gen: 1}, EvProbeResult{"c1", results.Startup, results.Unknown}},
+			nil, Syncing},
+		{"probe results of a terminating pod do nothing", []Event{EvUpdate{podA}, EvSynced{Gen: 1}, EvTerminate{}, EvProbeResult{"c1", results.Liveness, results.Failure}},
+			nil, Terminating},
+		{"a probed pod's status sets the prober's targets", []Event{EvUpdate{podP}, EvSynced{Gen: 1, Status: probedStatus}},
+			[]Command{CmdReportStatus{probedStatus}, CmdSetProbeTargets{Pod: podP, Status: probedStatus}}, Syncing},
+		{"results of instances the status no longer shows are dropped", []Event{EvUpdate{podP}, EvSynced{Gen: 1}, EvProbeResult{"gone", results.Readiness, results.Success}, EvProbeResult{"c1", results.Readiness, results.Success}, EvSynced{Gen: 2, Status: probedStatus}},
+			[]Command{CmdStartSync{Gen: 3, Pod: podP, Probes: results.Pod{"c1": {Readiness: results.Success}}}, CmdReportStatus{probedStatus}, CmdSetProbeTargets{Pod: podP, Status: probedStatus}}, Syncing},
+		{"a probed pod's termination stops its probes", []Event{EvUpdate{podP}, EvSynced{Gen: 1}, EvTerminate{}},
+			[]Command{CmdSetProbeTargets{}, CmdStartKill{2, 30}}, Terminating},
 
 		// Termination.
 		{"terminate when idle kills with the pod's grace", []Event{EvUpdate{podA}, EvSynced{Gen: 1}, EvTerminate{}},

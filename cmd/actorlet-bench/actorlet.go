@@ -43,6 +43,12 @@ type nodeRun struct {
 	Actorlet   usage   `json:"actorlet"`
 	Containerd usage   `json:"containerd"`
 	CreateCPU  float64 `json:"actorletCreateCPUSeconds"`
+	// ProbeHoldCPU (with -probes): actorlet's CPU seconds per second while
+	// every pod stays Ready for probeHold, probed; ProbeHoldUpdates: the
+	// pod events the API server sent meanwhile (status writes: none when
+	// every probe keeps its result).
+	ProbeHoldCPU     float64 `json:"probeHoldCPUPerSecond,omitempty"`
+	ProbeHoldUpdates int     `json:"probeHoldUpdates,omitempty"`
 	// Load1: the machine's 1-minute load average as the pods were created.
 	Load1 float64 `json:"load1"`
 	// QuietWait: how long the run waited, after the idle memory reading,
@@ -169,6 +175,12 @@ func (b *nodeBench) run(ctx context.Context, n int, name string) (res nodeRun, e
 		}
 	}
 	b.logf("%s: %d/%d Ready, last after %.2fs", name, res.Ready, n, res.AllReady)
+	if withProbes && waitErr == nil {
+		if res.ProbeHoldCPU, res.ProbeHoldUpdates, err = b.probeHold(ctx, agent.pid(), tracker); err != nil {
+			return res, err
+		}
+		b.logf("%s: probed for %s: %.3f CPU-s/s, %d pod updates", name, probeHold, res.ProbeHoldCPU, res.ProbeHoldUpdates)
+	}
 
 	delStart := time.Now()
 	criCtx, stopCRI := context.WithCancel(ctx)
@@ -206,6 +218,28 @@ func (b *nodeBench) run(ctx context.Context, n int, name string) (res nodeRun, e
 		return res, waitErr
 	}
 	return res, nil
+}
+
+// probeHold is how long -probes holds every pod Ready, probed, before the
+// deletes.
+const probeHold = 20 * time.Second
+
+// probeHold measures actorlet's CPU and the pod updates while the pods stay
+// Ready and their probes run.
+func (b *nodeBench) probeHold(ctx context.Context, pid int, tracker *podTracker) (float64, int, error) {
+	cpu0, err := procCPU(pid)
+	if err != nil {
+		return 0, 0, err
+	}
+	u0, start := tracker.updateCount(), time.Now()
+	if err := sleep(ctx, probeHold); err != nil {
+		return 0, 0, err
+	}
+	cpu1, err := procCPU(pid)
+	if err != nil {
+		return 0, 0, err
+	}
+	return (cpu1 - cpu0) / time.Since(start).Seconds(), tracker.updateCount() - u0, nil
 }
 
 type criOutcome struct {

@@ -72,6 +72,7 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&o.agent.extraConfig, "config", "", "KubeletConfiguration YAML lines appended to the benchmark's (experiments, e.g. \"kubeAPIQPS: 100\")")
 	fs.IntVar(&o.agent.verbosity, "agent-v", 0, "actorlet's -v in its logs under results/")
 	fs.BoolVar(&saToken, "sa-token", false, "give every pod the default service-account token volume (the floor's pods get none)")
+	fs.BoolVar(&withProbes, "probes", false, "give every pod three probes at periodSeconds 1 (startup and readiness httpGet, liveness tcpSocket; the floor's pods get none) and hold them Ready for a while, measuring actorlet's CPU")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}

@@ -9,6 +9,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
@@ -19,13 +20,31 @@ import (
 // the namespace), as pods of real workloads have.
 var saToken bool
 
+// withProbes, set by -probes, gives every actorlet pod's container the
+// three probes at periodSeconds 1 (startup and readiness httpGet,
+// liveness tcpSocket) against a busybox httpd it runs: the issue's
+// probe-heavy variant. The floor's pods have none.
+var withProbes bool
+
+// probedCommand serves a page for the probes on port 8080.
+var probedCommand = []string{"sh", "-c", "mkdir -p /www && echo ok > /www/index.html && exec httpd -f -p 8080 -h /www"}
+
+func benchProbes(c *v1.Container) {
+	port := intstr.FromInt32(8080)
+	httpGet := v1.ProbeHandler{HTTPGet: &v1.HTTPGetAction{Path: "/", Port: port}}
+	c.Command = probedCommand
+	c.StartupProbe = &v1.Probe{ProbeHandler: httpGet, PeriodSeconds: 1, FailureThreshold: 30}
+	c.ReadinessProbe = &v1.Probe{ProbeHandler: httpGet, PeriodSeconds: 1}
+	c.LivenessProbe = &v1.Probe{ProbeHandler: v1.ProbeHandler{TCPSocket: &v1.TCPSocketAction{Port: port}}, PeriodSeconds: 1}
+}
+
 // benchPod is the issue's workload: busybox `sleep 3600`, never pulled,
 // bound to the node, a grace period of 1 s and no service account token
 // (unless -sa-token).
 func benchPod(ns, name, nodeName, image string) *v1.Pod {
 	grace := int64(1)
 	automount := saToken
-	return &v1.Pod{
+	p := &v1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
 		Spec: v1.PodSpec{
 			NodeName:                      nodeName,
@@ -36,12 +55,18 @@ func benchPod(ns, name, nodeName, image string) *v1.Pod {
 				Command: []string{"sh", "-c", "sleep 3600"}}},
 		},
 	}
+	if withProbes {
+		benchProbes(&p.Spec.Containers[0])
+	}
+	return p
 }
 
 // podTracker records, from an informer on one namespace, when each pod was
 // first seen Ready=True and when it was deleted.
 type podTracker struct {
-	mu      sync.Mutex
+	mu sync.Mutex
+	// updates counts the pod events seen (adds and updates).
+	updates int
 	ready   map[string]time.Time
 	deleted map[string]time.Time
 	// changed has a value whenever the maps changed since the last wait.
@@ -84,17 +109,25 @@ func trackPods(ctx context.Context, cs kubernetes.Interface, ns string) (*podTra
 func (t *podTracker) close() { close(t.stop) }
 
 func (t *podTracker) seen(obj any) {
+	now := time.Now()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.updates++
 	p, ok := obj.(*v1.Pod)
 	if !ok || !podReady(p) {
 		return
 	}
-	now := time.Now()
-	t.mu.Lock()
-	defer t.mu.Unlock()
 	if _, done := t.ready[p.Name]; !done {
 		t.ready[p.Name] = now
 		t.notify()
 	}
+}
+
+// updateCount is how many pod events the tracker has seen.
+func (t *podTracker) updateCount() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.updates
 }
 
 func (t *podTracker) gone(obj any) {

@@ -289,6 +289,7 @@ func writeReport(w io.Writer, res *results) {
 		}
 		fmt.Fprint(w, containerdTable(rows))
 		fmt.Fprintln(w)
+		fmt.Fprint(w, probeHoldLines(res.Sizes))
 	}
 	if res.Churn != nil {
 		fmt.Fprint(w, churnTable(res.Churn))
@@ -323,4 +324,29 @@ func writeJSON(path string, res *results) error {
 		return fmt.Errorf("write results: %w", err)
 	}
 	return nil
+}
+
+// probeHoldLines reports, per N, the -probes hold: actorlet's CPU while
+// every pod stayed Ready and probed, and the pod updates meanwhile.
+func probeHoldLines(sizes []sizeResult) string {
+	var b strings.Builder
+	for _, s := range sizes {
+		var cpu []float64
+		updates := 0
+		for _, r := range s.Actorlet {
+			if r.ProbeHoldCPU > 0 {
+				cpu = append(cpu, r.ProbeHoldCPU)
+				updates += r.ProbeHoldUpdates
+			}
+		}
+		if len(cpu) == 0 {
+			continue
+		}
+		fmt.Fprintf(&b, "N=%d, every pod probed 3×/s for %s: actorlet %.3f CPU-s/s (median of %d runs), %d pod updates in all\n",
+			s.N, probeHold, median(cpu), len(cpu), updates)
+	}
+	if b.Len() > 0 {
+		b.WriteString("\n")
+	}
+	return b.String()
 }

@@ -37,6 +37,7 @@ type Runtime struct {
 	calls      map[string]int
 	seq        int
 	lastTime   int64
+	exec       ExecFunc
 }
 
 // container is a container and the sandbox it belongs to, which its status
@@ -88,6 +89,7 @@ var methods = map[string]bool{
 	"CreateContainer": true, "StartContainer": true, "StopContainer": true,
 	"RemoveContainer": true, "ListContainers": true, "ContainerStatus": true,
 	"ListImages": true, "ImageStatus": true, "PullImage": true, "RemoveImage": true,
+	"ExecSync": true,
 }
 
 // Inject makes the next times calls of the CRI method (its name, such as
