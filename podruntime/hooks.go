@@ -52,6 +52,12 @@ func (s *syncPass) postStart(ctx context.Context, c *v1.Container, id string) bo
 	if err == nil {
 		return true
 	}
+	if ctx.Err() != nil {
+		// The pass was cancelled (the pod is being killed): the hook was
+		// cut short, and the pod's kill stops the container.
+		s.fail(fmt.Errorf("postStart hook of container %s of pod %s/%s: %w", c.Name, pod.Namespace, pod.Name, err))
+		return false
+	}
 	r.containerEvent(pod, c.Name, id, v1.EventTypeWarning, EventFailedPostStartHook, "PostStartHook failed")
 	r.killingEvent(pod, id, c.Name, "FailedPostStartHook")
 	s.stopped = true
@@ -136,7 +142,9 @@ func (r *Runtime) preStop(ctx context.Context, pod *v1.Pod, podIP, id string, c 
 			}
 			done <- panicked
 		}()
-		if _, err := r.runHook(ctx, pod, podIP, id, c, c.Lifecycle.PreStop); err != nil {
+		// A hook cut short by its context (the container stopped, or the
+		// kill cancelled) did not fail by itself.
+		if _, err := r.runHook(ctx, pod, podIP, id, c, c.Lifecycle.PreStop); err != nil && ctx.Err() == nil {
 			r.containerEvent(pod, c.Name, id, v1.EventTypeWarning, EventFailedPreStopHook, "PreStopHook failed")
 		}
 	}()
