@@ -47,9 +47,10 @@ func newCallRecorder(t *testing.T, ip string) *callRecorder {
 	return r
 }
 
-// wget is a shell command that calls path on the recorder.
+// wget is a shell command that calls path on the recorder. (busybox
+// 1.36's wget crashes with -T.)
 func (r *callRecorder) wget(path string) string {
-	return fmt.Sprintf("wget -q -T 5 -O /dev/null http://%s%s", net.JoinHostPort(r.host, fmt.Sprint(r.port)), path)
+	return fmt.Sprintf("wget -O- http://%s%s >/dev/null 2>&1", net.JoinHostPort(r.host, fmt.Sprint(r.port)), path)
 }
 
 // wait waits until path was called and returns when.
