@@ -25,7 +25,10 @@ type PodActions struct {
 	// and pod.Spec.Containers.
 	InitContainersToStart []int
 	ContainersToStart     []int
-	ContainersToKill      []ContainerToKill
+	// EphemeralContainersToStart index pod.Spec.EphemeralContainers: those
+	// never created in the pod's running sandbox (they never restart).
+	EphemeralContainersToStart []int
+	ContainersToKill           []ContainerToKill
 	// BackingOff are the containers that would be started but whose
 	// crash-loop backoff has not expired; they wait as CrashLoopBackOff.
 	BackingOff []BackingOff
@@ -34,7 +37,7 @@ type PodActions struct {
 // none reports whether a pass would do nothing at all.
 func (a PodActions) none() bool {
 	return !a.KillPod && !a.CreateSandbox && len(a.InitContainersToStart) == 0 && len(a.ContainersToStart) == 0 &&
-		len(a.ContainersToKill) == 0 && len(a.BackingOff) == 0
+		len(a.EphemeralContainersToStart) == 0 && len(a.ContainersToKill) == 0 && len(a.BackingOff) == 0
 }
 
 // ContainerToKill is a container instance a sync pass stops.
@@ -54,9 +57,9 @@ type BackingOff struct {
 }
 
 // ComputePodActions decides one sync pass of a pod that should run, as
-// upstream's computePodActions (without resizes, ephemeral containers and
-// RestartAllContainers). backoff may be nil (no backoff); probes are the
-// results of the pod's probes (nil: none yet).
+// upstream's computePodActions (without resizes and RestartAllContainers).
+// backoff may be nil (no backoff); probes are the results of the pod's
+// probes (nil: none yet).
 func ComputePodActions(pod *v1.Pod, status *PodStatus, backoff *Backoff, probes results.Pod, now time.Time) PodActions {
 	if status == nil {
 		status = &PodStatus{}
@@ -67,6 +70,9 @@ func ComputePodActions(pod *v1.Pod, status *PodStatus, backoff *Backoff, probes 
 		computeNewSandboxActions(pod, status, &a)
 	} else {
 		computeRunningSandboxActions(pod, status, probes, &a)
+		if !a.KillPod {
+			a.EphemeralContainersToStart = ephemeralContainersToStart(pod, status)
+		}
 	}
 	applyBackoff(pod, status, backoff, now, &a)
 	return a

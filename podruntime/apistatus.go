@@ -42,11 +42,12 @@ func GenerateAPIStatus(pod *v1.Pod, status *PodStatus, waiting map[string]Waitin
 	}
 	hasInit := len(pod.Spec.InitContainers) > 0
 	out := v1.PodStatus{
-		QOSClass:              PodQOSClass(pod),
-		HostIP:                previous.HostIP,
-		HostIPs:               previous.HostIPs,
-		InitContainerStatuses: convertContainerStatuses(pod, status, waiting, previous.InitContainerStatuses, pod.Spec.InitContainers, hasInit, true),
-		ContainerStatuses:     convertContainerStatuses(pod, status, waiting, previous.ContainerStatuses, pod.Spec.Containers, hasInit, false),
+		QOSClass:                   PodQOSClass(pod),
+		HostIP:                     previous.HostIP,
+		HostIPs:                    previous.HostIPs,
+		InitContainerStatuses:      convertContainerStatuses(pod, status, waiting, previous.InitContainerStatuses, pod.Spec.InitContainers, hasInit, true),
+		ContainerStatuses:          convertContainerStatuses(pod, status, waiting, previous.ContainerStatuses, pod.Spec.Containers, hasInit, false),
+		EphemeralContainerStatuses: ephemeralContainerStatuses(pod, status, waiting, previous.EphemeralContainerStatuses),
 	}
 	applyProbes(pod, probes, out.InitContainerStatuses, pod.Spec.InitContainers, true)
 	applyProbes(pod, probes, out.ContainerStatuses, pod.Spec.Containers, false)

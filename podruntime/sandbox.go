@@ -154,8 +154,10 @@ func namespaceOptions(pod *v1.Pod) *runtimeapi.NamespaceOption {
 	}
 }
 
+// anyPrivileged is upstream's HasPrivilegedContainer: ephemeral containers
+// count, for a sandbox made again after a privileged one was added.
 func anyPrivileged(pod *v1.Pod) bool {
-	for _, cs := range [][]v1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
+	for _, cs := range [][]v1.Container{pod.Spec.InitContainers, pod.Spec.Containers, ephemeralContainers(pod)} {
 		for _, c := range cs {
 			if c.SecurityContext != nil && c.SecurityContext.Privileged != nil && *c.SecurityContext.Privileged {
 				return true

@@ -209,6 +209,11 @@ func (s *syncPass) run(ctx context.Context, a PodActions) {
 	if a.CreateSandbox && !s.createSandbox(ctx) {
 		return
 	}
+	// Ephemeral containers start first, as upstream's, so that an init
+	// container failing to start does not hold a debugger back.
+	for _, i := range a.EphemeralContainersToStart {
+		s.startContainer(ctx, (*v1.Container)(&pod.Spec.EphemeralContainers[i].EphemeralContainerCommon))
+	}
 	for _, i := range a.InitContainersToStart {
 		c := &pod.Spec.InitContainers[i]
 		if !s.startContainer(ctx, c) && !isRestartableInit(c) {
@@ -289,10 +294,17 @@ func (s *syncPass) startContainer(ctx context.Context, c *v1.Container) bool {
 	}
 	// Upstream verifies runAsNonRoot as it makes the container's
 	// configuration: a refusal is a CreateContainerConfigError.
-	err := r.verifyRunAsNonRoot(ctx, pod, c, img.image)
+	// An ephemeral container's target is found first, as upstream's.
+	target, err := ephemeralTarget(pod, c, s.status)
+	if err == nil {
+		err = r.verifyRunAsNonRoot(ctx, pod, c, img.image)
+	}
 	var cfg *runtimeapi.ContainerConfig
 	if err == nil {
 		cfg, err = ContainerConfig(ctx, pod, c, restartCount, s.podIPs, img.ref, s.vols, r.Opts)
+	}
+	if err == nil {
+		targetPIDNamespace(cfg, target)
 	}
 	if err != nil {
 		failed("", err.Error())

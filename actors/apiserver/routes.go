@@ -27,6 +27,7 @@ func (a *Actor) readOnlyMux() *http.ServeMux {
 	mux.HandleFunc("/pods", a.pods)
 	mux.HandleFunc("/pods/", a.pods)
 	mux.Handle("/metrics", metrics.Handler())
+	mux.Handle("/metrics/probes", metrics.ProbesHandler())
 	if a.p.Stats != nil {
 		mux.Handle("/stats/summary", a.p.Stats.SummaryHandler())
 		mux.Handle("/metrics/resource", a.p.Stats.ResourceMetricsHandler())

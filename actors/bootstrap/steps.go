@@ -18,6 +18,7 @@ import (
 	"github.com/actorlet/actorlet/actors/gc"
 	"github.com/actorlet/actorlet/actors/pleg"
 	"github.com/actorlet/actorlet/actors/podmanager"
+	proberactor "github.com/actorlet/actorlet/actors/prober"
 	"github.com/actorlet/actorlet/actors/statusreporter"
 	"github.com/actorlet/actorlet/actors/volumemanager"
 	"github.com/actorlet/actorlet/config"
@@ -28,6 +29,7 @@ import (
 	"github.com/actorlet/actorlet/messages"
 	"github.com/actorlet/actorlet/metrics"
 	"github.com/actorlet/actorlet/podruntime"
+	"github.com/actorlet/actorlet/prober"
 	"github.com/actorlet/actorlet/server/auth"
 	"github.com/actorlet/actorlet/server/stats"
 	"github.com/actorlet/actorlet/services"
@@ -239,6 +241,12 @@ var runtimeActors = []struct {
 			Sources: env.sources, MaxPods: int(a.cfg.MaxPods), Allocatable: env.allocatable,
 			StatusReporter: a.child(statusreporter.Kind), ConfigSource: a.child(configsource.Kind),
 			VolumeManager: a.child(volumemanager.Kind), Log: a.log,
+			// Each pod-worker's prober runs its pod's probes through the
+			// runtime, recording their events as the runtime's own.
+			Prober: proberactor.Props(proberactor.Params{
+				Runner:       &prober.Runner{RT: a.deps.Runtime, Recorder: a.deps.Events},
+				KubeletStart: time.Now(), Registry: a.p.System.Registry, Log: a.log,
+			}),
 		}), podmanager.WorkerStrategy(a.p.System.Registry))
 	}},
 	{configsource.Kind, func(a *Actor, env *runtimeEnv) *actor.Props {

@@ -8,7 +8,9 @@
 // (runtimeapi.RuntimeServiceClient and runtimeapi.ImageServiceClient) over
 // maps of sandboxes, containers and images whose states follow containerd's
 // closely enough for podruntime's sync and kill; Inject makes a method fail,
-// block, or run a hook that changes the runtime first.
+// block, or run a hook that changes the runtime first. ExecSync, for the
+// prober's and lifecycle hooks' tests, runs commands through SetExec's
+// ExecFunc.
 package fakecri
 
 import (

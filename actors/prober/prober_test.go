@@ -1,0 +1,158 @@
+package prober
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/actorlet/actorlet/messages"
+	"github.com/actorlet/actorlet/metrics"
+	"github.com/actorlet/actorlet/prober/results"
+	"github.com/actorlet/actorlet/supervision"
+)
+
+// fakeRunner answers each kind with a fixed result and counts the runs in
+// flight at once.
+type fakeRunner struct {
+	mu       sync.Mutex
+	answers  map[results.Kind]results.Result
+	ids      []string
+	inFlight atomic.Int32
+	maxAtOne atomic.Int32
+	delay    time.Duration
+}
+
+func (f *fakeRunner) Probe(ctx context.Context, kind results.Kind, _ *v1.Pod, _ v1.PodStatus, _ *v1.Container, id string) (results.Result, error) {
+	n := f.inFlight.Add(1)
+	defer f.inFlight.Add(-1)
+	for {
+		m := f.maxAtOne.Load()
+		if n <= m || f.maxAtOne.CompareAndSwap(m, n) {
+			break
+		}
+	}
+	select {
+	case <-time.After(f.delay):
+	case <-ctx.Done():
+		return results.Unknown, ctx.Err()
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.ids = append(f.ids, id)
+	return f.answers[kind], nil
+}
+
+// podWorker stands in for the prober's parent: it spawns the prober and
+// records the results it reports.
+type podWorker struct {
+	props   *actor.Props
+	prober  *actor.PID
+	reports chan *messages.ProbeResultChanged
+}
+
+func (p *podWorker) Receive(ctx actor.Context) {
+	switch m := ctx.Message().(type) {
+	case *actor.Started:
+		p.prober = ctx.SpawnPrefix(p.props, "prober")
+	case *messages.ProbeResultChanged:
+		p.reports <- m
+	case *messages.ProbeTargets:
+		supervision.Tell(ctx, p.prober, m)
+	}
+}
+
+// TestProberReportsChangesOnly runs a prober with a liveness probe that
+// fails and a readiness probe that succeeds, each every second: the parent
+// hears of the readiness success and of the liveness failure once its
+// threshold is reached, and nothing else; each probe has one run at a
+// time; the runs are counted in upstream's metrics.
+func TestProberReportsChangesOnly(t *testing.T) {
+	system := actor.NewActorSystem()
+	defer system.Shutdown()
+	reg := supervision.NewRegistry()
+	runner := &fakeRunner{answers: map[results.Kind]results.Result{results.Liveness: results.Failure, results.Readiness: results.Success},
+		delay: 1500 * time.Millisecond}
+	parent := &podWorker{props: Props(Params{Runner: runner, KubeletStart: time.Now().Add(-time.Hour), Registry: reg}),
+		reports: make(chan *messages.ProbeResultChanged, 10)}
+	pid := system.Root.Spawn(actor.PropsFromProducer(func() actor.Actor { return parent }))
+	defer system.Root.Stop(pid)
+
+	pod := podWith(probe(0, 1, 1, 2), probe(0, 1, 1, 1), nil)
+	pod.Name, pod.UID = "prober-test", "uid-prober-test"
+	status := runningAs("abc", time.Now())
+	system.Root.Send(pid, &messages.ProbeTargets{Pod: pod, Status: status})
+
+	want := map[results.Kind]results.Result{results.Readiness: results.Success, results.Liveness: results.Failure}
+	for range want {
+		select {
+		case m := <-parent.reports:
+			if m.ContainerID != "abc" || m.ContainerName != "c" || want[m.Kind] != m.Result {
+				t.Errorf("unexpected report %+v", m)
+			}
+			delete(want, m.Kind)
+		case <-time.After(10 * time.Second):
+			t.Fatalf("no report of %v", want)
+		}
+	}
+	select {
+	case m := <-parent.reports:
+		t.Errorf("unexpected report %+v", m)
+	case <-time.After(2 * time.Second):
+	}
+	// A run takes longer than the period: never two of one probe at once.
+	if n := runner.maxAtOne.Load(); n > 2 {
+		t.Errorf("%d runs at once for two probes", n)
+	}
+	if n := counter(metrics.ProberProbeTotal.WithLabelValues("Liveness", "failed", "c", "prober-test", "default", "uid-prober-test")); n != 2 {
+		t.Errorf("prober_probe_total of the liveness failures: %v, want 2 (it holds after its threshold)", n)
+	}
+	if n := counter(metrics.ProberProbeTotal.WithLabelValues("Readiness", "successful", "c", "prober-test", "default", "uid-prober-test")); n < 1 {
+		t.Errorf("prober_probe_total of the readiness successes: %v", n)
+	}
+	// The prober shows on the dashboard under its kind.
+	found := false
+	for _, a := range reg.Actors() {
+		found = found || a.Kind == Kind
+	}
+	if !found {
+		t.Errorf("no %s actor in the registry", Kind)
+	}
+
+	// The pod terminating stops every probe, and its metrics go.
+	system.Root.Send(pid, &messages.ProbeTargets{})
+	time.Sleep(200 * time.Millisecond)
+	runner.mu.Lock()
+	runs := len(runner.ids)
+	runner.mu.Unlock()
+	time.Sleep(2 * time.Second)
+	runner.mu.Lock()
+	defer runner.mu.Unlock()
+	if len(runner.ids) > runs+1 {
+		t.Errorf("%d runs after the probes stopped", len(runner.ids)-runs)
+	}
+	if n := series(metrics.ProberProbeTotal); n != 0 {
+		t.Errorf("%d prober_probe_total series left after the pod", n)
+	}
+}
+
+func counter(c prometheus.Counter) float64 {
+	var m dto.Metric
+	if err := c.Write(&m); err != nil {
+		panic(err)
+	}
+	return m.GetCounter().GetValue()
+}
+
+func series(c prometheus.Collector) int {
+	ch := make(chan prometheus.Metric, 100)
+	c.Collect(ch)
+	close(ch)
+	return len(ch)
+}
