@@ -25,8 +25,9 @@ const (
 )
 
 // KillPod stops every container of the pod in parallel with the grace
-// period (StopContainer's timeout: the runtime sends SIGTERM, then SIGKILL
-// at the deadline), then stops the sandboxes and removes containers and
+// period (each running container's preStop hook, then StopContainer with
+// what the hook left of it: the runtime sends SIGTERM, then SIGKILL at the
+// deadline), then stops the sandboxes and removes containers and
 // sandboxes: the pod is gone from its sources, so nothing of it is kept
 // (upstream's pod-container deleter removes a deleted pod's dead containers
 // as soon as they die; the sandbox, which upstream's container GC would
@@ -45,8 +46,9 @@ func (r *Runtime) KillPod(ctx context.Context, uid types.UID, name, namespace st
 // KillPodWithSpec is KillPod for a pod whose spec is known (a pod being
 // deleted or removed from its source, or one that ran to completion): the
 // same kill, with the events referring to spec.containers{NAME} as
-// upstream's. A pod that ran to completion (Succeeded or Failed before the
-// kill: nothing runs and, by its restart policy, nothing starts again) is
+// upstream's, and its sidecars stopped after its regular containers, in
+// upstream's order (an orphan's containers all stop at once). A pod that
+// ran to completion (Succeeded or Failed before the kill: nothing runs and, by its restart policy, nothing starts again) is
 // only stopped: as upstream, its dead containers and its sandbox stay, so
 // that its logs can still be read, until container GC removes them by its
 // policy, or entirely once the pod is gone.
@@ -149,20 +151,31 @@ func (r *Runtime) RemovePodLogs(uid types.UID, name, namespace string) error {
 	return os.RemoveAll(PodLogsDir(r.Opts.PodLogsDir, namespace, name, uid))
 }
 
-// stopPod stops the running containers in parallel, then the sandboxes.
+// stopPod stops the containers still running in parallel, each as
+// killContainer does (its preStop hook first), then the sandboxes. A pod
+// with sidecars, whose spec is known, stops them in upstream's order: the
+// regular containers first, then the sidecars in reverse order, within the
+// one grace period.
 func (r *Runtime) stopPod(ctx context.Context, pod *v1.Pod, status *PodStatus, grace int64) error {
 	var (
-		parts supervision.Group
-		mu    sync.Mutex
-		errs  []error
+		parts   supervision.Group
+		mu      sync.Mutex
+		errs    []error
+		running []string
 	)
+	for _, c := range status.ContainerStatuses {
+		if c.State != runtimeapi.ContainerState_CONTAINER_EXITED {
+			running = append(running, c.Name)
+		}
+	}
+	order := newTerminationOrder(pod, running)
 	for _, c := range status.ContainerStatuses {
 		if c.State == runtimeapi.ContainerState_CONTAINER_EXITED {
 			continue
 		}
 		r.killingEvent(pod, c.ID, c.Name, "")
 		parts.Go(func() {
-			if err := r.stopContainer(ctx, c.ID, c.Name, grace); err != nil {
+			if err := r.killContainer(ctx, r.containerKill(pod, status, c.ID, c.Name, grace, order)); err != nil {
 				mu.Lock()
 				errs = append(errs, err)
 				mu.Unlock()
@@ -185,6 +198,18 @@ func (r *Runtime) stopPod(ctx context.Context, pod *v1.Pod, status *PodStatus, g
 		}
 	}
 	return nil
+}
+
+// containerKill is the kill of the pod's container instance id, as status
+// shows it: its preStop hook runs only if it is running.
+func (r *Runtime) containerKill(pod *v1.Pod, status *PodStatus, id, name string, grace int64, order *terminationOrder) containerKill {
+	k := containerKill{pod: pod, podIP: firstIP(status.IPs), id: id, name: name, spec: containerSpec(pod, name), grace: grace, order: order}
+	for _, cs := range status.ContainerStatuses {
+		if cs.ID == id {
+			k.running = cs.State == runtimeapi.ContainerState_CONTAINER_RUNNING
+		}
+	}
+	return k
 }
 
 // killingEvent records upstream's Killing event for a container about to be

@@ -62,6 +62,9 @@ type Options struct {
 	// Recorder receives upstream's events about pods and their containers
 	// (pulls, starts, kills, back-offs, failures); nil records none.
 	Recorder record.EventRecorder
+	// Hooks runs the containers' postStart and preStop hooks; nil fails
+	// every hook (FailedPostStartHook, FailedPreStopHook), never skips one.
+	Hooks Hooks
 }
 
 const (

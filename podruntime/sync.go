@@ -183,7 +183,7 @@ func (s *syncPass) run(ctx context.Context, a PodActions) {
 			if k.GracePeriod != nil {
 				grace = *k.GracePeriod
 			}
-			if err := r.stopContainer(ctx, k.ID, k.Name, grace); err != nil {
+			if err := r.killContainer(ctx, r.containerKill(pod, s.status, k.ID, k.Name, grace, nil)); err != nil {
 				s.fail(fmt.Errorf("%s: %w", k.Message, err))
 				return
 			}
@@ -266,8 +266,8 @@ func (s *syncPass) createSandbox(ctx context.Context) bool {
 	return true
 }
 
-// startContainer pulls, creates and starts one container instance and
-// reports whether it runs.
+// startContainer pulls, creates and starts one container instance, runs
+// its postStart hook, and reports whether it runs.
 func (s *syncPass) startContainer(ctx context.Context, c *v1.Container) bool {
 	pod, r := s.pod, s.r
 	restartCount := 0
@@ -346,6 +346,9 @@ func (s *syncPass) startContainer(ctx context.Context, c *v1.Container) bool {
 		return false
 	}
 	r.containerEvent(pod, c.Name, created.ContainerId, v1.EventTypeNormal, EventStarted, "Container started")
+	if c.Lifecycle != nil && c.Lifecycle.PostStart != nil {
+		return s.postStart(ctx, c, created.ContainerId)
+	}
 	return true
 }
 

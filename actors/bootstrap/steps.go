@@ -23,6 +23,7 @@ import (
 	"github.com/actorlet/actorlet/actors/volumemanager"
 	"github.com/actorlet/actorlet/config"
 	"github.com/actorlet/actorlet/dependencies"
+	"github.com/actorlet/actorlet/lifecycle"
 	"github.com/actorlet/actorlet/logging"
 	"github.com/actorlet/actorlet/machine"
 	"github.com/actorlet/actorlet/messages"
@@ -387,6 +388,7 @@ func (a *Actor) runtimeEnv() (*runtimeEnv, error) {
 		PodLogsDir:            c.PodLogsDir,
 		Subpaths:              env.volumes,
 		RootDir:               a.deps.RootDir,
+		Hooks:                 &lifecycle.Runner{RT: a.deps.Runtime, Recorder: a.deps.Events},
 	}}
 	if env.volumeSources != nil {
 		// Env and image pull secrets read the same objects as volumes, from
