@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/actorlet/actorlet/podref"
 	"github.com/actorlet/actorlet/prober/action"
 )
 
@@ -60,19 +61,7 @@ var defaultClient = &http.Client{
 		Proxy:             http.ProxyURL(nil),
 		DisableKeepAlives: true,
 	},
-	CheckRedirect: sameHostRedirects,
-}
-
-// sameHostRedirects follows up to 10 redirects to the same host and stops,
-// without an error, at one to another host, as upstream's RedirectChecker.
-func sameHostRedirects(req *http.Request, via []*http.Request) error {
-	if req.URL.Hostname() != via[0].URL.Hostname() {
-		return http.ErrUseLastResponse
-	}
-	if len(via) >= 10 {
-		return errors.New("stopped after 10 redirects")
-	}
-	return nil
+	CheckRedirect: action.SameHostRedirects,
 }
 
 // Run runs handler h of container c (runtime instance containerID, no "containerd://" prefix) of pod,
@@ -98,19 +87,19 @@ func (r *Runner) Run(ctx context.Context, pod *v1.Pod, podIP, containerID string
 		out, err := action.Exec(ctx, r.RT, containerID, h.Exec.Command, 0)
 		if err != nil {
 			return fmt.Sprintf("Exec lifecycle hook (%v) for Container %q in Pod %q failed - error: %v, message: %q",
-				h.Exec.Command, c.Name, podDesc(pod), err, string(out)), err
+				h.Exec.Command, c.Name, podref.Desc(pod), err, string(out)), err
 		}
 		return "", nil
 	case h.HTTPGet != nil:
 		if err := r.runHTTP(ctx, pod, podIP, c, h.HTTPGet); err != nil {
 			return fmt.Sprintf("HTTP lifecycle hook (%s) for Container %q in Pod %q failed - error: %v",
-				h.HTTPGet.Path, c.Name, podDesc(pod), err), err
+				h.HTTPGet.Path, c.Name, podref.Desc(pod), err), err
 		}
 		return "", nil
 	case h.Sleep != nil:
 		if err := sleep(ctx, h.Sleep.Seconds); err != nil {
 			return fmt.Sprintf("Sleep lifecycle hook (%d) for Container %q in Pod %q failed - error: %v",
-				h.Sleep.Seconds, c.Name, podDesc(pod), err), err
+				h.Sleep.Seconds, c.Name, podref.Desc(pod), err), err
 		}
 		return "", nil
 	default:
@@ -189,11 +178,6 @@ func isHTTPResponseError(err error) bool {
 		return false
 	}
 	return strings.Contains(urlErr.Err.Error(), "server gave HTTP response to HTTPS client")
-}
-
-// podDesc is upstream's format.Pod: NAME_NAMESPACE(UID).
-func podDesc(pod *v1.Pod) string {
-	return fmt.Sprintf("%s_%s(%s)", pod.Name, pod.Namespace, pod.UID)
 }
 
 func podRef(pod *v1.Pod) *v1.ObjectReference {

@@ -9,6 +9,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/actorlet/actorlet/expansion"
 	"github.com/actorlet/actorlet/volume"
 )
 
@@ -78,7 +79,7 @@ func expandAll(in []string, lookup func(string) (string, bool)) []string {
 	}
 	out := make([]string, len(in))
 	for i, s := range in {
-		out[i] = expand(s, lookup)
+		out[i] = expansion.Expand(s, lookup)
 	}
 	return out
 }

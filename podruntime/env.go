@@ -14,6 +14,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/actorlet/actorlet/downwardapi"
+	"github.com/actorlet/actorlet/expansion"
 	"github.com/actorlet/actorlet/manifest"
 	"github.com/actorlet/actorlet/volume"
 )
@@ -61,7 +62,7 @@ func containerEnv(ctx context.Context, pod *v1.Pod, c *v1.Container, podIPs []st
 		value := ev.Value
 		switch {
 		case value != "":
-			value = expand(value, lookup)
+			value = expansion.Expand(value, lookup)
 		case ev.ValueFrom != nil:
 			v, ok, err := e.valueFrom(c, ev.ValueFrom, podIPs, vols, opts)
 			if err != nil {

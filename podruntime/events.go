@@ -1,10 +1,11 @@
 package podruntime
 
 import (
-	"fmt"
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/actorlet/actorlet/podref"
 	"k8s.io/apimachinery/pkg/types"
 )
 
@@ -42,7 +43,7 @@ func (r *Runtime) containerEvent(pod *v1.Pod, name, id, eventtype, reason, messa
 	if id != "" {
 		message = strings.ReplaceAll(message, id, name)
 	}
-	r.Opts.Recorder.Event(objectRef(pod, containerFieldPath(pod, name)), eventtype, reason, message)
+	r.Opts.Recorder.Event(objectRef(pod, podref.FieldPath(pod, name)), eventtype, reason, message)
 }
 
 // objectRef refers to the pod, or to a part of it with fieldPath, as client-go's
@@ -62,31 +63,4 @@ func metaPod(uid types.UID, name, namespace string) *v1.Pod {
 	pod := &v1.Pod{}
 	pod.UID, pod.Name, pod.Namespace = uid, name, namespace
 	return pod
-}
-
-// containerFieldPath is upstream's fieldPath: where the container is in the
-// spec, or "implicitly required container NAME" for a container the spec
-// does not have (a pod killed without its spec, a container removed from it).
-func containerFieldPath(pod *v1.Pod, name string) string {
-	for _, c := range pod.Spec.Containers {
-		if c.Name == name {
-			return fmt.Sprintf("spec.containers{%s}", name)
-		}
-	}
-	for _, c := range pod.Spec.InitContainers {
-		if c.Name == name {
-			return fmt.Sprintf("spec.initContainers{%s}", name)
-		}
-	}
-	for _, c := range pod.Spec.EphemeralContainers {
-		if c.Name == name {
-			return fmt.Sprintf("spec.ephemeralContainers{%s}", name)
-		}
-	}
-	return "implicitly required container " + name
-}
-
-// podDesc is upstream's format.Pod: NAME_NAMESPACE(UID).
-func podDesc(pod *v1.Pod) string {
-	return fmt.Sprintf("%s_%s(%s)", pod.Name, pod.Namespace, pod.UID)
 }

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/actorlet/actorlet/podref"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/record"
 )
@@ -24,7 +26,7 @@ func TestContainerFieldPath(t *testing.T) {
 		"debug": "spec.ephemeralContainers{debug}",
 		"gone":  "implicitly required container gone",
 	} {
-		if got := containerFieldPath(pod, name); got != want {
+		if got := podref.FieldPath(pod, name); got != want {
 			t.Errorf("field path of %s: %q, want %q", name, got, want)
 		}
 	}
@@ -120,10 +122,10 @@ func TestIntegrationEvents(t *testing.T) {
 	})
 	found := false
 	for _, ev := range drain(rec) {
-		found = found || ev == fmt.Sprintf("Warning BackOff Back-off restarting failed container crash in pod %s", podDesc(pod))
+		found = found || ev == fmt.Sprintf("Warning BackOff Back-off restarting failed container crash in pod %s", podref.Desc(pod))
 	}
 	if !found {
-		t.Errorf("no BackOff event for the crash loop of %s", podDesc(pod))
+		t.Errorf("no BackOff event for the crash loop of %s", podref.Desc(pod))
 	}
 }
 

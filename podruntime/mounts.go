@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/actorlet/actorlet/expansion"
 	"github.com/actorlet/actorlet/volume"
 )
 
@@ -110,7 +111,7 @@ func mountPropagation(c *v1.Container, mode *v1.MountPropagationMode) (runtimeap
 // expandSubPath expands $(VAR) in a subPathExpr from the container's
 // environment, as upstream's subpath.ExpandEnvVars.
 func expandSubPath(expr string, lookup func(string) (string, bool)) (string, error) {
-	out := expand(expr, lookup)
+	out := expansion.Expand(expr, lookup)
 	if strings.Contains(out, "$(") {
 		return "", fmt.Errorf("failed to expand subPathExpr %q: an undefined variable remains", expr)
 	}

@@ -7,6 +7,8 @@ import (
 	"math"
 
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/actorlet/actorlet/podref"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
@@ -65,19 +67,19 @@ func VerifyRunAsNonRoot(pod *v1.Pod, c *v1.Container, uid *int64, username strin
 	}
 	if runAsUser != nil {
 		if *runAsUser == 0 {
-			return fmt.Errorf("container's runAsUser breaks non-root policy (pod: %q, container: %s)", podDesc(pod), c.Name)
+			return fmt.Errorf("container's runAsUser breaks non-root policy (pod: %q, container: %s)", podref.Desc(pod), c.Name)
 		}
 		return nil
 	}
 	switch {
 	case uid == nil && username != "":
 		return fmt.Errorf("container has runAsNonRoot and image has non-numeric user (%s), cannot verify user is non-root (pod: %q, container: %s)",
-			username, podDesc(pod), c.Name)
+			username, podref.Desc(pod), c.Name)
 	case uid != nil && *uid == 0:
-		return fmt.Errorf("container has runAsNonRoot and image will run as root (pod: %q, container: %s)", podDesc(pod), c.Name)
+		return fmt.Errorf("container has runAsNonRoot and image will run as root (pod: %q, container: %s)", podref.Desc(pod), c.Name)
 	case uid != nil && (*uid < 0 || *uid > math.MaxInt32):
 		return fmt.Errorf("container has runAsNonRoot and image has an invalid user id (%d). (Must be 1-(%d)): must be between 0 and %d, inclusive (pod: %q, container: %s)",
-			*uid, math.MaxInt32, math.MaxInt32, podDesc(pod), c.Name)
+			*uid, math.MaxInt32, math.MaxInt32, podref.Desc(pod), c.Name)
 	}
 	return nil
 }

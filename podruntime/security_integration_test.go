@@ -9,6 +9,8 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/actorlet/actorlet/podref"
 	"k8s.io/client-go/tools/record"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
@@ -55,13 +57,13 @@ func TestIntegrationRunAsNonRoot(t *testing.T) {
 
 	t.Run("an image whose user is root is refused", func(t *testing.T) {
 		pod := testPod(t, r, nonRoot(busybox(e, "main", "sleep", "3600"), nil))
-		refused(t, pod, fmt.Sprintf("container has runAsNonRoot and image will run as root (pod: %q, container: main)", podDesc(pod)))
+		refused(t, pod, fmt.Sprintf("container has runAsNonRoot and image will run as root (pod: %q, container: main)", podref.Desc(pod)))
 	})
 	t.Run("runAsUser 0 is refused", func(t *testing.T) {
 		c := nonRoot(busybox(e, "main", "sleep", "3600"), ptrTo[int64](0))
 		c.Image = e.NonRootImage
 		pod := testPod(t, r, c)
-		refused(t, pod, fmt.Sprintf("container's runAsUser breaks non-root policy (pod: %q, container: main)", podDesc(pod)))
+		refused(t, pod, fmt.Sprintf("container's runAsUser breaks non-root policy (pod: %q, container: main)", podref.Desc(pod)))
 	})
 	// The user is read from the image's status as ensureImage found it, or,
 	// when ensureImage pulled it, read afterwards: both are tried.

@@ -11,6 +11,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/actorlet/actorlet/podref"
 	"github.com/actorlet/actorlet/prober/results"
 	"github.com/actorlet/actorlet/volume"
 )
@@ -94,7 +95,7 @@ func (r *Runtime) sync(ctx context.Context, pod *v1.Pod, vols map[string]volume.
 		s.waiting[b.Name] = WaitingReason{ReasonCrashLoopBackOff, b.Message}
 		s.retryAfter(b.Remaining)
 		r.containerEvent(pod, b.Name, "", v1.EventTypeWarning, EventBackOff,
-			fmt.Sprintf("Back-off restarting failed container %s in pod %s", b.Name, podDesc(pod)))
+			fmt.Sprintf("Back-off restarting failed container %s in pod %s", b.Name, podref.Desc(pod)))
 	}
 	s.run(ctx, actions)
 	s.removeDeadInstances(ctx)

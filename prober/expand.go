@@ -1,9 +1,9 @@
 package prober
 
 import (
-	"strings"
-
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/actorlet/actorlet/expansion"
 )
 
 // expandStatic expands $(VAR) in an exec probe's command from the
@@ -20,45 +20,7 @@ func expandStatic(cmd []string, env []v1.EnvVar) []string {
 	}
 	out := make([]string, len(cmd))
 	for i, s := range cmd {
-		out[i] = expand(s, vars)
+		out[i] = expansion.Expand(s, func(k string) (string, bool) { v, ok := vars[k]; return v, ok })
 	}
 	return out
-}
-
-// expand is the Kubernetes API's $(VAR) syntax (upstream's
-// third_party/forked/golang/expansion): $$ is an escaped $, a reference to
-// an unknown variable and an unclosed "$(" stay as written.
-func expand(input string, vars map[string]string) string {
-	var b strings.Builder
-	checkpoint := 0
-	for i := 0; i < len(input); i++ {
-		if input[i] != '$' || i+1 >= len(input) {
-			continue
-		}
-		b.WriteString(input[checkpoint:i])
-		rest := input[i+1:]
-		advance := 1
-		switch rest[0] {
-		case '$':
-			b.WriteByte('$')
-		case '(':
-			if end := strings.IndexByte(rest, ')'); end > 0 {
-				name := rest[1:end]
-				if v, ok := vars[name]; ok {
-					b.WriteString(v)
-				} else {
-					b.WriteString("$(" + name + ")")
-				}
-				advance = end + 1
-			} else {
-				b.WriteString("$(")
-			}
-		default:
-			b.WriteByte('$')
-			b.WriteByte(rest[0])
-		}
-		i += advance
-		checkpoint = i + 1
-	}
-	return b.String() + input[checkpoint:]
 }

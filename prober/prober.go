@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/actorlet/actorlet/podref"
 	"github.com/actorlet/actorlet/prober/action"
 	"github.com/actorlet/actorlet/prober/results"
 )
@@ -135,7 +136,7 @@ func (r *Runner) run(ctx context.Context, p *v1.Probe, pod *v1.Pod, status v1.Po
 		}
 		return probeGRPC(ctx, status.PodIP, service, int(p.GRPC.Port), timeout)
 	}
-	return unknown, "", fmt.Errorf("missing probe handler for %s:%s", podDesc(pod), c.Name)
+	return unknown, "", fmt.Errorf("missing probe handler for %s:%s", podref.Desc(pod), c.Name)
 }
 
 // exec runs an exec probe: exit 0 is a success, another exit code a
@@ -175,7 +176,7 @@ var httpTransport = &http.Transport{
 // to another host, which probes do not follow) a success with a warning,
 // any other status or a request that fails a failure.
 func probeHTTP(req *http.Request, timeout time.Duration) (outcome, string, error) {
-	client := &http.Client{Timeout: timeout, Transport: httpTransport, CheckRedirect: sameHostRedirects}
+	client := &http.Client{Timeout: timeout, Transport: httpTransport, CheckRedirect: action.SameHostRedirects}
 	resp, err := client.Do(req)
 	if err != nil {
 		return failure, err.Error(), nil
@@ -194,18 +195,6 @@ func probeHTTP(req *http.Request, timeout time.Duration) (outcome, string, error
 	}
 	// As upstream, the text leaves the body out: it may hold secrets.
 	return failure, fmt.Sprintf("HTTP probe failed with statuscode: %d", resp.StatusCode), nil
-}
-
-// sameHostRedirects follows up to 10 redirects to the same host and stops,
-// without an error, at one to another host, as upstream's RedirectChecker.
-func sameHostRedirects(req *http.Request, via []*http.Request) error {
-	if req.URL.Hostname() != via[0].URL.Hostname() {
-		return http.ErrUseLastResponse
-	}
-	if len(via) >= 10 {
-		return errors.New("stopped after 10 redirects")
-	}
-	return nil
 }
 
 // probeTCP is a success when a connection to addr opens within timeout.
@@ -228,33 +217,6 @@ func (r *Runner) event(pod *v1.Pod, c *v1.Container, reason, message string) {
 	r.Recorder.Event(&v1.ObjectReference{
 		Kind: "Pod", APIVersion: "v1",
 		Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID, ResourceVersion: pod.ResourceVersion,
-		FieldPath: containerFieldPath(pod, c.Name),
+		FieldPath: podref.FieldPath(pod, c.Name),
 	}, v1.EventTypeWarning, reason, message)
-}
-
-// containerFieldPath is where the container is in the pod's spec, as
-// upstream's GenerateContainerRef: "implicitly required container NAME"
-// for one the spec does not have.
-func containerFieldPath(pod *v1.Pod, name string) string {
-	for _, c := range pod.Spec.Containers {
-		if c.Name == name {
-			return fmt.Sprintf("spec.containers{%s}", name)
-		}
-	}
-	for _, c := range pod.Spec.InitContainers {
-		if c.Name == name {
-			return fmt.Sprintf("spec.initContainers{%s}", name)
-		}
-	}
-	for _, c := range pod.Spec.EphemeralContainers {
-		if c.Name == name {
-			return fmt.Sprintf("spec.ephemeralContainers{%s}", name)
-		}
-	}
-	return "implicitly required container " + name
-}
-
-// podDesc is upstream's format.Pod: NAME_NAMESPACE(UID).
-func podDesc(pod *v1.Pod) string {
-	return fmt.Sprintf("%s_%s(%s)", pod.Name, pod.Namespace, pod.UID)
 }

@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/actorlet/actorlet/podref"
 	"github.com/actorlet/actorlet/podruntime/fakecri"
 	"github.com/actorlet/actorlet/prober/results"
 )
@@ -355,11 +356,11 @@ func TestGRPC(t *testing.T) {
 
 func TestFieldPathOfAContainerNotInTheSpec(t *testing.T) {
 	pod := &v1.Pod{}
-	if got := containerFieldPath(pod, "x"); got != "implicitly required container x" {
+	if got := podref.FieldPath(pod, "x"); got != "implicitly required container x" {
 		t.Errorf("containerFieldPath = %q", got)
 	}
 	pod.Spec.EphemeralContainers = []v1.EphemeralContainer{{EphemeralContainerCommon: v1.EphemeralContainerCommon{Name: "x"}}}
-	if got := containerFieldPath(pod, "x"); got != "spec.ephemeralContainers{x}" {
+	if got := podref.FieldPath(pod, "x"); got != "spec.ephemeralContainers{x}" {
 		t.Errorf("containerFieldPath = %q", got)
 	}
 }

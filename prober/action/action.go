@@ -185,3 +185,16 @@ func Exec(ctx context.Context, rt runtimeapi.RuntimeServiceClient, id string, cm
 	}
 	return out, nil
 }
+
+// SameHostRedirects follows up to 10 redirects to the same host and stops,
+// without an error, at one to another host, as upstream's RedirectChecker:
+// probes and hooks follow redirects alike.
+func SameHostRedirects(req *http.Request, via []*http.Request) error {
+	if req.URL.Hostname() != via[0].URL.Hostname() {
+		return http.ErrUseLastResponse
+	}
+	if len(via) >= 10 {
+		return errors.New("stopped after 10 redirects")
+	}
+	return nil
+}

@@ -1,13 +1,16 @@
-package podruntime
+// Package expansion is the Kubernetes API's $(VAR) syntax, as upstream's
+// third_party/forked/golang/expansion: env values, command, args,
+// subPathExpr and exec probes' commands use it.
+package expansion
 
 import "strings"
 
-// expand replaces $(VAR) references by their values, as the Kubernetes API
+// Expand replaces $(VAR) references by their values, as the Kubernetes API
 // defines it for env values, command, args and subPathExpr (upstream's
 // third_party/forked/golang/expansion): $$ is an escaped $, a reference to
 // a variable lookup does not know stays as written, and so does an
 // unclosed "$(", after which scanning goes on.
-func expand(input string, lookup func(string) (string, bool)) string {
+func Expand(input string, lookup func(string) (string, bool)) string {
 	var b strings.Builder
 	checkpoint := 0
 	for i := 0; i < len(input); i++ {
