@@ -33,9 +33,12 @@ func benchProbes(c *v1.Container) {
 	port := intstr.FromInt32(8080)
 	httpGet := v1.ProbeHandler{HTTPGet: &v1.HTTPGetAction{Path: "/", Port: port}}
 	c.Command = probedCommand
-	c.StartupProbe = &v1.Probe{ProbeHandler: httpGet, PeriodSeconds: 1, FailureThreshold: 30}
-	c.ReadinessProbe = &v1.Probe{ProbeHandler: httpGet, PeriodSeconds: 1}
-	c.LivenessProbe = &v1.Probe{ProbeHandler: v1.ProbeHandler{TCPSocket: &v1.TCPSocketAction{Port: port}}, PeriodSeconds: 1}
+	// Timeouts of 5 s: on two cores, 110 httpd forking for 330 probes a
+	// second while pods start can take more than the default second to
+	// answer, and a liveness kill would start the pod over.
+	c.StartupProbe = &v1.Probe{ProbeHandler: httpGet, PeriodSeconds: 1, TimeoutSeconds: 5, FailureThreshold: 60}
+	c.ReadinessProbe = &v1.Probe{ProbeHandler: httpGet, PeriodSeconds: 1, TimeoutSeconds: 5}
+	c.LivenessProbe = &v1.Probe{ProbeHandler: v1.ProbeHandler{TCPSocket: &v1.TCPSocketAction{Port: port}}, PeriodSeconds: 1, TimeoutSeconds: 5, FailureThreshold: 5}
 }
 
 // benchPod is the issue's workload: busybox `sleep 3600`, never pulled,
