@@ -36,3 +36,25 @@ func FieldPath(pod *v1.Pod, name string) string {
 func Desc(pod *v1.Pod) string {
 	return fmt.Sprintf("%s_%s(%s)", pod.Name, pod.Namespace, pod.UID)
 }
+
+// Container is the named container of pod, among its containers, init
+// containers and ephemeral containers (an EphemeralContainerCommon has a
+// Container's fields); nil when the spec does not name it.
+func Container(pod *v1.Pod, name string) *v1.Container {
+	for i := range pod.Spec.Containers {
+		if pod.Spec.Containers[i].Name == name {
+			return &pod.Spec.Containers[i]
+		}
+	}
+	for i := range pod.Spec.InitContainers {
+		if pod.Spec.InitContainers[i].Name == name {
+			return &pod.Spec.InitContainers[i]
+		}
+	}
+	for i := range pod.Spec.EphemeralContainers {
+		if ec := &pod.Spec.EphemeralContainers[i]; ec.Name == name {
+			return (*v1.Container)(&ec.EphemeralContainerCommon)
+		}
+	}
+	return nil
+}

@@ -188,28 +188,6 @@ func (r *Runtime) restoreContainerSpec(ctx context.Context, id, name string) *v1
 	return c
 }
 
-// containerSpec is the named container's spec in the pod, among its
-// containers, init containers and ephemeral containers; nil if none.
-func containerSpec(pod *v1.Pod, name string) *v1.Container {
-	for i := range pod.Spec.Containers {
-		if pod.Spec.Containers[i].Name == name {
-			return &pod.Spec.Containers[i]
-		}
-	}
-	for i := range pod.Spec.InitContainers {
-		if pod.Spec.InitContainers[i].Name == name {
-			return &pod.Spec.InitContainers[i]
-		}
-	}
-	for i := range pod.Spec.EphemeralContainers {
-		if ec := &pod.Spec.EphemeralContainers[i]; ec.Name == name {
-			c := v1.Container(ec.EphemeralContainerCommon)
-			return &c
-		}
-	}
-	return nil
-}
-
 func firstIP(ips []string) string {
 	if len(ips) == 0 {
 		return ""

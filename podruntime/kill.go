@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/actorlet/actorlet/podref"
 	"github.com/actorlet/actorlet/supervision"
 )
 
@@ -203,7 +204,7 @@ func (r *Runtime) stopPod(ctx context.Context, pod *v1.Pod, status *PodStatus, g
 // containerKill is the kill of the pod's container instance id, as status
 // shows it: its preStop hook runs only if it is running.
 func (r *Runtime) containerKill(pod *v1.Pod, status *PodStatus, id, name string, grace int64, order *terminationOrder) containerKill {
-	k := containerKill{pod: pod, podIP: firstIP(status.IPs), id: id, name: name, spec: containerSpec(pod, name), grace: grace, order: order}
+	k := containerKill{pod: pod, podIP: firstIP(status.IPs), id: id, name: name, spec: podref.Container(pod, name), grace: grace, order: order}
 	for _, cs := range status.ContainerStatuses {
 		if cs.ID == id {
 			k.running = cs.State == runtimeapi.ContainerState_CONTAINER_RUNNING

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/actorlet/actorlet/podref"
 	"github.com/actorlet/actorlet/podruntime"
 )
 
@@ -94,32 +95,11 @@ func restartCount(c *runtimeapi.Container) int {
 	return n
 }
 
-// specContainer finds container among pod's init, regular and ephemeral
-// containers; nil when the spec does not name it.
-func specContainer(pod *v1.Pod, container string) *v1.Container {
-	for i := range pod.Spec.InitContainers {
-		if pod.Spec.InitContainers[i].Name == container {
-			return &pod.Spec.InitContainers[i]
-		}
-	}
-	for i := range pod.Spec.Containers {
-		if pod.Spec.Containers[i].Name == container {
-			return &pod.Spec.Containers[i]
-		}
-	}
-	for i := range pod.Spec.EphemeralContainers {
-		if c := &pod.Spec.EphemeralContainers[i]; c.Name == container {
-			return (*v1.Container)(&c.EphemeralContainerCommon)
-		}
-	}
-	return nil
-}
-
 // runningContainer finds the running instance of container in pod, for
 // exec and attach, as upstream: a container that is not running is an
 // error the client sees.
 func (a *Actor) runningContainer(ctx context.Context, pod *v1.Pod, container string) (*runtimeapi.Container, error) {
-	if specContainer(pod, container) == nil {
+	if podref.Container(pod, container) == nil {
 		return nil, statusError(http.StatusNotFound, "container %s is not valid for pod %s/%s", container, pod.Namespace, pod.Name)
 	}
 	cs, err := a.podContainers(ctx, pod, container)

@@ -15,6 +15,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/actorlet/actorlet/podref"
 	"github.com/actorlet/actorlet/server/logs"
 )
 
@@ -86,7 +87,7 @@ func (a *Actor) containerLogs(w http.ResponseWriter, r *http.Request) {
 // needs a previous instance to exist, and the current one to have started
 // for the current log).
 func (a *Actor) logContainer(ctx context.Context, pod *v1.Pod, container string, previous bool) (*runtimeapi.Container, error) {
-	if specContainer(pod, container) == nil {
+	if podref.Container(pod, container) == nil {
 		return nil, statusError(http.StatusBadRequest, "container %s is not valid for pod %s/%s", container, pod.Namespace, pod.Name)
 	}
 	cs, err := a.podContainers(ctx, pod, container)

@@ -16,6 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/proxy"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/streaming/pkg/httpstream"
+
+	"github.com/actorlet/actorlet/podref"
 )
 
 // The streaming endpoints (/exec, /attach, /portForward) do what upstream's
@@ -164,7 +166,7 @@ func (a *Actor) attach(w http.ResponseWriter, r *http.Request) {
 }
 
 func containerTTY(pod *v1.Pod, name string) bool {
-	c := specContainer(pod, name)
+	c := podref.Container(pod, name)
 	return c != nil && c.TTY
 }
 
