@@ -18,7 +18,6 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/actorlet/actorlet/podref"
 	"github.com/actorlet/actorlet/podruntime/fakecri"
@@ -28,22 +27,11 @@ import (
 // running returns the ID of a running container in rt.
 func running(t *testing.T, rt *fakecri.Runtime) string {
 	t.Helper()
-	ctx := context.Background()
-	img := rt.AddImage("img:1")
-	sb, err := rt.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: &runtimeapi.PodSandboxConfig{
-		Metadata: &runtimeapi.PodSandboxMetadata{Name: "p"}}})
+	id, err := rt.RunningContainer(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := rt.CreateContainer(ctx, &runtimeapi.CreateContainerRequest{PodSandboxId: sb.PodSandboxId, Config: &runtimeapi.ContainerConfig{
-		Metadata: &runtimeapi.ContainerMetadata{Name: "c"}, Image: &runtimeapi.ImageSpec{Image: img}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := rt.StartContainer(ctx, &runtimeapi.StartContainerRequest{ContainerId: c.ContainerId}); err != nil {
-		t.Fatal(err)
-	}
-	return c.ContainerId
+	return id
 }
 
 // podWith returns a pod whose container "c" (an init container when init)

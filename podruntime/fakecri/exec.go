@@ -53,3 +53,23 @@ func (r *Runtime) ExecSync(ctx context.Context, in *runtimeapi.ExecSyncRequest, 
 	}
 	return &runtimeapi.ExecSyncResponse{Stdout: stdout, Stderr: stderr, ExitCode: code}, nil
 }
+
+// RunningContainer makes a sandbox and a running container "c" in it and
+// returns the container's ID: what a test of a probe or hook runs against.
+func (r *Runtime) RunningContainer(ctx context.Context) (string, error) {
+	img := r.AddImage("img:1")
+	sb, err := r.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: &runtimeapi.PodSandboxConfig{
+		Metadata: &runtimeapi.PodSandboxMetadata{Name: "p"}}})
+	if err != nil {
+		return "", err
+	}
+	c, err := r.CreateContainer(ctx, &runtimeapi.CreateContainerRequest{PodSandboxId: sb.PodSandboxId, Config: &runtimeapi.ContainerConfig{
+		Metadata: &runtimeapi.ContainerMetadata{Name: "c"}, Image: &runtimeapi.ImageSpec{Image: img}}})
+	if err != nil {
+		return "", err
+	}
+	if _, err := r.StartContainer(ctx, &runtimeapi.StartContainerRequest{ContainerId: c.ContainerId}); err != nil {
+		return "", err
+	}
+	return c.ContainerId, nil
+}
