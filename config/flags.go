@@ -31,6 +31,10 @@ type Options struct {
 	ConfigFile             string
 	ConfigDir              string
 	Kubeconfig             string
+	// BootstrapKubeconfig is --bootstrap-kubeconfig: the credentials with
+	// which the node asks for its client certificate when the --kubeconfig
+	// file is missing or its certificate unusable (TLS bootstrap).
+	BootstrapKubeconfig string
 	CertDir                string
 	HostnameOverride       string
 	NodeIP                 string
@@ -237,6 +241,14 @@ var configFlags = []configFlag{
 		value: func(c *kubeletconfigv1beta1.KubeletConfiguration) pflag.Value {
 			return taintsValue{&c.RegisterWithTaints}
 		}},
+	{name: "rotate-certificates", field: "rotateCertificates", noOptDefVal: "true", usage: "Auto rotate the kubelet client certificates by requesting new certificates from the kube-apiserver when the certificate expiration approaches.",
+		value: func(c *kubeletconfigv1beta1.KubeletConfiguration) pflag.Value {
+			return boolValue{&c.RotateCertificates}
+		}},
+	{name: "rotate-server-certificates", field: "serverTLSBootstrap", noOptDefVal: "true", usage: "Auto-request and rotate the kubelet serving certificates by requesting new certificates from the kube-apiserver when the certificate expiration approaches. Requires the RotateKubeletServerCertificate feature gate to be enabled, and approval of the submitted CertificateSigningRequest objects.",
+		value: func(c *kubeletconfigv1beta1.KubeletConfiguration) pflag.Value {
+			return boolValue{&c.ServerTLSBootstrap}
+		}},
 	{name: "logging-format", field: "logging.format", usage: "Sets the log format. Permitted formats: \"json\", \"text\".",
 		value: func(c *kubeletconfigv1beta1.KubeletConfiguration) pflag.Value { return stringValue{&c.Logging.Format} }},
 	{name: "v", shorthand: "v", field: "logging.verbosity", usage: "number for the log level verbosity",
@@ -250,6 +262,7 @@ func addOptionFlags(fs *pflag.FlagSet, o *Options) {
 	fs.StringVar(&o.ConfigFile, "config", o.ConfigFile, "The Kubelet will load its initial configuration from this file. The path may be absolute or relative; relative paths start at the Kubelet's current working directory. Omit this flag to use the built-in default configuration values. Command-line flags override configuration from this file.")
 	fs.StringVar(&o.ConfigDir, "config-dir", o.ConfigDir, "Path to a directory containing drop-in configuration files that override settings from defaults and the --config file. Drop-in files must have a '.conf' suffix (e.g., '99-kubelet-address.conf') and are processed in lexical order. Only '.conf' files are loaded; all other files are ignored. All .conf files in the directory and its subdirectories are processed in lexical order.")
 	fs.StringVar(&o.Kubeconfig, "kubeconfig", o.Kubeconfig, "Path to a kubeconfig file, specifying how to connect to the API server. Providing --kubeconfig enables API server mode, omitting --kubeconfig enables standalone mode.")
+	fs.StringVar(&o.BootstrapKubeconfig, "bootstrap-kubeconfig", o.BootstrapKubeconfig, "Path to a kubeconfig file that will be used to get client certificate for kubelet. If the file specified by --kubeconfig does not exist, the bootstrap kubeconfig is used to request a client certificate from the API server. On success, a kubeconfig file referencing the generated client certificate and key is written to the path specified by --kubeconfig. The client certificate and key file will be stored in the directory pointed by --cert-dir.")
 	fs.StringVar(&o.CertDir, "cert-dir", o.CertDir, "The directory where the TLS certs are located. If --tls-cert-file and --tls-private-key-file are provided, this flag will be ignored.")
 	fs.StringVar(&o.HostnameOverride, "hostname-override", o.HostnameOverride, "If non-empty, will use this string as identification instead of the actual hostname.")
 	fs.StringVar(&o.NodeIP, "node-ip", o.NodeIP, "IP address (or comma-separated dual-stack IP addresses) of the node. If unset, kubelet will use the node's default IPv4 address, if any, or its default IPv6 address if it has no IPv4 addresses.")

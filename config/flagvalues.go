@@ -96,6 +96,19 @@ func (v int64Value) Set(s string) error {
 func (v int64Value) String() string { return strconv.FormatInt(*v.p, 10) }
 func (v int64Value) Type() string   { return "int" }
 
+type boolValue struct{ p *bool }
+
+func (v boolValue) Set(s string) error {
+	b, err := strconv.ParseBool(s)
+	if err != nil {
+		return err
+	}
+	*v.p = b
+	return nil
+}
+func (v boolValue) Type() string   { return "bool" }
+func (v boolValue) String() string { return strconv.FormatBool(*v.p) }
+
 type boolPtrValue struct{ p **bool }
 
 func (v boolPtrValue) Set(s string) error {

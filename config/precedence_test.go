@@ -66,6 +66,8 @@ var precedenceCases = []struct {
 	{"kube-reserved", "kubeReserved", "kubeReserved: {cpu: 100m}", "kubeReserved: {memory: 1Gi}", "cpu=1", "", "map[cpu:100m]", "map[cpu:100m memory:1Gi]", "map[cpu:1]"},
 	{"fail-swap-on", "failSwapOn", "failSwapOn: false", "failSwapOn: true", "false", "true", "false", "true", "false"},
 	{"register-node", "registerNode", "registerNode: false", "registerNode: true", "false", "true", "false", "true", "false"},
+	{"rotate-certificates", "rotateCertificates", "rotateCertificates: true", "rotateCertificates: true", "false", "", "true", "true", ""},
+	{"rotate-server-certificates", "serverTLSBootstrap", "serverTLSBootstrap: true", "serverTLSBootstrap: true", "false", "", "true", "true", ""},
 	{"register-with-taints", "registerWithTaints", "registerWithTaints: [{key: a, effect: NoSchedule}]", "registerWithTaints: [{key: b, effect: NoExecute}]", "c=d:NoSchedule", "",
 		"[map[effect:NoSchedule key:a]]", "[map[effect:NoExecute key:b]]", "[map[effect:NoSchedule key:c value:d]]"},
 	{"logging-format", "logging.format", "logging: {format: json}", "logging: {format: text}", "json", "text", "json", "text", "json"},

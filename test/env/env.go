@@ -64,6 +64,20 @@ type Env struct {
 	AuthRegistryPassword string
 	PrivateImage         string
 
+	// BootstrapKubeconfig (ACTORLET_BOOTSTRAP_KUBECONFIG) holds a bootstrap
+	// token of the group kubeadm gives joining nodes
+	// (system:bootstrappers:kubeadm:default-node-token): its node-client
+	// CSRs are approved by kube-controller-manager, as on a kubeadm cluster.
+	// BootstrapManualKubeconfig (ACTORLET_BOOTSTRAP_MANUAL_KUBECONFIG) holds
+	// a token that may create CSRs but whose CSRs nobody approves: a test
+	// approves or denies them. CSRSigningDuration
+	// (ACTORLET_CSR_SIGNING_DURATION) is kube-controller-manager's
+	// --cluster-signing-duration: short, so that certificate rotation
+	// happens within a test.
+	BootstrapKubeconfig       string
+	BootstrapManualKubeconfig string
+	CSRSigningDuration        time.Duration
+
 	// WithAPIServer is true when etcd, kube-apiserver and
 	// kube-controller-manager were required and are up.
 	WithAPIServer bool
@@ -210,6 +224,15 @@ func parse(out []byte) (*Env, error) {
 		AuthRegistryUser:     vars["ACTORLET_AUTH_REGISTRY_USER"],
 		AuthRegistryPassword: vars["ACTORLET_AUTH_REGISTRY_PASSWORD"],
 		PrivateImage:         vars["ACTORLET_PRIVATE_IMAGE"],
+
+		BootstrapKubeconfig:       vars["ACTORLET_BOOTSTRAP_KUBECONFIG"],
+		BootstrapManualKubeconfig: vars["ACTORLET_BOOTSTRAP_MANUAL_KUBECONFIG"],
+	}
+	if d := vars["ACTORLET_CSR_SIGNING_DURATION"]; d != "" {
+		var err error
+		if e.CSRSigningDuration, err = time.ParseDuration(d); err != nil {
+			return nil, fmt.Errorf("ACTORLET_CSR_SIGNING_DURATION=%q: %w", d, err)
+		}
 	}
 	if e.RuntimeEndpoint == "" || e.StateDir == "" || e.NodeName == "" {
 		return nil, fmt.Errorf("hack/node-env env printed no usable values:\n%s", out)
