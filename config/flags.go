@@ -28,13 +28,13 @@ KubeletConfiguration file (--config, --config-dir); see docs/configuration.md.`
 
 // Options are command-line-only settings (no KubeletConfiguration field).
 type Options struct {
-	ConfigFile             string
-	ConfigDir              string
-	Kubeconfig             string
+	ConfigFile string
+	ConfigDir  string
+	Kubeconfig string
 	// BootstrapKubeconfig is --bootstrap-kubeconfig: the credentials with
 	// which the node asks for its client certificate when the --kubeconfig
 	// file is missing or its certificate unusable (TLS bootstrap).
-	BootstrapKubeconfig string
+	BootstrapKubeconfig    string
 	CertDir                string
 	HostnameOverride       string
 	NodeIP                 string
