@@ -27,6 +27,7 @@ var Implemented = map[string]bool{
 	"enableServer":                true,
 	"tlsCertFile":                 true,
 	"tlsPrivateKeyFile":           true,
+	"serverTLSBootstrap":          true,
 	"authentication.*":            true,
 	"authorization.*":             true,
 	"healthzBindAddress":          true,

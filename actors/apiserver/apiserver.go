@@ -61,11 +61,16 @@ type Params struct {
 	// ReadOnlyPort: the unauthenticated read-only API on Address; 0
 	// disables it.
 	ReadOnlyPort int32
-	// ServingCert (ServingCertificate) and Auth guard the API; both are
-	// needed when Port is set.
+	// ServingCert (ServingCertificate) or GetServingCert, and Auth guard
+	// the API; a certificate and Auth are needed when Port is set.
 	ServingCert *tls.Certificate
-	Auth        *auth.Filter
-	NodeName    string
+	// GetServingCert, when set, gives each handshake its certificate
+	// (serverTLSBootstrap: the rotating certificate of
+	// certificates.ServingManager); while it fails, handshakes fail and
+	// nothing is served.
+	GetServingCert func(*tls.ClientHelloInfo) (*tls.Certificate, error)
+	Auth           *auth.Filter
+	NodeName       string
 	// Runtime is the CRI runtime service: streaming URLs, container lookups
 	// and logs.
 	Runtime runtimeapi.RuntimeServiceClient

@@ -125,12 +125,19 @@ func registerPprof(mux *http.ServeMux) {
 // secureAPI builds the TLS configuration and the guarded handler of the
 // main API.
 func (a *Actor) secureAPI() (*tls.Config, http.Handler, error) {
-	if a.p.ServingCert == nil || a.p.Auth == nil {
+	if a.p.ServingCert == nil && a.p.GetServingCert == nil || a.p.Auth == nil {
 		return nil, nil, fmt.Errorf("kubelet API on port %d: no serving certificate or authenticator", a.p.Port)
 	}
 	// HTTP/1.1 only: the streaming endpoints upgrade the connection, which
 	// HTTP/2 cannot.
-	base := &tls.Config{Certificates: []tls.Certificate{*a.p.ServingCert}, MinVersion: tls.VersionTLS12, NextProtos: []string{"http/1.1"}}
+	base := &tls.Config{MinVersion: tls.VersionTLS12, NextProtos: []string{"http/1.1"}}
+	if a.p.GetServingCert != nil {
+		// Asked at each handshake: a rotated certificate is served from
+		// the next connection on.
+		base.GetCertificate = a.p.GetServingCert
+	} else {
+		base.Certificates = []tls.Certificate{*a.p.ServingCert}
+	}
 	return a.p.Auth.TLSConfig(base), canonicalPaths(a.p.Auth.Wrap(a.apiMux())), nil
 }
 

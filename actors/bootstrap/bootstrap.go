@@ -17,6 +17,7 @@ import (
 	"github.com/rs/zerolog"
 	kubeletconfigv1beta1 "k8s.io/kubelet/config/v1beta1"
 
+	"github.com/actorlet/actorlet/certificates"
 	"github.com/actorlet/actorlet/config"
 	"github.com/actorlet/actorlet/config/features"
 	"github.com/actorlet/actorlet/dependencies"
@@ -59,6 +60,9 @@ type Actor struct {
 	// apiCert and apiAuth guard the kubelet API; nil with enableServer: false.
 	apiCert *tls.Certificate
 	apiAuth *auth.Filter
+	// servingCerts is the kubelet API's certificate with serverTLSBootstrap
+	// (then apiCert is nil).
+	servingCerts *certificates.ServingManager
 
 	// children are the live runtime actors in order of start.
 	children []*actor.PID
@@ -202,6 +206,7 @@ func (a *Actor) exit(code int) {
 		return
 	}
 	a.exited = true
+	a.stopServingCertificate()
 	if a.deps != nil {
 		a.deps.Close()
 	}

@@ -197,8 +197,7 @@ func (a *Actor) buildDependencies(actor.Context) (outcome, error) {
 	// BuildAuth and InitializeTLS: a node that cannot guard its API does not
 	// start at all.
 	if c.EnableServer == nil || *c.EnableServer {
-		cert, err := apiserver.ServingCertificate(c.TLSCertFile, c.TLSPrivateKeyFile, o.CertDir, deps.NodeName, deps.NodeIP)
-		if err != nil {
+		if err := a.servingCertificate(); err != nil {
 			return next, fmt.Errorf("kubelet API: %w", err)
 		}
 		filter, err := auth.New(auth.Config{Authentication: c.Authentication, Authorization: c.Authorization,
@@ -206,7 +205,7 @@ func (a *Actor) buildDependencies(actor.Context) (outcome, error) {
 		if err != nil {
 			return next, fmt.Errorf("kubelet API: %w", err)
 		}
-		a.apiCert, a.apiAuth = &cert, filter
+		a.apiAuth = filter
 	}
 	return next, nil
 }
@@ -282,7 +281,7 @@ var runtimeActors = []struct {
 		return a.p.System.Registry.Props(apiserver.Kind, apiserver.New(apiserver.Params{
 			HealthzAddress: c.HealthzBindAddress, HealthzPort: deref(c.HealthzPort),
 			Address: c.Address, Port: port, ReadOnlyPort: c.ReadOnlyPort,
-			ServingCert: a.apiCert, Auth: a.apiAuth,
+			ServingCert: a.apiCert, GetServingCert: a.getServingCert(), Auth: a.apiAuth,
 			NodeName: a.deps.NodeName,
 			Stats: &stats.Provider{Runtime: a.deps.Runtime, Images: a.deps.Images, NodeName: a.deps.NodeName,
 				RootDir: a.deps.RootDir, PodLogsDir: c.PodLogsDir, PodCgroupRoot: env.runtime.Opts.CgroupParentRoot,
