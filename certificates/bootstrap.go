@@ -293,9 +293,10 @@ func requestNodeCertificate(ctx context.Context, c BootstrapConfig, client kuber
 
 	waitCtx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	done := make(chan struct{})
-	defer close(done)
+	done, reporterGone := make(chan struct{}), make(chan struct{})
+	defer func() { close(done); <-reporterGone }()
 	go func() {
+		defer close(reporterGone)
 		t := time.NewTicker(orDefault(c.ReportEvery, defaultReportEvery))
 		defer t.Stop()
 		started := time.Now()
