@@ -89,13 +89,13 @@ func TestServingTemplate(t *testing.T) {
 	}
 }
 
-// testCA signs the CSRs of the fake API server.
-type testCA struct {
+// servingCA signs the CSRs of the fake API server.
+type servingCA struct {
 	cert *x509.Certificate
 	key  *ecdsa.PrivateKey
 }
 
-func newTestCA(t *testing.T) *testCA {
+func newServingCA(t *testing.T) *servingCA {
 	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
@@ -112,13 +112,13 @@ func newTestCA(t *testing.T) *testCA {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &testCA{cert: cert, key: key}
+	return &servingCA{cert: cert, key: key}
 }
 
 // issue signs a certificate for the public key and names of csrPEM (or of
 // the template, when csrPEM is nil, with a key of its own) valid from
 // notBefore to notAfter; it returns the certificate's and key's PEM.
-func (ca *testCA) issue(t *testing.T, csrPEM []byte, tmpl *x509.Certificate) (certPEM, keyPEM []byte) {
+func (ca *servingCA) issue(t *testing.T, csrPEM []byte, tmpl *x509.Certificate) (certPEM, keyPEM []byte) {
 	t.Helper()
 	var pub any
 	if csrPEM != nil {
@@ -151,10 +151,10 @@ func (ca *testCA) issue(t *testing.T, csrPEM []byte, tmpl *x509.Certificate) (ce
 	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), keyPEM
 }
 
-// signingClient is a fake API server whose CSRs are approved and issued as
+// servingSigningClient is a fake API server whose CSRs are approved and issued as
 // they are created, as kube-controller-manager's would be once approved.
 // The created CSRs go to csrs.
-func signingClient(t *testing.T, ca *testCA, lifetime time.Duration, objects ...runtime.Object) (*fake.Clientset, chan *certificatesv1.CertificateSigningRequest) {
+func servingSigningClient(t *testing.T, ca *servingCA, lifetime time.Duration, objects ...runtime.Object) (*fake.Clientset, chan *certificatesv1.CertificateSigningRequest) {
 	client := fake.NewClientset(objects...)
 	csrs := make(chan *certificatesv1.CertificateSigningRequest, 10)
 	serial := int64(100)
@@ -179,9 +179,9 @@ func signingClient(t *testing.T, ca *testCA, lifetime time.Duration, objects ...
 	return client, csrs
 }
 
-// storeCurrent stores a pair in dir as the file store does: a dated file
+// storeServingCurrent stores a pair in dir as the file store does: a dated file
 // that kubelet-server-current.pem points at.
-func storeCurrent(t *testing.T, dir string, certPEM, keyPEM []byte) {
+func storeServingCurrent(t *testing.T, dir string, certPEM, keyPEM []byte) {
 	t.Helper()
 	if err := os.WriteFile(filepath.Join(dir, "kubelet-server-2000-01-01-00-00-00.pem"), append(certPEM, keyPEM...), 0o600); err != nil {
 		t.Fatal(err)
@@ -192,10 +192,10 @@ func storeCurrent(t *testing.T, dir string, certPEM, keyPEM []byte) {
 }
 
 func TestServingManagerRequestsAndServes(t *testing.T) {
-	ca := newTestCA(t)
+	ca := newServingCA(t)
 	node := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-a"}, Status: v1.NodeStatus{Addresses: []v1.NodeAddress{
 		{Type: v1.NodeInternalIP, Address: "10.0.0.5"}, {Type: v1.NodeHostName, Address: "node-a"}}}}
-	client, csrs := signingClient(t, ca, time.Hour, node)
+	client, csrs := servingSigningClient(t, ca, time.Hour, node)
 	dir := t.TempDir()
 	m, err := NewServingManager(ServingConfig{NodeName: "node-a", CertDir: dir, Kube: client, Log: zerolog.Nop()})
 	if err != nil {
@@ -242,7 +242,7 @@ func TestServingManagerRequestsAndServes(t *testing.T) {
 }
 
 func TestServingManagerStoredCertificates(t *testing.T) {
-	ca := newTestCA(t)
+	ca := newServingCA(t)
 	valid := func() *x509.Certificate {
 		return &x509.Certificate{SerialNumber: big.NewInt(7), Subject: pkix.Name{CommonName: "system:node:node-a"},
 			NotBefore: time.Now().Add(-time.Minute), NotAfter: time.Now().Add(time.Hour)}
@@ -270,7 +270,7 @@ func TestServingManagerStoredCertificates(t *testing.T) {
 			c := ServingConfig{NodeName: "node-a", CertDir: dir, Log: zerolog.Nop()}
 			if tt.current != nil {
 				certPEM, keyPEM := ca.issue(t, nil, tt.current())
-				storeCurrent(t, dir, certPEM, keyPEM)
+				storeServingCurrent(t, dir, certPEM, keyPEM)
 			}
 			if tt.files != nil {
 				certPEM, keyPEM := ca.issue(t, nil, tt.files())
@@ -313,15 +313,15 @@ func TestServingManagerStoredCertificates(t *testing.T) {
 // replaced through a new CSR, and the next GetCertificate serves the new
 // one.
 func TestServingManagerRotates(t *testing.T) {
-	ca := newTestCA(t)
-	client, csrs := signingClient(t, ca, time.Hour)
+	ca := newServingCA(t)
+	client, csrs := servingSigningClient(t, ca, time.Hour)
 	dir := t.TempDir()
 	// Stored: a certificate past 90% of its life, so the rotation deadline
 	// has passed.
 	certPEM, keyPEM := ca.issue(t, nil, &x509.Certificate{SerialNumber: big.NewInt(7), Subject: pkix.Name{CommonName: "system:node:node-a"},
 		DNSNames: []string{"node-a"}, IPAddresses: []net.IP{net.ParseIP("10.0.0.5")},
 		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Minute)})
-	storeCurrent(t, dir, certPEM, keyPEM)
+	storeServingCurrent(t, dir, certPEM, keyPEM)
 	addresses := []v1.NodeAddress{{Type: v1.NodeInternalIP, Address: "10.0.0.5"}, {Type: v1.NodeHostName, Address: "node-a"}}
 	m, err := NewServingManager(ServingConfig{NodeName: "node-a", CertDir: dir, Kube: client,
 		Addresses: func() []v1.NodeAddress { return addresses }, Log: zerolog.Nop()})
