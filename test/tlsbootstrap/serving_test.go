@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -33,7 +34,17 @@ import (
 // for the next one, which is served from the next connection on. The
 // healthz port is plain HTTP and answers throughout.
 func TestServingCertificateBootstrap(t *testing.T) {
-	n := agent.NewNode(t, binary, agent.InCluster(), agent.WithConfig("serverTLSBootstrap: true\n"))
+	opts := []agent.NodeOption{agent.InCluster(), agent.WithConfig("serverTLSBootstrap: true\n")}
+	if upstream {
+		opts = append(opts, agent.WithConfig(agent.UpstreamKubeletConfig))
+	}
+	n := agent.NewNode(t, binary, opts...)
+	if upstream {
+		// Upstream's kubelet makes its root directory a (shared) bind
+		// mount of itself, which outlives it and keeps the test's
+		// temporary directory from being removed.
+		n.AtCleanup(func() { _ = syscall.Unmount(n.RootDir, syscall.MNT_DETACH) })
+	}
 	admin := n.Env.AdminClient(t)
 	ctx := context.Background()
 	csrs := admin.CertificatesV1().CertificateSigningRequests()
