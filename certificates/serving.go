@@ -100,13 +100,16 @@ func NewServingManager(c ServingConfig) (*ServingManager, error) {
 		GetTemplate: func() *x509.CertificateRequest {
 			return servingTemplate(name, addresses(), allowDNSOnly)
 		},
-		SignerName:       certificatesv1.KubeletServingSignerName,
-		GetUsages:        certificate.DefaultKubeletServingGetUsages,
-		CertificateStore: store,
+		SignerName:              certificatesv1.KubeletServingSignerName,
+		GetUsages:               certificate.DefaultKubeletServingGetUsages,
+		CertificateStore:        store,
+		CertificateRotation:     servingRotation,
+		CertificateRenewFailure: servingRenewErrors,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("serving certificate manager: %w", err)
 	}
+	registerServingMetrics()
 	return m, nil
 }
 
@@ -119,6 +122,7 @@ func (m *ServingManager) Start() {
 		return
 	}
 	m.started = true
+	servingStarted.Store(m)
 	if m.watch != nil {
 		m.watch.start()
 	}
@@ -139,6 +143,7 @@ func (m *ServingManager) Stop() {
 		return
 	}
 	m.stopped = true
+	servingStarted.CompareAndSwap(m, nil)
 	m.Manager.Stop()
 	if m.watch != nil {
 		m.watch.stop()

@@ -10,6 +10,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"math"
 	"math/big"
 	"net"
 	"os"
@@ -26,6 +27,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/actorlet/actorlet/metrics"
 )
 
 func TestServingTemplate(t *testing.T) {
@@ -357,4 +360,58 @@ func TestServingManagerStopTwice(t *testing.T) {
 	m.Stop()
 	m.Stop()
 	m.Start() // no effect after Stop
+}
+
+// TestServingMetrics: upstream's three serving certificate metrics are on
+// /metrics once a manager exists; the TTL is the started manager's
+// certificate's, +Inf without one.
+func TestServingMetrics(t *testing.T) {
+	ca := newServingCA(t)
+	dir := t.TempDir()
+	certPEM, keyPEM := ca.issue(t, nil, &x509.Certificate{SerialNumber: big.NewInt(7), Subject: pkix.Name{CommonName: "system:node:node-a"},
+		NotBefore: time.Now().Add(-time.Minute), NotAfter: time.Now().Add(time.Hour)})
+	storeServingCurrent(t, dir, certPEM, keyPEM)
+	m, err := NewServingManager(ServingConfig{NodeName: "node-a", CertDir: dir, Log: zerolog.Nop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ttl := func() float64 {
+		t.Helper()
+		families, err := metrics.Registry.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		found := map[string]float64{}
+		for _, f := range families {
+			for _, s := range f.GetMetric() {
+				switch {
+				case s.GetGauge() != nil:
+					found[f.GetName()] = s.GetGauge().GetValue()
+				default:
+					found[f.GetName()] = 0
+				}
+			}
+		}
+		for _, name := range []string{"kubelet_server_expiration_renew_errors", "kubelet_certificate_manager_server_rotation_seconds"} {
+			if _, ok := found[name]; !ok {
+				t.Errorf("%s is not registered", name)
+			}
+		}
+		v, ok := found["kubelet_certificate_manager_server_ttl_seconds"]
+		if !ok {
+			t.Fatal("kubelet_certificate_manager_server_ttl_seconds is not registered")
+		}
+		return v
+	}
+	if v := ttl(); !math.IsInf(v, 1) {
+		t.Errorf("TTL before Start = %v, want +Inf", v)
+	}
+	m.Start()
+	if v := ttl(); v < 3500 || v > 3600 {
+		t.Errorf("TTL = %v, want about 3600", v)
+	}
+	m.Stop()
+	if v := ttl(); !math.IsInf(v, 1) {
+		t.Errorf("TTL after Stop = %v, want +Inf", v)
+	}
 }
