@@ -129,6 +129,7 @@ func Validate(cfg *kubeletconfigv1beta1.KubeletConfiguration, gates *features.Ga
 	} else {
 		v.check(c.ShutdownGracePeriod.Duration > 0 || c.ShutdownGracePeriodCriticalPods.Duration > 0, "shutdownGracePeriod", c.ShutdownGracePeriod.Duration, "requires feature gate GracefulNodeShutdown")
 	}
+	v.check(c.ServerTLSBootstrap && !local.Enabled("RotateKubeletServerCertificate"), "serverTLSBootstrap", c.ServerTLSBootstrap, "requires feature gate RotateKubeletServerCertificate")
 	if local.Enabled("NodeSwap") {
 		v.checkOneOf("memorySwap.swapBehavior", c.MemorySwap.SwapBehavior, "", "NoSwap", "LimitedSwap")
 	}

@@ -61,4 +61,14 @@ func TestValidateFeatureGateRules(t *testing.T) {
 	if err := Validate(cfg, nil); err == nil || !strings.Contains(err.Error(), "crashLoopBackOff.maxContainerRestartPeriod") {
 		t.Errorf("gate-dependent field: err = %v", err)
 	}
+	cfg, _ = load(t)
+	cfg.ServerTLSBootstrap = true
+	cfg.FeatureGates = map[string]bool{"RotateKubeletServerCertificate": false}
+	if err := Validate(cfg, nil); err == nil || !strings.Contains(err.Error(), "serverTLSBootstrap: Invalid value: true: requires feature gate RotateKubeletServerCertificate") {
+		t.Errorf("serverTLSBootstrap without its gate: err = %v", err)
+	}
+	cfg.FeatureGates = nil
+	if err := Validate(cfg, nil); err != nil {
+		t.Errorf("serverTLSBootstrap with its gate on by default: err = %v", err)
+	}
 }

@@ -14,7 +14,8 @@ import (
 // first one is issued, as upstream's certificate store has them); else the
 // files of tlsCertFile/tlsPrivateKeyFile; else a self-signed certificate.
 // The manager starts here, once the node's API client exists, and stops
-// with the dependencies.
+// with the dependencies. (serverTLSBootstrap with the gate off is refused
+// by config.Validate, as upstream.)
 func (a *Actor) servingCertificate() error {
 	c, o, deps := a.cfg, a.cmdline.Options, a.deps
 	if c.ServerTLSBootstrap && a.gates.Enabled("RotateKubeletServerCertificate") {
@@ -33,9 +34,6 @@ func (a *Actor) servingCertificate() error {
 		a.servingCerts = m
 		m.Start()
 		return nil
-	}
-	if c.ServerTLSBootstrap {
-		a.log.Warn().Msg("serverTLSBootstrap has no effect: the RotateKubeletServerCertificate feature gate is off")
 	}
 	cert, err := apiserver.ServingCertificate(c.TLSCertFile, c.TLSPrivateKeyFile, o.CertDir, deps.NodeName, deps.NodeIP)
 	if err != nil {
