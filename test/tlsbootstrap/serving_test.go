@@ -147,6 +147,10 @@ func TestServingCertificateBootstrap(t *testing.T) {
 	if resp.StatusCode != http.StatusOK || !strings.Contains(string(b), `"kind":"PodList"`) {
 		t.Errorf("GET /pods: %d %q, want 200 and a PodList", resp.StatusCode, b)
 	}
+	// Upstream's gauge of the certificate's time to live.
+	if ttl := metricValue(t, client, "https://"+apiAddr+"/metrics", "kubelet_certificate_manager_server_ttl_seconds"); ttl <= 0 || ttl > time.Until(first.NotAfter).Seconds()+1 {
+		t.Errorf("kubelet_certificate_manager_server_ttl_seconds = %v, want the %v left", ttl, time.Until(first.NotAfter).Round(time.Second))
+	}
 
 	// Rotation: the certificate lives CSRSigningDuration (plus the
 	// signer's backdating); the manager asks again at 70-90 % of it.
@@ -173,6 +177,44 @@ func TestServingCertificateBootstrap(t *testing.T) {
 	if !n.Proc.Alive() {
 		t.Fatal("actorlet exited")
 	}
+
+	// Restarted, the node serves the stored certificate without waiting
+	// for a CSR (whether it asks for the next one at once depends on where
+	// the random rotation point falls).
+	n.Stop(syscall.SIGTERM)
+	n.Start()
+	n.Eventually("the stored certificate served after a restart", 30*time.Second, func() error {
+		cert, err := served()
+		if err != nil {
+			return err
+		}
+		if cert.SerialNumber.Cmp(second.SerialNumber) != 0 {
+			return fmt.Errorf("serial %v served, want %v", cert.SerialNumber, second.SerialNumber)
+		}
+		return nil
+	})
+}
+
+// metricValue reads one unlabelled sample from a Prometheus text page.
+func metricValue(t *testing.T, client *http.Client, url, name string) float64 {
+	t.Helper()
+	resp, err := client.Get(url)
+	if err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	for line := range strings.SplitSeq(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, name+" "); ok {
+			f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+			if err != nil {
+				t.Fatalf("%s: %q: %v", name, line, err)
+			}
+			return f
+		}
+	}
+	t.Fatalf("GET %s: %d, no %s", url, resp.StatusCode, name)
+	return 0
 }
 
 // checkServingCSR checks the request as upstream's kubelet makes it.
