@@ -41,9 +41,15 @@ func TestServingCertificateBootstrap(t *testing.T) {
 	n := agent.NewNode(t, binary, opts...)
 	if upstream {
 		// Upstream's kubelet makes its root directory a (shared) bind
-		// mount of itself, which outlives it and keeps the test's
-		// temporary directory from being removed.
-		n.AtCleanup(func() { _ = syscall.Unmount(n.RootDir, syscall.MNT_DETACH) })
+		// mount of itself (once per start), which outlives it and keeps
+		// the test's temporary directory from being removed.
+		n.AtCleanup(func() {
+			for range 5 {
+				if syscall.Unmount(n.RootDir, syscall.MNT_DETACH) != nil {
+					return
+				}
+			}
+		})
 	}
 	admin := n.Env.AdminClient(t)
 	ctx := context.Background()
