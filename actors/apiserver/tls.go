@@ -15,6 +15,8 @@ import (
 // tlsCertFile/tlsPrivateKeyFile when set, otherwise, as upstream, a
 // self-signed one kept as kubelet.crt/kubelet.key in the certificate
 // directory, generated on first start for the node's name and addresses.
+// With serverTLSBootstrap neither is used: the certificate comes from CSRs
+// (certificates.ServingManager, through Params.GetServingCert).
 func ServingCertificate(certFile, keyFile, certDir, nodeName string, nodeIP net.IP) (tls.Certificate, error) {
 	if certFile == "" && keyFile == "" {
 		certFile = filepath.Join(certDir, "kubelet.crt")
