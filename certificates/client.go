@@ -4,6 +4,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/pem"
 	"fmt"
 	"net"
 	"net/http"
@@ -18,6 +19,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/certificate"
 	"k8s.io/client-go/util/connrotation"
+	"k8s.io/client-go/util/keyutil"
 )
 
 // ClientConfig is what NewClient needs.
@@ -107,22 +109,41 @@ func NewClient(c ClientConfig) (*Client, error) {
 	cfg := rest.AnonymousClientConfig(userConfig)
 	cfg.TLSClientConfig = rest.TLSClientConfig{}
 	cfg.Transport = rt
-	return &Client{manager: m, transport: rt, config: cfg, stop: make(chan struct{})}, nil
+	return &Client{manager: m, transport: rt, config: cfg, checkEvery: orDefault(c.CheckEvery, 10*time.Second),
+		stop: make(chan struct{})}, nil
 }
 
-// clientsetFn is upstream's newClientsetFn, but for the expired case: with
-// a current certificate the CSRs go with the kubeconfig (which points at
-// the store's current file); without one, with renewal, the bootstrap
-// credentials where given. Upstream exits the process there, to bootstrap
-// again at its restart; here the manager does it in place.
+// clientsetFn is upstream's newClientsetFn, but for two cases. With a
+// current certificate the CSRs go to the kubeconfig's server presenting
+// that certificate itself, where upstream reads the kubeconfig's files
+// again: the same with kubeadm's kubeconfig, which points at the store's
+// current file, and still right with one that points elsewhere. Without
+// one (it expired), they go with the bootstrap credentials where given:
+// upstream exits the process there, to bootstrap again at its restart;
+// here the manager does it in place.
 func clientsetFn(userConfig, renewalConfig *rest.Config) certificate.ClientsetFunc {
 	return func(current *tls.Certificate) (kubernetes.Interface, error) {
-		cfg := renewalConfig
-		if current != nil {
-			cfg = userConfig
+		if current == nil {
+			return kubernetes.NewForConfig(renewalConfig)
+		}
+		cfg := rest.AnonymousClientConfig(userConfig)
+		var err error
+		if cfg.CertData, cfg.KeyData, err = encodePair(current); err != nil {
+			return nil, err
 		}
 		return kubernetes.NewForConfig(cfg)
 	}
+}
+
+// encodePair is a certificate's chain and key in PEM.
+func encodePair(c *tls.Certificate) (certPEM, keyPEM []byte, err error) {
+	for _, der := range c.Certificate {
+		certPEM = append(certPEM, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})...)
+	}
+	if keyPEM, err = keyutil.MarshalPrivateKeyToPEM(c.PrivateKey); err != nil {
+		return nil, nil, fmt.Errorf("current client certificate's key: %w", err)
+	}
+	return certPEM, keyPEM, nil
 }
 
 // Start starts the rotation and the transport's watch of it.

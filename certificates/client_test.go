@@ -123,15 +123,19 @@ func TestKubeconfigValid(t *testing.T) {
 }
 
 func TestClientsetFn(t *testing.T) {
-	user, renewal := &rest.Config{Host: "https://user:6443"}, &rest.Config{Host: "https://bootstrap:6443"}
+	ca := newTestCA(t)
+	current := ca.client(t, "system:node:a", 4, time.Now().Add(-time.Hour), time.Now().Add(time.Hour))
+	user := &rest.Config{Host: "https://user:6443", TLSClientConfig: rest.TLSClientConfig{CertFile: "/elsewhere.crt", KeyFile: "/elsewhere.key", CAData: ca.pem}}
+	renewal := &rest.Config{Host: "https://bootstrap:6443", BearerToken: "abcdef.0123456789abcdef"}
 	fn := clientsetFn(user, renewal)
 	tests := []struct {
-		name    string
-		current *tls.Certificate
-		want    string
+		name     string
+		current  *tls.Certificate
+		want     string
+		wantCert []byte
 	}{
-		{"a valid certificate renews with the kubeconfig", &tls.Certificate{}, "user:6443"},
-		{"none (expired) renews with the bootstrap credentials", nil, "bootstrap:6443"},
+		{"a valid certificate renews with itself", current.tls, "user:6443", current.certPEM},
+		{"none (expired) renews with the bootstrap credentials", nil, "bootstrap:6443", nil},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -141,6 +145,16 @@ func TestClientsetFn(t *testing.T) {
 			}
 			if got := cs.(*kubernetes.Clientset).CertificatesV1().RESTClient().Get().URL().Host; got != tc.want {
 				t.Errorf("CSR client goes to %s, want %s", got, tc.want)
+			}
+			if tc.wantCert == nil {
+				return
+			}
+			certPEM, keyPEM, err := encodePair(tc.current)
+			if err != nil || string(certPEM) != string(tc.wantCert) {
+				t.Fatalf("encodePair: %v; certificate as given: %v", err, string(certPEM) == string(tc.wantCert))
+			}
+			if _, err := tls.X509KeyPair(certPEM, keyPEM); err != nil {
+				t.Errorf("the encoded pair does not load: %v", err)
 			}
 		})
 	}
@@ -288,6 +302,7 @@ func TestNewClient(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	c.Start()
 	defer c.Stop()
 	if cur := c.Current(); cur == nil || cur.Leaf.SerialNumber.Int64() != 7 {
 		t.Fatalf("the manager did not start from the kubeconfig's certificate: %v", cur)

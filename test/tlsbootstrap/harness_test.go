@@ -36,11 +36,17 @@ func bootstrapEnv(t *testing.T) *env.Env {
 }
 
 // newBootstrapNode prepares a node that joins with only bootstrapKubeconfig
-// (agent.Bootstrap), reachable by the API server, with opts; Up starts it
-// and waits until it is Ready, Launch starts it without waiting.
+// (agent.Bootstrap), reachable by the API server, with opts (and what
+// upstream's kubelet needs on this machine when the tests run against it);
+// Up starts it and waits until it is Ready, Launch starts it without
+// waiting.
 func newBootstrapNode(t *testing.T, bootstrapKubeconfig string, opts ...agent.NodeOption) *agent.APIPods {
 	t.Helper()
-	return agent.NewAPIPods(t, binary, append([]agent.NodeOption{agent.Bootstrap(bootstrapKubeconfig), agent.NamePrefix("boot-")}, opts...)...)
+	base := []agent.NodeOption{agent.Bootstrap(bootstrapKubeconfig), agent.NamePrefix("boot-")}
+	if upstream {
+		base = append(base, agent.WithConfig(agent.UpstreamKubeletConfig))
+	}
+	return agent.NewAPIPods(t, binary, append(base, opts...)...)
 }
 
 // readCert reads the first certificate of a PEM file.
