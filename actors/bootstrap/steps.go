@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path"
 	"strings"
 	"time"
 
@@ -53,6 +52,10 @@ type step struct {
 	title string // in the one line that reports a failure
 	run   func(a *Actor, ctx actor.Context) (outcome, error)
 }
+
+// systemdRunDir tells whether systemd is the init system
+// (podruntime.CheckCgroupDriver); a variable for tests.
+var systemdRunDir = podruntime.SystemdRunDir
 
 // steps is the start-up sequence, in order (docs/startup.md).
 var steps = []step{
@@ -157,6 +160,14 @@ func (a *Actor) validate(actor.Context) (outcome, error) {
 		}
 		_, err = a.p.Stdout.Write(out)
 		return exitNow, err
+	}
+	// The cgroup driver must work on this machine: checked here, before
+	// anything starts, rather than by every pod failing in the runtime.
+	if err := podruntime.CheckCgroupDriver(a.cfg.CgroupDriver, systemdRunDir); err != nil {
+		return next, err
+	}
+	if _, err := podruntime.PodsCgroupParent(a.cfg.CgroupRoot, a.cfg.CgroupDriver); err != nil {
+		return next, err
 	}
 	log, err := logging.New(a.p.Stderr, a.cfg.Logging.Format, uint32(a.cfg.Logging.Verbosity))
 	if err != nil {
@@ -270,7 +281,8 @@ var runtimeActors = []struct {
 			MinContainerAge: 0, MaxPerPodContainer: 1, MaxContainers: -1,
 			PodLogsDir: a.cfg.PodLogsDir, RootDir: a.deps.RootDir, Log: a.log,
 			Events: a.deps.Events, NodeName: a.deps.NodeName, Registry: a.p.System.Registry,
-			CgroupRoot: "/sys/fs/cgroup", PodCgroupParent: env.runtime.Opts.CgroupParentRoot,
+			CgroupRoot: "/sys/fs/cgroup", PodCgroupParent: env.runtime.Opts.CgroupParentRoot, CgroupDriver: env.runtime.Opts.CgroupDriver,
+			StopSlice: podruntime.StopSystemdUnit,
 		}), nil)
 	}},
 	{apiserver.Kind, func(a *Actor, env *runtimeEnv) *actor.Props {
@@ -286,6 +298,7 @@ var runtimeActors = []struct {
 			NodeName: a.deps.NodeName,
 			Stats: &stats.Provider{Runtime: a.deps.Runtime, Images: a.deps.Images, NodeName: a.deps.NodeName,
 				RootDir: a.deps.RootDir, PodLogsDir: c.PodLogsDir, PodCgroupRoot: env.runtime.Opts.CgroupParentRoot,
+				CgroupDriver:      env.runtime.Opts.CgroupDriver,
 				VolumeStatsPeriod: volumeStatsPeriod(c.VolumeStatsAggPeriod.Duration),
 				Log:               a.log.With().Str("component", "stats").Logger()},
 			Runtime:         a.deps.Runtime,
@@ -377,11 +390,15 @@ func (a *Actor) runtimeEnv() (*runtimeEnv, error) {
 		})
 		env.volumes.Sources, env.volumeSources = sources, sources
 	}
+	pods, err := podruntime.PodsCgroupParent(c.CgroupRoot, c.CgroupDriver)
+	if err != nil {
+		return nil, err
+	}
 	mem := capacity[v1.ResourceMemory]
 	env.runtime = &podruntime.Runtime{RT: a.deps.Runtime, Img: a.deps.Images, Opts: podruntime.Options{
 		ClusterDNS: c.ClusterDNS, ClusterDomain: c.ClusterDomain, ResolvConf: deref(c.ResolverConfig),
-		CgroupParentRoot: path.Join("/", c.CgroupRoot, "kubepods"),
-		NodeName:         a.deps.NodeName, NodeIP: a.deps.NodeIP.String(),
+		CgroupParentRoot: pods, CgroupDriver: c.CgroupDriver,
+		NodeName: a.deps.NodeName, NodeIP: a.deps.NodeIP.String(),
 		NodeMemoryCapacity: mem.Value(), NodeAllocatable: allocatable,
 		RuntimeRequestTimeout: c.RuntimeRequestTimeout.Duration,
 		Recorder:              a.deps.Events,

@@ -137,6 +137,36 @@ func TestStartupFailureIsOneLine(t *testing.T) {
 	}
 }
 
+// TestCgroupDriverSystemdWithoutSystemd: where systemd is not the init
+// system, cgroupDriver: systemd (kubeadm's) stops start-up with one line
+// that says so and what to do, before anything starts.
+func TestCgroupDriverSystemdWithoutSystemd(t *testing.T) {
+	if _, err := os.Stat("/run/systemd/system"); err == nil {
+		t.Skip("systemd is the init system here")
+	}
+	dir := t.TempDir()
+	systemd := writeFile(t, dir, "systemd.yaml", header+"cgroupDriver: systemd\n")
+	const line = "validate configuration: cgroupDriver is systemd, but systemd is not the init system of this machine (no /run/systemd/system): use cgroupDriver: cgroupfs"
+	for _, args := range [][]string{
+		{"--config", systemd},
+		{"--cgroup-driver", "systemd"},
+	} {
+		r := runActorlet(t, append(args, "--root-dir", filepath.Join(dir, "root"))...)
+		if r.code != 1 {
+			t.Errorf("%v: exit code %d, want 1\nstderr: %s", args, r.code, r.stderr)
+		}
+		var errLines []string
+		for _, l := range strings.Split(r.stderr, "\n") {
+			if strings.Contains(l, " ERR ") {
+				errLines = append(errLines, l)
+			}
+		}
+		if len(errLines) != 1 || !strings.Contains(errLines[0], line) {
+			t.Errorf("%v: want one error line %q, got %q", args, line, errLines)
+		}
+	}
+}
+
 // TestSignalStopsTheTree starts actorlet against the environment's real
 // containerd and stops it with SIGTERM: it must exit 0 within 10 s having
 // stopped its actors.
