@@ -37,6 +37,7 @@ var Implemented = map[string]bool{
 	"registerNode":                true,
 	"registerWithTaints":          true,
 	"featureGates":                true,
+	"rotateCertificates":          true,
 	"logging.format":              true,
 	"logging.verbosity":           true,
 	"nodeStatusUpdateFrequency":   true,

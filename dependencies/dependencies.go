@@ -12,8 +12,11 @@ import (
 	"github.com/rs/zerolog"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/record"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/actorlet/actorlet/certificates"
 )
 
 // Dependencies are the node agent's handles on the outside world.
@@ -32,6 +35,9 @@ type Dependencies struct {
 	// starve the heartbeats. Nil in standalone mode.
 	Heartbeat kubernetes.Interface
 	Events    record.EventRecorder
+	// ClientCertificates rotates the node's client certificate, which the
+	// clients above present (rotateCertificates); nil when off.
+	ClientCertificates *certificates.Client
 
 	NodeName string
 	NodeIP   net.IP
@@ -57,6 +63,14 @@ type Input struct {
 	NodeIP                    string
 	RootDir                   string
 	OOMScoreAdj               int32
+
+	// RotateCertificates (rotateCertificates) rotates the kubeconfig's
+	// client certificate; renewals of an expired one go with
+	// BootstrapKubeconfig's credentials when given. The certificates live
+	// in CertDir.
+	RotateCertificates  bool
+	BootstrapKubeconfig string
+	CertDir             string
 }
 
 // Build connects to the container runtime and image service, the API server
@@ -110,14 +124,17 @@ func Build(ctx context.Context, in Input, log zerolog.Logger) (*Dependencies, er
 		if err != nil {
 			return nil, fmt.Errorf("kubeconfig %s: %w", in.Kubeconfig, err)
 		}
+		if cfg, err = d.rotateClientCertificate(in, cfg, log); err != nil {
+			return nil, err
+		}
 		if d.Kube, err = kubernetes.NewForConfig(cfg); err != nil {
 			return nil, fmt.Errorf("kubeconfig %s: %w", in.Kubeconfig, err)
 		}
 		if d.Heartbeat, err = kubernetes.NewForConfig(heartbeatConfig(cfg, in.NodeStatusUpdateFrequency, in.NodeLeaseDuration)); err != nil {
 			return nil, fmt.Errorf("kubeconfig %s: heartbeat client: %w", in.Kubeconfig, err)
 		}
-		if eventKube, err = kubeClient(in.Kubeconfig, in.EventQPS, in.EventBurst); err != nil {
-			return nil, fmt.Errorf("kubeconfig %s: %w", in.Kubeconfig, err)
+		if eventKube, err = kubernetes.NewForConfig(eventConfig(cfg, in.EventQPS, in.EventBurst)); err != nil {
+			return nil, fmt.Errorf("kubeconfig %s: events client: %w", in.Kubeconfig, err)
 		}
 	} else {
 		log.Info().Msg("no --kubeconfig: standalone mode, pods come from static sources only")
@@ -132,6 +149,36 @@ func Build(ctx context.Context, in Input, log zerolog.Logger) (*Dependencies, er
 	adjustOOMScore(in.OOMScoreAdj, log)
 	ok = true
 	return d, nil
+}
+
+// rotateClientCertificate starts the rotation of the kubeconfig's client
+// certificate with rotateCertificates, as upstream's buildKubeletClientConfig
+// does, and returns the configuration of the node's clients: cfg's settings
+// with a transport that presents the current certificate. A kubeconfig
+// that authenticates otherwise (a token) has no certificate to rotate:
+// upstream would drop its credentials there; actorlet keeps them and says
+// so.
+func (d *Dependencies) rotateClientCertificate(in Input, cfg *rest.Config, log zerolog.Logger) (*rest.Config, error) {
+	if !in.RotateCertificates {
+		return cfg, nil
+	}
+	if !certificates.HasClientCertificate(cfg) {
+		log.Warn().Str("kubeconfig", in.Kubeconfig).Msg("rotateCertificates: the kubeconfig authenticates without a client certificate; there is nothing to rotate")
+		return cfg, nil
+	}
+	cc, err := certificates.NewClient(certificates.ClientConfig{Kubeconfig: in.Kubeconfig, BootstrapKubeconfig: in.BootstrapKubeconfig,
+		CertDir: in.CertDir, NodeName: d.NodeName, Log: log})
+	if err != nil {
+		return nil, fmt.Errorf("rotateCertificates: %w", err)
+	}
+	cc.Start()
+	d.closers = append(d.closers, cc.Stop)
+	d.ClientCertificates = cc
+	rotating := cc.Config()
+	rotating.QPS, rotating.Burst, rotating.UserAgent = cfg.QPS, cfg.Burst, cfg.UserAgent
+	rotating.ContentType, rotating.AcceptContentTypes = cfg.ContentType, cfg.AcceptContentTypes
+	log.Info().Str("certDir", in.CertDir).Msg("client certificate rotation is on")
+	return rotating, nil
 }
 
 // Close releases the connections, in reverse order of creation.

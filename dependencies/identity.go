@@ -11,6 +11,10 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 )
 
+// NodeName is the node's name as Build settles it, for the steps before
+// it (the TLS bootstrap names its certificate after the node).
+func NodeName(hostnameOverride string) (string, error) { return nodeName(hostnameOverride) }
+
 // nodeName is the hostname override or the machine's hostname, lower-cased
 // and trimmed as upstream's GetHostname does; it must be a valid DNS-1123
 // subdomain, since it names the Node object.

@@ -22,22 +22,27 @@ func kubeConfig(path string, qps float32, burst int) (*rest.Config, error) {
 	if err != nil {
 		return nil, err
 	}
+	return clientSettings(cfg, qps, burst), nil
+}
+
+// clientSettings sets the node's client settings on cfg: the rate budget,
+// the user agent and the content types.
+func clientSettings(cfg *rest.Config, qps float32, burst int) *rest.Config {
 	cfg.QPS, cfg.Burst = qps, burst
 	cfg.UserAgent = version.UserAgent()
 	// Protobuf is what upstream's kubelet speaks to the API server: smaller
 	// and cheaper to decode than JSON for pod and node objects.
 	cfg.ContentType = "application/vnd.kubernetes.protobuf"
 	cfg.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
-	return cfg, nil
+	return cfg
 }
 
-// kubeClient builds an API server client from a kubeconfig file.
-func kubeClient(path string, qps float32, burst int) (kubernetes.Interface, error) {
-	cfg, err := kubeConfig(path, qps, burst)
-	if err != nil {
-		return nil, err
-	}
-	return kubernetes.NewForConfig(cfg)
+// eventConfig is the events client's configuration, the main client's
+// with the events' own rate budget.
+func eventConfig(base *rest.Config, qps float32, burst int) *rest.Config {
+	cfg := rest.CopyConfig(base)
+	cfg.QPS, cfg.Burst = qps, burst
+	return cfg
 }
 
 // heartbeatConfig is upstream's heartbeat client configuration, derived from

@@ -20,6 +20,7 @@ import (
 	proberactor "github.com/actorlet/actorlet/actors/prober"
 	"github.com/actorlet/actorlet/actors/statusreporter"
 	"github.com/actorlet/actorlet/actors/volumemanager"
+	"github.com/actorlet/actorlet/certificates"
 	"github.com/actorlet/actorlet/config"
 	"github.com/actorlet/actorlet/dependencies"
 	"github.com/actorlet/actorlet/lifecycle"
@@ -63,6 +64,7 @@ var steps = []step{
 	{"load-config", "load configuration", (*Actor).loadConfig},
 	{"feature-gates", "feature gates", (*Actor).featureGates},
 	{"validate", "validate configuration", (*Actor).validate},
+	{"tls-bootstrap", "TLS bootstrap", (*Actor).tlsBootstrap},
 	{"build-dependencies", "build dependencies", (*Actor).buildDependencies},
 	{"spawn-runtime", "spawn runtime actors", (*Actor).spawnRuntime},
 }
@@ -183,6 +185,33 @@ func (a *Actor) validate(actor.Context) (outcome, error) {
 	return next, nil
 }
 
+// tlsBootstrap gets the node its client certificate with the
+// --bootstrap-kubeconfig credentials when the --kubeconfig file is missing
+// or its certificate unusable, as upstream's LoadClientCert, and writes the
+// kubeconfig the next steps use. It runs before the dependencies so that
+// every client is built with the node's own identity; upstream with
+// rotateCertificates bootstraps in the background instead, which would
+// leave the node without an identity and with no step to fail.
+func (a *Actor) tlsBootstrap(actor.Context) (outcome, error) {
+	o := a.cmdline.Options
+	if o.BootstrapKubeconfig == "" {
+		a.log.Info().Msg("no --bootstrap-kubeconfig: no TLS bootstrap")
+		return next, nil
+	}
+	if o.Kubeconfig == "" {
+		return next, errors.New("--bootstrap-kubeconfig needs --kubeconfig, the file the bootstrap writes")
+	}
+	name, err := dependencies.NodeName(o.HostnameOverride)
+	if err != nil {
+		return next, err
+	}
+	_, err = certificates.Bootstrap(a.p.Ctx, certificates.BootstrapConfig{
+		Kubeconfig: o.Kubeconfig, BootstrapKubeconfig: o.BootstrapKubeconfig, CertDir: o.CertDir,
+		NodeName: name, Log: a.log,
+	})
+	return next, err
+}
+
 func (a *Actor) buildDependencies(actor.Context) (outcome, error) {
 	c, o := a.cfg, a.cmdline.Options
 	deps, err := dependencies.Build(a.p.Ctx, dependencies.Input{
@@ -199,6 +228,9 @@ func (a *Actor) buildDependencies(actor.Context) (outcome, error) {
 		NodeIP:                    o.NodeIP,
 		RootDir:                   o.RootDir,
 		OOMScoreAdj:               deref(c.OOMScoreAdj),
+		RotateCertificates:        c.RotateCertificates,
+		BootstrapKubeconfig:       o.BootstrapKubeconfig,
+		CertDir:                   o.CertDir,
 	}, a.log)
 	if err != nil {
 		return next, err

@@ -136,6 +136,18 @@ func (p *Process) Alive() bool {
 	}
 }
 
+// ExitCode waits up to within for the process to exit by itself and
+// returns its exit code; ok is false when it still runs.
+func (p *Process) ExitCode(within time.Duration) (code int, ok bool) {
+	select {
+	case <-p.done:
+	case <-time.After(within):
+		return 0, false
+	}
+	p.Stop(0) // reaps it; signal 0 sends nothing
+	return p.cmd.ProcessState.ExitCode(), true
+}
+
 // Logs returns what the process logged so far.
 func (p *Process) Logs() string {
 	if p == nil {

@@ -2,11 +2,15 @@ package agent
 
 import (
 	"context"
+	"crypto/x509"
+	"encoding/pem"
 	"fmt"
 	"io"
+	"sort"
 	"testing"
 	"time"
 
+	certificatesv1 "k8s.io/api/certificates/v1"
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -162,4 +166,38 @@ func Exec(ctx context.Context, cfg *rest.Config, cs kubernetes.Interface, o Exec
 		return err
 	}
 	return exe.StreamWithContext(ctx, remotecommand.StreamOptions{Stdin: o.Stdin, Stdout: o.Stdout, Stderr: o.Stderr, Tty: o.TTY})
+}
+
+// deleteNodeObjects deletes the Node named name and the CSRs made for it
+// (those whose request's CN is system:node:NAME: client and serving), as
+// the admin, once a bootstrapped node is stopped.
+func deleteNodeObjects(admin kubernetes.Interface, name string) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	_ = admin.CoreV1().Nodes().Delete(ctx, name, metav1.DeleteOptions{})
+	for _, csr := range NodeCSRs(ctx, admin, name) {
+		_ = admin.CertificatesV1().CertificateSigningRequests().Delete(ctx, csr.Name, metav1.DeleteOptions{})
+	}
+}
+
+// NodeCSRs lists the CertificateSigningRequests whose request's CN is
+// system:node:NAME, oldest first.
+func NodeCSRs(ctx context.Context, admin kubernetes.Interface, name string) []certificatesv1.CertificateSigningRequest {
+	list, err := admin.CertificatesV1().CertificateSigningRequests().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil
+	}
+	var out []certificatesv1.CertificateSigningRequest
+	for _, csr := range list.Items {
+		block, _ := pem.Decode(csr.Spec.Request)
+		if block == nil {
+			continue
+		}
+		req, err := x509.ParseCertificateRequest(block.Bytes)
+		if err == nil && req.Subject.CommonName == "system:node:"+name {
+			out = append(out, csr)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].CreationTimestamp.Before(&out[j].CreationTimestamp) })
+	return out
 }

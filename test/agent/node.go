@@ -53,6 +53,14 @@ type Node struct {
 	// node's static pods unless the test package says more.
 	Owns func(*runtimeapi.PodSandbox) bool
 
+	// Kubeconfig is --kubeconfig when joined to the API server: the
+	// environment's node's, or with Bootstrap a file in the node's
+	// directory that the TLS bootstrap writes.
+	Kubeconfig string
+	// BootstrapKubeconfig is --bootstrap-kubeconfig (Bootstrap).
+	BootstrapKubeconfig string
+	CertDir             string // --cert-dir
+
 	binary   string
 	cluster  bool
 	past     string // the log of earlier runs
@@ -68,6 +76,7 @@ type nodeOptions struct {
 	onPodNetwork bool
 	prefix       string
 	extra        string
+	bootstrap    string
 }
 
 // InCluster joins the node to the environment's API server as the
@@ -81,6 +90,17 @@ func InCluster() NodeOption { return func(o *nodeOptions) { o.cluster = true } }
 // address on the pod network instead of loopback: kube-apiserver's
 // nodes/proxy refuses to proxy to loopback.
 func OnPodNetwork() NodeOption { return func(o *nodeOptions) { o.onPodNetwork = true } }
+
+// Bootstrap joins the node to the environment's API server as kubeadm's
+// kubelet joins, through the TLS bootstrap: a node name of its own (not
+// the environment's node), --bootstrap-kubeconfig bootstrapKubeconfig,
+// --kubeconfig a file in the node's directory that does not exist yet, and
+// --cert-dir in its root directory. Its kubelet API authenticates clients
+// as InCluster's. The cleanup deletes its Node object and the CSRs made
+// for its name (CN system:node:NAME).
+func Bootstrap(bootstrapKubeconfig string) NodeOption {
+	return func(o *nodeOptions) { o.cluster, o.bootstrap = true, bootstrapKubeconfig }
+}
 
 // NamePrefix starts a standalone node's name, which goes on with the
 // test's name and a random suffix.
@@ -116,9 +136,16 @@ func NewNode(t testing.TB, binary string, opts ...NodeOption) *Node {
 		Port:      FreePort(t),
 		NodeIP:    "127.0.0.1",
 	}
-	if o.cluster {
+	n.CertDir = filepath.Join(n.RootDir, "pki")
+	switch {
+	case o.bootstrap != "":
+		n.Name = nodeName(o.prefix, t.Name())
+		n.BootstrapKubeconfig = o.bootstrap
+		n.Kubeconfig = filepath.Join(dir, "kubelet.kubeconfig")
+	case o.cluster:
 		n.Name = e.NodeName
-	} else {
+		n.Kubeconfig = e.NodeKubeconfig
+	default:
 		n.Name = nodeName(o.prefix, t.Name())
 		n.Debug = FreePort(t)
 	}
@@ -135,6 +162,10 @@ func NewNode(t testing.TB, binary string, opts ...NodeOption) *Node {
 	}
 	n.locked = true
 	t.Cleanup(n.Cleanup)
+	if o.bootstrap != "" {
+		admin := e.AdminClient(t)
+		n.AtCleanup(func() { deleteNodeObjects(admin, n.Name) })
+	}
 	if err := os.MkdirAll(n.Manifests, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -194,15 +225,7 @@ port: %d
 // port listens.
 func (n *Node) Start() {
 	n.T.Helper()
-	n.past += n.Proc.Logs()
-	args := []string{"--config", n.Config, "--container-runtime-endpoint", n.Env.RuntimeEndpoint,
-		"--hostname-override", n.Name, "--root-dir", n.RootDir, "--cert-dir", filepath.Join(n.RootDir, "pki"), "--address", n.NodeIP}
-	if n.cluster {
-		args = append(args, "--kubeconfig", n.Env.NodeKubeconfig, "--node-ip", n.NodeIP, "-v", "2")
-	} else {
-		args = append(args, "--debug-fault-injection", "--debug-address", fmt.Sprintf("127.0.0.1:%d", n.Debug), "-v", "1")
-	}
-	n.Proc = Start(n.T, n.binary, args...)
+	n.Launch()
 	serves, check := "its read-only port answers /pods", func() error { _, err := n.Pods(); return err }
 	if n.cluster {
 		serves, check = "its healthz port listens", func() error {
@@ -219,6 +242,24 @@ func (n *Node) Start() {
 		}
 		return check()
 	})
+}
+
+// Launch runs actorlet and does not wait for anything, for a test of a
+// start-up that fails.
+func (n *Node) Launch() {
+	n.T.Helper()
+	n.past += n.Proc.Logs()
+	args := []string{"--config", n.Config, "--container-runtime-endpoint", n.Env.RuntimeEndpoint,
+		"--hostname-override", n.Name, "--root-dir", n.RootDir, "--cert-dir", n.CertDir, "--address", n.NodeIP}
+	if n.cluster {
+		args = append(args, "--kubeconfig", n.Kubeconfig, "--node-ip", n.NodeIP, "-v", "2")
+		if n.BootstrapKubeconfig != "" {
+			args = append(args, "--bootstrap-kubeconfig", n.BootstrapKubeconfig)
+		}
+	} else {
+		args = append(args, "--debug-fault-injection", "--debug-address", fmt.Sprintf("127.0.0.1:%d", n.Debug), "-v", "1")
+	}
+	n.Proc = Start(n.T, n.binary, args...)
 }
 
 // Stop ends actorlet with sig and waits for it to exit.
