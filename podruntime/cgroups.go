@@ -9,7 +9,10 @@ import (
 	"strings"
 	"time"
 
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	"k8s.io/apimachinery/pkg/types"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
 // The cgroup drivers of KubeletConfiguration.cgroupDriver.
@@ -129,6 +132,51 @@ func toSystemd(name []string) (string, error) {
 func escapeSystemd(part string) string   { return strings.ReplaceAll(part, "-", "_") }
 func unescapeSystemd(part string) string { return strings.ReplaceAll(part, "_", "-") }
 
+// RuntimeCgroupDriver asks the container runtime for its cgroup driver
+// (CRI RuntimeConfig), as upstream's getCgroupDriverFromCRI under the
+// KubeletCgroupDriverFromCRI gate (GA, locked on): the runtime's answer
+// wins over cgroupDriver, so that the pods' cgroup names are the ones the
+// runtime's runc accepts. ok is false, and err nil, when the runtime does
+// not say: it does not implement RuntimeConfig (containerd before 2.0),
+// or gives no Linux configuration; the configuration then decides. Other
+// errors are retried twice, 2 s apart, as upstream, and then returned.
+func RuntimeCgroupDriver(ctx context.Context, rt runtimeapi.RuntimeServiceClient) (driver string, ok bool, err error) {
+	var resp *runtimeapi.RuntimeConfigResponse
+	for i := 0; i < 3; i++ {
+		if i > 0 {
+			select {
+			case <-ctx.Done():
+				return "", false, ctx.Err()
+			case <-time.After(2 * time.Second):
+			}
+		}
+		call, cancel := context.WithTimeout(ctx, 10*time.Second)
+		resp, err = rt.RuntimeConfig(call, &runtimeapi.RuntimeConfigRequest{})
+		cancel()
+		if status.Code(err) == codes.Unimplemented {
+			return "", false, nil
+		}
+		if err == nil {
+			break
+		}
+	}
+	if err != nil {
+		return "", false, fmt.Errorf("container runtime configuration (its cgroup driver): %w", err)
+	}
+	linux := resp.GetLinux()
+	if linux == nil {
+		return "", false, nil
+	}
+	switch d := linux.GetCgroupDriver(); d {
+	case runtimeapi.CgroupDriver_SYSTEMD:
+		return CgroupDriverSystemd, true, nil
+	case runtimeapi.CgroupDriver_CGROUPFS:
+		return CgroupDriverCgroupfs, true, nil
+	default:
+		return "", false, fmt.Errorf("the container runtime returned an unknown cgroup driver %d", d)
+	}
+}
+
 // SystemdRunDir exists when systemd is the init system of the machine, as
 // sd_booted(3) and runc's IsRunningSystemd check.
 const SystemdRunDir = "/run/systemd/system"
@@ -136,13 +184,18 @@ const SystemdRunDir = "/run/systemd/system"
 // CheckCgroupDriver fails when driver is systemd and systemd is not the
 // init system, told by runDir (SystemdRunDir) being a directory: neither
 // the runtime nor actorlet could then create or remove the pods' slices,
-// and every pod would fail in the runtime.
-func CheckCgroupDriver(driver, runDir string) error {
+// and every pod would fail in the runtime. fromRuntime says the runtime
+// chose the driver (RuntimeCgroupDriver), not cgroupDriver: the error then
+// says to change the runtime's.
+func CheckCgroupDriver(driver, runDir string, fromRuntime bool) error {
 	if driver != CgroupDriverSystemd {
 		return nil
 	}
 	if fi, err := os.Lstat(runDir); err == nil && fi.IsDir() {
 		return nil
+	}
+	if fromRuntime {
+		return fmt.Errorf("the container runtime's cgroup driver is systemd, but systemd is not the init system of this machine (no %s): configure the runtime for cgroupfs (containerd: SystemdCgroup = false)", runDir)
 	}
 	return fmt.Errorf("cgroupDriver is systemd, but systemd is not the init system of this machine (no %s): use cgroupDriver: cgroupfs", runDir)
 }

@@ -1,12 +1,17 @@
 package podruntime
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	"k8s.io/apimachinery/pkg/types"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
 // TestPodCgroupNames checks the pods' parent and a pod's cgroup against
@@ -108,24 +113,70 @@ func TestCheckCgroupDriver(t *testing.T) {
 	missing := filepath.Join(dir, "missing")
 	for _, tc := range []struct {
 		driver, runDir string
-		fails          bool
+		fromRuntime    bool
+		want           string // "" : no error
 	}{
-		{"systemd", running, false},
-		{"systemd", missing, true},
-		{"systemd", file, true},
-		{"cgroupfs", missing, false},
-		{"", missing, false},
+		{driver: "systemd", runDir: running},
+		{driver: "systemd", runDir: missing,
+			want: "cgroupDriver is systemd, but systemd is not the init system of this machine (no " + missing + "): use cgroupDriver: cgroupfs"},
+		{driver: "systemd", runDir: file,
+			want: "cgroupDriver is systemd, but systemd is not the init system of this machine (no " + file + "): use cgroupDriver: cgroupfs"},
+		{driver: "systemd", runDir: missing, fromRuntime: true,
+			want: "the container runtime's cgroup driver is systemd, but systemd is not the init system of this machine (no " + missing + "): configure the runtime for cgroupfs (containerd: SystemdCgroup = false)"},
+		{driver: "cgroupfs", runDir: missing},
+		{driver: "", runDir: missing},
 	} {
-		err := CheckCgroupDriver(tc.driver, tc.runDir)
-		if (err != nil) != tc.fails {
-			t.Errorf("CheckCgroupDriver(%q, %q) = %v, want failure %v", tc.driver, tc.runDir, err, tc.fails)
-			continue
-		}
+		err := CheckCgroupDriver(tc.driver, tc.runDir, tc.fromRuntime)
+		got := ""
 		if err != nil {
-			want := "cgroupDriver is systemd, but systemd is not the init system of this machine (no " + tc.runDir + "): use cgroupDriver: cgroupfs"
-			if err.Error() != want {
-				t.Errorf("error %q, want %q", err, want)
-			}
+			got = err.Error()
 		}
+		if got != tc.want {
+			t.Errorf("CheckCgroupDriver(%q, %q, %v) = %q, want %q", tc.driver, tc.runDir, tc.fromRuntime, got, tc.want)
+		}
+	}
+}
+
+// configRuntime answers RuntimeConfig; the other calls are not made.
+type configRuntime struct {
+	runtimeapi.RuntimeServiceClient
+	resp  *runtimeapi.RuntimeConfigResponse
+	err   error
+	calls int
+}
+
+func (r *configRuntime) RuntimeConfig(context.Context, *runtimeapi.RuntimeConfigRequest, ...grpc.CallOption) (*runtimeapi.RuntimeConfigResponse, error) {
+	r.calls++
+	return r.resp, r.err
+}
+
+func TestRuntimeCgroupDriver(t *testing.T) {
+	linux := func(d runtimeapi.CgroupDriver) *runtimeapi.RuntimeConfigResponse {
+		return &runtimeapi.RuntimeConfigResponse{Linux: &runtimeapi.LinuxRuntimeConfiguration{CgroupDriver: d}}
+	}
+	for _, tc := range []struct {
+		name   string
+		rt     *configRuntime
+		driver string
+		ok     bool
+		err    string
+		calls  int
+	}{
+		{name: "systemd", rt: &configRuntime{resp: linux(runtimeapi.CgroupDriver_SYSTEMD)}, driver: "systemd", ok: true, calls: 1},
+		{name: "cgroupfs", rt: &configRuntime{resp: linux(runtimeapi.CgroupDriver_CGROUPFS)}, driver: "cgroupfs", ok: true, calls: 1},
+		{name: "unimplemented: the configuration decides", rt: &configRuntime{err: status.Error(codes.Unimplemented, "no")}, calls: 1},
+		{name: "no linux configuration", rt: &configRuntime{resp: &runtimeapi.RuntimeConfigResponse{}}, calls: 1},
+		{name: "unknown driver", rt: &configRuntime{resp: linux(7)}, err: "unknown cgroup driver 7", calls: 1},
+		{name: "other errors retried, then returned", rt: &configRuntime{err: status.Error(codes.Unavailable, "starting")}, err: "starting", calls: 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			driver, ok, err := RuntimeCgroupDriver(context.Background(), tc.rt)
+			if driver != tc.driver || ok != tc.ok || (err == nil) != (tc.err == "") || (err != nil && !strings.Contains(err.Error(), tc.err)) {
+				t.Errorf("got %q, %v, %v; want %q, %v, error %q", driver, ok, err, tc.driver, tc.ok, tc.err)
+			}
+			if tc.rt.calls != tc.calls {
+				t.Errorf("%d calls, want %d", tc.rt.calls, tc.calls)
+			}
+		})
 	}
 }

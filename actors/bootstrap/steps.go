@@ -163,14 +163,6 @@ func (a *Actor) validate(actor.Context) (outcome, error) {
 		_, err = a.p.Stdout.Write(out)
 		return exitNow, err
 	}
-	// The cgroup driver must work on this machine: checked here, before
-	// anything starts, rather than by every pod failing in the runtime.
-	if err := podruntime.CheckCgroupDriver(a.cfg.CgroupDriver, systemdRunDir); err != nil {
-		return next, err
-	}
-	if _, err := podruntime.PodsCgroupParent(a.cfg.CgroupRoot, a.cfg.CgroupDriver); err != nil {
-		return next, err
-	}
 	log, err := logging.New(a.p.Stderr, a.cfg.Logging.Format, uint32(a.cfg.Logging.Verbosity))
 	if err != nil {
 		return next, err
@@ -236,6 +228,9 @@ func (a *Actor) buildDependencies(actor.Context) (outcome, error) {
 		return next, err
 	}
 	a.deps = deps
+	if err := a.cgroupDriver(); err != nil {
+		return next, err
+	}
 	// The kubelet API's credentials are dependencies too, as upstream's
 	// BuildAuth and InitializeTLS: a node that cannot guard its API does not
 	// start at all.
@@ -343,6 +338,27 @@ var runtimeActors = []struct {
 			PodManager:     a.child(podmanager.Kind), PLEG: a.child(pleg.Kind), System: a.p.System, Log: a.log,
 		}), nil)
 	}},
+}
+
+// cgroupDriver settles the pods' cgroup driver as upstream: the
+// runtime's when it tells it, cgroupDriver otherwise. It must work on
+// this machine: checked here, before anything starts, rather than by
+// every pod failing in the runtime.
+func (a *Actor) cgroupDriver() error {
+	driver, fromRuntime, err := podruntime.RuntimeCgroupDriver(a.p.Ctx, a.deps.Runtime)
+	if err != nil {
+		return err
+	}
+	if fromRuntime && driver != a.cfg.CgroupDriver {
+		a.log.Info().Str("cgroupDriver", a.cfg.CgroupDriver).Str("runtime", driver).
+			Msg("the container runtime's cgroup driver is used, not cgroupDriver's (KubeletCgroupDriverFromCRI)")
+		a.cfg.CgroupDriver = driver
+	}
+	if err := podruntime.CheckCgroupDriver(a.cfg.CgroupDriver, systemdRunDir, fromRuntime); err != nil {
+		return err
+	}
+	_, err = podruntime.PodsCgroupParent(a.cfg.CgroupRoot, a.cfg.CgroupDriver)
+	return err
 }
 
 // runtimeEnv is what the runtime actors share beyond the dependencies.
