@@ -35,7 +35,7 @@ const installedBinary = "/usr/local/bin/actorlet"
 // shipped drop-in and those files, below a directory standing for /, and
 // sees the node join: TLS bootstrap with the token, a client certificate
 // for system:node:NAME, the Node Ready, healthz answering where kubeadm
-// waits for it. The cluster's KubeletConfiguration sets cgroupDriver:
+// waits for it, a static pod of kubeadm's staticPodPath running. The cluster's KubeletConfiguration sets cgroupDriver:
 // cgroupfs, kubeadm's supported way of choosing the driver (a
 // KubeletConfiguration document in "kubeadm init --config"; kubeadm's own
 // default is systemd, which this machine, without systemd, refuses);
@@ -97,6 +97,25 @@ func TestJoin(t *testing.T) {
 		}
 	}
 	t.Logf("command line: %s %s", installedBinary, strings.Join(args, " "))
+	// A static pod in kubeadm's staticPodPath, in kube-system as kubeadm's
+	// control plane pods.
+	const static = "kubeadm-static"
+	manifest := fmt.Sprintf(`apiVersion: v1
+kind: Pod
+metadata:
+  name: %s
+  namespace: kube-system
+spec:
+  containers:
+  - name: main
+    image: %s
+    imagePullPolicy: IfNotPresent
+    command: ["sh", "-c", "sleep 3600"]
+`, static, e.BusyboxImage)
+	if err := os.WriteFile(filepath.Join(root, "etc/kubernetes/manifests", static+".yaml"), []byte(manifest), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	mirror := static + "-" + n.Name
 
 	started := time.Now()
 	n.Proc = agent.Start(t, binary, args...)
@@ -120,6 +139,19 @@ func TestJoin(t *testing.T) {
 		return fmt.Errorf("no Ready condition")
 	})
 	t.Logf("Ready %v after start", time.Since(started).Round(100*time.Millisecond))
+	n.AtCleanup(func() {
+		_ = admin.CoreV1().Pods("kube-system").Delete(context.Background(), mirror, metav1.DeleteOptions{GracePeriodSeconds: new(int64)})
+	})
+	agent.Eventually(t, "the static pod's mirror pod Running", 2*time.Minute, func() error {
+		pod, err := admin.CoreV1().Pods("kube-system").Get(context.Background(), mirror, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if pod.Status.Phase != v1.PodRunning {
+			return fmt.Errorf("phase %s", pod.Status.Phase)
+		}
+		return nil
+	})
 
 	// kubeadm waits for http://127.0.0.1:<healthzPort>/healthz.
 	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/healthz", healthz))
