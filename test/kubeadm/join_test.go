@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -18,6 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
 	kubeletconfigv1beta1 "k8s.io/kubelet/config/v1beta1"
+	"k8s.io/utils/ptr"
 
 	"github.com/actorlet/actorlet/test/agent"
 	"github.com/actorlet/actorlet/test/env"
@@ -52,10 +54,26 @@ func TestJoin(t *testing.T) {
 	// are not used: kubeadm's are.
 	n := agent.NewNode(t, binary, agent.Bootstrap(e.BootstrapKubeconfig), agent.NamePrefix("kubeadm-"))
 	root := t.TempDir()
+	// Whatever is left mounted below root (the root directory, which
+	// upstream's kubelet bind-mounts on itself) is unmounted, so that the
+	// temporary directory can go.
+	n.AtCleanup(func() {
+		for _, mp := range agent.MountsUnder(t, root) {
+			if err := syscall.Unmount(mp, syscall.MNT_DETACH); err != nil {
+				t.Logf("cleanup: unmount %s: %v", mp, err)
+			}
+		}
+	})
 	port, healthz := agent.FreePort(t), agent.FreePort(t)
+	cluster := kubeletconfigv1beta1.KubeletConfiguration{CgroupDriver: "cgroupfs"}
+	if upstream {
+		// What upstream's kubelet needs besides on this machine (cgroup v1,
+		// swap), as agent.UpstreamKubeletConfig.
+		cluster.FailCgroupV1, cluster.FailSwapOn = ptr.To(false), ptr.To(false)
+	}
 	j := joinFiles{
 		nodeName: n.Name, server: server, ca: ca, token: token, criSocket: e.RuntimeEndpoint,
-		clusterKubelet: kubeletconfigv1beta1.KubeletConfiguration{CgroupDriver: "cgroupfs"},
+		clusterKubelet: cluster,
 		patch:          fmt.Sprintf("port: %d\nhealthzPort: %d\n", port, healthz),
 		// The administrator's flags: the node's address on the machine's
 		// loopback, and the upstream defaults of the root and certificate
