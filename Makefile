@@ -16,7 +16,7 @@ PKG_IMPORTS = $(GO) list -f '{{.ImportPath}}{{range .TestImports}} {{.}}{{end}}{
 INTEGRATION = $$($(PKG_IMPORTS) | awk '/actorlet\/test\/env( |$$)/ || $$1 ~ /\/cmd\// {print $$1}')
 UNIT = $$($(PKG_IMPORTS) | awk '!(/actorlet\/test\/env( |$$)/ || $$1 ~ /\/cmd\//) {print $$1}')
 
-.PHONY: build test unit integration fuzz lint env-up env-down run run-cluster bench bench-churn bench-static bench-cluster conformance clean
+.PHONY: build test unit integration fuzz lint upstream-flags env-up env-down run run-cluster bench bench-churn bench-static bench-cluster conformance clean
 
 build:
 	$(GO) build -o $(BIN)/actorlet ./cmd/actorlet
@@ -50,6 +50,14 @@ fuzz:
 		$(GO) test -run '^$$' -fuzz "^$$target\$$" -fuzztime $(FUZZTIME) \
 			-fuzzminimizetime $(FUZZMINIMIZETIME) -parallel $(FUZZPARALLEL) "$$pkg" </dev/null; \
 	done
+
+# Issue #20: upstream kubelet's flag list, from upstream's own code (the
+# k8s.io/kubernetes version in hack/kube/go.mod), that config's flag-set test
+# compares actorlet's flags with. Rerun after moving hack/kube to a new
+# Kubernetes version; the first build of hack/kube takes a while.
+upstream-flags:
+	cd hack/kube && GOWORK=off GOFLAGS=-mod=readonly $(GO) run ./kubeletflags \
+		$$(GOWORK=off $(GO) list -m -f '{{.Version}}' k8s.io/kubernetes) $(CURDIR)/config/testdata/upstream-kubelet-flags.json
 
 lint:
 	$(GO) vet ./...

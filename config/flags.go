@@ -7,9 +7,12 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"slices"
 	"strings"
 
 	"github.com/spf13/pflag"
+	cliflag "k8s.io/component-base/cli/flag"
+	logsapi "k8s.io/component-base/logs/api/v1"
 	kubeletconfigv1beta1 "k8s.io/kubelet/config/v1beta1"
 
 	"github.com/actorlet/actorlet/config/features"
@@ -34,11 +37,14 @@ type Options struct {
 	// BootstrapKubeconfig is --bootstrap-kubeconfig: the credentials with
 	// which the node asks for its client certificate when the --kubeconfig
 	// file is missing or its certificate unusable (TLS bootstrap).
-	BootstrapKubeconfig    string
-	CertDir                string
-	HostnameOverride       string
-	NodeIP                 string
-	RootDir                string
+	BootstrapKubeconfig string
+	CertDir             string
+	HostnameOverride    string
+	NodeIP              string
+	RootDir             string
+	// PodInfraContainerImage is the kubelet's --pod-infra-container-image,
+	// which upstream no longer has; kept, hidden, because older kubeadm
+	// wrote it into kubeadm-flags.env.
 	PodInfraContainerImage string
 	NodeLabels             map[string]string
 	DumpConfig             bool
@@ -48,6 +54,11 @@ type Options struct {
 	// DebugAddress is actorlet's own --debug-address: host:port of a plain
 	// HTTP listener for the debugging handlers; empty turns it off.
 	DebugAddress string
+	// Accepted holds, by flag name, the values of the upstream
+	// command-line-only flags given whose feature actorlet lacks
+	// (acceptedFlags): accepted as upstream types them, reported once, and
+	// otherwise unused.
+	Accepted map[string]string
 }
 
 // CommandLine is the parsed command line.
@@ -72,16 +83,26 @@ type UsageError struct {
 
 func (e *UsageError) Error() string { return e.Err }
 
+// configFlagDeprecated is upstream's deprecation of every flag that sets a
+// KubeletConfiguration field (cmd/kubelet/app/options AddKubeletConfigFlags),
+// shown in --help and printed when such a flag is used.
+const configFlagDeprecated = "This parameter should be set via the config file specified by the Kubelet's --config flag. See https://kubernetes.io/docs/tasks/administer-cluster/kubelet-config-file/ for more information."
+
 // configFlag binds a flag to the KubeletConfiguration field at path field.
 type configFlag struct {
 	name, shorthand, field, usage string
 	// noOptDefVal makes the flag usable without a value, as for booleans.
 	noOptDefVal string
-	value       func(c *kubeletconfigv1beta1.KubeletConfiguration) pflag.Value
+	// notDeprecated are the few configuration flags upstream keeps
+	// undeprecated; every other one carries configFlagDeprecated.
+	notDeprecated bool
+	value         func(c *kubeletconfigv1beta1.KubeletConfiguration) pflag.Value
 }
 
-// configFlags are the kubelet's flags for KubeletConfiguration fields that
-// actorlet accepts, with upstream's names and meaning.
+// configFlags are the kubelet's flags for KubeletConfiguration fields, with
+// upstream's names, types and meaning. Each sets its field, so the precedence
+// of flags over files covers it; whether actorlet acts on the field is
+// Implemented's to say.
 var configFlags = []configFlag{
 	{name: "pod-manifest-path", field: "staticPodPath", usage: "Path to the directory containing static pod files to run, or the path to a single static pod file. Files starting with dots will be ignored.",
 		value: func(c *kubeletconfigv1beta1.KubeletConfiguration) pflag.Value { return stringValue{&c.StaticPodPath} }},
@@ -179,7 +200,7 @@ var configFlags = []configFlag{
 		value: func(c *kubeletconfigv1beta1.KubeletConfiguration) pflag.Value {
 			return &featureGatesValue{p: &c.FeatureGates}
 		}},
-	{name: "provider-id", field: "providerID", usage: "Unique identifier for identifying the node in a machine database, i.e cloudprovider",
+	{name: "provider-id", field: "providerID", notDeprecated: true, usage: "Unique identifier for identifying the node in a machine database, i.e cloudprovider",
 		value: func(c *kubeletconfigv1beta1.KubeletConfiguration) pflag.Value { return stringValue{&c.ProviderID} }},
 	{name: "cgroup-driver", field: "cgroupDriver", usage: "Driver that the kubelet uses to manipulate cgroups on the host. Possible values: 'cgroupfs', 'systemd'",
 		value: func(c *kubeletconfigv1beta1.KubeletConfiguration) pflag.Value { return stringValue{&c.CgroupDriver} }},
@@ -251,10 +272,194 @@ var configFlags = []configFlag{
 		}},
 	{name: "logging-format", field: "logging.format", usage: "Sets the log format. Permitted formats: \"json\", \"text\".",
 		value: func(c *kubeletconfigv1beta1.KubeletConfiguration) pflag.Value { return stringValue{&c.Logging.Format} }},
-	{name: "v", shorthand: "v", field: "logging.verbosity", usage: "number for the log level verbosity",
+	{name: "v", shorthand: "v", field: "logging.verbosity", notDeprecated: true, usage: "number for the log level verbosity",
 		value: func(c *kubeletconfigv1beta1.KubeletConfiguration) pflag.Value {
 			return verbosityValue{&c.Logging.Verbosity}
 		}},
+	// The flags below were added for issue #20 (every upstream flag is
+	// accepted); the usage texts are upstream's.
+	{name: "allowed-unsafe-sysctls", field: "allowedUnsafeSysctls", usage: "Comma-separated whitelist of unsafe sysctls or unsafe sysctl patterns (ending in *). Use these at your own risk.",
+		value: func(c *kubeletconfigv1beta1.KubeletConfiguration) pflag.Value {
+			return &stringSliceValue{p: &c.AllowedUnsafeSysctls}
+		}},
+	{name: "authentication-token-webhook-cache-ttl", field: "authentication.webhook.cacheTTL", usage: "The duration to cache responses from the webhook token authenticator.",
+		value: func(c *kubeletconfigv1beta1.KubeletConfiguration) pflag.Value {
+			return durationValue{&c.Authentication.Webhook.CacheTTL}
+		}},
+	{name: "authorization-webhook-cache-authorized-ttl", field: "authorization.webhook.cacheAuthorizedTTL", usage: "The duration to cache 'authorized' responses from the webhook authorizer.",
+		value: func(c *kubeletconfigv1beta1.KubeletConfiguration) pflag.Value {
+			return durationValue{&c.Authorization.Webhook.CacheAuthorizedTTL}
+		}},
+	{name: "authorization-webhook-cache-unauthorized-ttl", field: "authorization.webhook.cacheUnauthorizedTTL", usage: "The duration to cache 'unauthorized' responses from the webhook authorizer.",
+		value: func(c *kubeletconfigv1beta1.KubeletConfiguration) pflag.Value {
+			return durationValue{&c.Authorization.Webhook.CacheUnauthorizedTTL}
+		}},
+	{name: "cgroups-per-qos", field: "cgroupsPerQOS", noOptDefVal: "true", usage: "Enable creation of QoS cgroup hierarchy, if true top level QoS and pod cgroups are created.",
+		value: func(c *kubeletconfigv1beta1.KubeletConfiguration) pflag.Value { return boolPtrValue{&c.CgroupsPerQOS} }},
+	{name: "contention-profiling", field: "enableContentionProfiling", noOptDefVal: "true", usage: "Enable block profiling, if profiling is enabled",
+		value: func(c *kubeletconfigv1beta1.KubeletConfiguration) pflag.Value {
+			return boolValue{&c.EnableContentionProfiling}
+		}},
+	{name: "cpu-cfs-quota", field: "cpuCFSQuota", noOptDefVal: "true", usage: "Enable CPU CFS quota enforcement for containers that specify CPU limits",
+		value: func(c *kubeletconfigv1beta1.KubeletConfiguration) pflag.Value { return boolPtrValue{&c.CPUCFSQuota} }},
+	{name: "cpu-cfs-quota-period", field: "cpuCFSQuotaPeriod", usage: "Sets CPU CFS quota period value (cpu.cfs_period_us). Defaults to Linux Kernel default. Requires the CustomCPUCFSQuotaPeriod feature gate to set non-default values.",
+		value: func(c *kubeletconfigv1beta1.KubeletConfiguration) pflag.Value {
+			return durationPtrValue{&c.CPUCFSQuotaPeriod}
+		}},
+	{name: "cpu-manager-policy", field: "cpuManagerPolicy", usage: "CPU Manager policy to use. Possible values: 'none', 'static'.",
+		value: func(c *kubeletconfigv1beta1.KubeletConfiguration) pflag.Value {
+			return stringValue{&c.CPUManagerPolicy}
+		}},
+	{name: "cpu-manager-policy-options", field: "cpuManagerPolicyOptions", usage: "A set of key=value CPU Manager policy options to use, to fine tune their behaviour. If not supplied, keep the default behaviour.",
+		value: func(c *kubeletconfigv1beta1.KubeletConfiguration) pflag.Value {
+			return cliflag.NewMapStringStringNoSplit(&c.CPUManagerPolicyOptions)
+		}},
+	{name: "cpu-manager-reconcile-period", field: "cpuManagerReconcilePeriod", usage: "<Warning: Alpha feature> CPU Manager reconciliation period. Examples: '10s', or '1m'. If not supplied, defaults to 'NodeStatusUpdateFrequency'",
+		value: func(c *kubeletconfigv1beta1.KubeletConfiguration) pflag.Value {
+			return durationValue{&c.CPUManagerReconcilePeriod}
+		}},
+	{name: "enable-controller-attach-detach", field: "enableControllerAttachDetach", noOptDefVal: "true", usage: "Enables the Attach/Detach controller to manage attachment/detachment of volumes scheduled to this node, and disables kubelet from executing any attach/detach operations",
+		value: func(c *kubeletconfigv1beta1.KubeletConfiguration) pflag.Value {
+			return boolPtrValue{&c.EnableControllerAttachDetach}
+		}},
+	{name: "enable-debugging-handlers", field: "enableDebuggingHandlers", noOptDefVal: "true", usage: "Enables server endpoints for log collection and local running of containers and commands",
+		value: func(c *kubeletconfigv1beta1.KubeletConfiguration) pflag.Value {
+			return boolPtrValue{&c.EnableDebuggingHandlers}
+		}},
+	{name: "enable-server", field: "enableServer", noOptDefVal: "true", usage: "Enable the Kubelet's server",
+		value: func(c *kubeletconfigv1beta1.KubeletConfiguration) pflag.Value { return boolPtrValue{&c.EnableServer} }},
+	{name: "enforce-node-allocatable", field: "enforceNodeAllocatable", usage: "A comma separated list of levels of node allocatable enforcement to be enforced by kubelet. Acceptable options are 'none', 'pods', 'system-reserved', 'system-reserved-compressible', 'kube-reserved' and 'kube-reserved-compressible'. If any of the latter four options are specified, '--system-reserved-cgroup' and '--kube-reserved-cgroup' must also be set, respectively. If 'none' is specified, no additional options should be set. See https://kubernetes.io/docs/tasks/administer-cluster/reserve-compute-resources/ for more details.",
+		value: func(c *kubeletconfigv1beta1.KubeletConfiguration) pflag.Value {
+			return &stringSliceValue{p: &c.EnforceNodeAllocatable}
+		}},
+	{name: "eviction-max-pod-grace-period", field: "evictionMaxPodGracePeriod", usage: "Maximum allowed grace period (in seconds) to use when terminating pods in response to a soft eviction threshold being met.  If negative, defer to pod specified value.",
+		value: func(c *kubeletconfigv1beta1.KubeletConfiguration) pflag.Value {
+			return int32Value{&c.EvictionMaxPodGracePeriod}
+		}},
+	{name: "eviction-minimum-reclaim", field: "evictionMinimumReclaim", usage: "A set of minimum reclaims (e.g. imagefs.available=2Gi) that describes the minimum amount of resource the kubelet will reclaim when performing a pod eviction if that resource is under pressure.",
+		value: func(c *kubeletconfigv1beta1.KubeletConfiguration) pflag.Value {
+			return &mapValue{p: &c.EvictionMinimumReclaim, sep: "="}
+		}},
+	{name: "eviction-pressure-transition-period", field: "evictionPressureTransitionPeriod", usage: "Duration for which the kubelet has to wait before transitioning out of an eviction pressure condition.",
+		value: func(c *kubeletconfigv1beta1.KubeletConfiguration) pflag.Value {
+			return durationValue{&c.EvictionPressureTransitionPeriod}
+		}},
+	{name: "eviction-soft", field: "evictionSoft", usage: "A set of eviction thresholds (e.g. memory.available<1.5Gi) that if met over a corresponding grace period would trigger a pod eviction.",
+		value: func(c *kubeletconfigv1beta1.KubeletConfiguration) pflag.Value {
+			return &mapValue{p: &c.EvictionSoft, sep: "<"}
+		}},
+	{name: "eviction-soft-grace-period", field: "evictionSoftGracePeriod", usage: "A set of eviction grace periods (e.g. memory.available=1m30s) that correspond to how long a soft eviction threshold must hold before triggering a pod eviction.",
+		value: func(c *kubeletconfigv1beta1.KubeletConfiguration) pflag.Value {
+			return &mapValue{p: &c.EvictionSoftGracePeriod, sep: "="}
+		}},
+	{name: "fail-cgroupv1", field: "failCgroupV1", noOptDefVal: "true", notDeprecated: true, usage: "Prevent the kubelet from starting on the host using cgroup v1.",
+		value: func(c *kubeletconfigv1beta1.KubeletConfiguration) pflag.Value { return boolPtrValue{&c.FailCgroupV1} }},
+	{name: "kernel-memcg-notification", field: "kernelMemcgNotification", noOptDefVal: "true", usage: "If enabled, the kubelet will integrate with the kernel memcg notification to determine if memory eviction thresholds are crossed rather than polling.",
+		value: func(c *kubeletconfigv1beta1.KubeletConfiguration) pflag.Value {
+			return boolValue{&c.KernelMemcgNotification}
+		}},
+	{name: "kube-api-content-type", field: "contentType", usage: "Content type of requests sent to apiserver.",
+		value: func(c *kubeletconfigv1beta1.KubeletConfiguration) pflag.Value { return stringValue{&c.ContentType} }},
+	{name: "kube-reserved-cgroup", field: "kubeReservedCgroup", usage: "Absolute name of the top level cgroup that is used to manage kubernetes components for which compute resources were reserved via '--kube-reserved' flag. Ex. '/kube-reserved'. [default='']",
+		value: func(c *kubeletconfigv1beta1.KubeletConfiguration) pflag.Value {
+			return stringValue{&c.KubeReservedCgroup}
+		}},
+	{name: "kubelet-cgroups", field: "kubeletCgroups", usage: "Optional absolute name of cgroups to create and run the Kubelet in.",
+		value: func(c *kubeletconfigv1beta1.KubeletConfiguration) pflag.Value { return stringValue{&c.KubeletCgroups} }},
+	{name: "local-storage-capacity-isolation", field: "localStorageCapacityIsolation", noOptDefVal: "true", usage: "If true, local ephemeral storage isolation is enabled. Otherwise, local storage isolation feature will be disabled",
+		value: func(c *kubeletconfigv1beta1.KubeletConfiguration) pflag.Value {
+			return boolPtrValue{&c.LocalStorageCapacityIsolation}
+		}},
+	{name: "log-flush-frequency", field: "logging.flushFrequency", notDeprecated: true, usage: "Maximum number of seconds between log flushes",
+		value: func(c *kubeletconfigv1beta1.KubeletConfiguration) pflag.Value {
+			return durationValue{&c.Logging.FlushFrequency.Duration}
+		}},
+	{name: "log-json-info-buffer-size", field: "logging.options.json.infoBufferSize", usage: "[Alpha] In JSON format with split output streams, the info messages can be buffered for a while to increase performance. The default value of zero bytes disables buffering. The size can be specified as number of bytes (512), multiples of 1000 (1K), multiples of 1024 (2Ki), or powers of those (3M, 4G, 5Mi, 6Gi). Enable the LoggingAlphaOptions feature gate to use this.",
+		value: func(c *kubeletconfigv1beta1.KubeletConfiguration) pflag.Value {
+			return &c.Logging.Options.JSON.InfoBufferSize
+		}},
+	{name: "log-json-split-stream", field: "logging.options.json.splitStream", noOptDefVal: "true", usage: "[Alpha] In JSON format, write error messages to stderr and info messages to stdout. The default is to write a single stream to stdout. Enable the LoggingAlphaOptions feature gate to use this.",
+		value: func(c *kubeletconfigv1beta1.KubeletConfiguration) pflag.Value {
+			return boolValue{&c.Logging.Options.JSON.SplitStream}
+		}},
+	{name: "log-text-info-buffer-size", field: "logging.options.text.infoBufferSize", usage: "[Alpha] In text format with split output streams, the info messages can be buffered for a while to increase performance. The default value of zero bytes disables buffering. The size can be specified as number of bytes (512), multiples of 1000 (1K), multiples of 1024 (2Ki), or powers of those (3M, 4G, 5Mi, 6Gi). Enable the LoggingAlphaOptions feature gate to use this.",
+		value: func(c *kubeletconfigv1beta1.KubeletConfiguration) pflag.Value {
+			return &c.Logging.Options.Text.InfoBufferSize
+		}},
+	{name: "log-text-split-stream", field: "logging.options.text.splitStream", noOptDefVal: "true", usage: "[Alpha] In text format, write error messages to stderr and info messages to stdout. The default is to write a single stream to stdout. Enable the LoggingAlphaOptions feature gate to use this.",
+		value: func(c *kubeletconfigv1beta1.KubeletConfiguration) pflag.Value {
+			return boolValue{&c.Logging.Options.Text.SplitStream}
+		}},
+	{name: "make-iptables-util-chains", field: "makeIPTablesUtilChains", noOptDefVal: "true", usage: "If true, kubelet will ensure iptables utility rules are present on host.",
+		value: func(c *kubeletconfigv1beta1.KubeletConfiguration) pflag.Value {
+			return boolPtrValue{&c.MakeIPTablesUtilChains}
+		}},
+	{name: "manifest-url-header", field: "staticPodURLHeader", usage: "Comma-separated list of HTTP headers to use when accessing the url provided to --manifest-url. Multiple headers with the same name will be added in the same order provided. This flag can be repeatedly invoked. For example: --manifest-url-header 'a:hello,b:again,c:world' --manifest-url-header 'b:beautiful'",
+		value: func(c *kubeletconfigv1beta1.KubeletConfiguration) pflag.Value {
+			return cliflag.NewColonSeparatedMultimapStringString(&c.StaticPodURLHeader)
+		}},
+	{name: "memory-manager-policy", field: "memoryManagerPolicy", usage: "Memory Manager policy to use. Possible values: 'None', 'Static'.",
+		value: func(c *kubeletconfigv1beta1.KubeletConfiguration) pflag.Value {
+			return stringValue{&c.MemoryManagerPolicy}
+		}},
+	{name: "pod-cidr", field: "podCIDR", usage: "The CIDR to use for pod IP addresses, only used in standalone mode.  In cluster mode, this is obtained from the master. For IPv6, the maximum number of IP's allocated is 65536",
+		value: func(c *kubeletconfigv1beta1.KubeletConfiguration) pflag.Value { return stringValue{&c.PodCIDR} }},
+	{name: "pod-max-pids", field: "podPidsLimit", usage: "Set the maximum number of processes per pod.  If -1, the kubelet defaults to the node allocatable pid capacity.",
+		value: func(c *kubeletconfigv1beta1.KubeletConfiguration) pflag.Value { return int64PtrValue{&c.PodPidsLimit} }},
+	{name: "protect-kernel-defaults", field: "protectKernelDefaults", noOptDefVal: "true", usage: "Default kubelet behaviour for kernel tuning. If set, kubelet errors if any of kernel tunables is different than kubelet defaults.",
+		value: func(c *kubeletconfigv1beta1.KubeletConfiguration) pflag.Value {
+			return boolValue{&c.ProtectKernelDefaults}
+		}},
+	{name: "qos-reserved", field: "qosReserved", usage: "<Warning: Alpha feature> A set of ResourceName=Percentage (e.g. memory=50%) pairs that describe how pod resource requests are reserved at the QoS level. Currently only memory is supported. Requires the QOSReserved feature gate to be enabled.",
+		value: func(c *kubeletconfigv1beta1.KubeletConfiguration) pflag.Value {
+			return &mapValue{p: &c.QOSReserved, sep: "="}
+		}},
+	{name: "registry-burst", field: "registryBurst", usage: "Maximum size of a bursty pulls, temporarily allows pulls to burst to this number, while still not exceeding registry-qps. Only used if --registry-qps > 0",
+		value: func(c *kubeletconfigv1beta1.KubeletConfiguration) pflag.Value { return int32Value{&c.RegistryBurst} }},
+	{name: "registry-qps", field: "registryPullQPS", usage: "If > 0, limit registry pull QPS to this value.  If 0, unlimited.",
+		value: func(c *kubeletconfigv1beta1.KubeletConfiguration) pflag.Value {
+			return int32PtrValue{&c.RegistryPullQPS}
+		}},
+	{name: "reserved-cpus", field: "reservedSystemCPUs", usage: "A comma-separated list of CPUs or CPU ranges that are reserved for system and kubernetes usage. This specific list will supersede cpu counts in --system-reserved and --kube-reserved.",
+		value: func(c *kubeletconfigv1beta1.KubeletConfiguration) pflag.Value {
+			return stringValue{&c.ReservedSystemCPUs}
+		}},
+	{name: "reserved-memory", field: "reservedMemory", usage: "A comma separated list of memory reservations for NUMA nodes. (e.g. --reserved-memory 0:memory=1Gi,hugepages-1M=2Gi --reserved-memory 1:memory=2Gi). The total sum for each memory type should be equal to the sum of kube-reserved, system-reserved and eviction-threshold. See https://kubernetes.io/docs/tasks/administer-cluster/memory-manager/#reserved-memory-flag for more details.",
+		value: func(c *kubeletconfigv1beta1.KubeletConfiguration) pflag.Value {
+			return &reservedMemoryValue{p: &c.ReservedMemory}
+		}},
+	{name: "runonce", field: "runOnce", noOptDefVal: "true", usage: "If true, exit after spawning pods from static pod files or remote urls. Exclusive with --enable-server",
+		value: func(c *kubeletconfigv1beta1.KubeletConfiguration) pflag.Value { return boolValue{&c.RunOnce} }},
+	{name: "system-cgroups", field: "systemCgroups", usage: "Optional absolute name of cgroups in which to place all non-kernel processes that are not already inside a cgroup under '/'. Empty for no container. Rolling back the flag requires a reboot.",
+		value: func(c *kubeletconfigv1beta1.KubeletConfiguration) pflag.Value { return stringValue{&c.SystemCgroups} }},
+	{name: "system-reserved-cgroup", field: "systemReservedCgroup", usage: "Absolute name of the top level cgroup that is used to manage non-kubernetes components for which compute resources were reserved via '--system-reserved' flag. Ex. '/system-reserved'. [default='']",
+		value: func(c *kubeletconfigv1beta1.KubeletConfiguration) pflag.Value {
+			return stringValue{&c.SystemReservedCgroup}
+		}},
+	{name: "tls-cipher-suites", field: "tlsCipherSuites", usage: "Comma-separated list of cipher suites for the server. If omitted, the default Go cipher suites will be used. \nPreferred values: TLS_AES_128_GCM_SHA256, TLS_AES_256_GCM_SHA384, TLS_CHACHA20_POLY1305_SHA256, TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA, TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256, TLS_ECDHE_ECDSA_WITH_AES_256_CBC_SHA, TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384, TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305, TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256, TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA, TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256, TLS_ECDHE_RSA_WITH_AES_256_CBC_SHA, TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384, TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305, TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256. \nInsecure values: TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA256, TLS_ECDHE_ECDSA_WITH_RC4_128_SHA, TLS_ECDHE_RSA_WITH_3DES_EDE_CBC_SHA, TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA256, TLS_ECDHE_RSA_WITH_RC4_128_SHA, TLS_RSA_WITH_3DES_EDE_CBC_SHA, TLS_RSA_WITH_AES_128_CBC_SHA, TLS_RSA_WITH_AES_128_CBC_SHA256, TLS_RSA_WITH_AES_128_GCM_SHA256, TLS_RSA_WITH_AES_256_CBC_SHA, TLS_RSA_WITH_AES_256_GCM_SHA384, TLS_RSA_WITH_RC4_128_SHA.",
+		value: func(c *kubeletconfigv1beta1.KubeletConfiguration) pflag.Value {
+			return &stringSliceValue{p: &c.TLSCipherSuites}
+		}},
+	{name: "tls-min-version", field: "tlsMinVersion", usage: "Minimum TLS version supported. Possible values: VersionTLS10, VersionTLS11, VersionTLS12, VersionTLS13",
+		value: func(c *kubeletconfigv1beta1.KubeletConfiguration) pflag.Value { return stringValue{&c.TLSMinVersion} }},
+	{name: "topology-manager-policy", field: "topologyManagerPolicy", usage: "Topology Manager policy to use. Possible values: 'none', 'best-effort', 'restricted', 'single-numa-node'.",
+		value: func(c *kubeletconfigv1beta1.KubeletConfiguration) pflag.Value {
+			return stringValue{&c.TopologyManagerPolicy}
+		}},
+	{name: "topology-manager-policy-options", field: "topologyManagerPolicyOptions", usage: "A set of key=value Topology Manager policy options to use, to fine tune their behaviour. If not supplied, keep the default behaviour.",
+		value: func(c *kubeletconfigv1beta1.KubeletConfiguration) pflag.Value {
+			return &mapValue{p: &c.TopologyManagerPolicyOptions, sep: "="}
+		}},
+	{name: "topology-manager-scope", field: "topologyManagerScope", usage: "Scope to which topology hints applied. Topology Manager collects hints from Hint Providers and applies them to defined scope to ensure the pod admission. Possible values: 'container', 'pod'.",
+		value: func(c *kubeletconfigv1beta1.KubeletConfiguration) pflag.Value {
+			return stringValue{&c.TopologyManagerScope}
+		}},
+	{name: "vmodule", field: "logging.vmodule", notDeprecated: true, usage: "comma-separated list of pattern=N settings for file-filtered logging (only works for text log format)",
+		value: func(c *kubeletconfigv1beta1.KubeletConfiguration) pflag.Value {
+			return logsapi.VModuleConfigurationPflag(&c.Logging.VModule)
+		}},
+	{name: "volume-plugin-dir", field: "volumePluginDir", usage: "The full path of the directory in which to search for additional third party volume plugins",
+		value: func(c *kubeletconfigv1beta1.KubeletConfiguration) pflag.Value { return stringValue{&c.VolumePluginDir} }},
 }
 
 // addOptionFlags registers the command-line-only flags.
@@ -268,18 +473,66 @@ func addOptionFlags(fs *pflag.FlagSet, o *Options) {
 	fs.StringVar(&o.NodeIP, "node-ip", o.NodeIP, "IP address (or comma-separated dual-stack IP addresses) of the node. If unset, kubelet will use the node's default IPv4 address, if any, or its default IPv6 address if it has no IPv4 addresses.")
 	fs.StringVar(&o.RootDir, "root-dir", o.RootDir, "Directory path for managing kubelet files (volume mounts,etc).")
 	fs.StringVar(&o.PodInfraContainerImage, "pod-infra-container-image", o.PodInfraContainerImage, "Accepted for compatibility and ignored: the container runtime chooses the sandbox image.")
+	// Upstream removed the flag; hidden as an unknown one would be, but
+	// accepted, as kubeadm-flags.env files from older kubeadm carry it.
+	_ = fs.MarkHidden("pod-infra-container-image")
 	fs.Var(labelsValue{o.NodeLabels}, "node-labels", "Labels to add when registering the node in the cluster. Labels must be key=value pairs separated by ','.")
 	fs.BoolVar(&o.DumpConfig, "dump-config", o.DumpConfig, "Print the effective configuration (defaults, --config, --config-dir and flags merged) as KubeletConfiguration YAML on stdout and exit.")
-	fs.BoolVar(&o.ShowVersion, "version", o.ShowVersion, "Print version information and quit.")
+	fs.VarPF(&versionValue{show: &o.ShowVersion, accepted: o.Accepted}, "version", "", "--version, --version=raw prints version information and quits; --version=vX.Y.Z... sets the reported version").NoOptDefVal = "true"
 	fs.BoolVarP(&o.ShowHelp, "help", "h", o.ShowHelp, "help for actorlet")
 	fs.BoolVar(&o.DebugFaultInjection, "debug-fault-injection", o.DebugFaultInjection, "actorlet only: enables POST /debug/inject/panic on the kubelet API (behind authentication and authorization) and on --debug-address; never for production.")
 	fs.StringVar(&o.DebugAddress, "debug-address", o.DebugAddress, "actorlet only, for development: host:port on which to serve the actor dashboard, /debug/actors.json, pprof and fault injection in plain HTTP without authentication (e.g. 127.0.0.1:10249); empty (the default) serves them only on the kubelet API, behind authentication and authorization. Not part of KubeletConfiguration: --dump-config does not show it.")
+}
+
+// acceptedFlag is an upstream command-line-only flag (KubeletFlags, or a
+// global one) for a feature actorlet does not have: accepted with upstream's
+// type and default, kept in Options.Accepted, and reported as not implemented.
+type acceptedFlag struct {
+	name, typ, def, usage string
+	// deprecated is upstream's MarkDeprecated message, if any.
+	deprecated string
+}
+
+// acceptedFlags are upstream v1.37.2's command-line-only flags that actorlet
+// accepts without acting on them; the usage texts are upstream's.
+var acceptedFlags = []acceptedFlag{
+	{name: "cloud-provider", typ: "string", usage: "The provider for cloud services. Set to empty string for running with no cloud provider. Set to 'external' for running with an external cloud provider."},
+	{name: "exit-on-lock-contention", typ: "bool", def: "false", usage: "Whether kubelet should exit upon lock-file contention."},
+	{name: "experimental-allocatable-ignore-eviction", typ: "bool", def: "false", deprecated: "will be removed in 1.25 or later.",
+		usage: "When set to 'true', Hard Eviction Thresholds will be ignored while calculating Node Allocatable. See https://kubernetes.io/docs/tasks/administer-cluster/reserve-compute-resources/ for more details. [default=false]"},
+	{name: "experimental-mounter-path", typ: "string", deprecated: "will be removed in 1.25 or later. in favor of using CSI.", usage: "[Experimental] Path of mounter binary. Leave empty to use the default mount."},
+	{name: "housekeeping-interval", typ: "duration", def: "10s", usage: "Interval between container housekeepings"},
+	{name: "image-credential-provider-bin-dir", typ: "string", usage: "The path to the directory where credential provider plugin binaries are located."},
+	{name: "image-credential-provider-config", typ: "string", usage: "Path to a credential provider plugin config file (JSON/YAML/YML) or a directory of such files (merged in lexicographical order; non-recursive search)."},
+	{name: "lock-file", typ: "string", usage: "<Warning: Alpha feature> The path to file for kubelet to use as a lock file."},
+	{name: "maximum-dead-containers", typ: "int32", def: "-1", deprecated: "Use --eviction-hard or --eviction-soft instead. Will be removed in a future version.",
+		usage: "Maximum number of old instances of containers to retain globally.  Each container takes up some disk space. To disable, set to a negative number."},
+	{name: "maximum-dead-containers-per-container", typ: "int32", def: "1", deprecated: "Use --eviction-hard or --eviction-soft instead. Will be removed in a future version.",
+		usage: "Maximum number of old instances to retain per container.  Each container takes up some disk space."},
+	{name: "minimum-container-ttl-duration", typ: "duration", def: "0s", deprecated: "Use --eviction-hard or --eviction-soft instead. Will be removed in a future version.",
+		usage: "Minimum age for a finished container before it is garbage collected.  Examples: '300ms', '10s' or '2h45m'"},
+	{name: "runtime-cgroups", typ: "string", usage: "Optional absolute name of cgroups to create and run the runtime in."},
+	{name: "seccomp-default", typ: "bool", def: "false", usage: "Enable the use of `RuntimeDefault` as the default seccomp profile for all workloads."},
+}
+
+func addAcceptedFlags(fs *pflag.FlagSet, o *Options) {
+	for _, f := range acceptedFlags {
+		flag := fs.VarPF(&acceptedValue{name: f.name, typ: f.typ, text: f.def, into: o.Accepted}, f.name, "", f.usage)
+		if f.typ == "bool" {
+			flag.NoOptDefVal = "true"
+		}
+		// Deprecated but listed in --help, as upstream unhides them.
+		flag.Deprecated = f.deprecated
+	}
 }
 
 func addConfigFlags(fs *pflag.FlagSet, c *kubeletconfigv1beta1.KubeletConfiguration) {
 	for _, f := range configFlags {
 		flag := fs.VarPF(f.value(c), f.name, f.shorthand, f.usage)
 		flag.NoOptDefVal = f.noOptDefVal
+		if !f.notDeprecated {
+			flag.Deprecated = configFlagDeprecated
+		}
 	}
 }
 
@@ -302,12 +555,14 @@ func ParseCommandLine(args []string) (*CommandLine, error) {
 			RootDir:    defaultRootDir,
 			CertDir:    defaultCertDir,
 			NodeLabels: map[string]string{},
+			Accepted:   map[string]string{},
 		},
 		Args:       args,
 		Flags:      newFlagSet(),
 		flagConfig: legacyDefaults(),
 	}
 	addOptionFlags(c.Flags, &c.Options)
+	addAcceptedFlags(c.Flags, &c.Options)
 	addConfigFlags(c.Flags, c.flagConfig)
 	if err := c.Flags.Parse(args); err != nil {
 		return nil, &UsageError{Err: err.Error(), Usage: c.usage()}
@@ -351,7 +606,9 @@ func applyFlagPrecedence(cfg *kubeletconfigv1beta1.KubeletConfiguration, args []
 	fs := newFlagSet()
 	var throwaway Options
 	throwaway.NodeLabels = map[string]string{}
+	throwaway.Accepted = map[string]string{}
 	addOptionFlags(fs, &throwaway)
+	addAcceptedFlags(fs, &throwaway)
 	fs.VisitAll(func(f *pflag.Flag) { f.Value = noopValue{typ: f.Value.Type()} })
 	original := cfg.FeatureGates
 	addConfigFlags(fs, cfg)
@@ -367,13 +624,33 @@ func applyFlagPrecedence(cfg *kubeletconfigv1beta1.KubeletConfiguration, args []
 	return nil
 }
 
-// explicitFlagFields returns the config field paths set by flags on the command line.
-func (c *CommandLine) explicitFlagFields() []string {
-	var fields []string
+// Warnings are what the command line itself calls for, as upstream says
+// them: pflag's line for each deprecated flag used (once per flag, where
+// upstream repeats it per use), then one line naming the flags given whose
+// setting actorlet does not act on.
+func (c *CommandLine) Warnings() []string {
+	var warnings, ignored []string
+	c.Flags.VisitAll(func(f *pflag.Flag) {
+		if f.Changed && f.Deprecated != "" {
+			warnings = append(warnings, fmt.Sprintf("Flag --%s has been deprecated, %s", f.Name, f.Deprecated))
+		}
+	})
 	for _, f := range configFlags {
-		if c.Flags.Changed(f.name) {
-			fields = append(fields, f.field)
+		if c.Flags.Changed(f.name) && !IsImplemented(f.field) {
+			ignored = append(ignored, fmt.Sprintf("--%s (%s)", f.name, f.field))
 		}
 	}
-	return fields
+	for _, f := range acceptedFlags {
+		if c.Flags.Changed(f.name) {
+			ignored = append(ignored, "--"+f.name)
+		}
+	}
+	if _, ok := c.Options.Accepted["version"]; ok {
+		ignored = append(ignored, "--version (a reported version other than actorlet's)")
+	}
+	if len(ignored) > 0 {
+		slices.Sort(ignored)
+		warnings = append(warnings, "accepted, not implemented: "+strings.Join(ignored, ", "))
+	}
+	return warnings
 }

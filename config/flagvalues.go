@@ -11,9 +11,11 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	logsapi "k8s.io/component-base/logs/api/v1"
+	kubeletconfigv1beta1 "k8s.io/kubelet/config/v1beta1"
 
 	"github.com/actorlet/actorlet/config/features"
 )
@@ -94,7 +96,25 @@ func (v int64Value) Set(s string) error {
 	return nil
 }
 func (v int64Value) String() string { return strconv.FormatInt(*v.p, 10) }
-func (v int64Value) Type() string   { return "int" }
+func (v int64Value) Type() string   { return "int64" }
+
+type int64PtrValue struct{ p **int64 }
+
+func (v int64PtrValue) Set(s string) error {
+	n, err := strconv.ParseInt(s, 0, 64)
+	if err != nil {
+		return err
+	}
+	*v.p = &n
+	return nil
+}
+func (v int64PtrValue) Type() string { return "int64" }
+func (v int64PtrValue) String() string {
+	if *v.p == nil {
+		return "0"
+	}
+	return strconv.FormatInt(**v.p, 10)
+}
 
 type boolValue struct{ p *bool }
 
@@ -137,6 +157,24 @@ func (v durationValue) Set(s string) error {
 func (v durationValue) String() string { return v.p.Duration.String() }
 func (v durationValue) Type() string   { return "duration" }
 
+type durationPtrValue struct{ p **metav1.Duration }
+
+func (v durationPtrValue) Set(s string) error {
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return err
+	}
+	*v.p = &metav1.Duration{Duration: d}
+	return nil
+}
+func (v durationPtrValue) Type() string { return "duration" }
+func (v durationPtrValue) String() string {
+	if *v.p == nil {
+		return time.Duration(0).String()
+	}
+	return (*v.p).Duration.String()
+}
+
 type verbosityValue struct{ p *logsapi.VerbosityLevel }
 
 func (v verbosityValue) Set(s string) error {
@@ -172,7 +210,7 @@ func (v *stringSliceValue) Set(s string) error {
 	return nil
 }
 func (v *stringSliceValue) String() string { return "[" + strings.Join(*v.p, ",") + "]" }
-func (v *stringSliceValue) Type() string   { return "strings" }
+func (v *stringSliceValue) Type() string   { return "stringSlice" }
 
 // mapValue is upstream's MapStringString ("k=v,...") and, with sep '<',
 // LangleSeparatedMapStringString ("memory.available<100Mi,...").
@@ -325,3 +363,117 @@ type noopValue struct{ typ string }
 func (noopValue) Set(string) error { return nil }
 func (noopValue) String() string   { return "" }
 func (v noopValue) Type() string   { return v.typ }
+
+// reservedMemoryValue is upstream's ReservedMemoryVar for --reserved-memory:
+// "0:memory=1Gi,hugepages-1M=2Gi;1:memory=2Gi", repeatable.
+type reservedMemoryValue struct {
+	p       *[]kubeletconfigv1beta1.MemoryReservation
+	changed bool
+}
+
+func (v *reservedMemoryValue) Set(s string) error {
+	if s == "" {
+		*v.p = nil
+		return nil
+	}
+	if !v.changed || *v.p == nil {
+		*v.p = []kubeletconfigv1beta1.MemoryReservation{}
+		v.changed = true
+	}
+	for _, reservation := range strings.Split(s, ";") {
+		node, limits, ok := strings.Cut(reservation, ":")
+		if !ok || strings.Contains(limits, ":") {
+			return fmt.Errorf("the reserved memory has incorrect format, expected numaNodeID:type=quantity[,type=quantity...], got %s", reservation)
+		}
+		id, err := strconv.ParseInt(node, 10, 32)
+		if err != nil {
+			return fmt.Errorf("failed to convert the NUMA node ID, expected integer, got %s", node)
+		}
+		r := kubeletconfigv1beta1.MemoryReservation{NumaNode: int32(id), Limits: corev1.ResourceList{}}
+		for _, limit := range strings.Split(limits, ",") {
+			name, quantity, ok := strings.Cut(limit, "=")
+			if !ok || strings.Contains(quantity, "=") {
+				return fmt.Errorf("the reserved limit has incorrect value, expected type=quantity, got %s", limit)
+			}
+			if name != string(corev1.ResourceMemory) && !strings.HasPrefix(name, corev1.ResourceHugePagesPrefix) {
+				return fmt.Errorf("memory type conversion error, unknown type: %q", name)
+			}
+			q, err := resource.ParseQuantity(quantity)
+			if err != nil {
+				return fmt.Errorf("failed to parse the quantity: %s", quantity)
+			}
+			r.Limits[corev1.ResourceName(name)] = q
+		}
+		*v.p = append(*v.p, r)
+	}
+	return nil
+}
+func (v *reservedMemoryValue) String() string {
+	var out []string
+	for _, r := range *v.p {
+		var limits []string
+		for name, q := range r.Limits {
+			limits = append(limits, fmt.Sprintf("%s=%s", name, q.String()))
+		}
+		slices.Sort(limits)
+		out = append(out, fmt.Sprintf("%d:%s", r.NumaNode, strings.Join(limits, ",")))
+	}
+	slices.Sort(out)
+	return strings.Join(out, ",")
+}
+func (v *reservedMemoryValue) Type() string { return "reserved-memory" }
+
+// versionValue is upstream's verflag value: --version and --version=raw
+// print the version and quit; --version=vX.Y.Z, which upstream uses to
+// override the version it reports, is accepted and reported as not
+// implemented.
+type versionValue struct {
+	show     *bool
+	accepted map[string]string
+}
+
+func (v *versionValue) Set(s string) error {
+	if s == "raw" {
+		*v.show = true
+		return nil
+	}
+	if strings.HasPrefix(s, "v") {
+		v.accepted["version"] = s
+		return nil
+	}
+	b, err := strconv.ParseBool(s)
+	if err != nil {
+		return fmt.Errorf("want true, false, raw or vX.Y.Z: %w", err)
+	}
+	*v.show = b
+	return nil
+}
+func (v *versionValue) String() string { return strconv.FormatBool(*v.show) }
+func (v *versionValue) Type() string   { return "version" }
+
+// acceptedValue is the value of an acceptedFlags flag: checked as upstream's
+// type would check it, then kept as text in into[name].
+type acceptedValue struct {
+	name, typ, text string
+	into            map[string]string
+}
+
+func (v *acceptedValue) Set(s string) error {
+	var err error
+	switch v.typ {
+	case "bool":
+		_, err = strconv.ParseBool(s)
+	case "duration":
+		_, err = time.ParseDuration(s)
+	case "int32":
+		_, err = strconv.ParseInt(s, 0, 32)
+	}
+	if err != nil {
+		return err
+	}
+	v.text = s
+	v.into[v.name] = s
+	return nil
+}
+func (v *acceptedValue) String() string { return v.text }
+func (v *acceptedValue) Type() string   { return v.typ }

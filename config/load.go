@@ -57,8 +57,9 @@ func Load(c *CommandLine) (*kubeletconfigv1beta1.KubeletConfiguration, []string,
 			return nil, nil, fmt.Errorf("failed to apply command-line flags over the configuration files: %w", err)
 		}
 	}
-	l.present = append(l.present, c.explicitFlagFields()...)
-	return cfg, l.report(), nil
+	// Flags' own warnings (deprecation, not implemented) come first, as
+	// upstream prints them while parsing; files' fields follow.
+	return cfg, append(c.Warnings(), l.report()...), nil
 }
 
 // loader accumulates what the documents it reads contain.

@@ -72,6 +72,59 @@ var precedenceCases = []struct {
 		"[map[effect:NoSchedule key:a]]", "[map[effect:NoExecute key:b]]", "[map[effect:NoSchedule key:c value:d]]"},
 	{"logging-format", "logging.format", "logging: {format: json}", "logging: {format: text}", "json", "text", "json", "text", "json"},
 	{"v", "logging.verbosity", "logging: {verbosity: 1}", "logging: {verbosity: 2}", "3", "0", "1", "2", "3"},
+	// Added with upstream's full flag list (issue #20).
+	{"allowed-unsafe-sysctls", "allowedUnsafeSysctls", "allowedUnsafeSysctls: [a.*]", "allowedUnsafeSysctls: [b.*]", "c.*,d.*", "", "[a.*]", "[b.*]", "[c.* d.*]"},
+	{"authentication-token-webhook-cache-ttl", "authentication.webhook.cacheTTL", "authentication: {webhook: {cacheTTL: 1m}}", "authentication: {webhook: {cacheTTL: 3m}}", "4m", "2m0s", "1m0s", "3m0s", "4m0s"},
+	{"authorization-webhook-cache-authorized-ttl", "authorization.webhook.cacheAuthorizedTTL", "authorization: {webhook: {cacheAuthorizedTTL: 1m}}", "authorization: {webhook: {cacheAuthorizedTTL: 2m}}", "3m", "5m0s", "1m0s", "2m0s", "3m0s"},
+	{"authorization-webhook-cache-unauthorized-ttl", "authorization.webhook.cacheUnauthorizedTTL", "authorization: {webhook: {cacheUnauthorizedTTL: 1m}}", "authorization: {webhook: {cacheUnauthorizedTTL: 2m}}", "3m", "30s", "1m0s", "2m0s", "3m0s"},
+	{"cgroups-per-qos", "cgroupsPerQOS", "cgroupsPerQOS: false", "cgroupsPerQOS: true", "false", "true", "false", "true", "false"},
+	{"contention-profiling", "enableContentionProfiling", "enableContentionProfiling: true", "enableContentionProfiling: false", "true", "", "true", "", "true"},
+	{"cpu-cfs-quota", "cpuCFSQuota", "cpuCFSQuota: false", "cpuCFSQuota: true", "false", "true", "false", "true", "false"},
+	{"cpu-cfs-quota-period", "cpuCFSQuotaPeriod", "cpuCFSQuotaPeriod: 50ms", "cpuCFSQuotaPeriod: 60ms", "70ms", "100ms", "50ms", "60ms", "70ms"},
+	{"cpu-manager-policy", "cpuManagerPolicy", "cpuManagerPolicy: static", "cpuManagerPolicy: none", "static", "none", "static", "none", "static"},
+	{"cpu-manager-policy-options", "cpuManagerPolicyOptions", "cpuManagerPolicyOptions: {a: x}", "cpuManagerPolicyOptions: {b: q}", "c=z", "", "map[a:x]", "map[a:x b:q]", "map[c:z]"},
+	{"cpu-manager-reconcile-period", "cpuManagerReconcilePeriod", "cpuManagerReconcilePeriod: 11s", "cpuManagerReconcilePeriod: 12s", "13s", "10s", "11s", "12s", "13s"},
+	{"enable-controller-attach-detach", "enableControllerAttachDetach", "enableControllerAttachDetach: false", "enableControllerAttachDetach: true", "false", "true", "false", "true", "false"},
+	{"enable-debugging-handlers", "enableDebuggingHandlers", "enableDebuggingHandlers: false", "enableDebuggingHandlers: true", "false", "true", "false", "true", "false"},
+	{"enable-server", "enableServer", "enableServer: false", "enableServer: true", "false", "true", "false", "true", "false"},
+	{"enforce-node-allocatable", "enforceNodeAllocatable", "enforceNodeAllocatable: [none]", "enforceNodeAllocatable: [pods, kube-reserved]", "pods,system-reserved", "[pods]", "[none]", "[pods kube-reserved]", "[pods system-reserved]"},
+	{"eviction-max-pod-grace-period", "evictionMaxPodGracePeriod", "evictionMaxPodGracePeriod: 1", "evictionMaxPodGracePeriod: 2", "3", "", "1", "2", "3"},
+	{"eviction-minimum-reclaim", "evictionMinimumReclaim", "evictionMinimumReclaim: {memory.available: 1Gi}", "evictionMinimumReclaim: {nodefs.available: 2Gi}", "imagefs.available=3Gi", "", "map[memory.available:1Gi]", "map[memory.available:1Gi nodefs.available:2Gi]", "map[imagefs.available:3Gi]"},
+	{"eviction-pressure-transition-period", "evictionPressureTransitionPeriod", "evictionPressureTransitionPeriod: 1m", "evictionPressureTransitionPeriod: 2m", "3m", "5m0s", "1m0s", "2m0s", "3m0s"},
+	{"eviction-soft", "evictionSoft", "evictionSoft: {memory.available: 1Gi}", "evictionSoft: {nodefs.available: 20%}", "memory.available<2Gi", "", "map[memory.available:1Gi]", "map[memory.available:1Gi nodefs.available:20%]", "map[memory.available:2Gi]"},
+	{"eviction-soft-grace-period", "evictionSoftGracePeriod", "evictionSoftGracePeriod: {memory.available: 1m}", "evictionSoftGracePeriod: {nodefs.available: 2m}", "memory.available=3m", "", "map[memory.available:1m]", "map[memory.available:1m nodefs.available:2m]", "map[memory.available:3m]"},
+	{"fail-cgroupv1", "failCgroupV1", "failCgroupV1: false", "failCgroupV1: true", "false", "true", "false", "true", "false"},
+	{"kernel-memcg-notification", "kernelMemcgNotification", "kernelMemcgNotification: true", "kernelMemcgNotification: false", "true", "", "true", "", "true"},
+	{"kube-api-content-type", "contentType", "contentType: application/json", "contentType: application/yaml", "application/cbor", "application/vnd.kubernetes.protobuf", "application/json", "application/yaml", "application/cbor"},
+	{"kube-reserved-cgroup", "kubeReservedCgroup", "kubeReservedCgroup: /a", "kubeReservedCgroup: /b", "/c", "", "/a", "/b", "/c"},
+	{"kubelet-cgroups", "kubeletCgroups", "kubeletCgroups: /a", "kubeletCgroups: /b", "/c", "", "/a", "/b", "/c"},
+	{"local-storage-capacity-isolation", "localStorageCapacityIsolation", "localStorageCapacityIsolation: false", "localStorageCapacityIsolation: true", "false", "true", "false", "true", "false"},
+	{"log-flush-frequency", "logging.flushFrequency", "logging: {flushFrequency: 1s}", "logging: {flushFrequency: 2s}", "3s", "5s", "1s", "2s", "3s"},
+	{"log-json-info-buffer-size", "logging.options.json.infoBufferSize", "logging: {options: {json: {infoBufferSize: 1Ki}}}", "logging: {options: {json: {infoBufferSize: 2Ki}}}", "3Ki", "0", "1Ki", "2Ki", "3Ki"},
+	{"log-json-split-stream", "logging.options.json.splitStream", "logging: {options: {json: {splitStream: true}}}", "logging: {options: {json: {splitStream: false}}}", "true", "", "true", "", "true"},
+	{"log-text-info-buffer-size", "logging.options.text.infoBufferSize", "logging: {options: {text: {infoBufferSize: 1Ki}}}", "logging: {options: {text: {infoBufferSize: 2Ki}}}", "3Ki", "0", "1Ki", "2Ki", "3Ki"},
+	{"log-text-split-stream", "logging.options.text.splitStream", "logging: {options: {text: {splitStream: true}}}", "logging: {options: {text: {splitStream: false}}}", "true", "", "true", "", "true"},
+	{"make-iptables-util-chains", "makeIPTablesUtilChains", "makeIPTablesUtilChains: false", "makeIPTablesUtilChains: true", "false", "true", "false", "true", "false"},
+	{"manifest-url-header", "staticPodURLHeader", "staticPodURLHeader: {a: [x]}", "staticPodURLHeader: {b: [q]}", "c:z,c:w", "", "map[a:[x]]", "map[a:[x] b:[q]]", "map[c:[z w]]"},
+	{"memory-manager-policy", "memoryManagerPolicy", "memoryManagerPolicy: Static", "memoryManagerPolicy: None", "Static", "None", "Static", "None", "Static"},
+	{"pod-cidr", "podCIDR", "podCIDR: 10.1.0.0/16", "podCIDR: 10.2.0.0/16", "10.3.0.0/16", "", "10.1.0.0/16", "10.2.0.0/16", "10.3.0.0/16"},
+	{"pod-max-pids", "podPidsLimit", "podPidsLimit: 100", "podPidsLimit: 200", "300", "-1", "100", "200", "300"},
+	{"protect-kernel-defaults", "protectKernelDefaults", "protectKernelDefaults: true", "protectKernelDefaults: false", "true", "", "true", "", "true"},
+	{"qos-reserved", "qosReserved", "qosReserved: {memory: 10%}", "qosReserved: {cpu: 20%}", "memory=30%", "", "map[memory:10%]", "map[cpu:20% memory:10%]", "map[memory:30%]"},
+	{"registry-burst", "registryBurst", "registryBurst: 1", "registryBurst: 2", "3", "10", "1", "2", "3"},
+	{"registry-qps", "registryPullQPS", "registryPullQPS: 1", "registryPullQPS: 2", "3", "5", "1", "2", "3"},
+	{"reserved-cpus", "reservedSystemCPUs", "reservedSystemCPUs: '0'", "reservedSystemCPUs: '1'", "0-1", "", "0", "1", "0-1"},
+	{"reserved-memory", "reservedMemory", "reservedMemory: [{numaNode: 0, limits: {memory: 1Gi}}]", "reservedMemory: [{numaNode: 1, limits: {memory: 2Gi}}]", "0:memory=3Gi", "", "[map[limits:map[memory:1Gi] numaNode:0]]", "[map[limits:map[memory:2Gi] numaNode:1]]", "[map[limits:map[memory:3Gi] numaNode:0]]"},
+	{"runonce", "runOnce", "runOnce: true", "runOnce: false", "true", "", "true", "", "true"},
+	{"system-cgroups", "systemCgroups", "systemCgroups: /a", "systemCgroups: /b", "/c", "", "/a", "/b", "/c"},
+	{"system-reserved-cgroup", "systemReservedCgroup", "systemReservedCgroup: /a", "systemReservedCgroup: /b", "/c", "", "/a", "/b", "/c"},
+	{"tls-cipher-suites", "tlsCipherSuites", "tlsCipherSuites: [A]", "tlsCipherSuites: [B]", "C,D", "", "[A]", "[B]", "[C D]"},
+	{"tls-min-version", "tlsMinVersion", "tlsMinVersion: VersionTLS12", "tlsMinVersion: VersionTLS13", "VersionTLS12", "", "VersionTLS12", "VersionTLS13", "VersionTLS12"},
+	{"topology-manager-policy", "topologyManagerPolicy", "topologyManagerPolicy: best-effort", "topologyManagerPolicy: restricted", "single-numa-node", "none", "best-effort", "restricted", "single-numa-node"},
+	{"topology-manager-policy-options", "topologyManagerPolicyOptions", "topologyManagerPolicyOptions: {a: x}", "topologyManagerPolicyOptions: {b: q}", "c=z", "", "map[a:x]", "map[a:x b:q]", "map[c:z]"},
+	{"topology-manager-scope", "topologyManagerScope", "topologyManagerScope: pod", "topologyManagerScope: container", "pod", "container", "pod", "container", "pod"},
+	{"vmodule", "logging.vmodule", "logging: {vmodule: [{filePattern: a, verbosity: 1}]}", "logging: {vmodule: [{filePattern: b, verbosity: 2}]}", "c=3", "", "[map[filePattern:a verbosity:1]]", "[map[filePattern:b verbosity:2]]", "[map[filePattern:b verbosity:2] map[filePattern:c verbosity:3]]"},
+	{"volume-plugin-dir", "volumePluginDir", "volumePluginDir: /a", "volumePluginDir: /b", "/c", "/usr/libexec/kubernetes/kubelet-plugins/volume/exec/", "/a", "/b", "/c"},
 }
 
 // flagAlone is the expected value with no files; it differs from the full stack
@@ -79,6 +132,10 @@ var precedenceCases = []struct {
 func flagAlone(flag, withFiles string) string {
 	if flag == "feature-gates" {
 		return "map[CPUManagerPolicyAlphaOptions:true QOSReserved:false]"
+	}
+	if flag == "vmodule" {
+		// Upstream's vmodule value appends to the list the files gave.
+		return "[map[filePattern:c verbosity:3]]"
 	}
 	return withFiles
 }

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -156,15 +157,60 @@ func TestFileSourceTracksDirectory(t *testing.T) {
 		}
 	}
 
-	// Dot-files, other extensions and subdirectories are not manifests.
+	// Dot-files and subdirectories are not manifests.
 	write(t, dir, ".a.yaml.swp", podYAML("swap", "x"))
 	write(t, dir, ".hidden.yaml", podYAML("hidden", "x"))
-	write(t, dir, "notes.txt", podYAML("notes", "x"))
 	if err := os.Mkdir(filepath.Join(dir, "sub"), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	write(t, filepath.Join(dir, "sub"), "d.yaml", podYAML("d", "x"))
 	h.none()
+}
+
+// TestFileSourceReadsEveryName checks upstream's rule for a manifest
+// directory (pkg/kubelet/config/file.go): every regular file whose name does
+// not start with a dot is a manifest, whatever its extension; dot-files,
+// subdirectories and other kinds of file are not.
+func TestFileSourceReadsEveryName(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "a.yaml", podYAML("a", "nginx:1"))
+	h := start(t, Params{StaticPodPath: dir, FileCheckFrequency: 100 * time.Millisecond})
+	h.expect(messages.SourceFile, "a-node-1")
+
+	steps := []struct {
+		name   string
+		change func()
+		want   []string
+	}{
+		{"no extension", func() { write(t, dir, "b", podYAML("b", "nginx:1")) }, []string{"a-node-1", "b-node-1"}},
+		{"other extension", func() { write(t, dir, "c.txt", podYAML("c", "nginx:1")) }, []string{"a-node-1", "b-node-1", "c-node-1"}},
+		{"upper-case extension", func() { write(t, dir, "d.YAML", podYAML("d", "nginx:1")) }, []string{"a-node-1", "b-node-1", "c-node-1", "d-node-1"}},
+		{"manifest extension", func() { write(t, dir, "e.manifest", podYAML("e", "nginx:1")) }, []string{"a-node-1", "b-node-1", "c-node-1", "d-node-1", "e-node-1"}},
+		{"removed", func() { os.Remove(filepath.Join(dir, "c.txt")) }, []string{"a-node-1", "b-node-1", "d-node-1", "e-node-1"}},
+	}
+	for _, s := range steps {
+		t.Log(s.name)
+		s.change()
+		h.expect(messages.SourceFile, s.want...)
+	}
+
+	// An editor's backup declares the same pod as the file kept: it is read,
+	// as upstream reads it, and left out as a duplicate.
+	write(t, dir, "a.yaml~", podYAML("a", "nginx:0"))
+	// Not manifests: a dot-file, a subdirectory, a FIFO.
+	write(t, dir, ".f.yaml", podYAML("f", "x"))
+	if err := os.Mkdir(filepath.Join(dir, "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(filepath.Join(dir, "fifo"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h.none()
+	for _, want := range []string{"a.yaml~", "duplicate pod name", "sub", "is a directory", "fifo", "is not a regular file"} {
+		if !strings.Contains(h.logs.String(), want) {
+			t.Errorf("logs do not mention %q:\n%s", want, h.logs)
+		}
+	}
 }
 
 func TestFileSourceSingleFile(t *testing.T) {

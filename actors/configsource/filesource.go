@@ -14,7 +14,6 @@ import (
 	"github.com/fsnotify/fsnotify"
 	"github.com/rs/zerolog"
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/util/sets"
 
 	"github.com/actorlet/actorlet/manifest"
 	"github.com/actorlet/actorlet/messages"
@@ -28,10 +27,6 @@ const (
 	settleDelay = 100 * time.Millisecond
 	maxDelay    = time.Second
 )
-
-// manifestExts are the file names read in a manifest directory; dot-files
-// are never read (editors' swap files, atomic-rename temporaries).
-var manifestExts = sets.New(".yaml", ".yml", ".json")
 
 // fileSource reads the static pod path. It is used by one goroutine only.
 type fileSource struct {
@@ -211,8 +206,12 @@ func (s *fileSource) relevant(name string) bool {
 	return isManifestName(filepath.Base(name))
 }
 
+// isManifestName tells the names read in a manifest directory: every name
+// that does not start with a dot, whatever its extension, as upstream's
+// file source reads them (pkg/kubelet/config/file.go globs "[^.]*"). Dot-files
+// are editors' swap files and atomic-rename temporaries.
 func isManifestName(base string) bool {
-	return !strings.HasPrefix(base, ".") && manifestExts.Has(strings.ToLower(filepath.Ext(base)))
+	return !strings.HasPrefix(base, ".")
 }
 
 // scan reads the whole path: every manifest is read again (they are small),
@@ -247,6 +246,10 @@ func (s *fileSource) scan() *messages.SourceScanned {
 	var decoded []manifestPod
 	for _, f := range files {
 		r := s.read(f)
+		if info.IsDir() && errors.Is(r.err, os.ErrNotExist) {
+			// Removed since the directory was listed, as upstream skips it.
+			continue
+		}
 		seen[f] = r
 		if r.err != nil {
 			out.Invalid = append(out.Invalid, messages.ManifestError{Location: f, Reason: r.err.Error(), Version: r.version})
@@ -278,6 +281,10 @@ func (s *fileSource) read(path string) parsed {
 	}
 	if info.IsDir() {
 		return parsed{err: fmt.Errorf("is a directory: manifests in subdirectories are not read")}
+	}
+	if !info.Mode().IsRegular() {
+		// A FIFO or device would block or never end; upstream skips them too.
+		return parsed{err: fmt.Errorf("is not a regular file (mode %s)", info.Mode())}
 	}
 	data, err := readAtMost(path, manifest.MaxSize)
 	if err != nil {
