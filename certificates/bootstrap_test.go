@@ -148,8 +148,8 @@ func TestBootstrap(t *testing.T) {
 			var logs lockedBuffer
 			done, err := Bootstrap(ctx, BootstrapConfig{
 				Kubeconfig: kubeconfig, BootstrapKubeconfig: bootstrap, CertDir: certDir, NodeName: "node-a",
-				Log:       zerolog.New(&logs),
-				NewClient: func(*rest.Config) (kubernetes.Interface, error) { return client, nil },
+				Log:             zerolog.New(&logs),
+				NewClient:       func(*rest.Config) (kubernetes.Interface, error) { return client, nil },
 				ApprovalTimeout: 300 * time.Millisecond, ReportEvery: 100 * time.Millisecond,
 			})
 			if strings.Contains(logs.String(), "0123456789abcdef") {

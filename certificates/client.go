@@ -107,7 +107,8 @@ func NewClient(c ClientConfig) (*Client, error) {
 	cfg := rest.AnonymousClientConfig(userConfig)
 	cfg.TLSClientConfig = rest.TLSClientConfig{}
 	cfg.Transport = rt
-	return &Client{manager: m, transport: rt, config: cfg, stop: make(chan struct{})}, nil
+	return &Client{manager: m, transport: rt, config: cfg, checkEvery: orDefault(c.CheckEvery, 10*time.Second),
+		stop: make(chan struct{})}, nil
 }
 
 // clientsetFn is upstream's newClientsetFn, but for the expired case: with

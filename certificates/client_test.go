@@ -288,6 +288,7 @@ func TestNewClient(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	c.Start()
 	defer c.Stop()
 	if cur := c.Current(); cur == nil || cur.Leaf.SerialNumber.Int64() != 7 {
 		t.Fatalf("the manager did not start from the kubeconfig's certificate: %v", cur)
