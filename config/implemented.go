@@ -46,6 +46,7 @@ var Implemented = map[string]bool{
 	"nodeLeaseDurationSeconds":    true,
 	"runtimeRequestTimeout":       true,
 	"cgroupRoot":                  true,
+	"cgroupDriver":                true,
 	"clusterDNS":                  true,
 	"clusterDomain":               true,
 	"resolvConf":                  true,

@@ -28,11 +28,16 @@ type Options struct {
 	ClusterDNS    []string
 	ClusterDomain string
 	ResolvConf    string
-	// CgroupParentRoot is the cgroupfs parent of the pod cgroups; a pod's
-	// sandbox gets CgroupParentRoot/pod<UID>. Empty means /kubepods.
+	// CgroupParentRoot is the cgroupfs path of the pods' parent cgroup
+	// (PodsCgroupParent); a pod's sandbox gets its child for pod<UID>
+	// (CgroupParent). Empty means /kubepods.
 	CgroupParentRoot string
-	NodeName         string
-	NodeIP           string
+	// CgroupDriver is how pod cgroups are named below CgroupParentRoot:
+	// CgroupDriverSystemd for slices (kubepods-pod<UID>.slice), anything
+	// else for cgroupfs directories (pod<UID>).
+	CgroupDriver string
+	NodeName     string
+	NodeIP       string
 	// NodeMemoryCapacity (bytes) scales the OOM score of Burstable
 	// containers; 0 reads it from /proc/meminfo.
 	NodeMemoryCapacity int64

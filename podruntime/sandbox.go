@@ -2,7 +2,6 @@ package podruntime
 
 import (
 	"fmt"
-	"path"
 	"path/filepath"
 	"strings"
 
@@ -67,9 +66,11 @@ func PodLogsDir(root, namespace, name string, uid types.UID) string {
 	return filepath.Join(root, strings.Join([]string{namespace, name, string(uid)}, "_"))
 }
 
-// CgroupParent is the cgroupfs parent of the pod's containers.
+// CgroupParent is the pod's cgroup, the parent of its containers', in
+// cgroupfs form whatever the driver (as upstream passes it to the runtime:
+// containerd's systemd mode takes the slice from its base name).
 func CgroupParent(opts Options, uid types.UID) string {
-	return path.Join(opts.cgroupParentRoot(), "pod"+string(uid))
+	return PodCgroupName(opts.cgroupParentRoot(), opts.CgroupDriver, uid)
 }
 
 func sandboxLinuxConfig(pod *v1.Pod, opts Options) *runtimeapi.LinuxPodSandboxConfig {

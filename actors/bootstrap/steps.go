@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path"
 	"strings"
 	"time"
 
@@ -54,6 +53,10 @@ type step struct {
 	title string // in the one line that reports a failure
 	run   func(a *Actor, ctx actor.Context) (outcome, error)
 }
+
+// systemdRunDir tells whether systemd is the init system
+// (podruntime.CheckCgroupDriver); a variable for tests.
+var systemdRunDir = podruntime.SystemdRunDir
 
 // steps is the start-up sequence, in order (docs/startup.md).
 var steps = []step{
@@ -225,6 +228,9 @@ func (a *Actor) buildDependencies(actor.Context) (outcome, error) {
 		return next, err
 	}
 	a.deps = deps
+	if err := a.cgroupDriver(); err != nil {
+		return next, err
+	}
 	// The kubelet API's credentials are dependencies too, as upstream's
 	// BuildAuth and InitializeTLS: a node that cannot guard its API does not
 	// start at all.
@@ -301,7 +307,8 @@ var runtimeActors = []struct {
 			MinContainerAge: 0, MaxPerPodContainer: 1, MaxContainers: -1,
 			PodLogsDir: a.cfg.PodLogsDir, RootDir: a.deps.RootDir, Log: a.log,
 			Events: a.deps.Events, NodeName: a.deps.NodeName, Registry: a.p.System.Registry,
-			CgroupRoot: "/sys/fs/cgroup", PodCgroupParent: env.runtime.Opts.CgroupParentRoot,
+			CgroupRoot: "/sys/fs/cgroup", PodCgroupParent: env.runtime.Opts.CgroupParentRoot, CgroupDriver: env.runtime.Opts.CgroupDriver,
+			StopSlice: podruntime.StopSystemdUnit,
 		}), nil)
 	}},
 	{apiserver.Kind, func(a *Actor, env *runtimeEnv) *actor.Props {
@@ -317,6 +324,7 @@ var runtimeActors = []struct {
 			NodeName: a.deps.NodeName,
 			Stats: &stats.Provider{Runtime: a.deps.Runtime, Images: a.deps.Images, NodeName: a.deps.NodeName,
 				RootDir: a.deps.RootDir, PodLogsDir: c.PodLogsDir, PodCgroupRoot: env.runtime.Opts.CgroupParentRoot,
+				CgroupDriver:      env.runtime.Opts.CgroupDriver,
 				VolumeStatsPeriod: volumeStatsPeriod(c.VolumeStatsAggPeriod.Duration),
 				Log:               a.log.With().Str("component", "stats").Logger()},
 			Runtime:         a.deps.Runtime,
@@ -329,6 +337,27 @@ var runtimeActors = []struct {
 			PodManager:     a.child(podmanager.Kind), PLEG: a.child(pleg.Kind), System: a.p.System, Log: a.log,
 		}), nil)
 	}},
+}
+
+// cgroupDriver settles the pods' cgroup driver as upstream: the
+// runtime's when it tells it, cgroupDriver otherwise. It must work on
+// this machine: checked here, before anything starts, rather than by
+// every pod failing in the runtime.
+func (a *Actor) cgroupDriver() error {
+	driver, fromRuntime, err := podruntime.RuntimeCgroupDriver(a.p.Ctx, a.deps.Runtime)
+	if err != nil {
+		return err
+	}
+	if fromRuntime && driver != a.cfg.CgroupDriver {
+		a.log.Info().Str("cgroupDriver", a.cfg.CgroupDriver).Str("runtime", driver).
+			Msg("the container runtime's cgroup driver is used, not cgroupDriver's (KubeletCgroupDriverFromCRI)")
+		a.cfg.CgroupDriver = driver
+	}
+	if err := podruntime.CheckCgroupDriver(a.cfg.CgroupDriver, systemdRunDir, fromRuntime); err != nil {
+		return err
+	}
+	_, err = podruntime.PodsCgroupParent(a.cfg.CgroupRoot, a.cfg.CgroupDriver)
+	return err
 }
 
 // runtimeEnv is what the runtime actors share beyond the dependencies.
@@ -408,11 +437,15 @@ func (a *Actor) runtimeEnv() (*runtimeEnv, error) {
 		})
 		env.volumes.Sources, env.volumeSources = sources, sources
 	}
+	pods, err := podruntime.PodsCgroupParent(c.CgroupRoot, c.CgroupDriver)
+	if err != nil {
+		return nil, err
+	}
 	mem := capacity[v1.ResourceMemory]
 	env.runtime = &podruntime.Runtime{RT: a.deps.Runtime, Img: a.deps.Images, Opts: podruntime.Options{
 		ClusterDNS: c.ClusterDNS, ClusterDomain: c.ClusterDomain, ResolvConf: deref(c.ResolverConfig),
-		CgroupParentRoot: path.Join("/", c.CgroupRoot, "kubepods"),
-		NodeName:         a.deps.NodeName, NodeIP: a.deps.NodeIP.String(),
+		CgroupParentRoot: pods, CgroupDriver: c.CgroupDriver,
+		NodeName: a.deps.NodeName, NodeIP: a.deps.NodeIP.String(),
 		NodeMemoryCapacity: mem.Value(), NodeAllocatable: allocatable,
 		RuntimeRequestTimeout: c.RuntimeRequestTimeout.Duration,
 		Recorder:              a.deps.Events,

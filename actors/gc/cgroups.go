@@ -4,14 +4,25 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/actorlet/actorlet/podruntime"
 )
 
-// podCgroupPrefix starts a pod cgroup's name under the pods' parent
-// (podruntime.CgroupParent: PARENT/pod<UID>).
-const podCgroupPrefix = "pod"
+// podCgroups is where pod cgroups are, as podruntime names them: below
+// Parent (podruntime's CgroupParentRoot, in cgroupfs form) in every
+// hierarchy under Root, named by Driver (pod<UID> directories, or
+// kubepods-pod<UID>.slice slices with systemd).
+type podCgroups struct {
+	Root, Parent, Driver string
+	// StopSlice, with the systemd driver, stops the slice unit of a pod
+	// cgroup once its directories are gone: systemd loaded it when the
+	// runtime put the pod's first container in it, and keeps it otherwise,
+	// one unit per pod ever run, as upstream's cgroup manager stops it
+	// through D-Bus. Nil: the directories alone are removed.
+	StopSlice func(unit string) error
+}
 
 // removePodCgroups removes the cgroups of pods that known does not hold
 // and that have nothing left in the runtime, in every cgroup v1 hierarchy
@@ -20,29 +31,31 @@ const podCgroupPrefix = "pod"
 // the container but leaves the pod's, so without this they pile up, one
 // per pod ever run. A cgroup changed since known.At may belong to a pod
 // being created: it stays. rmdir only removes a cgroup without processes;
-// one that still has some stays for a later pass.
-func removePodCgroups(root, parent string, known knownPods, left map[types.UID]bool) (int, []error) {
-	hierarchies, err := os.ReadDir(root)
+// one that still has some stays for a later pass. With systemd, the slice
+// is removed the same way, proving it empty, before its unit is stopped:
+// stopping a unit would kill what is still in it.
+func removePodCgroups(c podCgroups, known knownPods, left map[types.UID]bool) (int, []error) {
+	hierarchies, err := os.ReadDir(c.Root)
 	if err != nil {
 		if os.IsNotExist(err) {
 			return 0, nil
 		}
-		return 0, []error{fmt.Errorf("read cgroup hierarchies %s: %w", root, err)}
+		return 0, []error{fmt.Errorf("read cgroup hierarchies %s: %w", c.Root, err)}
 	}
-	removed := map[types.UID]bool{}
+	removed := map[types.UID]string{}
 	var errs []error
 	for _, h := range hierarchies {
-		dir := filepath.Join(root, h.Name(), parent)
+		dir := filepath.Join(c.Root, h.Name(), c.Parent)
 		entries, err := os.ReadDir(dir)
 		if err != nil {
 			continue // not mounted here, or no pods yet
 		}
 		for _, e := range entries {
-			if !e.IsDir() || !strings.HasPrefix(e.Name(), podCgroupPrefix) {
+			if !e.IsDir() {
 				continue
 			}
-			uid := types.UID(strings.TrimPrefix(e.Name(), podCgroupPrefix))
-			if uid == "" || known.has(uid) || left[uid] {
+			uid, ok := podruntime.PodCgroupUID(c.Parent, c.Driver, e.Name())
+			if !ok || known.has(uid) || left[uid] {
 				continue
 			}
 			if fi, err := e.Info(); err != nil || !fi.ModTime().Before(known.At) {
@@ -52,7 +65,14 @@ func removePodCgroups(root, parent string, known knownPods, left map[types.UID]b
 				errs = append(errs, fmt.Errorf("remove pod cgroup: %w", err))
 				continue
 			}
-			removed[uid] = true
+			removed[uid] = e.Name()
+		}
+	}
+	if c.Driver == podruntime.CgroupDriverSystemd && c.StopSlice != nil {
+		for _, unit := range removed {
+			if err := c.StopSlice(unit); err != nil {
+				errs = append(errs, fmt.Errorf("stop pod slice %s: %w", unit, err))
+			}
 		}
 	}
 	return len(removed), errs

@@ -32,7 +32,7 @@ func TestRemovePodCgroups(t *testing.T) {
 	mk("memory/kubepods/podfresh", time.Now().Add(time.Hour))
 	mk("memory/kubepods/burstable", old)
 	known := knownPods{UIDs: map[types.UID]bool{"known": true}, At: time.Now(), Complete: true}
-	n, errs := removePodCgroups(root, "/kubepods", known, map[types.UID]bool{"left": true})
+	n, errs := removePodCgroups(podCgroups{Root: root, Parent: "/kubepods"}, known, map[types.UID]bool{"left": true})
 	if n != 1 || len(errs) != 0 {
 		t.Fatalf("removed %d pods, errors %v; want 1, none", n, errs)
 	}
@@ -48,7 +48,52 @@ func TestRemovePodCgroups(t *testing.T) {
 	}
 	// Before the sources are complete nothing goes.
 	mk("memory/kubepods/podother", old)
-	if n, _ := removePodCgroups(root, "/kubepods", knownPods{At: time.Now()}, nil); n != 0 {
+	if n, _ := removePodCgroups(podCgroups{Root: root, Parent: "/kubepods"}, knownPods{At: time.Now()}, nil); n != 0 {
 		t.Errorf("removed %d pods before the pod set was complete", n)
+	}
+}
+
+// TestRemovePodSlices: with the systemd driver, the pods' cgroups are
+// slices (podruntime.CgroupParent); a gone pod's slice is removed and its
+// unit stopped, other slices below kubepods.slice (QoS) stay.
+func TestRemovePodSlices(t *testing.T) {
+	root := t.TempDir()
+	old := time.Now().Add(-time.Hour)
+	mk := func(path string) {
+		t.Helper()
+		full := filepath.Join(root, path)
+		if err := os.MkdirAll(full, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chtimes(full, old, old); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mk("memory/kubepods.slice/kubepods-podgone_1.slice/cri-containerd-abc.scope")
+	mk("memory/kubepods.slice/kubepods-podgone_1.slice")
+	mk("cpu/kubepods.slice/kubepods-podgone_1.slice")
+	mk("memory/kubepods.slice/kubepods-podknown_1.slice")
+	mk("memory/kubepods.slice/kubepods-burstable.slice")
+	var stopped []string
+	c := podCgroups{Root: root, Parent: "/kubepods.slice", Driver: "systemd",
+		StopSlice: func(unit string) error { stopped = append(stopped, unit); return nil }}
+	known := knownPods{UIDs: map[types.UID]bool{"known-1": true}, At: time.Now(), Complete: true}
+	n, errs := removePodCgroups(c, known, nil)
+	if n != 1 || len(errs) != 0 {
+		t.Fatalf("removed %d pods, errors %v; want 1, none", n, errs)
+	}
+	if len(stopped) != 1 || stopped[0] != "kubepods-podgone_1.slice" {
+		t.Errorf("stopped units %v, want [kubepods-podgone_1.slice]", stopped)
+	}
+	for path, want := range map[string]bool{
+		"memory/kubepods.slice/kubepods-podgone_1.slice":  false,
+		"cpu/kubepods.slice/kubepods-podgone_1.slice":     false,
+		"memory/kubepods.slice/kubepods-podknown_1.slice": true,
+		"memory/kubepods.slice/kubepods-burstable.slice":  true,
+	} {
+		_, err := os.Stat(filepath.Join(root, path))
+		if exists := err == nil; exists != want {
+			t.Errorf("%s exists = %v, want %v", path, exists, want)
+		}
 	}
 }

@@ -71,9 +71,12 @@ type Params struct {
 	PodLogsDir         string        // default /var/log/pods
 	// CgroupRoot (/sys/fs/cgroup) and PodCgroupParent (the pods' parent,
 	// podruntime's CgroupParentRoot): pod cgroups of pods that are gone are
-	// removed; either "" turns that off (tests).
-	CgroupRoot, PodCgroupParent string
-	RootDir                     string // not used yet (see docs/gc.md)
+	// removed; either "" turns that off (tests). CgroupDriver names them
+	// (podruntime's CgroupDriver); with systemd, StopSlice stops a removed
+	// pod's slice unit (podruntime.StopSystemdUnit).
+	CgroupRoot, PodCgroupParent, CgroupDriver string
+	StopSlice                                 func(unit string) error
+	RootDir                                   string // not used yet (see docs/gc.md)
 	// Events receives upstream's GC events about the node NodeName
 	// (ContainerGCFailed, ImageGCFailed, FreeDiskSpaceFailed,
 	// InvalidDiskCapacity); they are logged in any case.
@@ -153,8 +156,8 @@ func New(p Params) actor.Producer {
 		a := &Actor{p: p, log: log, images: map[string]*imageRecord{}, last: map[string]string{}}
 		a.containerPass = containerPass{
 			Runtime: p.Runtime, PodLogsDir: p.PodLogsDir, Log: log,
-			CgroupRoot: p.CgroupRoot, PodCgroupParent: p.PodCgroupParent,
-			Policy: containerPolicy{MinAge: p.MinContainerAge, MaxPerPodContainer: p.MaxPerPodContainer, MaxContainers: p.MaxContainers},
+			Cgroups: podCgroups{Root: p.CgroupRoot, Parent: p.PodCgroupParent, Driver: p.CgroupDriver, StopSlice: p.StopSlice},
+			Policy:  containerPolicy{MinAge: p.MinContainerAge, MaxPerPodContainer: p.MaxPerPodContainer, MaxContainers: p.MaxContainers},
 		}
 		a.imagePolicy = imagePolicy{HighThresholdPercent: 85, LowThresholdPercent: 80, MinAge: 2 * time.Minute}
 		a.rotation = logRotation{Runtime: p.Runtime, MaxFiles: defaultLogMaxFiles, Workers: 1, Log: log}

@@ -22,10 +22,9 @@ type containerPass struct {
 	Runtime    runtimeapi.RuntimeServiceClient
 	Policy     containerPolicy
 	PodLogsDir string // "" : no log directory cleanup
-	// CgroupRoot holds the cgroup hierarchies (/sys/fs/cgroup) and
-	// PodCgroupParent the pods' parent in them (/kubepods); either ""
+	// Cgroups is where the pod cgroups are; its Root or Parent ""
 	// turns pod cgroup cleanup off.
-	CgroupRoot, PodCgroupParent string
+	Cgroups podCgroups
 	// Selector, when set, restricts the pass to the containers and
 	// sandboxes with these labels (tests: one pod on a shared runtime).
 	Selector map[string]string
@@ -108,8 +107,8 @@ func (p containerPass) Run(ctx context.Context, known knownPods) *messages.Conta
 		n, errs := removeLogDirs(p.PodLogsDir, known, left)
 		done.LogDirsRemoved += n
 		done.Errs = append(done.Errs, errs...)
-		if p.CgroupRoot != "" && p.PodCgroupParent != "" {
-			n, errs := removePodCgroups(p.CgroupRoot, p.PodCgroupParent, known, left)
+		if p.Cgroups.Root != "" && p.Cgroups.Parent != "" {
+			n, errs := removePodCgroups(p.Cgroups, known, left)
 			done.PodCgroupsRemoved += n
 			// A cgroup that cannot go yet is routine (processes still
 			// leaving); it is tried again next pass, not reported.

@@ -137,6 +137,43 @@ func TestStartupFailureIsOneLine(t *testing.T) {
 	}
 }
 
+// TestCgroupDriverSystemdWithoutSystemd: where systemd is not the init
+// system, cgroupDriver: systemd (kubeadm's) stops start-up with one line
+// that says so and what to do, once the runtime is connected (it may
+// choose the driver, as upstream) and before any actor starts. The
+// environment's containerd does not tell its driver (no RuntimeConfig
+// before containerd 2.0): the configuration's is used.
+func TestCgroupDriverSystemdWithoutSystemd(t *testing.T) {
+	if _, err := os.Stat("/run/systemd/system"); err == nil {
+		t.Skip("systemd is the init system here")
+	}
+	e := env.Require(t)
+	dir := t.TempDir()
+	systemd := writeFile(t, dir, "systemd.yaml", header+"cgroupDriver: systemd\n")
+	const line = "build dependencies: cgroupDriver is systemd, but systemd is not the init system of this machine (no /run/systemd/system): use cgroupDriver: cgroupfs"
+	for _, args := range [][]string{
+		{"--config", systemd},
+		{"--cgroup-driver", "systemd"},
+	} {
+		r := runActorlet(t, append(args, "--container-runtime-endpoint", e.RuntimeEndpoint, "--root-dir", filepath.Join(dir, "root"))...)
+		if r.code != 1 {
+			t.Errorf("%v: exit code %d, want 1\nstderr: %s", args, r.code, r.stderr)
+		}
+		var errLines []string
+		for _, l := range strings.Split(r.stderr, "\n") {
+			if strings.Contains(l, " ERR ") {
+				errLines = append(errLines, l)
+			}
+		}
+		if len(errLines) != 1 || !strings.Contains(errLines[0], line) {
+			t.Errorf("%v: want one error line %q, got %q", args, line, errLines)
+		}
+		if strings.Contains(r.stderr, "actorlet is running") {
+			t.Errorf("%v: the runtime actors started:\n%s", args, r.stderr)
+		}
+	}
+}
+
 // TestSignalStopsTheTree starts actorlet against the environment's real
 // containerd and stops it with SIGTERM: it must exit 0 within 10 s having
 // stopped its actors.

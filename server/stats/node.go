@@ -7,8 +7,11 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
+
+	"github.com/actorlet/actorlet/podruntime"
 )
 
 // rateKeyNode keys the node's CPU samples among the containers' IDs.
@@ -265,17 +268,18 @@ func criTime(ns int64, now time.Time) time.Time {
 }
 
 // podCgroup finds a pod's cgroup under PodCgroupRoot: pod<UID> directly
-// (actorlet's layout) or under a QoS class (upstream's).
+// (actorlet's layout) or under a QoS class (upstream's), named for
+// CgroupDriver as podruntime names them.
 func (p *Provider) podCgroup(uid string) (string, bool) {
 	if p.PodCgroupRoot == "" || uid == "" || strings.Contains(uid, "/") {
 		return "", false
 	}
 	for _, qos := range []string{"", "burstable", "besteffort"} {
-		name := strings.TrimSuffix(p.PodCgroupRoot, "/") + "/"
+		parent := p.PodCgroupRoot
 		if qos != "" {
-			name += qos + "/"
+			parent = podruntime.ChildCgroup(parent, p.CgroupDriver, qos)
 		}
-		name += "pod" + uid
+		name := podruntime.PodCgroupName(parent, p.CgroupDriver, types.UID(uid))
 		if p.cgroups.exists(name) {
 			return name, true
 		}

@@ -55,6 +55,9 @@ type Provider struct {
 	// CgroupParentRoot). It is also the "pods" system container. Empty:
 	// pod CPU and memory are the sums of their containers'.
 	PodCgroupRoot string
+	// CgroupDriver names the pod cgroups below PodCgroupRoot, as
+	// podruntime's CgroupDriver (systemd: kubepods-pod<UID>.slice).
+	CgroupDriver string
 	// HostRoot is where the host's /proc, /sys and /etc are read; empty
 	// is /. Tests point it at fixtures.
 	HostRoot string
