@@ -208,6 +208,20 @@ func TestUnknownFields(t *testing.T) {
 	if len(warnings) != 0 {
 		t.Errorf("warnings for a plain file: %q", warnings)
 	}
+
+	// Zero values of fields that are not pointers ask for nothing: kubeadm
+	// writes them for every unset duration. A pointer's zero (a *bool set
+	// to false) and an empty map are choices, and are reported.
+	_, warnings = load(t, "--config", writeFile(t, dir, "kubeadm.yaml", header+
+		"cpuManagerReconcilePeriod: 0s\nshutdownGracePeriod: 0s\nstreamingConnectionIdleTimeout: 0s\n"+
+		"logging: {flushFrequency: 0, options: {json: {infoBufferSize: \"0\"}}}\ncpuManagerPolicy: \"\"\n"))
+	if len(warnings) != 0 {
+		t.Errorf("warnings for zero values: %q", warnings)
+	}
+	_, warnings = load(t, "--config", writeFile(t, dir, "choices.yaml", header+"cgroupsPerQOS: false\nsystemReservedCgroup: \"\"\nevictionSoft: {}\n"))
+	if !containsWarning(warnings, "ignored (not implemented yet): cgroupsPerQOS, evictionSoft") {
+		t.Errorf("warnings %q lack the choices cgroupsPerQOS and evictionSoft", warnings)
+	}
 }
 
 func TestFeatureGatesFlagThenFile(t *testing.T) {

@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"time"
 
 	kubeletconfigv1beta1 "k8s.io/kubelet/config/v1beta1"
 )
@@ -60,6 +61,13 @@ func (s *fieldScan) walkStruct(doc map[string]any, t reflect.Type, prefix, file 
 }
 
 func (s *fieldScan) walkValue(v any, t reflect.Type, path, file string, record bool) {
+	// A zero value in a field that is not a pointer is what the field's
+	// defaulting reads as unset: kubeadm, for one, writes every duration of
+	// its KubeletConfiguration, unset ones as "0s". Such a field asks for
+	// nothing, so it is not reported as set.
+	if k := t.Kind(); k != reflect.Pointer && k != reflect.Map && k != reflect.Slice && isZeroJSON(v) {
+		record = false
+	}
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
@@ -91,6 +99,32 @@ func (s *fieldScan) walkValue(v any, t reflect.Type, path, file string, record b
 		return
 	}
 	s.leaf(path, record)
+}
+
+// isZeroJSON reports whether a decoded scalar is a zero value: null, false,
+// an empty string, the number 0, or a duration or quantity of 0 written as
+// a string ("0s", "0"). Lists and maps are never zero here: an empty one
+// differs from an absent one (evictionHard: {} turns the default
+// thresholds off).
+func isZeroJSON(v any) bool {
+	switch x := v.(type) {
+	case nil:
+		return true
+	case bool:
+		return !x
+	case string:
+		if x == "" || x == "0" {
+			return true
+		}
+		d, err := time.ParseDuration(x)
+		return err == nil && d == 0
+	case json.Number:
+		f, err := x.Float64()
+		return err == nil && f == 0
+	case float64:
+		return x == 0
+	}
+	return false
 }
 
 func (s *fieldScan) leaf(path string, record bool) {
