@@ -92,36 +92,10 @@ func TestServingTemplate(t *testing.T) {
 	}
 }
 
-// servingCA signs the CSRs of the fake API server.
-type servingCA struct {
-	cert *x509.Certificate
-	key  *ecdsa.PrivateKey
-}
-
-func newServingCA(t *testing.T) *servingCA {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "test-ca"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, err := x509.ParseCertificate(der)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &servingCA{cert: cert, key: key}
-}
-
 // issue signs a certificate for the public key and names of csrPEM (or of
 // the template, when csrPEM is nil, with a key of its own) valid from
 // notBefore to notAfter; it returns the certificate's and key's PEM.
-func (ca *servingCA) issue(t *testing.T, csrPEM []byte, tmpl *x509.Certificate) (certPEM, keyPEM []byte) {
+func (ca *testCA) issue(t *testing.T, csrPEM []byte, tmpl *x509.Certificate) (certPEM, keyPEM []byte) {
 	t.Helper()
 	var pub any
 	if csrPEM != nil {
@@ -157,7 +131,7 @@ func (ca *servingCA) issue(t *testing.T, csrPEM []byte, tmpl *x509.Certificate) 
 // servingSigningClient is a fake API server whose CSRs are approved and issued as
 // they are created, as kube-controller-manager's would be once approved.
 // The created CSRs go to csrs.
-func servingSigningClient(t *testing.T, ca *servingCA, lifetime time.Duration, objects ...runtime.Object) (*fake.Clientset, chan *certificatesv1.CertificateSigningRequest) {
+func servingSigningClient(t *testing.T, ca *testCA, lifetime time.Duration, objects ...runtime.Object) (*fake.Clientset, chan *certificatesv1.CertificateSigningRequest) {
 	client := fake.NewClientset(objects...)
 	csrs := make(chan *certificatesv1.CertificateSigningRequest, 10)
 	serial := int64(100)
@@ -195,7 +169,7 @@ func storeServingCurrent(t *testing.T, dir string, certPEM, keyPEM []byte) {
 }
 
 func TestServingManagerRequestsAndServes(t *testing.T) {
-	ca := newServingCA(t)
+	ca := newTestCA(t)
 	node := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-a"}, Status: v1.NodeStatus{Addresses: []v1.NodeAddress{
 		{Type: v1.NodeInternalIP, Address: "10.0.0.5"}, {Type: v1.NodeHostName, Address: "node-a"}}}}
 	client, csrs := servingSigningClient(t, ca, time.Hour, node)
@@ -245,7 +219,7 @@ func TestServingManagerRequestsAndServes(t *testing.T) {
 }
 
 func TestServingManagerStoredCertificates(t *testing.T) {
-	ca := newServingCA(t)
+	ca := newTestCA(t)
 	valid := func() *x509.Certificate {
 		return &x509.Certificate{SerialNumber: big.NewInt(7), Subject: pkix.Name{CommonName: "system:node:node-a"},
 			NotBefore: time.Now().Add(-time.Minute), NotAfter: time.Now().Add(time.Hour)}
@@ -316,7 +290,7 @@ func TestServingManagerStoredCertificates(t *testing.T) {
 // replaced through a new CSR, and the next GetCertificate serves the new
 // one.
 func TestServingManagerRotates(t *testing.T) {
-	ca := newServingCA(t)
+	ca := newTestCA(t)
 	client, csrs := servingSigningClient(t, ca, time.Hour)
 	dir := t.TempDir()
 	// Stored: a certificate past 90% of its life, so the rotation deadline
@@ -366,7 +340,7 @@ func TestServingManagerStopTwice(t *testing.T) {
 // /metrics once a manager exists; the TTL is the started manager's
 // certificate's, +Inf without one.
 func TestServingMetrics(t *testing.T) {
-	ca := newServingCA(t)
+	ca := newTestCA(t)
 	dir := t.TempDir()
 	certPEM, keyPEM := ca.issue(t, nil, &x509.Certificate{SerialNumber: big.NewInt(7), Subject: pkix.Name{CommonName: "system:node:node-a"},
 		NotBefore: time.Now().Add(-time.Minute), NotAfter: time.Now().Add(time.Hour)})
