@@ -26,10 +26,12 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	stdlog "log"
 	"net"
 	"net/http"
 	"runtime"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -230,7 +232,12 @@ func (a *Actor) serveOn(name, addr string, handler http.Handler, tlsConfig *tls.
 	base, cancel := context.WithCancel(context.Background())
 	srv := &http.Server{Handler: handler, ReadHeaderTimeout: t.readHeader, ReadTimeout: t.read,
 		WriteTimeout: t.write, IdleTimeout: t.idle, MaxHeaderBytes: t.maxHeaderBytes,
-		BaseContext: func(net.Listener) context.Context { return base }}
+		BaseContext: func(net.Listener) context.Context { return base },
+		// The server's own errors (a client's failed TLS handshake, as
+		// every one is before a serving certificate is issued) go to the
+		// agent's log at debug level: anyone who reaches the port can
+		// cause them, and they must not flood stderr.
+		ErrorLog: stdlog.New(serverErrorWriter{a.log.With().Str("listener", name).Logger()}, "", 0)}
 	srv.RegisterOnShutdown(cancel)
 	a.servers = append(a.servers, srv)
 	scheme := "http"
@@ -244,6 +251,14 @@ func (a *Actor) serveOn(name, addr string, handler http.Handler, tlsConfig *tls.
 		}
 	}()
 	return l.Addr(), nil
+}
+
+// serverErrorWriter is the io.Writer of an http.Server's ErrorLog.
+type serverErrorWriter struct{ log zerolog.Logger }
+
+func (w serverErrorWriter) Write(p []byte) (int, error) {
+	w.log.Debug().Msg(strings.TrimSpace(string(p)))
+	return len(p), nil
 }
 
 func (a *Actor) shutdown() {
