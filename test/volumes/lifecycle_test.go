@@ -132,11 +132,29 @@ func (n *volNode) mountsWhenGone(t *testing.T, name, dir string) []string {
 	if err != nil {
 		t.Fatalf("watch pod %s: %v", name, err)
 	}
-	defer w.Stop()
+	defer func() { w.Stop() }()
 	n.delete(t, name, 1)
-	for ev := range w.ResultChan() {
-		if ev.Type == watch.Deleted {
+	for ctx.Err() == nil {
+		for ev := range w.ResultChan() {
+			switch ev.Type {
+			case watch.Deleted:
+				return agent.MountsUnder(t, dir)
+			case watch.Error:
+				t.Logf("watch of pod %s: %v", name, apierrors.FromObject(ev.Object))
+			}
+		}
+		// The API server may end a watch early (one ended within seconds
+		// in CI): if the pod is gone by now, the mounts are read at once,
+		// a little later than the deletion; otherwise the watch goes on.
+		if _, err := n.Get(name); apierrors.IsNotFound(err) {
 			return agent.MountsUnder(t, dir)
+		}
+		w.Stop()
+		if w, err = n.Admin.CoreV1().Pods(n.NS).Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + name}); err != nil {
+			if ctx.Err() != nil {
+				break
+			}
+			t.Fatalf("watch pod %s again: %v", name, err)
 		}
 	}
 	t.Fatalf("pod %s not deleted from the API within 60 s", name)
