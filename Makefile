@@ -8,13 +8,13 @@ BIN := $(CURDIR)/bin
 # does not use.
 DEBUG_ADDRESS ?= 127.0.0.1:10249
 STATICCHECK_VERSION := v0.8.2
-# Packages whose tests use the shared environment (they import test/env, or
-# run actorlet): one package at a time, since two kubelets on one containerd
+# Packages whose tests use the shared environment (they import test/env or
+# test/agent, or run actorlet): one package at a time, since two kubelets on one containerd
 # kill each other's pods. Every other package is a unit test, run in parallel.
 # Both run with -race.
 PKG_IMPORTS = $(GO) list -f '{{.ImportPath}}{{range .TestImports}} {{.}}{{end}}{{range .XTestImports}} {{.}}{{end}}' ./...
-INTEGRATION = $$($(PKG_IMPORTS) | awk '/actorlet\/test\/env( |$$)/ || $$1 ~ /\/cmd\// {print $$1}')
-UNIT = $$($(PKG_IMPORTS) | awk '!(/actorlet\/test\/env( |$$)/ || $$1 ~ /\/cmd\//) {print $$1}')
+INTEGRATION = $$($(PKG_IMPORTS) | awk '/actorlet\/test\/(env|agent)( |$$)/ || $$1 ~ /\/cmd\// {print $$1}')
+UNIT = $$($(PKG_IMPORTS) | awk '!(/actorlet\/test\/(env|agent)( |$$)/ || $$1 ~ /\/cmd\//) {print $$1}')
 
 .PHONY: build test unit integration fuzz lint upstream-flags env-up env-down run run-cluster bench bench-churn bench-static bench-cluster conformance clean
 

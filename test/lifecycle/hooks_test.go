@@ -202,13 +202,15 @@ func TestLifecycleHooks(t *testing.T) {
 		s1 := n.trapper(rec, "s1", "/sidecars/s1", time.Second)
 		s2 := n.trapper(rec, "s2", "/sidecars/s2", time.Second)
 		s1.RestartPolicy, s2.RestartPolicy = &always, &always
-		p := withGrace(n.NewPod("sidecars", nil, n.trapper(rec, "main", "/sidecars/main", time.Second)), 20)
+		// A long grace period and long waits: under CI's load a call from
+		// a container once came later than 20 s.
+		p := withGrace(n.NewPod("sidecars", nil, n.trapper(rec, "main", "/sidecars/main", time.Second)), 40)
 		p.Spec.InitContainers = []v1.Container{s1, s2}
 		n.Run(t, p)
 		n.deletePod(t, "sidecars")
-		main := rec.wait(t, "/sidecars/main", 20*time.Second)
-		second := rec.wait(t, "/sidecars/s2", 20*time.Second)
-		first := rec.wait(t, "/sidecars/s1", 20*time.Second)
+		main := rec.wait(t, "/sidecars/main", 45*time.Second)
+		second := rec.wait(t, "/sidecars/s2", 45*time.Second)
+		first := rec.wait(t, "/sidecars/s1", 45*time.Second)
 		var order []string
 		if d := second.Sub(main); d < 800*time.Millisecond {
 			order = append(order, fmt.Sprintf("s2 %s after main", d))
