@@ -1,7 +1,6 @@
 package certificates
 
 import (
-	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
@@ -14,12 +13,7 @@ import (
 	"github.com/rs/zerolog"
 	certificatesv1 "k8s.io/api/certificates/v1"
 	v1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/certificate"
 )
 
@@ -47,10 +41,10 @@ type ServingConfig struct {
 	// Kube is the node's API client, with the node's own identity; nil
 	// (standalone mode) never requests a certificate, as upstream.
 	Kube kubernetes.Interface
-	// Addresses are the node's reported addresses, the SANs of the
-	// certificate; nil watches the Node object for them, as upstream reads
-	// its last observed status. No certificate is requested before the
-	// node reports an IP address.
+	// Addresses are the addresses the node reports in its status, the SANs
+	// of the certificate (upstream reads them back from its node informer;
+	// actorlet's are fixed at start-up, so they are handed over, not
+	// watched for). No certificate is requested without an IP address.
 	Addresses func() []v1.NodeAddress
 	// AllowDNSOnly is the AllowDNSOnlyNodeCSR feature gate: a host name
 	// without any IP is enough to request a certificate.
@@ -64,8 +58,7 @@ type ServingConfig struct {
 // configured as upstream's kubelet configures it.
 type ServingManager struct {
 	certificate.Manager
-	log   zerolog.Logger
-	watch *nodeWatch // nil when Addresses were given
+	log zerolog.Logger
 
 	mu      sync.Mutex
 	started bool
@@ -81,10 +74,6 @@ func NewServingManager(c ServingConfig) (*ServingManager, error) {
 	}
 	m := &ServingManager{log: c.Log}
 	addresses := c.Addresses
-	if addresses == nil && c.Kube != nil {
-		m.watch = &nodeWatch{kube: c.Kube, name: c.NodeName}
-		addresses = m.watch.addresses
-	}
 	if addresses == nil {
 		addresses = func() []v1.NodeAddress { return nil }
 	}
@@ -113,8 +102,7 @@ func NewServingManager(c ServingConfig) (*ServingManager, error) {
 	return m, nil
 }
 
-// Start watches the node's addresses and begins requesting and rotating
-// the certificate, in the background. Only the first call counts.
+// Start begins requesting and rotating the certificate, in the background. Only the first call counts.
 func (m *ServingManager) Start() {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -123,9 +111,6 @@ func (m *ServingManager) Start() {
 	}
 	m.started = true
 	servingStarted.Store(m)
-	if m.watch != nil {
-		m.watch.start()
-	}
 	if c := m.Current(); c != nil && c.Leaf != nil {
 		m.log.Info().Str("subject", c.Leaf.Subject.String()).Time("notAfter", c.Leaf.NotAfter).
 			Msg("serving certificate loaded; it is rotated through kubernetes.io/kubelet-serving CSRs")
@@ -135,7 +120,7 @@ func (m *ServingManager) Start() {
 	m.Manager.Start()
 }
 
-// Stop ends the requests and the watch; the manager cannot start again.
+// Stop ends the requests; the manager cannot start again.
 func (m *ServingManager) Stop() {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -145,9 +130,6 @@ func (m *ServingManager) Stop() {
 	m.stopped = true
 	servingStarted.CompareAndSwap(m, nil)
 	m.Manager.Stop()
-	if m.watch != nil {
-		m.watch.stop()
-	}
 }
 
 // GetCertificate is the kubelet API's tls.Config.GetCertificate: each
@@ -230,64 +212,4 @@ func hostnamesAndIPs(addresses []v1.NodeAddress) ([]string, []net.IP) {
 		return 0
 	})
 	return hostnames, ips
-}
-
-// nodeWatch keeps the last observed status addresses of one Node, as
-// upstream's node informer does: the certificate manager asks for its
-// template every second, which must not reach the API server each time.
-type nodeWatch struct {
-	kube   kubernetes.Interface
-	name   string
-	store  cache.Store
-	cancel context.CancelFunc
-	done   chan struct{}
-}
-
-func (w *nodeWatch) start() {
-	selector := fields.OneTermEqualSelector("metadata.name", w.name).String()
-	nodes := w.kube.CoreV1().Nodes()
-	lw := cache.ToListWatcherWithWatchListSemantics(&cache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			o.FieldSelector = selector
-			return nodes.List(ctx, o)
-		},
-		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			o.FieldSelector = selector
-			return nodes.Watch(ctx, o)
-		},
-	}, w.kube)
-	store, ctrl := cache.NewInformerWithOptions(cache.InformerOptions{
-		ListerWatcher: lw, ObjectType: &v1.Node{}, Handler: cache.ResourceEventHandlerFuncs{},
-	})
-	w.store = store
-	ctx, cancel := context.WithCancel(context.Background())
-	w.cancel, w.done = cancel, make(chan struct{})
-	go func() {
-		defer close(w.done)
-		ctrl.RunWithContext(ctx)
-	}()
-}
-
-func (w *nodeWatch) stop() {
-	if w.cancel != nil {
-		w.cancel()
-		<-w.done
-	}
-}
-
-// addresses are the node's last observed addresses; none before the node
-// is registered and has reported them, or before the watch started.
-func (w *nodeWatch) addresses() []v1.NodeAddress {
-	if w.store == nil {
-		return nil
-	}
-	obj, ok, err := w.store.GetByKey(w.name)
-	if err != nil || !ok {
-		return nil
-	}
-	node, ok := obj.(*v1.Node)
-	if !ok {
-		return nil
-	}
-	return node.Status.Addresses
 }

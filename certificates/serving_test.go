@@ -23,7 +23,6 @@ import (
 	"github.com/rs/zerolog"
 	certificatesv1 "k8s.io/api/certificates/v1"
 	v1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
@@ -170,11 +169,11 @@ func storeServingCurrent(t *testing.T, dir string, certPEM, keyPEM []byte) {
 
 func TestServingManagerRequestsAndServes(t *testing.T) {
 	ca := newTestCA(t)
-	node := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-a"}, Status: v1.NodeStatus{Addresses: []v1.NodeAddress{
-		{Type: v1.NodeInternalIP, Address: "10.0.0.5"}, {Type: v1.NodeHostName, Address: "node-a"}}}}
-	client, csrs := servingSigningClient(t, ca, time.Hour, node)
+	addresses := []v1.NodeAddress{{Type: v1.NodeInternalIP, Address: "10.0.0.5"}, {Type: v1.NodeHostName, Address: "node-a"}}
+	client, csrs := servingSigningClient(t, ca, time.Hour)
 	dir := t.TempDir()
-	m, err := NewServingManager(ServingConfig{NodeName: "node-a", CertDir: dir, Kube: client, Log: zerolog.Nop()})
+	m, err := NewServingManager(ServingConfig{NodeName: "node-a", CertDir: dir, Kube: client,
+		Addresses: func() []v1.NodeAddress { return addresses }, Log: zerolog.Nop()})
 	if err != nil {
 		t.Fatal(err)
 	}

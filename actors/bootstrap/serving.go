@@ -3,7 +3,10 @@ package bootstrap
 import (
 	"crypto/tls"
 
+	v1 "k8s.io/api/core/v1"
+
 	"github.com/actorlet/actorlet/actors/apiserver"
+	"github.com/actorlet/actorlet/actors/statusreporter"
 	"github.com/actorlet/actorlet/certificates"
 )
 
@@ -25,8 +28,10 @@ func (a *Actor) servingCertificate() error {
 		}
 		m, err := certificates.NewServingManager(certificates.ServingConfig{
 			NodeName: deps.NodeName, CertDir: o.CertDir, CertFile: c.TLSCertFile, KeyFile: c.TLSPrivateKeyFile,
-			Kube: deps.Kube, AllowDNSOnly: a.gates.Enabled("AllowDNSOnlyNodeCSR"),
-			Log: a.log.With().Str("component", "serving-certificate").Logger(),
+			Kube:         deps.Kube,
+			Addresses:    func() []v1.NodeAddress { return statusreporter.NodeAddresses(deps.NodeIP, deps.NodeName) },
+			AllowDNSOnly: a.gates.Enabled("AllowDNSOnlyNodeCSR"),
+			Log:          a.log.With().Str("component", "serving-certificate").Logger(),
 		})
 		if err != nil {
 			return err

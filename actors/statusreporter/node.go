@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"runtime"
 	"strconv"
@@ -144,15 +145,21 @@ func (s *nodeSpec) initialNode() *v1.Node {
 	return node
 }
 
+// NodeAddresses are the addresses the node reports in its status: its IP
+// (when known) and its host name. The serving certificate's SANs are these.
+func NodeAddresses(ip net.IP, name string) []v1.NodeAddress {
+	var out []v1.NodeAddress
+	if ip != nil {
+		out = append(out, v1.NodeAddress{Type: v1.NodeInternalIP, Address: ip.String()})
+	}
+	return append(out, v1.NodeAddress{Type: v1.NodeHostName, Address: name})
+}
+
 // setStaticStatus sets the parts of the status that do not change while the
 // kubelet runs.
 func (s *nodeSpec) setStaticStatus(node *v1.Node) {
 	st := &node.Status
-	st.Addresses = nil
-	if s.IP != nil {
-		st.Addresses = append(st.Addresses, v1.NodeAddress{Type: v1.NodeInternalIP, Address: s.IP.String()})
-	}
-	st.Addresses = append(st.Addresses, v1.NodeAddress{Type: v1.NodeHostName, Address: s.Name})
+	st.Addresses = NodeAddresses(s.IP, s.Name)
 	st.Capacity = s.Capacity.DeepCopy()
 	st.Allocatable = s.Allocatable.DeepCopy()
 	st.NodeInfo = v1.NodeSystemInfo{
