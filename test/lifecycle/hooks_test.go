@@ -72,10 +72,24 @@ func (r *callRecorder) wait(t *testing.T, path string, within time.Duration) tim
 }
 
 // trapper is a busybox container whose shell calls path on SIGTERM, waits
-// linger, and exits: its SIGTERM is seen from outside.
+// linger, and exits: its SIGTERM is seen from outside. Once its trap is set
+// it calls path+"/ready": until then its shell, PID 1 of the container,
+// ignores SIGTERM, and a pod deleted right after it shows Running (under
+// load) would wait out its grace period without a call.
 func (n *lifeNode) trapper(r *callRecorder, name, path string, linger time.Duration) v1.Container {
-	return n.Busybox(name, fmt.Sprintf("trap '%s; sleep %.1f; exit 0' TERM; while true; do sleep 0.1; done",
-		r.wget(path), linger.Seconds()))
+	return n.Busybox(name, fmt.Sprintf("trap '%s; sleep %.1f; exit 0' TERM; %s; while true; do sleep 0.1; done",
+		r.wget(path), linger.Seconds(), r.wget(path+readySuffix)))
+}
+
+// readySuffix is the path a trapper calls once its trap is set.
+const readySuffix = "/ready"
+
+// trapsSet waits until each trapper of paths has set its trap.
+func (r *callRecorder) trapsSet(t *testing.T, paths ...string) {
+	t.Helper()
+	for _, p := range paths {
+		r.wait(t, p+readySuffix, 30*time.Second)
+	}
 }
 
 func (n *lifeNode) deletePod(t *testing.T, name string) time.Time {
@@ -143,6 +157,7 @@ func TestLifecycleHooks(t *testing.T) {
 		c := n.trapper(rec, "app", "/"+name+"/term", 0)
 		c.Lifecycle = &v1.Lifecycle{PreStop: hook}
 		n.Run(t, withGrace(n.NewPod(name, nil, c), 10))
+		rec.trapsSet(t, "/"+name+"/term")
 		n.deletePod(t, name)
 		ran := rec.wait(t, "/"+name+"/prestop", 20*time.Second)
 		term := rec.wait(t, "/"+name+"/term", 20*time.Second)
@@ -165,6 +180,7 @@ func TestLifecycleHooks(t *testing.T) {
 		c := n.trapper(rec, "app", "/prestop-sleep/term", 0)
 		c.Lifecycle = &v1.Lifecycle{PreStop: &v1.LifecycleHandler{Sleep: &v1.SleepAction{Seconds: 3}}}
 		n.Run(t, withGrace(n.NewPod("prestop-sleep", nil, c), 10))
+		rec.trapsSet(t, "/prestop-sleep/term")
 		deleted := n.deletePod(t, "prestop-sleep")
 		if d := rec.wait(t, "/prestop-sleep/term", 20*time.Second).Sub(deleted); d < 3*time.Second {
 			t.Errorf("SIGTERM %s after the deletion, before the preStop sleep of 3s ended", d)
@@ -207,6 +223,7 @@ func TestLifecycleHooks(t *testing.T) {
 		p := withGrace(n.NewPod("sidecars", nil, n.trapper(rec, "main", "/sidecars/main", time.Second)), 40)
 		p.Spec.InitContainers = []v1.Container{s1, s2}
 		n.Run(t, p)
+		rec.trapsSet(t, "/sidecars/main", "/sidecars/s1", "/sidecars/s2")
 		n.deletePod(t, "sidecars")
 		main := rec.wait(t, "/sidecars/main", 45*time.Second)
 		second := rec.wait(t, "/sidecars/s2", 45*time.Second)
