@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"strings"
 	"time"
@@ -406,6 +407,12 @@ func (a *Actor) runtimeEnv() (*runtimeEnv, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Huge pages are capacity (and allocatable) as upstream reports them.
+	hugePages, err := machine.HugePages(machine.HugePagesDir)
+	if err != nil {
+		return nil, err
+	}
+	maps.Copy(capacity, hugePages)
 	allocatable, err := machine.Allocatable(capacity, c.KubeReserved, c.SystemReserved, c.EvictionHard)
 	if err != nil {
 		return nil, err
