@@ -107,6 +107,11 @@ func (a *Actor) parseFlags(actor.Context) (outcome, error) {
 	}
 	a.warn(warnings)
 	a.gates = gates
+	// Upstream validates its command-line-only flags here, before loading
+	// the configuration: of those actorlet has, --node-labels.
+	if err := config.ValidateNodeLabels(cl.Options.NodeLabels); err != nil {
+		return next, fmt.Errorf("failed to validate kubelet flags: %w", err)
+	}
 	if cl.Options.PodInfraContainerImage != "" {
 		a.log.Warn().Str("flag", "--pod-infra-container-image").Msg(
 			"the container runtime is remote: its own sandbox image setting is used and this flag is ignored")
