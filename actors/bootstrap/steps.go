@@ -31,6 +31,7 @@ import (
 	"github.com/actorlet/actorlet/metrics"
 	"github.com/actorlet/actorlet/podruntime"
 	"github.com/actorlet/actorlet/prober"
+	"github.com/actorlet/actorlet/runtimeclass"
 	"github.com/actorlet/actorlet/server/auth"
 	"github.com/actorlet/actorlet/server/stats"
 	"github.com/actorlet/actorlet/services"
@@ -146,10 +147,12 @@ func (a *Actor) featureGates(actor.Context) (outcome, error) {
 	return next, nil
 }
 
-// gatesNotImplemented are the feature gates, on by default, whose
-// behaviour actorlet lacks: each is said at start-up, so that nobody
-// believes it is in force.
+// gatesNotImplemented are the feature gates whose behaviour actorlet lacks:
+// each that is on is said at start-up, so that nobody believes it is in
+// force.
 var gatesNotImplemented = map[string]string{
+	// Alpha, off by default: said only when turned on.
+	"RuntimeClassInImageCriAPI": "images are pulled, listed and collected without the runtime handler of their pods' RuntimeClass",
 	"KubeletEnsureSecretPulledImages": "an image pulled with a pod's pull secrets can be used by another pod of the node " +
 		"without them (pull policy IfNotPresent or Never), as before Kubernetes 1.33; " +
 		"imagePullCredentialsVerificationPolicy has no effect",
@@ -474,6 +477,10 @@ func (a *Actor) runtimeEnv() (*runtimeEnv, error) {
 		svcs := services.New(a.deps.Kube)
 		go svcs.Run(context.Background())
 		env.runtime.Opts.Services = svcs
+		// The RuntimeClasses, for the handlers of pods' sandboxes.
+		classes := runtimeclass.New(a.deps.Kube)
+		classes.Start(context.Background())
+		env.runtime.Opts.RuntimeClasses = classes
 	}
 	return env, nil
 }
