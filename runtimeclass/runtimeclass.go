@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"time"
 
-	nodev1 "k8s.io/api/node/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
@@ -77,11 +76,4 @@ func Handler(lister nodev1listers.RuntimeClassLister, name string) (string, erro
 		return "", fmt.Errorf("failed to lookup RuntimeClass %s: %w", name, err)
 	}
 	return rc.Handler, nil
-}
-
-// Class is a RuntimeClass named name with handler, for tests.
-func Class(name, handler string) *nodev1.RuntimeClass {
-	rc := &nodev1.RuntimeClass{Handler: handler}
-	rc.Name = name
-	return rc
 }

@@ -82,3 +82,10 @@ func TestHandlerOtherError(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 }
+
+// Class is a RuntimeClass named name with handler.
+func Class(name, handler string) *nodev1.RuntimeClass {
+	rc := &nodev1.RuntimeClass{Handler: handler}
+	rc.Name = name
+	return rc
+}
