@@ -476,7 +476,7 @@ func addOptionFlags(fs *pflag.FlagSet, o *Options) {
 	// Upstream removed the flag; hidden as an unknown one would be, but
 	// accepted, as kubeadm-flags.env files from older kubeadm carry it.
 	_ = fs.MarkHidden("pod-infra-container-image")
-	fs.Var(labelsValue{o.NodeLabels}, "node-labels", "Labels to add when registering the node in the cluster. Labels must be key=value pairs separated by ','.")
+	fs.Var(labelsValue{o.NodeLabels}, "node-labels", nodeLabelsUsage)
 	fs.BoolVar(&o.DumpConfig, "dump-config", o.DumpConfig, "Print the effective configuration (defaults, --config, --config-dir and flags merged) as KubeletConfiguration YAML on stdout and exit.")
 	fs.VarPF(&versionValue{show: &o.ShowVersion, accepted: o.Accepted}, "version", "", "--version, --version=raw prints version information and quits; --version=vX.Y.Z... sets the reported version").NoOptDefVal = "true"
 	fs.BoolVarP(&o.ShowHelp, "help", "h", o.ShowHelp, "help for actorlet")

@@ -247,9 +247,11 @@ func (v *validator) checkReserved(field string, m map[string]string) {
 	for _, name := range slices.Sorted(maps.Keys(m)) {
 		value, f := m[name], fmt.Sprintf("%s[%s]", field, name)
 		switch {
-		case name == "cpu", name == "memory", name == "ephemeral-storage", name == "pid", strings.HasPrefix(name, "hugepages-"):
+		case name == "cpu", name == "memory", name == "ephemeral-storage", name == "pid":
 		default:
-			v.add(f, value, "unsupported resource "+name+`; supported: "cpu", "memory", "ephemeral-storage", "pid", "hugepages-<size>"`)
+			// Upstream's parseResourceList: huge pages cannot be reserved
+			// either, their capacity is all allocatable.
+			v.add(f, value, fmt.Sprintf(`cannot reserve %q resource; supported: "cpu", "memory", "ephemeral-storage", "pid"`, name))
 			continue
 		}
 		q, err := resource.ParseQuantity(value)

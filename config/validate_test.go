@@ -72,3 +72,32 @@ func TestValidateFeatureGateRules(t *testing.T) {
 		t.Errorf("serverTLSBootstrap with its gate on by default: err = %v", err)
 	}
 }
+
+func TestValidateReservedResources(t *testing.T) {
+	cases := []struct {
+		name string
+		yaml string
+		want string // "": valid
+	}{
+		{name: "supported", yaml: "kubeReserved: {cpu: 100m, memory: 1Gi, ephemeral-storage: 1Gi, pid: \"100\"}\n"},
+		// Upstream's parseResourceList: huge pages are all allocatable.
+		{name: "huge pages", yaml: "systemReserved: {hugepages-2Mi: 2Mi}\n",
+			want: `systemReserved[hugepages-2Mi]: Invalid value: "2Mi": cannot reserve "hugepages-2Mi" resource`},
+		{name: "unknown", yaml: "kubeReserved: {gpu: \"1\"}\n", want: `kubeReserved[gpu]: Invalid value: "1": cannot reserve "gpu" resource`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			cfg, _ := load(t, "--config", writeFile(t, t.TempDir(), "k.yaml", header+c.yaml))
+			err := Validate(cfg, nil)
+			if c.want == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("err = %v, want %q", err, c.want)
+			}
+		})
+	}
+}

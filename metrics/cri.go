@@ -7,6 +7,7 @@ import (
 	"unicode"
 
 	"google.golang.org/grpc"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
 // criOperations maps CRI methods to upstream's operation_type values
@@ -100,11 +101,22 @@ func CRIUnaryInterceptor(ctx context.Context, method string, req, reply any, cc 
 	}
 	start := time.Now()
 	err := invoker(ctx, method, req, reply, cc, opts...)
+	took := time.Since(start).Seconds()
 	RuntimeOperations.WithLabelValues(op).Inc()
-	RuntimeOperationsDuration.WithLabelValues(op).Observe(time.Since(start).Seconds())
+	RuntimeOperationsDuration.WithLabelValues(op).Observe(took)
 	if err != nil {
 		RuntimeOperationsErrors.WithLabelValues(op).Inc()
-		if sandbox {
+	}
+	if sandbox {
+		// By the handler of the pod's RuntimeClass, as upstream's
+		// instrumented runtime service.
+		handler := ""
+		if r, ok := req.(*runtimeapi.RunPodSandboxRequest); ok {
+			handler = r.GetRuntimeHandler()
+		}
+		RunPodSandboxDuration.WithLabelValues(handler).Observe(took)
+		if err != nil {
+			RunPodSandboxErrors.WithLabelValues(handler).Inc()
 			StartedPodsErrors.Inc()
 		}
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
 func TestOperationType(t *testing.T) {
@@ -96,6 +97,39 @@ func TestCRIUnaryInterceptor(t *testing.T) {
 				if c.got != c.want {
 					t.Errorf("%s{operation_type=%q} grew by %v, want %v", c.name, tc.op, c.got, c.want)
 				}
+			}
+		})
+	}
+}
+
+func TestRunPodSandboxByHandler(t *testing.T) {
+	failure := errors.New("rpc error: code = Unknown desc = no runtime for \"kata\" is configured")
+	for _, tc := range []struct {
+		name, handler string
+		req           any
+		err           error
+	}{
+		{"default handler", "", &runtimeapi.RunPodSandboxRequest{}, nil},
+		{"a class's handler", "runc", &runtimeapi.RunPodSandboxRequest{RuntimeHandler: "runc"}, nil},
+		{"an unknown handler", "kata", &runtimeapi.RunPodSandboxRequest{RuntimeHandler: "kata"}, failure},
+		{"no request", "", nil, failure},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			read := func() (observed, errs float64) {
+				return float64(write(t, RunPodSandboxDuration.WithLabelValues(tc.handler).(prometheus.Metric)).GetHistogram().GetSampleCount()),
+					write(t, RunPodSandboxErrors.WithLabelValues(tc.handler)).GetCounter().GetValue()
+			}
+			observed0, errs0 := read()
+			invoker := func(context.Context, string, any, any, *grpc.ClientConn, ...grpc.CallOption) error { return tc.err }
+			_ = CRIUnaryInterceptor(context.Background(), "/runtime.v1.RuntimeService/RunPodSandbox", tc.req, nil, nil, invoker)
+			observed, errs := read()
+			wantErr := 0.0
+			if tc.err != nil {
+				wantErr = 1
+			}
+			if observed-observed0 != 1 || errs-errs0 != wantErr {
+				t.Errorf("runtime_handler=%q: duration count grew by %v (want 1), errors by %v (want %v)",
+					tc.handler, observed-observed0, errs-errs0, wantErr)
 			}
 		})
 	}

@@ -148,6 +148,21 @@ var (
 		Help: "Cumulative number of pods started",
 	})
 
+	// RunPodSandboxDuration times RunPodSandbox calls by the runtime
+	// handler of the pod's RuntimeClass ("" for the default).
+	RunPodSandboxDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Subsystem: kubeletSubsystem, Name: "run_podsandbox_duration_seconds",
+		Help:    "Duration in seconds of the run_podsandbox operations. Broken down by RuntimeClass.Handler.",
+		Buckets: prometheus.DefBuckets,
+	}, []string{"runtime_handler"})
+
+	// RunPodSandboxErrors counts the RunPodSandbox calls that failed, by
+	// runtime handler.
+	RunPodSandboxErrors = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Subsystem: kubeletSubsystem, Name: "run_podsandbox_errors_total",
+		Help: "Cumulative number of the run_podsandbox operation errors by RuntimeClass.Handler.",
+	}, []string{"runtime_handler"})
+
 	// StartedPodsErrors counts the sandbox creations that failed.
 	StartedPodsErrors = prometheus.NewCounter(prometheus.CounterOpts{
 		Subsystem: kubeletSubsystem, Name: "started_pods_errors_total",
@@ -162,6 +177,7 @@ var kubeletMetrics = []prometheus.Collector{
 	PodStartDuration, PodWorkerDuration,
 	PLEGRelistDuration, PLEGRelistInterval, PLEGLastSeen,
 	RuntimeOperations, RuntimeOperationsErrors, RuntimeOperationsDuration,
+	RunPodSandboxDuration, RunPodSandboxErrors,
 	StartedPods, StartedPodsErrors,
 }
 

@@ -70,6 +70,19 @@ type Options struct {
 	// Hooks runs the containers' postStart and preStop hooks; nil fails
 	// every hook (FailedPostStartHook, FailedPreStopHook), never skips one.
 	Hooks Hooks
+	// RuntimeClasses resolves pods' runtimeClassName to the runtime
+	// handler of their sandboxes; nil (no API server) runs every pod with
+	// the runtime's default handler, as upstream without a client.
+	RuntimeClasses RuntimeClasses
+}
+
+// RuntimeClasses resolves a RuntimeClass name to its runtime handler, as
+// upstream's runtimeclass.Manager (runtimeclass.Manager implements it).
+type RuntimeClasses interface {
+	// LookupRuntimeHandler returns the handler of the class named name,
+	// "" for nil or "" (the default handler), or why there is none: the
+	// API's NotFound error for a class that does not exist.
+	LookupRuntimeHandler(ctx context.Context, name *string) (string, error)
 }
 
 const (

@@ -243,9 +243,23 @@ func (s *syncPass) createSandbox(ctx context.Context) bool {
 		s.fail(fmt.Errorf("create log directory of pod %s/%s: %w", pod.Namespace, pod.Name, err))
 		return false
 	}
+	// The RuntimeClass is resolved at each creation of the sandbox, as
+	// upstream's createPodSandbox does: a class that does not exist fails
+	// the creation (FailedCreatePodSandBox with the API's NotFound), and
+	// the pod stays Pending, retried, until the class appears.
+	handler := ""
+	if rc := r.Opts.RuntimeClasses; rc != nil {
+		h, err := rc.LookupRuntimeHandler(ctx, pod.Spec.RuntimeClassName)
+		if err != nil {
+			failed(err)
+			s.fail(fmt.Errorf("create sandbox of pod %s/%s: %w", pod.Namespace, pod.Name, err))
+			return false
+		}
+		handler = h
+	}
 	sctx, cancel := r.callCtx(ctx)
 	defer cancel()
-	resp, err := r.RT.RunPodSandbox(sctx, &runtimeapi.RunPodSandboxRequest{Config: s.sandboxConfig})
+	resp, err := r.RT.RunPodSandbox(sctx, &runtimeapi.RunPodSandboxRequest{Config: s.sandboxConfig, RuntimeHandler: handler})
 	if err != nil {
 		failed(err)
 		s.fail(fmt.Errorf("create sandbox of pod %s/%s (attempt %d): %w", pod.Namespace, pod.Name, s.sandboxConfig.Metadata.Attempt, err))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"strings"
 	"time"
@@ -30,6 +31,7 @@ import (
 	"github.com/actorlet/actorlet/metrics"
 	"github.com/actorlet/actorlet/podruntime"
 	"github.com/actorlet/actorlet/prober"
+	"github.com/actorlet/actorlet/runtimeclass"
 	"github.com/actorlet/actorlet/server/auth"
 	"github.com/actorlet/actorlet/server/stats"
 	"github.com/actorlet/actorlet/services"
@@ -106,6 +108,11 @@ func (a *Actor) parseFlags(actor.Context) (outcome, error) {
 	}
 	a.warn(warnings)
 	a.gates = gates
+	// Upstream validates its command-line-only flags here, before loading
+	// the configuration: of those actorlet has, --node-labels.
+	if err := config.ValidateNodeLabels(cl.Options.NodeLabels); err != nil {
+		return next, fmt.Errorf("failed to validate kubelet flags: %w", err)
+	}
 	if cl.Options.PodInfraContainerImage != "" {
 		a.log.Warn().Str("flag", "--pod-infra-container-image").Msg(
 			"the container runtime is remote: its own sandbox image setting is used and this flag is ignored")
@@ -140,10 +147,12 @@ func (a *Actor) featureGates(actor.Context) (outcome, error) {
 	return next, nil
 }
 
-// gatesNotImplemented are the feature gates, on by default, whose
-// behaviour actorlet lacks: each is said at start-up, so that nobody
-// believes it is in force.
+// gatesNotImplemented are the feature gates whose behaviour actorlet lacks:
+// each that is on is said at start-up, so that nobody believes it is in
+// force.
 var gatesNotImplemented = map[string]string{
+	// Alpha, off by default: said only when turned on.
+	"RuntimeClassInImageCriAPI": "images are pulled, listed and collected without the runtime handler of their pods' RuntimeClass",
 	"KubeletEnsureSecretPulledImages": "an image pulled with a pod's pull secrets can be used by another pod of the node " +
 		"without them (pull policy IfNotPresent or Never), as before Kubernetes 1.33; " +
 		"imagePullCredentialsVerificationPolicy has no effect",
@@ -406,6 +415,12 @@ func (a *Actor) runtimeEnv() (*runtimeEnv, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Huge pages are capacity (and allocatable) as upstream reports them.
+	hugePages, err := machine.HugePages(machine.HugePagesDir)
+	if err != nil {
+		return nil, err
+	}
+	maps.Copy(capacity, hugePages)
 	allocatable, err := machine.Allocatable(capacity, c.KubeReserved, c.SystemReserved, c.EvictionHard)
 	if err != nil {
 		return nil, err
@@ -462,6 +477,10 @@ func (a *Actor) runtimeEnv() (*runtimeEnv, error) {
 		svcs := services.New(a.deps.Kube)
 		go svcs.Run(context.Background())
 		env.runtime.Opts.Services = svcs
+		// The RuntimeClasses, for the handlers of pods' sandboxes.
+		classes := runtimeclass.New(a.deps.Kube)
+		classes.Start(context.Background())
+		env.runtime.Opts.RuntimeClasses = classes
 	}
 	return env, nil
 }

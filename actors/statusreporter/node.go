@@ -17,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/actorlet/actorlet/machine"
 	"github.com/actorlet/actorlet/version"
 )
 
@@ -78,18 +79,16 @@ func osImage(osRelease string) string {
 
 // storageResources adds ephemeral-storage (the filesystem of rootDir, less
 // the nodefs.available hard eviction threshold in allocatable, as upstream
-// does) and zero hugepages to copies of capacity and allocatable.
+// does) to copies of capacity and allocatable, and takes the memory of the
+// huge pages of capacity (hugepages-<size>, which the caller reads from the
+// machine) off allocatable memory, as upstream's MachineInfo setter does.
 func storageResources(capacity, allocatable v1.ResourceList, rootDir string, evictionHard map[string]string) (v1.ResourceList, v1.ResourceList, error) {
-	c, a := capacity.DeepCopy(), allocatable.DeepCopy()
+	c, a := capacity.DeepCopy(), machine.StatusAllocatable(capacity, allocatable)
 	if c == nil {
 		c = v1.ResourceList{}
 	}
 	if a == nil {
 		a = v1.ResourceList{}
-	}
-	for _, hp := range []v1.ResourceName{"hugepages-1Gi", "hugepages-2Mi"} {
-		c[hp] = *resource.NewQuantity(0, resource.BinarySI)
-		a[hp] = *resource.NewQuantity(0, resource.BinarySI)
 	}
 	var st unix.Statfs_t
 	if err := unix.Statfs(rootDir, &st); err != nil {

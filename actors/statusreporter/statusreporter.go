@@ -66,8 +66,9 @@ type Params struct {
 	Config *kubeletconfigv1beta1.KubeletConfiguration
 	// NodeLabels are --node-labels, set when the Node is created.
 	NodeLabels map[string]string
-	// Capacity and Allocatable hold cpu, memory and pods; the actor adds
-	// ephemeral-storage (from RootDir's filesystem) and hugepages.
+	// Capacity and Allocatable hold cpu, memory, pods and hugepages-<size>;
+	// the actor adds ephemeral-storage (from RootDir's filesystem) and
+	// takes the huge pages off allocatable memory.
 	Capacity, Allocatable v1.ResourceList
 	RootDir               string
 	RuntimeVersion        *runtimeapi.VersionResponse

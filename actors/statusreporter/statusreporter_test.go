@@ -360,7 +360,10 @@ func TestOSImageAndEvictionReserve(t *testing.T) {
 }
 
 func TestStorageResources(t *testing.T) {
-	c, a, err := storageResources(v1.ResourceList{v1.ResourceCPU: resource.MustParse("1")}, nil, t.TempDir(), map[string]string{"nodefs.available": "10%"})
+	capacity := v1.ResourceList{v1.ResourceCPU: resource.MustParse("1"), v1.ResourceMemory: resource.MustParse("4Gi"),
+		"hugepages-2Mi": resource.MustParse("1Gi"), "hugepages-1Gi": resource.MustParse("0")}
+	allocatable := v1.ResourceList{v1.ResourceMemory: resource.MustParse("3Gi")}
+	c, a, err := storageResources(capacity, allocatable, t.TempDir(), map[string]string{"nodefs.available": "10%"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -368,8 +371,12 @@ func TestStorageResources(t *testing.T) {
 	if cs.Value() <= 0 || as.Value() >= cs.Value() || as.Value() <= 0 {
 		t.Errorf("ephemeral-storage capacity %s allocatable %s", cs.String(), as.String())
 	}
-	if _, ok := c["hugepages-2Mi"]; !ok {
-		t.Errorf("hugepages missing: %v", c)
+	if hp := c["hugepages-2Mi"]; hp.Cmp(resource.MustParse("1Gi")) != 0 {
+		t.Errorf("hugepages-2Mi capacity = %s, want 1Gi", hp.String())
+	}
+	// The huge pages' memory is not allocatable as memory, as upstream.
+	if m := a[v1.ResourceMemory]; m.Cmp(resource.MustParse("2Gi")) != 0 {
+		t.Errorf("allocatable memory = %s, want 2Gi", m.String())
 	}
 	if _, ok := c[v1.ResourceCPU]; !ok {
 		t.Errorf("cpu dropped")

@@ -46,13 +46,14 @@ func (r *Runtime) RunPodSandbox(ctx context.Context, in *runtimeapi.RunPodSandbo
 	}
 	id := r.nextID("sandbox")
 	r.sandboxes[id] = &runtimeapi.PodSandboxStatus{
-		Id:          id,
-		Metadata:    proto.Clone(cfg.Metadata).(*runtimeapi.PodSandboxMetadata),
-		State:       runtimeapi.PodSandboxState_SANDBOX_READY,
-		CreatedAt:   r.now(),
-		Network:     &runtimeapi.PodSandboxNetworkStatus{Ip: fmt.Sprintf("10.88.%d.%d", r.seq/250, r.seq%250+1)},
-		Labels:      maps.Clone(cfg.Labels),
-		Annotations: maps.Clone(cfg.Annotations),
+		Id:             id,
+		Metadata:       proto.Clone(cfg.Metadata).(*runtimeapi.PodSandboxMetadata),
+		State:          runtimeapi.PodSandboxState_SANDBOX_READY,
+		CreatedAt:      r.now(),
+		Network:        &runtimeapi.PodSandboxNetworkStatus{Ip: fmt.Sprintf("10.88.%d.%d", r.seq/250, r.seq%250+1)},
+		Labels:         maps.Clone(cfg.Labels),
+		Annotations:    maps.Clone(cfg.Annotations),
+		RuntimeHandler: in.GetRuntimeHandler(),
 	}
 	return &runtimeapi.RunPodSandboxResponse{PodSandboxId: id}, nil
 }

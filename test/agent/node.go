@@ -60,6 +60,9 @@ type Node struct {
 	// BootstrapKubeconfig is --bootstrap-kubeconfig (Bootstrap).
 	BootstrapKubeconfig string
 	CertDir             string // --cert-dir
+	// Args are more command-line flags (WithArgs), after the harness's;
+	// a change takes effect at the next Start or Launch.
+	Args []string
 
 	binary   string
 	cluster  bool
@@ -77,6 +80,7 @@ type nodeOptions struct {
 	prefix       string
 	extra        string
 	bootstrap    string
+	args         []string
 }
 
 // InCluster joins the node to the environment's API server as the
@@ -110,6 +114,12 @@ func NamePrefix(prefix string) NodeOption { return func(o *nodeOptions) { o.pref
 // "nodeStatusUpdateFrequency: 2s\n".
 func WithConfig(yaml string) NodeOption { return func(o *nodeOptions) { o.extra += yaml } }
 
+// WithArgs adds command-line flags to the node's, e.g. "--node-labels",
+// "a=b".
+func WithArgs(args ...string) NodeOption {
+	return func(o *nodeOptions) { o.args = append(o.args, args...) }
+}
+
 // NewNode prepares a node that runs binary, and writes its configuration;
 // Start runs it.
 func NewNode(t testing.TB, binary string, opts ...NodeOption) *Node {
@@ -135,6 +145,7 @@ func NewNode(t testing.TB, binary string, opts ...NodeOption) *Node {
 		Healthz:   FreePort(t),
 		Port:      FreePort(t),
 		NodeIP:    "127.0.0.1",
+		Args:      o.args,
 	}
 	n.CertDir = filepath.Join(n.RootDir, "pki")
 	switch {
@@ -259,7 +270,7 @@ func (n *Node) Launch() {
 	} else {
 		args = append(args, "--debug-fault-injection", "--debug-address", fmt.Sprintf("127.0.0.1:%d", n.Debug), "-v", "1")
 	}
-	n.Proc = Start(n.T, n.binary, args...)
+	n.Proc = Start(n.T, n.binary, append(args, n.Args...)...)
 }
 
 // Stop ends actorlet with sig and waits for it to exit.
