@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -374,4 +375,32 @@ func writeFile(dir, file, value string) error {
 		return fmt.Errorf("write %q to %s: %w", value, p, err)
 	}
 	return nil
+}
+
+// EnforceReserved sets the limits of the existing cgroup name (cgroupfs
+// form; systemReservedCgroup or kubeReservedCgroup) from the reserved
+// resources rl, as upstream's enforceExistingCgroup for the
+// system-reserved and kube-reserved enforcements (compressibleOnly: the
+// -compressible ones, CPU shares alone). The cgroup must exist: the
+// system's daemons run in it, actorlet does not make it.
+func (m *Manager) EnforceReserved(name string, rl v1.ResourceList, compressibleOnly bool) error {
+	if !m.exists(name) {
+		return fmt.Errorf("cgroup %q does not exist", name)
+	}
+	return m.apply(name, NodeAllocatableConfig(rl, compressibleOnly))
+}
+
+// PidMax is the machine's PID capacity, /proc/sys/kernel/pid_max (path),
+// the pid resource of upstream's internal capacity that kubepods' pids.max
+// comes from.
+func PidMax(path string) (int64, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0, err
+	}
+	n, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", path, err)
+	}
+	return n, nil
 }
