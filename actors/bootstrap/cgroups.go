@@ -3,9 +3,11 @@ package bootstrap
 import (
 	"fmt"
 	"slices"
+	"strings"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/actorlet/actorlet/podcgroups"
 )
@@ -18,6 +20,21 @@ const (
 	enforceKubeReserved               = "kube-reserved"
 	enforceKubeReservedCompressible   = "kube-reserved-compressible"
 )
+
+// Upstream's events about node allocatable enforcement, on the node.
+const (
+	eventNodeAllocatableEnforced = "NodeAllocatableEnforced"
+	eventFailedNodeAllocatable   = "FailedNodeAllocatableEnforcement"
+)
+
+// nodeEvent records an event on the node (its UID is its name, as
+// upstream's node reference).
+func (a *Actor) nodeEvent(eventtype, reason, message string) {
+	if a.deps.Events == nil {
+		return
+	}
+	a.deps.Events.Event(&v1.ObjectReference{Kind: "Node", Name: a.deps.NodeName, UID: types.UID(a.deps.NodeName)}, eventtype, reason, message)
+}
 
 // podCgroups sets up the node's cgroup tree as upstream's container
 // manager does at start-up: kubepods bounded by node allocatable
@@ -58,24 +75,28 @@ func (a *Actor) podCgroups(capacity v1.ResourceList) (*podcgroups.Manager, error
 	}
 	if err := m.Start(); err != nil {
 		a.log.Warn().Err(err).Str("cgroup", m.PodsCgroup()).Msg("node allocatable cgroups not fully set up")
+		a.nodeEvent(v1.EventTypeWarning, eventFailedNodeAllocatable, fmt.Sprintf("Failed to update Node Allocatable Limits %q: %v", m.PodsCgroup(), err))
+	} else if perQOS {
+		a.nodeEvent(v1.EventTypeNormal, eventNodeAllocatableEnforced, "Updated Node Allocatable limit across pods")
 	}
 	for _, e := range []struct {
-		key, cgroup  string
-		rl           v1.ResourceList
-		compressible bool
+		key, cgroup, what string
+		rl                v1.ResourceList
+		compressible      bool
 	}{
-		{enforceSystemReserved, c.SystemReservedCgroup, system, false},
-		{enforceSystemReservedCompressible, c.SystemReservedCgroup, system, true},
-		{enforceKubeReserved, c.KubeReservedCgroup, kube, false},
-		{enforceKubeReservedCompressible, c.KubeReservedCgroup, kube, true},
+		{enforceSystemReserved, c.SystemReservedCgroup, "System Reserved", system, false},
+		{enforceSystemReservedCompressible, c.SystemReservedCgroup, "System Reserved Compressible", system, true},
+		{enforceKubeReserved, c.KubeReservedCgroup, "Kube Reserved", kube, false},
+		{enforceKubeReservedCompressible, c.KubeReservedCgroup, "Kube Reserved Compressible", kube, true},
 	} {
 		if !slices.Contains(c.EnforceNodeAllocatable, e.key) {
 			continue
 		}
 		if err := m.EnforceReserved(e.cgroup, e.rl, e.compressible); err != nil {
+			a.nodeEvent(v1.EventTypeWarning, eventFailedNodeAllocatable, fmt.Sprintf("Failed to enforce %s Cgroup Limits on %q: %v", e.what, e.cgroup, err))
 			return nil, fmt.Errorf("enforceNodeAllocatable %s: limits of %q: %w", e.key, e.cgroup, err)
 		}
-		a.log.Info().Str("cgroup", e.cgroup).Str("enforce", e.key).Msg("reserved cgroup limits enforced")
+		a.nodeEvent(v1.EventTypeNormal, eventNodeAllocatableEnforced, fmt.Sprintf("Updated limits on %s cgroup %v", strings.ToLower(strings.TrimSuffix(e.what, " Compressible")), e.cgroup))
 	}
 	return m, nil
 }
