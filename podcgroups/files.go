@@ -1,5 +1,13 @@
 package podcgroups
 
+import (
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+)
+
 // setting is one cgroup file's value: File in the hierarchy of
 // Controller (cgroup v1), or in the cgroup's one directory (v2, where
 // Controller only says which controller the parent must delegate).
@@ -10,7 +18,54 @@ type setting struct {
 // settings are the files rc writes, as runc's (opencontainers/cgroups)
 // fs and fs2 managers write a cgroup's resources, in their order: the CFS
 // period before the quota (see Manager.apply for the kernel's refusals).
-func settings(rc ResourceConfig, v2 bool) []setting {
+// hugePageSizes are the machine's huge page sizes in bytes (HugePageSizes).
+func settings(rc ResourceConfig, v2 bool, hugePageSizes ...int64) []setting {
+	out := cpuMemPids(rc, v2)
+	if rc.HugePageLimit == nil {
+		return out
+	}
+	file := "hugetlb.%s.limit_in_bytes"
+	if v2 {
+		file = "hugetlb.%s.max"
+	}
+	for _, size := range hugePageSizes {
+		out = append(out, setting{"hugetlb", fmt.Sprintf(file, HugePageSizeName(size)), itoa(rc.HugePageLimit[size])})
+	}
+	return out
+}
+
+// HugePageSizeName is the kernel's (and runc's) name of a huge page size
+// in the hugetlb files: 2MB, 1GB, 64KB.
+func HugePageSizeName(size int64) string {
+	units := []string{"B", "KB", "MB", "GB", "TB", "PB"}
+	i := 0
+	for size >= 1024 && size%1024 == 0 && i < len(units)-1 {
+		size /= 1024
+		i++
+	}
+	return itoa(size) + units[i]
+}
+
+// HugePageSizes are the machine's huge page sizes in bytes, from the
+// directories of dir (/sys/kernel/mm/hugepages: hugepages-2048kB, ...).
+func HugePageSizes(dir string) []int64 {
+	entries, _ := os.ReadDir(dir)
+	var out []int64
+	for _, e := range entries {
+		kb, ok := strings.CutPrefix(e.Name(), "hugepages-")
+		if !ok {
+			continue
+		}
+		n, err := strconv.ParseInt(strings.TrimSuffix(kb, "kB"), 10, 64)
+		if err == nil && strings.HasSuffix(kb, "kB") {
+			out = append(out, n*1024)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+func cpuMemPids(rc ResourceConfig, v2 bool) []setting {
 	var out []setting
 	if v2 {
 		if rc.CPUShares != nil && *rc.CPUShares != 0 {

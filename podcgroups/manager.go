@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -31,6 +32,9 @@ type Config struct {
 	// AllocatableAbsolute); nil leaves kubepods unbounded.
 	NodeAllocatable v1.ResourceList
 	Log             zerolog.Logger
+	// HugePagesDir lists the machine's huge page sizes
+	// (/sys/kernel/mm/hugepages when empty).
+	HugePagesDir string
 }
 
 // Manager creates and updates the node's cgroups under Config.Root, as
@@ -43,6 +47,9 @@ type Manager struct {
 	cfg  Config
 	pods string // kubepods (cgroupRoot without cgroupsPerQOS)
 	v2   bool
+	// hugePageSizes are the machine's huge page sizes, when hugetlb is
+	// there to limit them.
+	hugePageSizes []int64
 
 	mu sync.Mutex
 	// active are the pods' QoS class and CPU request, by UID.
@@ -61,7 +68,35 @@ func New(cfg Config) (*Manager, error) {
 		cfg.Root = "/sys/fs/cgroup"
 	}
 	_, err = os.Stat(filepath.Join(cfg.Root, "cgroup.controllers"))
-	return &Manager{cfg: cfg, pods: pods, v2: err == nil, active: map[types.UID]*v1.Pod{}}, nil
+	m := &Manager{cfg: cfg, pods: pods, v2: err == nil, active: map[types.UID]*v1.Pod{}}
+	if m.hasHugetlb() {
+		if cfg.HugePagesDir == "" {
+			cfg.HugePagesDir = "/sys/kernel/mm/hugepages"
+		}
+		m.hugePageSizes = HugePageSizes(cfg.HugePagesDir)
+	}
+	return m, nil
+}
+
+// hasHugetlb tells whether the hugetlb controller is there: its v1
+// hierarchy, or in the v2 root's controllers.
+func (m *Manager) hasHugetlb() bool {
+	if !m.v2 {
+		_, err := os.Stat(filepath.Join(m.cfg.Root, "hugetlb"))
+		return err == nil
+	}
+	b, _ := os.ReadFile(filepath.Join(m.cfg.Root, "cgroup.controllers"))
+	return slices.Contains(strings.Fields(string(b)), "hugetlb")
+}
+
+// unboundedHugePages is upstream's setHugePagesUnbounded for the QoS
+// cgroups: every page size at 1<<62.
+func (m *Manager) unboundedHugePages() map[int64]int64 {
+	out := map[int64]int64{}
+	for _, s := range m.hugePageSizes {
+		out[s] = 1 << 62
+	}
+	return out
 }
 
 // PodsCgroup is the cgroupfs path of kubepods (cgroupRoot without
@@ -187,6 +222,7 @@ func (m *Manager) UpdateQoS() error {
 		pods = append(pods, p)
 	}
 	burstable, bestEffort := QoSConfigs(pods)
+	burstable.HugePageLimit, bestEffort.HugePageLimit = m.unboundedHugePages(), m.unboundedHugePages()
 	be := m.cfg.Layout.QoS(m.pods, v1.PodQOSBestEffort)
 	b := m.cfg.Layout.QoS(m.pods, v1.PodQOSBurstable)
 	if m.burstableShares == *burstable.CPUShares && m.exists(b) && m.exists(be) {
@@ -268,7 +304,7 @@ func (m *Manager) apply(name string, rc ResourceConfig) error {
 	}
 	var errs []error
 	var periodFailed *setting
-	for _, s := range settings(rc, m.v2) {
+	for _, s := range settings(rc, m.v2, m.hugePageSizes...) {
 		err := writeFile(m.dir(name, s.Controller), s.File, s.Value)
 		switch {
 		case err == nil:

@@ -29,7 +29,7 @@ func pod(uid string, cs ...v1.Container) *v1.Pod {
 // reads the limits back.
 func TestManagerV1(t *testing.T) {
 	root := t.TempDir()
-	for _, h := range []string{"cpu,cpuacct", "memory", "pids", "cpuset"} {
+	for _, h := range []string{"cpu,cpuacct", "memory", "pids", "cpuset", "hugetlb"} {
 		if err := os.MkdirAll(filepath.Join(root, h), 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -41,8 +41,10 @@ func TestManagerV1(t *testing.T) {
 	}
 	os.WriteFile(filepath.Join(root, "cpuset", "cpuset.cpus"), []byte("0-1\n"), 0o644)
 	os.WriteFile(filepath.Join(root, "cpuset", "cpuset.mems"), []byte("0\n"), 0o644)
+	huge := t.TempDir()
+	os.Mkdir(filepath.Join(huge, "hugepages-2048kB"), 0o755)
 	m, err := New(Config{Root: root, Layout: Layout{CgroupRoot: "/n1", Driver: "cgroupfs", PerQOS: true},
-		PodPidsLimit: 64, EnforceCPULimits: true, NodeAllocatable: rl("1500m", "3Gi")})
+		PodPidsLimit: 64, EnforceCPULimits: true, NodeAllocatable: rl("1500m", "3Gi"), HugePagesDir: huge})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,15 +82,17 @@ func TestManagerV1(t *testing.T) {
 	}
 	gdir, bdir, bedir := "n1/kubepods/pod"+string(g.UID), "n1/kubepods/burstable/pod"+string(b.UID), "n1/kubepods/besteffort/pod"+string(be.UID)
 	want = map[string]string{
-		"cpu/" + gdir + "/cpu.shares":               "1024",
-		"cpu/" + gdir + "/cpu.cfs_quota_us":         "100000",
-		"memory/" + gdir + "/memory.limit_in_bytes": "1073741824",
-		"pids/" + gdir + "/pids.max":                "64",
-		"cpu/" + bdir + "/cpu.shares":               "256",
-		"pids/" + bdir + "/pids.max":                "64",
-		"cpu/" + bedir + "/cpu.shares":              "2",
-		"cpu/n1/kubepods/burstable/cpu.shares":      "256",
-		"cpuset/" + bedir + "/cpuset.cpus":          "0-1",
+		"cpu/" + gdir + "/cpu.shares":                              "1024",
+		"cpu/" + gdir + "/cpu.cfs_quota_us":                        "100000",
+		"memory/" + gdir + "/memory.limit_in_bytes":                "1073741824",
+		"pids/" + gdir + "/pids.max":                               "64",
+		"cpu/" + bdir + "/cpu.shares":                              "256",
+		"pids/" + bdir + "/pids.max":                               "64",
+		"cpu/" + bedir + "/cpu.shares":                             "2",
+		"cpu/n1/kubepods/burstable/cpu.shares":                     "256",
+		"cpuset/" + bedir + "/cpuset.cpus":                         "0-1",
+		"hugetlb/" + gdir + "/hugetlb.2MB.limit_in_bytes":          "0",
+		"hugetlb/n1/kubepods/burstable/hugetlb.2MB.limit_in_bytes": "4611686018427387904",
 	}
 	check()
 	if _, err := os.Stat(filepath.Join(root, "memory", bdir, "memory.limit_in_bytes")); err == nil {

@@ -10,6 +10,7 @@ package podcgroups
 
 import (
 	"strconv"
+	"strings"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -42,6 +43,28 @@ type ResourceConfig struct {
 	Memory *int64
 	// PidsLimit is pids.max; -1 is unlimited.
 	PidsLimit *int64
+	// HugePageLimit is the hugetlb limit in bytes by page size in bytes.
+	// Non-nil, the machine's page sizes it omits are limited to 0, as
+	// upstream's maybeSetHugetlb; nil leaves hugetlb as it is.
+	HugePageLimit map[int64]int64
+}
+
+// HugePageLimits is upstream's: the hugepages-<size> resources of rl by
+// page size in bytes.
+func HugePageLimits(rl v1.ResourceList) map[int64]int64 {
+	out := map[int64]int64{}
+	for name, q := range rl {
+		size, ok := strings.CutPrefix(string(name), v1.ResourceHugePagesPrefix)
+		if !ok {
+			continue
+		}
+		ps, err := resource.ParseQuantity(size)
+		if err != nil {
+			continue
+		}
+		out[ps.Value()] += q.Value()
+	}
+	return out
 }
 
 // MilliCPUToShares is upstream's: millicores to cpu.shares, within the
@@ -127,6 +150,7 @@ func ForPod(pod *v1.Pod, enforceCPULimits bool) ResourceConfig {
 		minShares := uint64(MinShares)
 		rc.CPUShares = &minShares
 	}
+	rc.HugePageLimit = HugePageLimits(reqs)
 	return rc
 }
 
@@ -174,6 +198,11 @@ func NodeAllocatableConfig(rl v1.ResourceList, compressibleOnly bool) ResourceCo
 	if q, ok := rl[ResourcePIDs]; ok {
 		p := q.Value()
 		rc.PidsLimit = &p
+	}
+	if h := HugePageLimits(rl); len(h) > 0 {
+		// Only when the capacity lists hugepages: an absent figure is not
+		// a zero one.
+		rc.HugePageLimit = h
 	}
 	return rc
 }

@@ -1,6 +1,8 @@
 package podcgroups
 
 import (
+	"os"
+	"path/filepath"
 	"reflect"
 	"testing"
 
@@ -70,6 +72,10 @@ func TestForPod(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got := ForPod(&v1.Pod{Spec: tt.spec}, tt.enforce)
+			if got.HugePageLimit == nil || len(got.HugePageLimit) != 0 {
+				t.Errorf("huge page limits %v, want none (every size at 0)", got.HugePageLimit)
+			}
+			got.HugePageLimit = nil
 			if !reflect.DeepEqual(got, tt.want) {
 				t.Errorf("ForPod = %s, want %s", show(got), show(tt.want))
 			}
@@ -134,5 +140,39 @@ func TestSettings(t *testing.T) {
 		if got := CPUSharesToWeight(shares); got != weight {
 			t.Errorf("CPUSharesToWeight(%d) = %d, want %d", shares, got, weight)
 		}
+	}
+}
+
+func TestHugePages(t *testing.T) {
+	req := rl("1", "1Gi")
+	req["hugepages-2Mi"] = resource.MustParse("4Mi")
+	p := &v1.Pod{Spec: v1.PodSpec{Containers: []v1.Container{ctr("a", req, req)}}}
+	rc := ForPod(p, true)
+	if !reflect.DeepEqual(rc.HugePageLimit, map[int64]int64{2 << 20: 4 << 20}) {
+		t.Fatalf("huge page limits %v", rc.HugePageLimit)
+	}
+	sizes := []int64{2 << 20, 1 << 30}
+	var got []setting
+	for _, s := range settings(rc, false, sizes...) {
+		if s.Controller == "hugetlb" {
+			got = append(got, s)
+		}
+	}
+	want := []setting{{"hugetlb", "hugetlb.2MB.limit_in_bytes", "4194304"}, {"hugetlb", "hugetlb.1GB.limit_in_bytes", "0"}}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("v1 hugetlb %v, want %v", got, want)
+	}
+	if s := settings(ResourceConfig{HugePageLimit: map[int64]int64{}}, true, 64<<10); !reflect.DeepEqual(s, []setting{{"hugetlb", "hugetlb.64KB.max", "0"}}) {
+		t.Errorf("v2 hugetlb %v", s)
+	}
+	if s := settings(ResourceConfig{}, false, sizes...); len(s) != 0 {
+		t.Errorf("nil huge page limits wrote %v", s)
+	}
+	dir := t.TempDir()
+	for _, d := range []string{"hugepages-2048kB", "hugepages-1048576kB", "other"} {
+		os.Mkdir(filepath.Join(dir, d), 0o755)
+	}
+	if got := HugePageSizes(dir); !reflect.DeepEqual(got, sizes) {
+		t.Errorf("HugePageSizes = %v, want %v", got, sizes)
 	}
 }
