@@ -190,6 +190,16 @@ func (s *syncPass) run(ctx context.Context, a PodActions) {
 			}
 		}
 	}
+	if r.Opts.Cgroups != nil && (a.CreateSandbox || !a.KillPod) {
+		// As upstream's SyncPod, the pod's cgroup exists with its limits
+		// before its sandbox is run in it (once made, this only counts the
+		// pod as active for the QoS cgroups).
+		if err := r.Opts.Cgroups.EnsureExists(pod); err != nil {
+			r.podEvent(pod, v1.EventTypeWarning, EventFailedCreatePodContainer, fmt.Sprintf("unable to ensure pod container exists: %v", err))
+			s.fail(fmt.Errorf("failed to ensure that the pod: %v cgroups exist and are correctly applied: %w", pod.UID, err))
+			return
+		}
+	}
 	if !a.CreateSandbox && (a.KillPod || a.SandboxID == "") {
 		return
 	}
