@@ -134,7 +134,8 @@ func (c cadvisorCollector) collectMachine(ch chan<- prometheus.Metric, now time.
 func (p *Provider) cadvisorSeries(ctx context.Context, now time.Time) ([]cadvisorSeries, error) {
 	ctx, cancel := context.WithTimeout(ctx, criTimeout)
 	defer cancel()
-	out := []cadvisorSeries{p.rootSeries(ctx)}
+	mountinfo, _ := os.ReadFile(p.hostPath("proc", "self", "mountinfo"))
+	out := []cadvisorSeries{p.rootSeries(ctx, mountinfo)}
 	if p.PodCgroupRoot != "" {
 		for _, name := range []string{p.PodCgroupRoot,
 			podruntime.ChildCgroup(p.PodCgroupRoot, p.CgroupDriver, "burstable"),
@@ -190,7 +191,7 @@ func (p *Provider) cadvisorSeries(ctx context.Context, now time.Time) ([]cadviso
 			stats:   statsByID[id],
 		}
 		s.id, s.cgroup = p.containerCgroup(podCgroups[c.GetPodSandboxId()], id)
-		if fs, ok := p.writableLayerFs(s.stats, fsByMountpoint, now); ok {
+		if fs, ok := p.writableLayerFs(s.stats, mountinfo, fsByMountpoint, now); ok {
 			s.fs = []cadvisorFs{fs}
 		}
 		out = append(out, s)
@@ -206,7 +207,7 @@ func (p *Provider) cadvisorSeries(ctx context.Context, now time.Time) ([]cadviso
 // rootSeries is the root cgroup: the whole machine, with the host's
 // network and the node's and images' filesystems, as cAdvisor's raw
 // handler reports "/".
-func (p *Provider) rootSeries(ctx context.Context) cadvisorSeries {
+func (p *Provider) rootSeries(ctx context.Context, mountinfo []byte) cadvisorSeries {
 	s := cadvisorSeries{id: "/", cgroup: "/"}
 	if data, err := os.ReadFile(p.hostPath("proc", "net", "dev")); err == nil {
 		s.net, _ = parseNetDevices(data)
@@ -217,7 +218,6 @@ func (p *Provider) rootSeries(ctx context.Context) cadvisorSeries {
 			dirs = append(dirs, fs.GetFsId().GetMountpoint())
 		}
 	}
-	mountinfo, _ := os.ReadFile(p.hostPath("proc", "self", "mountinfo"))
 	seen := map[string]bool{}
 	for _, dir := range dirs {
 		if dir == "" {
@@ -253,7 +253,7 @@ func (p *Provider) deviceOf(mountinfo []byte, dir string) string {
 
 // writableLayerFs is the container's writable layer as the runtime
 // measures it, on the device of its filesystem.
-func (p *Provider) writableLayerFs(st *runtimeapi.ContainerStats, fsByMountpoint map[string]*fsInfo, now time.Time) (cadvisorFs, bool) {
+func (p *Provider) writableLayerFs(st *runtimeapi.ContainerStats, mountinfo []byte, fsByMountpoint map[string]*fsInfo, now time.Time) (cadvisorFs, bool) {
 	wl := st.GetWritableLayer()
 	if wl == nil || wl.GetUsedBytes() == nil {
 		return cadvisorFs{}, false
@@ -261,7 +261,6 @@ func (p *Provider) writableLayerFs(st *runtimeapi.ContainerStats, fsByMountpoint
 	rootfs := p.containerRootfs(st, fsByMountpoint, now)
 	fs := cadvisorFs{usage: wl.GetUsedBytes().GetValue(), limit: deref(rootfs.CapacityBytes)}
 	if mp := wl.GetFsId().GetMountpoint(); mp != "" {
-		mountinfo, _ := os.ReadFile(p.hostPath("proc", "self", "mountinfo"))
 		fs.device = p.deviceOf(mountinfo, mp)
 	}
 	return fs, true

@@ -190,3 +190,52 @@ func TestWeightToShares(t *testing.T) {
 		}
 	}
 }
+
+func TestCgroupDetail(t *testing.T) {
+	unlimited := ^uint64(0)
+	tests := []struct {
+		name, host, cgroup string
+		check              func(d cgroupDetail) []string
+	}{
+		{"v1 container", "testdata/v1", "/kubepods/poduid-a/c-app", func(d cgroupDetail) []string {
+			return diffs(
+				"cpu", d.cpuTotal, uint64(2500000000), "user", d.cpuUser, uint64(1500000000), "system", d.cpuSystem, uint64(500000000),
+				"shares", d.shares, uint64(512), "quota", d.quota, uint64(50000), "period", d.period, uint64(100000),
+				"throttled", d.throttledNanos, uint64(3000000), "cache", d.cache, uint64(5000000), "swap", d.swap, uint64(4096),
+				"failcnt", d.failcnt, uint64(3), "limit", d.memoryLimit, uint64(268435456), "processes", d.processes, uint64(2),
+				"threads", d.threads, uint64(3), "threads max", d.threadsMax, uint64(0))
+		}},
+		{"v1 pod without cpu, pids and failcnt files", "testdata/v1", "/kubepods/poduid-a", func(d cgroupDetail) []string {
+			out := diffs("cpu", d.cpuTotal, uint64(2500000000), "usage", d.memory.usage, uint64(50000000))
+			if d.hasCPUSpec || d.hasProcesses || d.hasFailcnt || d.hasCPUSplit {
+				out = append(out, "parts without files reported")
+			}
+			return out
+		}},
+		{"v2 pod", "testdata/v2", "/kubepods/burstable/poduid-a", func(d cgroupDetail) []string {
+			return diffs(
+				"cpu", d.cpuTotal, uint64(1500000000), "user", d.cpuUser, uint64(1000000000), "system", d.cpuSystem, uint64(500000000),
+				"shares (weight 100)", d.shares, uint64(2597), "quota", d.quota, uint64(50000), "period", d.period, uint64(100000),
+				"cache (file)", d.cache, uint64(20000000), "swap", d.swap, uint64(1048576), "failcnt (events max)", d.failcnt, uint64(7),
+				"limit", d.memoryLimit, unlimited, "swap limit", d.swapLimit, uint64(2097152),
+				"processes", d.processes, uint64(1), "threads", d.threads, uint64(2), "threads max", d.threadsMax, uint64(1024))
+		}},
+	}
+	for _, tt := range tests {
+		d := newCgroups(tt.host).detail(tt.cgroup, timeAt(0))
+		for _, diff := range tt.check(d) {
+			t.Errorf("%s: %s", tt.name, diff)
+		}
+	}
+}
+
+// diffs compares (what, got, want) triples.
+func diffs(triples ...any) []string {
+	var out []string
+	for i := 0; i+2 < len(triples); i += 3 {
+		if triples[i+1] != triples[i+2] {
+			out = append(out, fmt.Sprintf("%s %v, want %v", triples[i], triples[i+1], triples[i+2]))
+		}
+	}
+	return out
+}
