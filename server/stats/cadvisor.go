@@ -155,6 +155,7 @@ func (p *Provider) cadvisorSeries(ctx context.Context, now time.Time) ([]cadviso
 		statsByID[st.GetAttributes().GetId()] = st
 	}
 	podCgroups := map[string]string{} // sandbox ID → pod cgroup
+	listedPods := map[string]bool{}   // pod cgroups with their series
 	for id, sb := range inv.sandboxes {
 		if sb.GetState() != runtimeapi.PodSandboxState_SANDBOX_READY {
 			continue
@@ -164,7 +165,12 @@ func (p *Provider) cadvisorSeries(ctx context.Context, now time.Time) ([]cadviso
 		if name, ok := p.podCgroup(md.GetUid()); ok {
 			podCgroups[id] = name
 			pod.id, pod.cgroup = name, name
-			out = append(out, pod)
+			// A pod with two ready sandboxes (one being replaced)
+			// has one cgroup: one series.
+			if !listedPods[name] {
+				listedPods[name] = true
+				out = append(out, pod)
+			}
 		}
 		sandbox := pod
 		sandbox.name, sandbox.created = id, time.Unix(0, sb.GetCreatedAt())

@@ -1,11 +1,13 @@
 package stats
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
@@ -238,4 +240,27 @@ func diffs(triples ...any) []string {
 		}
 	}
 	return out
+}
+
+// TestCadvisorTwoReadySandboxes: a pod whose sandbox is being replaced has
+// two ready sandboxes and one cgroup: one series for the cgroup, one per
+// sandbox, and a scrape without error.
+func TestCadvisorTwoReadySandboxes(t *testing.T) {
+	n := newTestNode(t)
+	n.cri.sandboxes = append(n.cri.sandboxes, &runtimeapi.PodSandbox{Id: "sb-a-new", State: runtimeapi.PodSandboxState_SANDBOX_READY,
+		Metadata: &runtimeapi.PodSandboxMetadata{Name: "web", Namespace: "default", Uid: "uid-a"}, CreatedAt: timeAt(150).UnixNano()})
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(cadvisorCollector{ctx: context.Background(), p: n.p})
+	if _, err := reg.Gather(); err != nil {
+		t.Errorf("gather: %v", err)
+	}
+	families, _ := scrape(t, n.p.CadvisorMetricsHandler())
+	if _, err := sampleOf(families, "container_last_seen", map[string]string{"id": "/kubepods/poduid-a", "name": ""}); err != nil {
+		t.Error(err)
+	}
+	for _, sb := range []string{"sb-a", "sb-a-new"} {
+		if _, err := sampleOf(families, "container_last_seen", map[string]string{"pod": "web", "name": sb}); err != nil {
+			t.Error(err)
+		}
+	}
 }
