@@ -216,9 +216,11 @@ func TestCadvisorMetrics(t *testing.T) {
 	// The pod's cgroup (container "") and its sandbox, which alone
 	// carries the pod's network.
 	podCgroup := filepath.Dir(cgroup)
-	if _, err := one(families, "container_memory_working_set_bytes",
+	if m, err := one(families, "container_memory_usage_bytes",
 		map[string]string{"container": "", "name": "", "pod": pod.Name, "namespace": pod.Namespace, "id": podCgroup}); err != nil {
 		t.Errorf("the pod cgroup's series: %v", err)
+	} else if want := readCgroup(t, "memory", podCgroup, "memory.usage_in_bytes"); !within(value(m), want, memSlack) {
+		t.Errorf("pod cgroup memory usage %v, cgroup's %v", value(m), want)
 	}
 	var sandbox map[string]string
 	for _, m := range find(families, "container_last_seen", map[string]string{"container": "", "pod": pod.Name}) {
