@@ -113,7 +113,9 @@ func (r *Runtime) killPod(ctx context.Context, pod *v1.Pod, gracePeriod *int64, 
 		cancel()
 		if err != nil && !isNotFound(err) {
 			errs = append(errs, fmt.Errorf("remove container %s (%s): %w", c.Name, c.ID, err))
+			continue
 		}
+		r.unlinkContainerLog(name, namespace, c.Name, c.ID)
 	}
 	for _, s := range status.SandboxStatuses {
 		sctx, cancel := r.callCtx(ctx)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/rs/zerolog"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	v1 "k8s.io/api/core/v1"
@@ -23,6 +24,14 @@ type Runtime struct {
 type Options struct {
 	// PodLogsDir is the root of the pods' log directories (/var/log/pods).
 	PodLogsDir string
+	// ContainerLogsDir is where each started container's log is linked
+	// as POD_NAMESPACE_CONTAINER-ID.log for log shippers (upstream's
+	// fixed /var/log/containers, DefaultContainerLogsDir); empty links
+	// none (unit tests).
+	ContainerLogsDir string
+	// Log receives what upstream only logs (a log link that could not be
+	// made or removed); the zero Logger discards it.
+	Log zerolog.Logger
 	// ClusterDNS, ClusterDomain and ResolvConf are the kubelet's DNS
 	// settings: ClusterFirst pods use ClusterDNS, or the host's ResolvConf
 	// when ClusterDNS is empty, as upstream.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"time"
 
 	"google.golang.org/grpc/status"
@@ -371,6 +372,7 @@ func (s *syncPass) startContainer(ctx context.Context, c *v1.Container) bool {
 		return false
 	}
 	r.containerEvent(pod, c.Name, created.ContainerId, v1.EventTypeNormal, EventStarted, "Container started")
+	r.linkContainerLog(pod.Name, pod.Namespace, c.Name, created.ContainerId, filepath.Join(s.sandboxConfig.LogDirectory, cfg.LogPath))
 	if c.Lifecycle != nil && c.Lifecycle.PostStart != nil {
 		return s.postStart(ctx, c, created.ContainerId)
 	}
@@ -395,6 +397,7 @@ func (s *syncPass) removeDeadInstances(ctx context.Context) {
 			s.fail(fmt.Errorf("remove old instance %s of container %s of pod %s/%s: %w", cs.ID, cs.Name, s.pod.Namespace, s.pod.Name, err))
 			continue
 		}
+		s.r.unlinkContainerLog(s.pod.Name, s.pod.Namespace, cs.Name, cs.ID)
 		if s.removed == nil {
 			s.removed = map[string]bool{}
 		}

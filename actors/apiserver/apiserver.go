@@ -9,8 +9,8 @@
 //   - the healthz listener (127.0.0.1:10248 by default, plain HTTP):
 //     /healthz only;
 //   - the read-only port (off unless readOnlyPort is set): /healthz, /pods,
-//     /stats/summary, /metrics, /metrics/resource and /spec without
-//     authentication;
+//     /stats/summary, /metrics, /metrics/resource, /metrics/cadvisor and
+//     /spec without authentication;
 //   - the debug listener (off unless --debug-address is set, actorlet
 //     only): the debugging handlers in plain HTTP, for development.
 //
@@ -76,7 +76,8 @@ type Params struct {
 	// Runtime is the CRI runtime service: streaming URLs, container lookups
 	// and logs.
 	Runtime runtimeapi.RuntimeServiceClient
-	// Stats answers /stats/summary, /metrics/resource and /spec; one
+	// Stats answers /stats/summary, /metrics/resource, /metrics/cadvisor
+	// and /spec; one
 	// provider for every listener, since it keeps the CPU samples that
 	// rates are computed from.
 	Stats *stats.Provider

@@ -33,6 +33,7 @@ import (
 	"github.com/actorlet/actorlet/messages"
 	"github.com/actorlet/actorlet/podruntime"
 	"github.com/actorlet/actorlet/server/auth"
+	"github.com/actorlet/actorlet/server/stats"
 	"github.com/actorlet/actorlet/supervision"
 )
 
@@ -84,19 +85,40 @@ func (r *runtimeStub) ContainerStatus(context.Context, *runtimeapi.ContainerStat
 		State: runtimeapi.ContainerState_CONTAINER_EXITED, LogPath: r.logPath}}, nil
 }
 
+func (r *runtimeStub) ListContainerStats(context.Context, *runtimeapi.ListContainerStatsRequest, ...grpc.CallOption) (*runtimeapi.ListContainerStatsResponse, error) {
+	return &runtimeapi.ListContainerStatsResponse{}, nil
+}
+
+func (r *runtimeStub) PodSandboxStatus(context.Context, *runtimeapi.PodSandboxStatusRequest, ...grpc.CallOption) (*runtimeapi.PodSandboxStatusResponse, error) {
+	return &runtimeapi.PodSandboxStatusResponse{Status: &runtimeapi.PodSandboxStatus{Id: "sb-1"}}, nil
+}
+
+// imageStub is an image service without images, for the statistics.
+type imageStub struct{ runtimeapi.ImageServiceClient }
+
+func (imageStub) ImageFsInfo(context.Context, *runtimeapi.ImageFsInfoRequest, ...grpc.CallOption) (*runtimeapi.ImageFsInfoResponse, error) {
+	return &runtimeapi.ImageFsInfoResponse{}, nil
+}
+
+func (imageStub) ListImages(context.Context, *runtimeapi.ListImagesRequest, ...grpc.CallOption) (*runtimeapi.ListImagesResponse, error) {
+	return &runtimeapi.ListImagesResponse{}, nil
+}
+
 // The users of the fake API server: admin may do anything, viewer may get
 // pods, healthz, stats, metrics and logs (nodes/log) but has no
-// nodes/proxy; anybody else is not authenticated.
+// nodes/proxy, statsReader may get stats only; anybody else is not
+// authenticated.
 const (
-	adminToken  = "admin-token"
-	viewerToken = "viewer-token"
+	adminToken       = "admin-token"
+	viewerToken      = "viewer-token"
+	statsReaderToken = "stats-reader-token"
 )
 
 // reviewingClient answers TokenReviews and SubjectAccessReviews for admin
 // and viewer.
 func reviewingClient() *fake.Clientset {
 	c := fake.NewClientset()
-	users := map[string]string{adminToken: "admin", viewerToken: "viewer"}
+	users := map[string]string{adminToken: "admin", viewerToken: "viewer", statsReaderToken: "stats-reader"}
 	c.PrependReactor("create", "tokenreviews", func(action k8stesting.Action) (bool, runtime.Object, error) {
 		review := action.(k8stesting.CreateAction).GetObject().(*authenticationv1.TokenReview)
 		if u, ok := users[review.Spec.Token]; ok {
@@ -109,7 +131,8 @@ func reviewingClient() *fake.Clientset {
 		review := action.(k8stesting.CreateAction).GetObject().(*authorizationv1.SubjectAccessReview)
 		ra := review.Spec.ResourceAttributes
 		review.Status.Allowed = ra.Resource == "nodes" && ra.Name == "node-a" &&
-			(review.Spec.User == "admin" || review.Spec.User == "viewer" && ra.Verb == "get" && viewer[ra.Subresource])
+			(review.Spec.User == "admin" || review.Spec.User == "viewer" && ra.Verb == "get" && viewer[ra.Subresource] ||
+				review.Spec.User == "stats-reader" && ra.Verb == "get" && ra.Subresource == "stats")
 		return true, review, nil
 	})
 	return c
@@ -175,6 +198,7 @@ func newListeners(t *testing.T) *listeners {
 		Runtime: &runtimeStub{logPath: containerLog}, Configz: &kubeletconfigv1beta1.KubeletConfiguration{},
 		Debugging: Debugging{Handlers: true, SystemLogs: true, Profiling: true}, LogDir: logDir,
 		FaultInjection: true, PodManager: podManager, PLEG: pleg, System: system, Log: zerolog.Nop(),
+		Stats: &stats.Provider{Runtime: &runtimeStub{}, Images: imageStub{}, RootDir: t.TempDir(), PodCgroupRoot: "/kubepods", Log: zerolog.Nop()},
 	}
 	actorWith := func(change func(*Params)) *Actor {
 		p := params
@@ -298,6 +322,7 @@ func TestEveryPathOnEveryListener(t *testing.T) {
 		{l.readOnly, "read-only", "GET", "/healthz", "", 200, "ok"},
 		{l.readOnly, "read-only", "GET", "/metrics", "", 200, ""},
 		{l.readOnly, "read-only", "GET", "/metrics/probes", "", 200, "process_start_time_seconds"},
+		{l.readOnly, "read-only", "GET", "/metrics/cadvisor", "", 200, "container_scrape_error 0"},
 		{l.readOnly, "read-only", "GET", "/configz", "", 404, ""},
 		{l.readOnly, "read-only", "GET", "/runningpods/", "", 404, ""},
 		{l.readOnly, "read-only", "GET", "/exec/default/web/c", "", 404, ""},
@@ -331,6 +356,10 @@ func TestEveryPathOnEveryListener(t *testing.T) {
 		{l.api, "api", "GET", "/metrics", viewerToken, 200, ""},
 		{l.api, "api", "GET", "/metrics/probes", viewerToken, 200, "process_start_time_seconds"},
 		{l.api, "api", "GET", "/metrics/probes", "", 401, "Unauthorized"},
+		{l.api, "api", "GET", "/metrics/cadvisor", "", 401, "Unauthorized"},
+		{l.api, "api", "GET", "/metrics/cadvisor", viewerToken, 200, `container_last_seen{container="c",id="",image="busybox",name="ctr-1",namespace="default",pod="web"}`},
+		{l.api, "api", "GET", "/metrics/cadvisor", statsReaderToken, 403, "subresource(s)=[metrics]"},
+		{l.api, "api", "GET", "/metrics/resource", statsReaderToken, 403, "subresource(s)=[metrics]"},
 		{l.api, "api", "GET", "/logs/", viewerToken, 200, "node.log"},
 		{l.api, "api", "GET", "/configz", viewerToken, 403, "subresource(s)=[configz proxy]"},
 		{l.api, "api", "GET", "/runningpods/", viewerToken, 200, `"name":"web"`},
@@ -379,6 +408,7 @@ func TestEveryPathOnEveryListener(t *testing.T) {
 		{l.apiNoDebugging, "api without debugging", "GET", "/pods", adminToken, 200, `"name":"web"`},
 		{l.apiNoDebugging, "api without debugging", "GET", "/healthz", adminToken, 200, "ok"},
 		{l.apiNoDebugging, "api without debugging", "GET", "/configz", adminToken, 404, ""},
+		{l.apiNoDebugging, "api without debugging", "GET", "/metrics/cadvisor", adminToken, 200, "container_scrape_error 0"},
 		{l.apiNoDebugging, "api without debugging", "GET", "/exec/default/web/c?command=true&output=1", adminToken, 405, disabledMsg},
 		{l.apiNoDebugging, "api without debugging", "POST", "/attach/default/web/c", adminToken, 405, disabledMsg},
 		{l.apiNoDebugging, "api without debugging", "POST", "/portForward/default/web", adminToken, 405, disabledMsg},

@@ -31,6 +31,7 @@ func (a *Actor) readOnlyMux() *http.ServeMux {
 	if a.p.Stats != nil {
 		mux.Handle("/stats/summary", a.p.Stats.SummaryHandler())
 		mux.Handle("/metrics/resource", a.p.Stats.ResourceMetricsHandler())
+		mux.Handle("/metrics/cadvisor", a.p.Stats.CadvisorMetricsHandler())
 		mux.Handle("/spec", a.p.Stats.SpecHandler())
 		mux.Handle("/spec/", a.p.Stats.SpecHandler())
 	}

@@ -316,7 +316,8 @@ var runtimeActors = []struct {
 			ContainerGCPeriod: time.Minute, ImageGCPeriod: 5 * time.Minute,
 			MinContainerAge: 0, MaxPerPodContainer: 1, MaxContainers: -1,
 			PodLogsDir: a.cfg.PodLogsDir, RootDir: a.deps.RootDir, Log: a.log,
-			Events: a.deps.Events, NodeName: a.deps.NodeName, Registry: a.p.System.Registry,
+			ContainerLogsDir: podruntime.DefaultContainerLogsDir,
+			Events:           a.deps.Events, NodeName: a.deps.NodeName, Registry: a.p.System.Registry,
 			CgroupRoot: "/sys/fs/cgroup", PodCgroupParents: env.cgroups.PodParents(), CgroupDriver: env.runtime.Opts.CgroupDriver,
 			StopSlice: podruntime.StopSystemdUnit,
 		}), nil)
@@ -470,6 +471,8 @@ func (a *Actor) runtimeEnv() (*runtimeEnv, error) {
 		RuntimeRequestTimeout: c.RuntimeRequestTimeout.Duration,
 		Recorder:              a.deps.Events,
 		PodLogsDir:            c.PodLogsDir,
+		ContainerLogsDir:      podruntime.DefaultContainerLogsDir,
+		Log:                   a.log.With().Str("component", "podruntime").Logger(),
 		Subpaths:              env.volumes,
 		RootDir:               a.deps.RootDir,
 		Hooks:                 &lifecycle.Runner{RT: a.deps.Runtime, Recorder: a.deps.Events},

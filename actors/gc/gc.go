@@ -69,6 +69,10 @@ type Params struct {
 	MaxPerPodContainer int           // upstream --maximum-dead-containers-per-container: 1
 	MaxContainers      int           // upstream --maximum-dead-containers: -1 (no limit)
 	PodLogsDir         string        // default /var/log/pods
+	// ContainerLogsDir holds the containers' log links that container GC
+	// removes with their containers and when dangling
+	// (podruntime.DefaultContainerLogsDir); "" : none (tests).
+	ContainerLogsDir string
 	// CgroupRoot (/sys/fs/cgroup) and PodCgroupParents (the cgroups pod
 	// cgroups are children of: podcgroups.Manager.PodParents): pod cgroups
 	// of pods that are gone are removed; either empty turns that off
@@ -157,7 +161,7 @@ func New(p Params) actor.Producer {
 		log := p.Log.With().Str("actor", Kind).Logger()
 		a := &Actor{p: p, log: log, images: map[string]*imageRecord{}, last: map[string]string{}}
 		a.containerPass = containerPass{
-			Runtime: p.Runtime, PodLogsDir: p.PodLogsDir, Log: log,
+			Runtime: p.Runtime, PodLogsDir: p.PodLogsDir, ContainerLogsDir: p.ContainerLogsDir, Log: log,
 			Cgroups: podCgroups{Root: p.CgroupRoot, Parents: p.PodCgroupParents, Driver: p.CgroupDriver, StopSlice: p.StopSlice},
 			Policy:  containerPolicy{MinAge: p.MinContainerAge, MaxPerPodContainer: p.MaxPerPodContainer, MaxContainers: p.MaxContainers},
 		}

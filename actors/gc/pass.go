@@ -22,6 +22,9 @@ type containerPass struct {
 	Runtime    runtimeapi.RuntimeServiceClient
 	Policy     containerPolicy
 	PodLogsDir string // "" : no log directory cleanup
+	// ContainerLogsDir holds the containers' log links
+	// (/var/log/containers); "" : no link cleanup.
+	ContainerLogsDir string
 	// Cgroups is where the pod cgroups are; its Root or Parent ""
 	// turns pod cgroup cleanup off.
 	Cgroups podCgroups
@@ -90,6 +93,8 @@ func (p containerPass) Run(ctx context.Context, known knownPods) *messages.Conta
 		done.SandboxesRemoved++
 	}
 
+	p.removeDanglingLogLinks(ctx)
+
 	// Pod log directories of pods with nothing left, once the pod-manager's
 	// set is complete (upstream: only when all sources are ready).
 	if p.PodLogsDir != "" && known.Complete {
@@ -126,13 +131,21 @@ func (p containerPass) removeContainer(ctx context.Context, id string) error {
 	c, cancel := context.WithTimeout(ctx, callTimeout)
 	defer cancel()
 	var logPath string
+	var labels map[string]string
 	if st, err := p.Runtime.ContainerStatus(c, &runtimeapi.ContainerStatusRequest{ContainerId: id}); err == nil {
-		logPath = st.GetStatus().GetLogPath()
+		logPath, labels = st.GetStatus().GetLogPath(), st.GetStatus().GetLabels()
 	}
 	if _, err := p.Runtime.RemoveContainer(c, &runtimeapi.RemoveContainerRequest{ContainerId: id}); err != nil {
 		return fmt.Errorf("remove container %s: %w", id, err)
 	}
 	p.Log.Debug().Str("container", id).Msg("removed dead container")
+	if p.ContainerLogsDir != "" && labels != nil {
+		link := podruntime.LogSymlink(p.ContainerLogsDir, labels[podruntime.LabelPodName], labels[podruntime.LabelPodNamespace],
+			labels[podruntime.LabelContainerName], id)
+		if err := os.Remove(link); err != nil && !os.IsNotExist(err) {
+			p.Log.Error().Err(err).Str("path", link).Msg("failed to remove the container's log symbolic link")
+		}
+	}
 	if logPath != "" {
 		_ = os.Remove(logPath)
 		for _, r := range rotatedLogs(logPath) {
@@ -140,6 +153,39 @@ func (p containerPass) removeContainer(ctx context.Context, id string) error {
 		}
 	}
 	return nil
+}
+
+// removeDanglingLogLinks removes the log links whose log file is gone, as
+// upstream's container GC does on every pass: unless their container is
+// still there and has not exited, its log being rotated at that moment.
+// A container the runtime does not know (removed, or a name too cut to
+// find it) loses its link. Failures are logged, as upstream's.
+func (p containerPass) removeDanglingLogLinks(ctx context.Context) {
+	if p.ContainerLogsDir == "" {
+		return
+	}
+	links, _ := filepath.Glob(filepath.Join(p.ContainerLogsDir, "*.log"))
+	for _, link := range links {
+		if _, err := os.Stat(link); !os.IsNotExist(err) {
+			continue
+		}
+		if id, err := podruntime.ContainerIDFromLogSymlink(link); err == nil {
+			c, cancel := context.WithTimeout(ctx, callTimeout)
+			st, err := p.Runtime.ContainerStatus(c, &runtimeapi.ContainerStatusRequest{ContainerId: id})
+			cancel()
+			if err == nil && st.GetStatus() == nil {
+				continue
+			}
+			if err == nil && st.GetStatus().GetState() != runtimeapi.ContainerState_CONTAINER_EXITED {
+				continue
+			}
+		}
+		if err := os.Remove(link); err != nil && !os.IsNotExist(err) {
+			p.Log.Error().Err(err).Str("path", link).Msg("failed to remove a dead container log symbolic link")
+			continue
+		}
+		p.Log.Debug().Str("path", link).Msg("removed dead container log symbolic link")
+	}
 }
 
 // podUIDFromLogDir is the UID in a pod log directory's name,

@@ -1,7 +1,9 @@
 // Package stats serves the kubelet's resource statistics (issue #6):
 // /stats/summary (k8s.io/kubelet/pkg/apis/stats/v1alpha1), /metrics/resource
-// (upstream's resource metrics, scraped by metrics-server) and /spec (a
-// machine description with cAdvisor's JSON field names). There is no
+// (upstream's resource metrics, scraped by metrics-server), /metrics/cadvisor
+// (cAdvisor's container metrics, from the same cgroup readers and CRI
+// listing; docs/api.md says what differs) and /spec (a machine description
+// with cAdvisor's JSON field names). There is no
 // cAdvisor: the node's figures come from the host's /proc, /sys and root
 // cgroup, the pods' and containers' from CRI.
 //
@@ -58,6 +60,6 @@
 // consumer cannot tell a fabricated 0 from a measured one. For the same
 // reason containerd's availableBytes of 0, its answer for a container
 // without a memory limit, is left out, and a pod's sum of its containers
-// has a figure only when every container has it. Process counts and
-// accelerators are not reported; actorlet has none of them yet.
+// has a figure only when every container has it. The summary reports no
+// process counts and no accelerators; /metrics/cadvisor has the former.
 package stats

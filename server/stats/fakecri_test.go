@@ -18,6 +18,7 @@ type fakeCRI struct {
 	containers []*runtimeapi.Container
 	stats      []*runtimeapi.ContainerStats
 	imageFs    []*runtimeapi.FilesystemUsage
+	images     []*runtimeapi.Image
 	pids       map[string]int   // sandbox ID → pid in its verbose info
 	fail       map[string]error // CRI method → its error
 	calls      map[string]int
@@ -62,7 +63,7 @@ func (f *fakeCRI) PodSandboxStatus(_ context.Context, in *runtimeapi.PodSandboxS
 	}
 	return &runtimeapi.PodSandboxStatusResponse{
 		Status: &runtimeapi.PodSandboxStatus{Id: in.PodSandboxId},
-		Info:   map[string]string{"info": fmt.Sprintf(`{"pid":%d,"processStatus":"running"}`, pid)},
+		Info:   map[string]string{"info": fmt.Sprintf(`{"pid":%d,"processStatus":"running","image":"registry.k8s.io/pause:3.10"}`, pid)},
 	}, nil
 }
 
@@ -87,4 +88,11 @@ func (f *fakeCRI) ImageFsInfo(context.Context, *runtimeapi.ImageFsInfoRequest, .
 		return nil, err
 	}
 	return &runtimeapi.ImageFsInfoResponse{ImageFilesystems: f.imageFs}, nil
+}
+
+func (f *fakeCRI) ListImages(context.Context, *runtimeapi.ListImagesRequest, ...grpc.CallOption) (*runtimeapi.ListImagesResponse, error) {
+	if err := f.call("ListImages"); err != nil {
+		return nil, err
+	}
+	return &runtimeapi.ListImagesResponse{Images: f.images}, nil
 }

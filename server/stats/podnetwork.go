@@ -17,14 +17,32 @@ import (
 // sandbox container's. nil, logged, when the sandbox is not ready or its
 // process cannot be found: the rest of the pod's figures still count.
 func (p *Provider) podNetwork(ctx context.Context, sb *runtimeapi.PodSandbox, now time.Time) *statsapi.NetworkStats {
-	if sb.GetState() != runtimeapi.PodSandboxState_SANDBOX_READY {
+	devs, err := p.sandboxNetDevices(ctx, sb)
+	if err != nil {
+		p.Log.Debug().Str("sandbox", sb.GetId()).Err(err).Msg("pod network statistics left out")
 		return nil
 	}
-	log := p.Log.Debug().Str("sandbox", sb.GetId())
+	if devs == nil {
+		return nil
+	}
+	var ifaces []statsapi.InterfaceStats
+	for _, d := range devs {
+		ifaces = append(ifaces, statsapi.InterfaceStats{
+			Name: d.name, RxBytes: ptrTo(d.rxBytes), RxErrors: ptrTo(d.rxErrors), TxBytes: ptrTo(d.txBytes), TxErrors: ptrTo(d.txErrors),
+		})
+	}
+	return networkStats(now, ifaces)
+}
+
+// sandboxNetDevices reads the counters of the interfaces in the sandbox's
+// network namespace; nil without error when the sandbox is not ready.
+func (p *Provider) sandboxNetDevices(ctx context.Context, sb *runtimeapi.PodSandbox) ([]netDevice, error) {
+	if sb.GetState() != runtimeapi.PodSandboxState_SANDBOX_READY {
+		return nil, nil
+	}
 	pid, err := p.sandboxPID(ctx, sb.GetId())
 	if err != nil {
-		log.Err(err).Msg("pod network statistics left out")
-		return nil
+		return nil, err
 	}
 	path := p.hostPath("proc", strconv.Itoa(pid), "net", "dev")
 	data, err := os.ReadFile(path)
@@ -34,15 +52,16 @@ func (p *Provider) podNetwork(ctx context.Context, sb *runtimeapi.PodSandbox, no
 		p.pidsMu.Lock()
 		delete(p.sandboxPIDs, sb.GetId())
 		p.pidsMu.Unlock()
-		log.Err(err).Msg("pod network statistics left out")
-		return nil
+		return nil, err
 	}
-	ifaces, err := parseNetDev(data)
+	devs, err := parseNetDevices(data)
 	if err != nil {
-		log.Err(err).Str("file", path).Msg("pod network statistics left out")
-		return nil
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	return networkStats(now, ifaces)
+	if devs == nil {
+		devs = []netDevice{}
+	}
+	return devs, nil
 }
 
 // sandboxPID is the pid of the sandbox's process, from the runtime's
@@ -60,7 +79,8 @@ func (p *Provider) sandboxPID(ctx context.Context, id string) (int, error) {
 		return 0, fmt.Errorf("CRI PodSandboxStatus: %w", err)
 	}
 	var info struct {
-		Pid int `json:"pid"`
+		Pid   int    `json:"pid"`
+		Image string `json:"image"`
 	}
 	raw, ok := resp.GetInfo()["info"]
 	if !ok {
@@ -74,8 +94,20 @@ func (p *Provider) sandboxPID(ctx context.Context, id string) (int, error) {
 	}
 	p.pidsMu.Lock()
 	p.sandboxPIDs[id] = info.Pid
+	p.sandboxImages[id] = info.Image
 	p.pidsMu.Unlock()
 	return info.Pid, nil
+}
+
+// sandboxImage is the sandbox's (pause) image as the runtime's verbose
+// status names it (containerd's info.image), "" when unknown.
+func (p *Provider) sandboxImage(ctx context.Context, id string) string {
+	if _, err := p.sandboxPID(ctx, id); err != nil {
+		return ""
+	}
+	p.pidsMu.Lock()
+	defer p.pidsMu.Unlock()
+	return p.sandboxImages[id]
 }
 
 // forgetSandboxPIDs drops the pids of sandboxes no longer listed.
@@ -85,6 +117,7 @@ func (p *Provider) forgetSandboxPIDs(listed map[string]*runtimeapi.PodSandbox) {
 	for id := range p.sandboxPIDs {
 		if _, ok := listed[id]; !ok {
 			delete(p.sandboxPIDs, id)
+			delete(p.sandboxImages, id)
 		}
 	}
 }

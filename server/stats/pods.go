@@ -15,34 +15,15 @@ import (
 // without pod sandbox stats: one entry per sandbox with at least one
 // running container that the runtime has statistics for.
 func (p *Provider) podStats(ctx context.Context, now time.Time, onlyCPUAndMemory bool, nodeFs fsInfo) ([]statsapi.PodStats, error) {
-	containers, err := p.Runtime.ListContainers(ctx, &runtimeapi.ListContainersRequest{})
+	inv, err := p.inventory(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("CRI ListContainers: %w", err)
+		return nil, err
 	}
-	sandboxes, err := p.Runtime.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{})
-	if err != nil {
-		return nil, fmt.Errorf("CRI ListPodSandbox: %w", err)
-	}
-	resp, err := p.Runtime.ListContainerStats(ctx, &runtimeapi.ListContainerStatsRequest{})
-	if err != nil {
-		return nil, fmt.Errorf("CRI ListContainerStats: %w", err)
-	}
-
-	sandboxByID := map[string]*runtimeapi.PodSandbox{}
-	for _, sb := range currentSandboxes(sandboxes.GetItems()) {
-		sandboxByID[sb.GetId()] = sb
-	}
-	containerByID := map[string]*runtimeapi.Container{}
-	for _, c := range containers.GetContainers() {
-		// Dead instances would count twice next to their successor.
-		if c.GetState() == runtimeapi.ContainerState_CONTAINER_RUNNING {
-			containerByID[c.GetId()] = c
-		}
-	}
+	sandboxByID, containerByID := inv.sandboxes, inv.containers
 
 	bySandbox := map[string]*statsapi.PodStats{}
 	fsByMountpoint := map[string]*fsInfo{}
-	for _, st := range resp.GetStats() {
+	for _, st := range inv.stats {
 		c, ok := containerByID[st.GetAttributes().GetId()]
 		if !ok {
 			continue
@@ -82,6 +63,47 @@ func (p *Provider) podStats(ctx context.Context, now time.Time, onlyCPUAndMemory
 	})
 	p.forgetSandboxPIDs(sandboxByID)
 	return pods, nil
+}
+
+// criInventory is what the runtime lists of the pods: the current
+// sandboxes and the running containers by ID, and the containers' figures.
+type criInventory struct {
+	sandboxes  map[string]*runtimeapi.PodSandbox
+	containers map[string]*runtimeapi.Container
+	stats      []*runtimeapi.ContainerStats
+}
+
+// inventory lists the pods' sandboxes, containers and their figures, as
+// the summary and /metrics/cadvisor see them: the current sandboxes of
+// each pod and only running containers (dead instances would count twice
+// next to their successor).
+func (p *Provider) inventory(ctx context.Context) (criInventory, error) {
+	containers, err := p.Runtime.ListContainers(ctx, &runtimeapi.ListContainersRequest{})
+	if err != nil {
+		return criInventory{}, fmt.Errorf("CRI ListContainers: %w", err)
+	}
+	sandboxes, err := p.Runtime.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{})
+	if err != nil {
+		return criInventory{}, fmt.Errorf("CRI ListPodSandbox: %w", err)
+	}
+	resp, err := p.Runtime.ListContainerStats(ctx, &runtimeapi.ListContainerStatsRequest{})
+	if err != nil {
+		return criInventory{}, fmt.Errorf("CRI ListContainerStats: %w", err)
+	}
+	inv := criInventory{
+		sandboxes:  map[string]*runtimeapi.PodSandbox{},
+		containers: map[string]*runtimeapi.Container{},
+		stats:      resp.GetStats(),
+	}
+	for _, sb := range currentSandboxes(sandboxes.GetItems()) {
+		inv.sandboxes[sb.GetId()] = sb
+	}
+	for _, c := range containers.GetContainers() {
+		if c.GetState() == runtimeapi.ContainerState_CONTAINER_RUNNING {
+			inv.containers[c.GetId()] = c
+		}
+	}
+	return inv, nil
 }
 
 // currentSandboxes drops the dead sandboxes of a pod that has another one,

@@ -126,11 +126,18 @@ func ignoredInterface(name string) bool {
 // inline InterfaceStats, as upstream's defaultNetworkInterfaceName.
 const defaultInterface = "eth0"
 
-// parseNetDev reads /proc/<pid>/net/dev into statistics per interface,
-// without the ignored interfaces. Unlike cAdvisor it splits the name at the
-// colon, so a counter wide enough to touch the name is still read.
-func parseNetDev(data []byte) ([]statsapi.InterfaceStats, error) {
-	var out []statsapi.InterfaceStats
+// netDevice is one interface's counters in /proc/<pid>/net/dev.
+type netDevice struct {
+	name                                    string
+	rxBytes, rxPackets, rxErrors, rxDropped uint64
+	txBytes, txPackets, txErrors, txDropped uint64
+}
+
+// parseNetDevices reads /proc/<pid>/net/dev, without the ignored
+// interfaces. Unlike cAdvisor it splits the name at the colon, so a
+// counter wide enough to touch the name is still read.
+func parseNetDevices(data []byte) ([]netDevice, error) {
+	var out []netDevice
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	for line := 0; sc.Scan(); line++ {
 		if line < 2 {
@@ -156,12 +163,27 @@ func parseNetDev(data []byte) ([]statsapi.InterfaceStats, error) {
 			}
 			v[i] = n
 		}
-		rxBytes, rxErrors, txBytes, txErrors := v[0], v[2], v[8], v[10]
-		out = append(out, statsapi.InterfaceStats{
-			Name: name, RxBytes: &rxBytes, RxErrors: &rxErrors, TxBytes: &txBytes, TxErrors: &txErrors,
-		})
+		out = append(out, netDevice{name: name,
+			rxBytes: v[0], rxPackets: v[1], rxErrors: v[2], rxDropped: v[3],
+			txBytes: v[8], txPackets: v[9], txErrors: v[10], txDropped: v[11]})
 	}
 	return out, sc.Err()
+}
+
+// parseNetDev reads /proc/<pid>/net/dev into the summary's statistics per
+// interface.
+func parseNetDev(data []byte) ([]statsapi.InterfaceStats, error) {
+	devs, err := parseNetDevices(data)
+	if err != nil {
+		return nil, err
+	}
+	var out []statsapi.InterfaceStats
+	for _, d := range devs {
+		out = append(out, statsapi.InterfaceStats{
+			Name: d.name, RxBytes: ptrTo(d.rxBytes), RxErrors: ptrTo(d.rxErrors), TxBytes: ptrTo(d.txBytes), TxErrors: ptrTo(d.txErrors),
+		})
+	}
+	return out, nil
 }
 
 // networkStats wraps interface statistics as the summary has them: every

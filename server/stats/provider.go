@@ -27,6 +27,7 @@ type RuntimeService interface {
 // runtimeapi.ImageServiceClient has it.
 type ImageService interface {
 	ImageFsInfo(ctx context.Context, in *runtimeapi.ImageFsInfoRequest, opts ...grpc.CallOption) (*runtimeapi.ImageFsInfoResponse, error)
+	ListImages(ctx context.Context, in *runtimeapi.ListImagesRequest, opts ...grpc.CallOption) (*runtimeapi.ListImagesResponse, error)
 }
 
 // criTimeout bounds the CRI calls of one request, so that a hung runtime
@@ -76,8 +77,9 @@ type Provider struct {
 	bootTime time.Time
 	now      func() time.Time
 
-	pidsMu      sync.Mutex
-	sandboxPIDs map[string]int // sandbox ID → pid of its process
+	pidsMu        sync.Mutex
+	sandboxPIDs   map[string]int    // sandbox ID → pid of its process
+	sandboxImages map[string]string // sandbox ID → its image
 
 	volumes volumeCache
 }
@@ -91,6 +93,7 @@ func (p *Provider) init() {
 		p.cgroups = newCgroups(p.host)
 		p.rates = newCPURates()
 		p.sandboxPIDs = map[string]int{}
+		p.sandboxImages = map[string]string{}
 		if p.now == nil {
 			p.now = time.Now
 		}

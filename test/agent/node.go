@@ -284,8 +284,9 @@ func (n *Node) Logs() string { return n.past + n.Proc.Logs() }
 func (n *Node) AtCleanup(f func()) { n.cleanups = append(n.cleanups, f) }
 
 // Cleanup stops actorlet, runs the AtCleanup functions, removes every
-// sandbox the node owns from the runtime, with the pods' log directories,
-// and then releases the runtime lock. NewNode registers it with the test;
+// sandbox the node owns from the runtime, with the pods' log directories
+// and the /var/log/containers links left dangling, and then releases the
+// runtime lock. NewNode registers it with the test;
 // a benchmark that makes several nodes may call it sooner.
 func (n *Node) Cleanup() {
 	defer func() {
@@ -306,6 +307,14 @@ func (n *Node) Cleanup() {
 	dirs, _ := filepath.Glob(filepath.Join("/var/log/pods", "*_*-"+n.Name+"_*"))
 	for _, d := range dirs {
 		_ = os.RemoveAll(d)
+	}
+	// actorlet removes a container's link with it; those of containers
+	// removed here would wait for the next node's container GC.
+	links, _ := filepath.Glob("/var/log/containers/*.log")
+	for _, l := range links {
+		if _, err := os.Stat(l); os.IsNotExist(err) {
+			_ = os.Remove(l)
+		}
 	}
 }
 
