@@ -63,6 +63,9 @@ type Params struct {
 	Sources     []string
 	MaxPods     int
 	Allocatable v1.ResourceList
+	// RootDir holds the checkpoint of the pods' allocations
+	// (AllocatedPodsStateFile); empty (in tests) keeps none.
+	RootDir string
 	// StatusReporter receives every pod's status, and each pod's end.
 	StatusReporter *actor.PID
 	// ConfigSource is asked to send every source's pods again when the
@@ -110,7 +113,14 @@ func WorkerStrategy(registry *supervision.Registry) actor.SupervisorStrategy {
 func (a *Actor) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
-		a.m = NewMachine(Config{Sources: a.p.Sources, MaxPods: a.p.MaxPods, Allocatable: a.p.Allocatable})
+		allocations := Allocations{}
+		if a.p.RootDir != "" {
+			var err error
+			if allocations, err = LoadAllocations(a.p.RootDir); err != nil {
+				a.log.Warn().Err(err).Msg("starting without the pods' allocations: running pods are admitted at their specs' resources")
+			}
+		}
+		a.m = NewMachine(Config{Sources: a.p.Sources, MaxPods: a.p.MaxPods, Allocatable: a.p.Allocatable, Allocations: allocations})
 		a.workers = map[types.UID]*actor.PID{}
 		a.step(ctx, EvStarted{First: a.first})
 	case *messages.RuntimePodsListed:
@@ -187,6 +197,14 @@ func (a *Actor) execute(ctx actor.Context, c Command) (types.UID, bool) {
 		// for it goes with the pod's next update.
 		if pid, ok := a.workers[c.UID]; ok {
 			supervision.Tell(ctx, pid, c.Message)
+		}
+	case CmdSaveAllocations:
+		// A small file, written at once: the next decision must find it
+		// written, as upstream's checkpoint is before a resize goes on.
+		if a.p.RootDir != "" {
+			if err := SaveAllocations(a.p.RootDir, c.All); err != nil {
+				a.log.Error().Err(err).Msg("checkpointing the pods' allocations failed")
+			}
 		}
 	case CmdReportStatus:
 		supervision.Tell(ctx, a.p.StatusReporter, &messages.PodStatusReport{Pod: c.Pod, Status: c.Status})
