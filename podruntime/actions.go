@@ -29,6 +29,9 @@ type PodActions struct {
 	// never created in the pod's running sandbox (they never restart).
 	EphemeralContainersToStart []int
 	ContainersToKill           []ContainerToKill
+	// ContainersToResize index pod.Spec.Containers: running containers
+	// whose resources differ from their allocation, updated in place.
+	ContainersToResize []int
 	// BackingOff are the containers that would be started but whose
 	// crash-loop backoff has not expired; they wait as CrashLoopBackOff.
 	BackingOff []BackingOff
@@ -37,7 +40,8 @@ type PodActions struct {
 // none reports whether a pass would do nothing at all.
 func (a PodActions) none() bool {
 	return !a.KillPod && !a.CreateSandbox && len(a.InitContainersToStart) == 0 && len(a.ContainersToStart) == 0 &&
-		len(a.EphemeralContainersToStart) == 0 && len(a.ContainersToKill) == 0 && len(a.BackingOff) == 0
+		len(a.EphemeralContainersToStart) == 0 && len(a.ContainersToKill) == 0 && len(a.BackingOff) == 0 &&
+		len(a.ContainersToResize) == 0
 }
 
 // ContainerToKill is a container instance a sync pass stops.
@@ -57,7 +61,7 @@ type BackingOff struct {
 }
 
 // ComputePodActions decides one sync pass of a pod that should run, as
-// upstream's computePodActions (without resizes and RestartAllContainers).
+// upstream's computePodActions (without RestartAllContainers).
 // backoff may be nil (no backoff); probes are the results of the pod's
 // probes (nil: none yet).
 func ComputePodActions(pod *v1.Pod, status *PodStatus, backoff *Backoff, probes results.Pod, now time.Time) PodActions {
@@ -129,6 +133,17 @@ func computeRunningSandboxActions(pod *v1.Pod, status *PodStatus, probes results
 			a.ContainersToKill = append(a.ContainersToKill, ContainerToKill{ID: cs.ID, Name: c.Name,
 				Message: fmt.Sprintf("Container %s definition changed, will be restarted", c.Name)})
 			continue
+		}
+		switch decideContainerResize(c, cs.Resources) {
+		case resizeRestart:
+			// Its resizePolicy asks for a restart: the new instance starts
+			// at the allocation, as upstream's computePodResizeAction.
+			a.ContainersToStart = append(a.ContainersToStart, i)
+			a.ContainersToKill = append(a.ContainersToKill, ContainerToKill{ID: cs.ID, Name: c.Name,
+				Message: fmt.Sprintf("Container %s resize requires restart", c.Name)})
+			continue
+		case resizeUpdate:
+			a.ContainersToResize = append(a.ContainersToResize, i)
 		}
 		if kill, ok := probeKill(c, cs.ID, probes, "Container"); ok {
 			// A failed liveness or startup probe kills the container; it

@@ -70,6 +70,12 @@ type Options struct {
 	// Hooks runs the containers' postStart and preStop hooks; nil fails
 	// every hook (FailedPostStartHook, FailedPreStopHook), never skips one.
 	Hooks Hooks
+	// PodCgroups updates a pod's cgroup limits for an in-place resize
+	// (resize.go); nil leaves the pod cgroup as it was created.
+	PodCgroups PodCgroupUpdater
+	// Actuated remembers the resources applied to each running container;
+	// nil knows none, and no resize is then applied.
+	Actuated *ActuatedResources
 }
 
 const (

@@ -100,6 +100,9 @@ func (r *Runtime) sync(ctx context.Context, pod *v1.Pod, vols map[string]volume.
 	s.run(ctx, actions)
 	s.removeDeadInstances(ctx)
 	res := r.result(ctx, pod, s.waiting, status, s.observe, probes, s.retry, errors.Join(s.errs...), now)
+	if s.resizeErr != nil {
+		setResizeInProgress(&res.APIStatus, pod, res.Status, s.resizeErr, &pod.Status, now)
+	}
 	res.Settled = res.Err == nil && res.Status != status && ComputePodActions(pod, res.Status, backoff, probes, now).none()
 	return res
 }
@@ -124,6 +127,7 @@ func (r *Runtime) result(ctx context.Context, pod *v1.Pod, waiting map[string]Wa
 		}
 	}
 	api := GenerateAPIStatus(pod, status, waiting, probes, &pod.Status, now)
+	setResizeInProgress(&api, pod, status, nil, &pod.Status, now)
 	retry = deadlineRetry(pod, &api, retry, err != nil, now)
 	if r.Opts.NodeIP != "" {
 		api.HostIP = r.Opts.NodeIP
@@ -141,6 +145,8 @@ type syncPass struct {
 	waiting map[string]WaitingReason
 	retry   time.Duration
 	errs    []error
+	// resizeErr is the failure of the pass's in-place resize.
+	resizeErr error
 
 	sandboxID     string
 	sandboxConfig *runtimeapi.PodSandboxConfig
@@ -189,6 +195,9 @@ func (s *syncPass) run(ctx context.Context, a PodActions) {
 				return
 			}
 		}
+	}
+	if !a.KillPod && len(a.ContainersToResize) > 0 {
+		s.resizeContainers(ctx, a.ContainersToResize)
 	}
 	if !a.CreateSandbox && (a.KillPod || a.SandboxID == "") {
 		return
@@ -336,6 +345,9 @@ func (s *syncPass) startContainer(ctx context.Context, c *v1.Container) bool {
 		return false
 	}
 	s.created = append(s.created, created.ContainerId)
+	if err := r.Opts.Actuated.set(pod.UID, c.Name, created.ContainerId, c.Resources); err != nil {
+		s.fail(err)
+	}
 	r.containerEvent(pod, c.Name, created.ContainerId, v1.EventTypeNormal, EventCreated, "Container created")
 	sctx, cancel = r.callCtx(ctx)
 	defer cancel()
@@ -403,6 +415,7 @@ func (s *syncPass) observe(ctx context.Context) *PodStatus {
 		}
 		cs := toContainerStatus(resp.Status)
 		cs.SandboxID = s.sandboxID
+		cs.Resources = s.r.Opts.Actuated.get(s.pod.UID, cs.Name, cs.ID)
 		ps.ContainerStatuses = append(ps.ContainerStatuses, cs)
 	}
 	for _, cs := range s.status.ContainerStatuses {

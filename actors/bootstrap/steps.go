@@ -454,6 +454,12 @@ func (a *Actor) runtimeEnv() (*runtimeEnv, error) {
 		RootDir:               a.deps.RootDir,
 		Hooks:                 &lifecycle.Runner{RT: a.deps.Runtime, Recorder: a.deps.Events},
 	}}
+	// What was applied to each container, for in-place resizes.
+	actuated, err := podruntime.NewActuatedResources(a.deps.RootDir)
+	if err != nil {
+		a.log.Warn().Err(err).Msg("starting without the containers' actuated resources: running containers are taken to run at their allocation")
+	}
+	env.runtime.Opts.Actuated = actuated
 	if env.volumeSources != nil {
 		// Env and image pull secrets read the same objects as volumes, from
 		// the same watches: one cache of the node's objects, not two.
