@@ -67,11 +67,19 @@ var Implemented = map[string]bool{
 	"kubeReserved":         true,
 	"systemReserved":       true,
 	"evictionHard":         true,
+	// The node's cgroup tree (podcgroups): QoS and pod cgroups, kubepods
+	// bounded by allocatable, pids.max of pod cgroups, the reserved
+	// cgroups' limits when enforced.
+	"cgroupsPerQOS":                              true,
+	"enforceNodeAllocatable":                     true,
+	"podPidsLimit":                               true,
+	"systemReservedCgroup":                       true,
+	"kubeReservedCgroup":                         true,
 	"crashLoopBackOff.maxContainerRestartPeriod": true,
-	"eventRecordQPS": true,
-	"eventBurst":     true,
-	"kubeAPIQPS":     true,
-	"kubeAPIBurst":   true,
+	"eventRecordQPS":                             true,
+	"eventBurst":                                 true,
+	"kubeAPIQPS":                                 true,
+	"kubeAPIBurst":                               true,
 	// The debugging handlers of the kubelet API (actors/apiserver).
 	"enableDebuggingHandlers":   true,
 	"enableSystemLogHandler":    true,

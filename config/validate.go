@@ -170,6 +170,7 @@ func Validate(cfg *kubeletconfigv1beta1.KubeletConfiguration, gates *features.Ga
 	v.checkThresholds("evictionSoft", c.EvictionSoft)
 	v.checkReserved("kubeReserved", c.KubeReserved)
 	v.checkReserved("systemReserved", c.SystemReserved)
+	v.checkEnforceNodeAllocatable(c)
 
 	if len(v.problems) == 0 {
 		return nil
@@ -262,3 +263,46 @@ func (v *validator) checkReserved(field string, m map[string]string) {
 }
 
 func validPort(p int32) bool { return p >= 1 && p <= 65535 }
+
+// checkEnforceNodeAllocatable is upstream's validation of
+// enforceNodeAllocatable: known keys, once each, "none" alone, a
+// key and its -compressible form not both, the reserved cgroups named
+// when enforced, and every enforcement requiring cgroupsPerQOS.
+func (v *validator) checkEnforceNodeAllocatable(c *kubeletconfigv1beta1.KubeletConfiguration) {
+	const field = "enforceNodeAllocatable"
+	keys := map[string]bool{}
+	for _, k := range c.EnforceNodeAllocatable {
+		keys[k] = true
+	}
+	if keys["system-reserved"] && keys["system-reserved-compressible"] {
+		v.add(field, c.EnforceNodeAllocatable, `"system-reserved" and "system-reserved-compressible" cannot be specified together`)
+	}
+	if keys["kube-reserved"] && keys["kube-reserved-compressible"] {
+		v.add(field, c.EnforceNodeAllocatable, `"kube-reserved" and "kube-reserved-compressible" cannot be specified together`)
+	}
+	seen := map[string]bool{}
+	for _, k := range c.EnforceNodeAllocatable {
+		if seen[k] {
+			v.add(field, k, "duplicated enforcement")
+			continue
+		}
+		seen[k] = true
+		switch k {
+		case "pods":
+		case "system-reserved", "system-reserved-compressible":
+			v.check(c.SystemReservedCgroup == "", "systemReservedCgroup", c.SystemReservedCgroup,
+				fmt.Sprintf("must be specified when %q or %q included in enforceNodeAllocatable", "system-reserved", "system-reserved-compressible"))
+		case "kube-reserved", "kube-reserved-compressible":
+			v.check(c.KubeReservedCgroup == "", "kubeReservedCgroup", c.KubeReservedCgroup,
+				fmt.Sprintf("must be specified when %q or %q included in enforceNodeAllocatable", "kube-reserved", "kube-reserved-compressible"))
+		case "none":
+			v.check(len(c.EnforceNodeAllocatable) > 1, field, c.EnforceNodeAllocatable, `may not contain additional enforcements when "none" is specified`)
+			continue
+		default:
+			v.add(field, k, `valid options are "pods", "system-reserved", "system-reserved-compressible", "kube-reserved", "kube-reserved-compressible" or "none"`)
+			continue
+		}
+		v.check(c.CgroupsPerQOS != nil && !*c.CgroupsPerQOS, "cgroupsPerQOS", false,
+			fmt.Sprintf("must be set to true when %q contained in enforceNodeAllocatable", k))
+	}
+}

@@ -72,3 +72,35 @@ func TestValidateFeatureGateRules(t *testing.T) {
 		t.Errorf("serverTLSBootstrap with its gate on by default: err = %v", err)
 	}
 }
+
+// TestValidateEnforceNodeAllocatable: upstream's rules for
+// enforceNodeAllocatable and cgroupsPerQOS.
+func TestValidateEnforceNodeAllocatable(t *testing.T) {
+	tests := []struct {
+		name, yaml, want string
+	}{
+		{"pods", "enforceNodeAllocatable: [pods]\n", ""},
+		{"none", "enforceNodeAllocatable: [none]\ncgroupsPerQOS: false\n", ""},
+		{"pods without QoS cgroups", "enforceNodeAllocatable: [pods]\ncgroupsPerQOS: false\n",
+			`cgroupsPerQOS: Invalid value: false: must be set to true when "pods" contained in enforceNodeAllocatable`},
+		{"none and more", "enforceNodeAllocatable: [none, pods]\n", `may not contain additional enforcements when "none" is specified`},
+		{"unknown", "enforceNodeAllocatable: [everything]\n", `enforceNodeAllocatable: Invalid value: "everything": valid options are`},
+		{"duplicate", "enforceNodeAllocatable: [pods, pods]\n", `enforceNodeAllocatable: Invalid value: "pods": duplicated enforcement`},
+		{"system-reserved without cgroup", "enforceNodeAllocatable: [pods, system-reserved]\n", `systemReservedCgroup: Invalid value: "": must be specified`},
+		{"kube-reserved with cgroup", "enforceNodeAllocatable: [kube-reserved]\nkubeReservedCgroup: /kube\n", ""},
+		{"both forms", "enforceNodeAllocatable: [kube-reserved, kube-reserved-compressible]\nkubeReservedCgroup: /kube\n",
+			`"kube-reserved" and "kube-reserved-compressible" cannot be specified together`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg, _ := load(t, "--config", writeFile(t, t.TempDir(), "k.yaml", header+tt.yaml))
+			err := Validate(cfg, nil)
+			switch {
+			case tt.want == "" && err != nil:
+				t.Errorf("Validate = %v, want nil", err)
+			case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
+				t.Errorf("Validate = %v, want %q", err, tt.want)
+			}
+		})
+	}
+}

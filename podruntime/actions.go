@@ -32,6 +32,9 @@ type PodActions struct {
 	// ContainersToResize index pod.Spec.Containers: running containers
 	// whose resources differ from their allocation, updated in place.
 	ContainersToResize []int
+	// UpdatePodResources: a container restarts for a resize, and the pod
+	// cgroup must take the allocation first.
+	UpdatePodResources bool
 	// BackingOff are the containers that would be started but whose
 	// crash-loop backoff has not expired; they wait as CrashLoopBackOff.
 	BackingOff []BackingOff
@@ -141,6 +144,7 @@ func computeRunningSandboxActions(pod *v1.Pod, status *PodStatus, probes results
 			a.ContainersToStart = append(a.ContainersToStart, i)
 			a.ContainersToKill = append(a.ContainersToKill, ContainerToKill{ID: cs.ID, Name: c.Name,
 				Message: fmt.Sprintf("Container %s resize requires restart", c.Name)})
+			a.UpdatePodResources = true
 			continue
 		case resizeUpdate:
 			a.ContainersToResize = append(a.ContainersToResize, i)

@@ -34,7 +34,18 @@ const podsCgroupName = "kubepods"
 // the cgroupfs driver joins with "/" (/kubepods) and the systemd driver
 // turns into nested slices (/kubepods.slice), as CgroupName.ToSystemd.
 func PodsCgroupParent(cgroupRoot, driver string) (string, error) {
-	name := append(parseCgroupfs(cgroupRoot), podsCgroupName)
+	return cgroupPath(append(parseCgroupfs(cgroupRoot), podsCgroupName), cgroupRoot, driver)
+}
+
+// RootCgroup is the cgroupfs path of cgroupRoot itself for driver, where
+// pods go without cgroupsPerQOS: "/" for "", and with systemd its slice.
+func RootCgroup(cgroupRoot, driver string) (string, error) {
+	return cgroupPath(parseCgroupfs(cgroupRoot), cgroupRoot, driver)
+}
+
+// cgroupPath is the cgroupfs path of the cgroup name (components from
+// the root) for driver; cgroupRoot names it in errors.
+func cgroupPath(name []string, cgroupRoot, driver string) (string, error) {
 	if driver != CgroupDriverSystemd {
 		return "/" + path.Join(name...), nil
 	}

@@ -10,6 +10,8 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
@@ -59,7 +61,7 @@ func TestPodCgroupNames(t *testing.T) {
 			if parent != tc.parent {
 				t.Errorf("parent %q, want %q", parent, tc.parent)
 			}
-			pod := CgroupParent(Options{CgroupParentRoot: parent, CgroupDriver: tc.driver}, uid)
+			pod := CgroupParent(Options{CgroupParentRoot: parent, CgroupDriver: tc.driver}, &v1.Pod{ObjectMeta: metav1.ObjectMeta{UID: uid}})
 			if pod != tc.pod {
 				t.Errorf("pod cgroup %q, want %q", pod, tc.pod)
 			}

@@ -247,7 +247,8 @@ func TestContainerResourcesByQOS(t *testing.T) {
 		wantOOM    int64
 	}{
 		{"best effort", v1.ResourceRequirements{}, v1.PodQOSBestEffort, 2, 0, 1000},
-		{"guaranteed", v1.ResourceRequirements{Limits: v1.ResourceList{v1.ResourceCPU: q("2"), v1.ResourceMemory: q("1Gi")}},
+		{"guaranteed", v1.ResourceRequirements{Limits: v1.ResourceList{v1.ResourceCPU: q("2"), v1.ResourceMemory: q("1Gi")},
+			Requests: v1.ResourceList{v1.ResourceCPU: q("2"), v1.ResourceMemory: q("1Gi")}},
 			v1.PodQOSGuaranteed, 2048, 200000, -997},
 		{"burstable tiny request", v1.ResourceRequirements{Requests: v1.ResourceList{v1.ResourceCPU: q("1m"), v1.ResourceMemory: q("1")}},
 			v1.PodQOSBurstable, 2, 0, 999},

@@ -22,6 +22,9 @@ const (
 	EventErrImageNeverPull      = "ErrImageNeverPull"
 	EventFailedCreatePodSandBox = "FailedCreatePodSandBox"
 	EventSandboxChanged         = "SandboxChanged"
+	// EventFailedCreatePodContainer is upstream's FailedToCreatePodContainer:
+	// the pod's cgroup could not be made.
+	EventFailedCreatePodContainer = "FailedCreatePodContainer"
 )
 
 // podEvent records an event about the pod itself.

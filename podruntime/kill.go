@@ -97,6 +97,9 @@ func (r *Runtime) killPod(ctx context.Context, pod *v1.Pod, gracePeriod *int64, 
 	if err := r.stopPod(ctx, pod, status, grace); err != nil {
 		return fmt.Errorf("kill pod %s/%s: %w", namespace, name, err)
 	}
+	if r.Opts.Cgroups != nil {
+		r.Opts.Cgroups.Forget(uid)
+	}
 	if stopped != nil {
 		stopped()
 	}

@@ -30,6 +30,13 @@ type PodCgroupUpdater interface {
 	Update(pod *v1.Pod) error
 }
 
+// cgroupUpdater is the pod cgroups' manager when it can update a pod's
+// limits (podcgroups.Manager can); nil: the pod cgroup is left as made.
+func (o Options) cgroupUpdater() PodCgroupUpdater {
+	u, _ := o.Cgroups.(PodCgroupUpdater)
+	return u
+}
+
 // ActuatedPodsStateFile is the checkpoint of the actuated resources under
 // the root directory, named as upstream's (its content is ours).
 const ActuatedPodsStateFile = "actuated_pods_state"
@@ -286,7 +293,7 @@ func maxList(a, b v1.ResourceList, limits bool) v1.ResourceList {
 // each container's CRI resources, then the pod cgroup at the allocation.
 func (s *syncPass) resizeContainers(ctx context.Context, toUpdate []int) {
 	pod, r := s.pod, s.r
-	updater := r.Opts.PodCgroups
+	updater := r.Opts.cgroupUpdater()
 	if updater != nil {
 		if err := updater.Update(grownPod(pod, s.status, toUpdate)); err != nil {
 			s.resizeFailed(fmt.Errorf("resize pod %s/%s: %w", pod.Namespace, pod.Name, err))

@@ -7,6 +7,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
@@ -36,8 +37,12 @@ type Options struct {
 	// CgroupDriverSystemd for slices (kubepods-pod<UID>.slice), anything
 	// else for cgroupfs directories (pod<UID>).
 	CgroupDriver string
-	NodeName     string
-	NodeIP       string
+	// Cgroups makes each pod's cgroup, with its limits, before its sandbox
+	// and names it as the sandbox's CgroupParent (podcgroups.Manager);
+	// nil leaves the cgroup to the runtime, at CgroupParentRoot/pod<UID>.
+	Cgroups  PodCgroups
+	NodeName string
+	NodeIP   string
 	// NodeMemoryCapacity (bytes) scales the OOM score of Burstable
 	// containers; 0 reads it from /proc/meminfo.
 	NodeMemoryCapacity int64
@@ -70,9 +75,6 @@ type Options struct {
 	// Hooks runs the containers' postStart and preStop hooks; nil fails
 	// every hook (FailedPostStartHook, FailedPreStopHook), never skips one.
 	Hooks Hooks
-	// PodCgroups updates a pod's cgroup limits for an in-place resize
-	// (resize.go); nil leaves the pod cgroup as it was created.
-	PodCgroups PodCgroupUpdater
 	// Actuated remembers the resources applied to each running container;
 	// nil knows none, and no resize is then applied.
 	Actuated *ActuatedResources
@@ -83,6 +85,16 @@ const (
 	defaultCgroupParentRoot      = "/kubepods"
 	defaultRuntimeRequestTimeout = 2 * time.Minute
 )
+
+// PodCgroups is the node's cgroup tree as the pods' runtime uses it
+// (podcgroups.Manager): where a pod's sandbox goes, its cgroup made with
+// its limits before the sandbox, and the pod dropped from the active pods
+// (whose requests the QoS cgroups reflect) once stopped.
+type PodCgroups interface {
+	CgroupParent(pod *v1.Pod) string
+	EnsureExists(pod *v1.Pod) error
+	Forget(uid types.UID)
+}
 
 func (o Options) cgroupParentRoot() string {
 	if o.CgroupParentRoot == "" {

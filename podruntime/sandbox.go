@@ -69,13 +69,18 @@ func PodLogsDir(root, namespace, name string, uid types.UID) string {
 // CgroupParent is the pod's cgroup, the parent of its containers', in
 // cgroupfs form whatever the driver (as upstream passes it to the runtime:
 // containerd's systemd mode takes the slice from its base name).
-func CgroupParent(opts Options, uid types.UID) string {
-	return PodCgroupName(opts.cgroupParentRoot(), opts.CgroupDriver, uid)
+// With opts.Cgroups, the pod's cgroup in the node's tree (below its QoS
+// class's); without, pod<UID> below CgroupParentRoot.
+func CgroupParent(opts Options, pod *v1.Pod) string {
+	if opts.Cgroups != nil {
+		return opts.Cgroups.CgroupParent(pod)
+	}
+	return PodCgroupName(opts.cgroupParentRoot(), opts.CgroupDriver, pod.UID)
 }
 
 func sandboxLinuxConfig(pod *v1.Pod, opts Options) *runtimeapi.LinuxPodSandboxConfig {
 	lc := &runtimeapi.LinuxPodSandboxConfig{
-		CgroupParent: CgroupParent(opts, pod.UID),
+		CgroupParent: CgroupParent(opts, pod),
 		SecurityContext: &runtimeapi.LinuxSandboxSecurityContext{
 			Privileged:       anyPrivileged(pod),
 			NamespaceOptions: namespaceOptions(pod),

@@ -196,8 +196,27 @@ func (s *syncPass) run(ctx context.Context, a PodActions) {
 			}
 		}
 	}
-	if !a.KillPod && len(a.ContainersToResize) > 0 {
+	if r.Opts.Cgroups != nil && (a.CreateSandbox || !a.KillPod) {
+		// As upstream's SyncPod, the pod's cgroup exists with its limits
+		// before its sandbox is run in it (once made, this only counts the
+		// pod as active for the QoS cgroups).
+		if err := r.Opts.Cgroups.EnsureExists(pod); err != nil {
+			r.podEvent(pod, v1.EventTypeWarning, EventFailedCreatePodContainer, fmt.Sprintf("unable to ensure pod container exists: %v", err))
+			s.fail(fmt.Errorf("failed to ensure that the pod: %v cgroups exist and are correctly applied: %w", pod.UID, err))
+			return
+		}
+	}
+	switch {
+	case !a.KillPod && len(a.ContainersToResize) > 0:
 		s.resizeContainers(ctx, a.ContainersToResize)
+	case !a.KillPod && a.UpdatePodResources:
+		// Containers restart for a resize: the pod cgroup takes the
+		// allocation before they start, as upstream's doPodResizeAction.
+		if u := r.Opts.cgroupUpdater(); u != nil {
+			if err := u.Update(pod); err != nil {
+				s.resizeFailed(fmt.Errorf("resize pod %s/%s: %w", pod.Namespace, pod.Name, err))
+			}
+		}
 	}
 	if !a.CreateSandbox && (a.KillPod || a.SandboxID == "") {
 		return

@@ -28,6 +28,7 @@ import (
 	"github.com/actorlet/actorlet/machine"
 	"github.com/actorlet/actorlet/messages"
 	"github.com/actorlet/actorlet/metrics"
+	"github.com/actorlet/actorlet/podcgroups"
 	"github.com/actorlet/actorlet/podruntime"
 	"github.com/actorlet/actorlet/prober"
 	"github.com/actorlet/actorlet/server/auth"
@@ -307,7 +308,7 @@ var runtimeActors = []struct {
 			MinContainerAge: 0, MaxPerPodContainer: 1, MaxContainers: -1,
 			PodLogsDir: a.cfg.PodLogsDir, RootDir: a.deps.RootDir, Log: a.log,
 			Events: a.deps.Events, NodeName: a.deps.NodeName, Registry: a.p.System.Registry,
-			CgroupRoot: "/sys/fs/cgroup", PodCgroupParent: env.runtime.Opts.CgroupParentRoot, CgroupDriver: env.runtime.Opts.CgroupDriver,
+			CgroupRoot: "/sys/fs/cgroup", PodCgroupParents: env.cgroups.PodParents(), CgroupDriver: env.runtime.Opts.CgroupDriver,
 			StopSlice: podruntime.StopSystemdUnit,
 		}), nil)
 	}},
@@ -323,7 +324,7 @@ var runtimeActors = []struct {
 			ServingCert: a.apiCert, GetServingCert: a.getServingCert(), Auth: a.apiAuth,
 			NodeName: a.deps.NodeName,
 			Stats: &stats.Provider{Runtime: a.deps.Runtime, Images: a.deps.Images, NodeName: a.deps.NodeName,
-				RootDir: a.deps.RootDir, PodLogsDir: c.PodLogsDir, PodCgroupRoot: env.runtime.Opts.CgroupParentRoot,
+				RootDir: a.deps.RootDir, PodLogsDir: c.PodLogsDir, PodCgroupRoot: env.cgroups.PodsCgroup(),
 				CgroupDriver:      env.runtime.Opts.CgroupDriver,
 				VolumeStatsPeriod: volumeStatsPeriod(c.VolumeStatsAggPeriod.Duration),
 				Log:               a.log.With().Str("component", "stats").Logger()},
@@ -363,6 +364,7 @@ func (a *Actor) cgroupDriver() error {
 // runtimeEnv is what the runtime actors share beyond the dependencies.
 type runtimeEnv struct {
 	runtime          *podruntime.Runtime
+	cgroups          *podcgroups.Manager
 	sources          []string
 	capacity         v1.ResourceList
 	allocatable      v1.ResourceList
@@ -441,10 +443,13 @@ func (a *Actor) runtimeEnv() (*runtimeEnv, error) {
 	if err != nil {
 		return nil, err
 	}
+	if env.cgroups, err = a.podCgroups(capacity); err != nil {
+		return nil, err
+	}
 	mem := capacity[v1.ResourceMemory]
 	env.runtime = &podruntime.Runtime{RT: a.deps.Runtime, Img: a.deps.Images, Opts: podruntime.Options{
 		ClusterDNS: c.ClusterDNS, ClusterDomain: c.ClusterDomain, ResolvConf: deref(c.ResolverConfig),
-		CgroupParentRoot: pods, CgroupDriver: c.CgroupDriver,
+		CgroupParentRoot: pods, CgroupDriver: c.CgroupDriver, Cgroups: env.cgroups,
 		NodeName: a.deps.NodeName, NodeIP: a.deps.NodeIP.String(),
 		NodeMemoryCapacity: mem.Value(), NodeAllocatable: allocatable,
 		RuntimeRequestTimeout: c.RuntimeRequestTimeout.Duration,

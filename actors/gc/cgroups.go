@@ -10,12 +10,14 @@ import (
 	"github.com/actorlet/actorlet/podruntime"
 )
 
-// podCgroups is where pod cgroups are, as podruntime names them: below
-// Parent (podruntime's CgroupParentRoot, in cgroupfs form) in every
-// hierarchy under Root, named by Driver (pod<UID> directories, or
-// kubepods-pod<UID>.slice slices with systemd).
+// podCgroups is where pod cgroups are, as podcgroups lays them out: below
+// each of Parents (kubepods, kubepods/burstable and kubepods/besteffort,
+// in cgroupfs form) in every hierarchy under Root, named by Driver
+// (pod<UID> directories, or kubepods-burstable-pod<UID>.slice slices with
+// systemd).
 type podCgroups struct {
-	Root, Parent, Driver string
+	Root, Driver string
+	Parents      []string
 	// StopSlice, with the systemd driver, stops the slice unit of a pod
 	// cgroup once its directories are gone: systemd loaded it when the
 	// runtime put the pod's first container in it, and keeps it otherwise,
@@ -44,28 +46,15 @@ func removePodCgroups(c podCgroups, known knownPods, left map[types.UID]bool) (i
 	}
 	removed := map[types.UID]string{}
 	var errs []error
+	// The hierarchies of cgroup v1 (and a hybrid's unified one), and on a
+	// v2 machine the unified hierarchy at Root itself.
+	dirs := []string{c.Root}
 	for _, h := range hierarchies {
-		dir := filepath.Join(c.Root, h.Name(), c.Parent)
-		entries, err := os.ReadDir(dir)
-		if err != nil {
-			continue // not mounted here, or no pods yet
-		}
-		for _, e := range entries {
-			if !e.IsDir() {
-				continue
-			}
-			uid, ok := podruntime.PodCgroupUID(c.Parent, c.Driver, e.Name())
-			if !ok || known.has(uid) || left[uid] {
-				continue
-			}
-			if fi, err := e.Info(); err != nil || !fi.ModTime().Before(known.At) {
-				continue
-			}
-			if err := rmdirTree(filepath.Join(dir, e.Name())); err != nil {
-				errs = append(errs, fmt.Errorf("remove pod cgroup: %w", err))
-				continue
-			}
-			removed[uid] = e.Name()
+		dirs = append(dirs, filepath.Join(c.Root, h.Name()))
+	}
+	for _, h := range dirs {
+		for _, parent := range c.Parents {
+			errs = append(errs, removeBelow(c, filepath.Join(h, parent), parent, known, left, removed)...)
 		}
 	}
 	if c.Driver == podruntime.CgroupDriverSystemd && c.StopSlice != nil {
@@ -76,6 +65,34 @@ func removePodCgroups(c podCgroups, known knownPods, left map[types.UID]bool) (i
 		}
 	}
 	return len(removed), errs
+}
+
+// removeBelow removes the cgroups of gone pods in dir, the directory of
+// the cgroup parent in one hierarchy, recording them in removed.
+func removeBelow(c podCgroups, dir, parent string, known knownPods, left map[types.UID]bool, removed map[types.UID]string) []error {
+	var errs []error
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil // not mounted here, or no pods yet
+	}
+	for _, e := range entries {
+		if !e.IsDir() {
+			continue
+		}
+		uid, ok := podruntime.PodCgroupUID(parent, c.Driver, e.Name())
+		if !ok || known.has(uid) || left[uid] {
+			continue
+		}
+		if fi, err := e.Info(); err != nil || !fi.ModTime().Before(known.At) {
+			continue
+		}
+		if err := rmdirTree(filepath.Join(dir, e.Name())); err != nil {
+			errs = append(errs, fmt.Errorf("remove pod cgroup: %w", err))
+			continue
+		}
+		removed[uid] = e.Name()
+	}
+	return errs
 }
 
 // rmdirTree removes a cgroup and its children, deepest first: a cgroup

@@ -69,14 +69,16 @@ type Params struct {
 	MaxPerPodContainer int           // upstream --maximum-dead-containers-per-container: 1
 	MaxContainers      int           // upstream --maximum-dead-containers: -1 (no limit)
 	PodLogsDir         string        // default /var/log/pods
-	// CgroupRoot (/sys/fs/cgroup) and PodCgroupParent (the pods' parent,
-	// podruntime's CgroupParentRoot): pod cgroups of pods that are gone are
-	// removed; either "" turns that off (tests). CgroupDriver names them
-	// (podruntime's CgroupDriver); with systemd, StopSlice stops a removed
-	// pod's slice unit (podruntime.StopSystemdUnit).
-	CgroupRoot, PodCgroupParent, CgroupDriver string
-	StopSlice                                 func(unit string) error
-	RootDir                                   string // not used yet (see docs/gc.md)
+	// CgroupRoot (/sys/fs/cgroup) and PodCgroupParents (the cgroups pod
+	// cgroups are children of: podcgroups.Manager.PodParents): pod cgroups
+	// of pods that are gone are removed; either empty turns that off
+	// (tests, cgroupsPerQOS: false). CgroupDriver names them (podruntime's
+	// CgroupDriver); with systemd, StopSlice stops a removed pod's slice
+	// unit (podruntime.StopSystemdUnit).
+	CgroupRoot, CgroupDriver string
+	PodCgroupParents         []string
+	StopSlice                func(unit string) error
+	RootDir                  string // not used yet (see docs/gc.md)
 	// Events receives upstream's GC events about the node NodeName
 	// (ContainerGCFailed, ImageGCFailed, FreeDiskSpaceFailed,
 	// InvalidDiskCapacity); they are logged in any case.
@@ -156,7 +158,7 @@ func New(p Params) actor.Producer {
 		a := &Actor{p: p, log: log, images: map[string]*imageRecord{}, last: map[string]string{}}
 		a.containerPass = containerPass{
 			Runtime: p.Runtime, PodLogsDir: p.PodLogsDir, Log: log,
-			Cgroups: podCgroups{Root: p.CgroupRoot, Parent: p.PodCgroupParent, Driver: p.CgroupDriver, StopSlice: p.StopSlice},
+			Cgroups: podCgroups{Root: p.CgroupRoot, Parents: p.PodCgroupParents, Driver: p.CgroupDriver, StopSlice: p.StopSlice},
 			Policy:  containerPolicy{MinAge: p.MinContainerAge, MaxPerPodContainer: p.MaxPerPodContainer, MaxContainers: p.MaxContainers},
 		}
 		a.imagePolicy = imagePolicy{HighThresholdPercent: 85, LowThresholdPercent: 80, MinAge: 2 * time.Minute}

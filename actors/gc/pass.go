@@ -107,7 +107,7 @@ func (p containerPass) Run(ctx context.Context, known knownPods) *messages.Conta
 		n, errs := removeLogDirs(p.PodLogsDir, known, left)
 		done.LogDirsRemoved += n
 		done.Errs = append(done.Errs, errs...)
-		if p.Cgroups.Root != "" && p.Cgroups.Parent != "" {
+		if p.Cgroups.Root != "" && len(p.Cgroups.Parents) > 0 {
 			n, errs := removePodCgroups(p.Cgroups, known, left)
 			done.PodCgroupsRemoved += n
 			// A cgroup that cannot go yet is routine (processes still

@@ -23,7 +23,8 @@
 //   - pods and containers: upstream's default CRI path
 //     (PodAndContainerStatsFromCRI off): ListPodSandbox and ListContainers
 //     for metadata, ListContainerStats for the containers' figures. Pod CPU
-//     and memory come from the pod cgroup (PodCgroupRoot/pod<UID>) when it
+//     and memory come from the pod cgroup (PodCgroupRoot/pod<UID>, or below
+//     its burstable or besteffort QoS cgroup) when it
 //     exists, as upstream reads it through cAdvisor, else from the sum of
 //     its containers. Pod network comes from /proc/<pid>/net/dev of the
 //     sandbox's process (its pid is in the verbose PodSandboxStatus).

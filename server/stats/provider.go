@@ -51,8 +51,9 @@ type Provider struct {
 	// /var/log/pods.
 	PodLogsDir string
 	// PodCgroupRoot is the cgroupfs path under which pods have their
-	// cgroups ("/kubepods": pods in /kubepods/pod<UID>, as podruntime's
-	// CgroupParentRoot). It is also the "pods" system container. Empty:
+	// cgroups ("/kubepods": pods in /kubepods/pod<UID> and
+	// /kubepods/{burstable,besteffort}/pod<UID>, podcgroups'
+	// NodeAllocatable). It is also the "pods" system container. Empty:
 	// pod CPU and memory are the sums of their containers'.
 	PodCgroupRoot string
 	// CgroupDriver names the pod cgroups below PodCgroupRoot, as

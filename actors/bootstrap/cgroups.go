@@ -1,0 +1,102 @@
+package bootstrap
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/actorlet/actorlet/podcgroups"
+)
+
+// Upstream's enforceNodeAllocatable keys (kubetypes).
+const (
+	enforcePods                       = "pods"
+	enforceSystemReserved             = "system-reserved"
+	enforceSystemReservedCompressible = "system-reserved-compressible"
+	enforceKubeReserved               = "kube-reserved"
+	enforceKubeReservedCompressible   = "kube-reserved-compressible"
+)
+
+// Upstream's events about node allocatable enforcement, on the node.
+const (
+	eventNodeAllocatableEnforced = "NodeAllocatableEnforced"
+	eventFailedNodeAllocatable   = "FailedNodeAllocatableEnforcement"
+)
+
+// nodeEvent records an event on the node (its UID is its name, as
+// upstream's node reference).
+func (a *Actor) nodeEvent(eventtype, reason, message string) {
+	if a.deps.Events == nil {
+		return
+	}
+	a.deps.Events.Event(&v1.ObjectReference{Kind: "Node", Name: a.deps.NodeName, UID: types.UID(a.deps.NodeName)}, eventtype, reason, message)
+}
+
+// podCgroups sets up the node's cgroup tree as upstream's container
+// manager does at start-up: kubepods bounded by node allocatable
+// (enforceNodeAllocatable: pods; the machine's capacity otherwise), its
+// QoS cgroups, and the system- and kube-reserved cgroups' limits when
+// enforced. A failure to bound kubepods is logged and start-up goes on
+// (upstream retries it, pods still run); a reserved cgroup that cannot be
+// enforced fails start-up, as upstream's.
+func (a *Actor) podCgroups(capacity v1.ResourceList) (*podcgroups.Manager, error) {
+	c := a.cfg
+	perQOS := deref(c.CgroupsPerQOS)
+	system, err := podcgroups.ParseReserved(c.SystemReserved)
+	if err != nil {
+		return nil, fmt.Errorf("systemReserved: %w", err)
+	}
+	kube, err := podcgroups.ParseReserved(c.KubeReserved)
+	if err != nil {
+		return nil, fmt.Errorf("kubeReserved: %w", err)
+	}
+	internal := capacity.DeepCopy()
+	if n, err := podcgroups.PidMax("/proc/sys/kernel/pid_max"); err == nil {
+		internal[podcgroups.ResourcePIDs] = *resource.NewQuantity(n, resource.DecimalSI)
+	}
+	allocatable := internal
+	if perQOS && slices.Contains(c.EnforceNodeAllocatable, enforcePods) {
+		allocatable = podcgroups.AllocatableAbsolute(internal, system, kube)
+	}
+	m, err := podcgroups.New(podcgroups.Config{
+		Root:             "/sys/fs/cgroup",
+		Layout:           podcgroups.Layout{CgroupRoot: c.CgroupRoot, Driver: c.CgroupDriver, PerQOS: perQOS},
+		PodPidsLimit:     deref(c.PodPidsLimit),
+		EnforceCPULimits: true,
+		NodeAllocatable:  allocatable,
+		Log:              a.log.With().Str("component", "cgroups").Logger(),
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := m.Start(); err != nil {
+		a.log.Warn().Err(err).Str("cgroup", m.PodsCgroup()).Msg("node allocatable cgroups not fully set up")
+		a.nodeEvent(v1.EventTypeWarning, eventFailedNodeAllocatable, fmt.Sprintf("Failed to update Node Allocatable Limits %q: %v", m.PodsCgroup(), err))
+	} else if perQOS {
+		a.nodeEvent(v1.EventTypeNormal, eventNodeAllocatableEnforced, "Updated Node Allocatable limit across pods")
+	}
+	for _, e := range []struct {
+		key, cgroup, what string
+		rl                v1.ResourceList
+		compressible      bool
+	}{
+		{enforceSystemReserved, c.SystemReservedCgroup, "System Reserved", system, false},
+		{enforceSystemReservedCompressible, c.SystemReservedCgroup, "System Reserved Compressible", system, true},
+		{enforceKubeReserved, c.KubeReservedCgroup, "Kube Reserved", kube, false},
+		{enforceKubeReservedCompressible, c.KubeReservedCgroup, "Kube Reserved Compressible", kube, true},
+	} {
+		if !slices.Contains(c.EnforceNodeAllocatable, e.key) {
+			continue
+		}
+		if err := m.EnforceReserved(e.cgroup, e.rl, e.compressible); err != nil {
+			a.nodeEvent(v1.EventTypeWarning, eventFailedNodeAllocatable, fmt.Sprintf("Failed to enforce %s Cgroup Limits on %q: %v", e.what, e.cgroup, err))
+			return nil, fmt.Errorf("enforceNodeAllocatable %s: limits of %q: %w", e.key, e.cgroup, err)
+		}
+		a.nodeEvent(v1.EventTypeNormal, eventNodeAllocatableEnforced, fmt.Sprintf("Updated limits on %s cgroup %v", strings.ToLower(strings.TrimSuffix(e.what, " Compressible")), e.cgroup))
+	}
+	return m, nil
+}

@@ -1,0 +1,102 @@
+package podruntime
+
+import (
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+func resList(cpu, mem string) v1.ResourceList {
+	out := v1.ResourceList{}
+	if cpu != "" {
+		out[v1.ResourceCPU] = resource.MustParse(cpu)
+	}
+	if mem != "" {
+		out[v1.ResourceMemory] = resource.MustParse(mem)
+	}
+	return out
+}
+
+// TestPodQOSClass checks upstream's ComputePodQOS cases.
+func TestPodQOSClass(t *testing.T) {
+	c := func(req, lim v1.ResourceList) v1.Container {
+		return v1.Container{Resources: v1.ResourceRequirements{Requests: req, Limits: lim}}
+	}
+	tests := []struct {
+		name string
+		spec v1.PodSpec
+		want v1.PodQOSClass
+	}{
+		{"none", v1.PodSpec{Containers: []v1.Container{c(nil, nil)}}, v1.PodQOSBestEffort},
+		{"zero quantities", v1.PodSpec{Containers: []v1.Container{c(resList("0", "0"), nil)}}, v1.PodQOSBestEffort},
+		{"equal", v1.PodSpec{Containers: []v1.Container{c(resList("1", "1Gi"), resList("1", "1Gi"))}}, v1.PodQOSGuaranteed},
+		{"limits without requests (not defaulted)", v1.PodSpec{Containers: []v1.Container{c(nil, resList("1", "1Gi"))}}, v1.PodQOSBurstable},
+		{"cpu only", v1.PodSpec{Containers: []v1.Container{c(resList("1", ""), resList("1", ""))}}, v1.PodQOSBurstable},
+		{"guaranteed and best effort containers", v1.PodSpec{Containers: []v1.Container{c(resList("1", "1Gi"), resList("1", "1Gi")), c(nil, nil)}}, v1.PodQOSBurstable},
+		{"burstable init container", v1.PodSpec{InitContainers: []v1.Container{c(resList("1", ""), nil)},
+			Containers: []v1.Container{c(resList("1", "1Gi"), resList("1", "1Gi"))}}, v1.PodQOSBurstable},
+		{"extended resources ignored", v1.PodSpec{Containers: []v1.Container{c(v1.ResourceList{"example.com/gpu": resource.MustParse("1")}, nil)}}, v1.PodQOSBestEffort},
+		{"pod-level resources", v1.PodSpec{Resources: &v1.ResourceRequirements{Requests: resList("1", "1Gi"), Limits: resList("1", "1Gi")},
+			Containers: []v1.Container{c(nil, nil)}}, v1.PodQOSGuaranteed},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := PodQOSClass(&v1.Pod{Spec: tt.spec}); got != tt.want {
+				t.Errorf("PodQOSClass = %s, want %s", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestOOMScoreAdj checks upstream's GetContainerOOMScoreAdjust, with its
+// node-critical and sidecar rules, on a node of 10 GB.
+func TestOOMScoreAdj(t *testing.T) {
+	always := v1.ContainerRestartPolicyAlways
+	prio := int32(2000001000)
+	ctr := func(name, mem string) v1.Container {
+		return v1.Container{Name: name, Resources: v1.ResourceRequirements{Requests: resList("100m", mem)}}
+	}
+	sidecar := ctr("side", "1G")
+	sidecar.RestartPolicy = &always
+	tests := []struct {
+		name      string
+		pod       v1.Pod
+		container int // index in Containers, or -1 for the first init container
+		want      int64
+	}{
+		{"burstable 10%", v1.Pod{Spec: v1.PodSpec{Containers: []v1.Container{ctr("a", "1G")}}}, 0, 900},
+		{"burstable tiny request", v1.Pod{Spec: v1.PodSpec{Containers: []v1.Container{ctr("a", "1")}}}, 0, 999},
+		{"burstable over capacity", v1.Pod{Spec: v1.PodSpec{Containers: []v1.Container{ctr("a", "20G")}}}, 0, 3},
+		{"sidecar no higher than the smallest container", v1.Pod{Spec: v1.PodSpec{InitContainers: []v1.Container{sidecar},
+			Containers: []v1.Container{ctr("a", "3G"), ctr("b", "2G")}}}, -1, 800},
+		{"sidecar larger than the containers", v1.Pod{Spec: v1.PodSpec{InitContainers: []v1.Container{func() v1.Container {
+			s := sidecar
+			s.Resources.Requests = resList("100m", "5G")
+			return s
+		}()}, Containers: []v1.Container{ctr("a", "2G")}}}, -1, 500},
+		{"node-critical static pod", v1.Pod{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{"kubernetes.io/config.source": "file"}},
+			Spec: v1.PodSpec{PriorityClassName: "system-node-critical", Containers: []v1.Container{ctr("a", "1G")}}}, 0, -997},
+		{"node-critical by priority", v1.Pod{Spec: v1.PodSpec{PriorityClassName: "system-node-critical", Priority: &prio,
+			Containers: []v1.Container{ctr("a", "")}}}, 0, -997},
+		{"system-node-critical class without critical priority", v1.Pod{Spec: v1.PodSpec{PriorityClassName: "system-node-critical",
+			Containers: []v1.Container{ctr("a", "1G")}}}, 0, 900},
+		{"pod-level request shared", v1.Pod{Spec: v1.PodSpec{Resources: &v1.ResourceRequirements{Requests: resList("1", "4G")},
+			Containers: []v1.Container{ctr("a", "1G"), ctr("b", "1G")}}}, 0, 800},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var c *v1.Container
+			if tt.container >= 0 {
+				c = &tt.pod.Spec.Containers[tt.container]
+			} else {
+				c = &tt.pod.Spec.InitContainers[0]
+			}
+			got, err := oomScoreAdj(&tt.pod, c, Options{NodeMemoryCapacity: 10_000_000_000})
+			if err != nil || got != tt.want {
+				t.Errorf("oomScoreAdj = %d, %v; want %d", got, err, tt.want)
+			}
+		})
+	}
+}
