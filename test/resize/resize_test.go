@@ -9,6 +9,8 @@ package resize
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -154,6 +156,8 @@ func TestInPlaceResize(t *testing.T) {
 			t.Errorf("container replaced: %s, was %s", after.Status.ContainerStatuses[0].ContainerID, pod.Status.ContainerStatuses[0].ContainerID)
 		}
 		n.EventuallySees(t, "in-place", "c", cgroupScript, "204 40000 134217728", 30*time.Second)
+		// The pod cgroup grew with it (its limits are its containers').
+		podCgroupLimit(t, pod, "128Mi")
 
 		// And back down: the memory limit shrinks below the old one.
 		down := resources("50m", "100m", "16Mi", "48Mi")
@@ -165,6 +169,7 @@ func TestInPlaceResize(t *testing.T) {
 			t.Errorf("restart count %d after the decrease", got)
 		}
 		n.EventuallySees(t, "in-place", "c", cgroupScript, "51 10000 50331648", 30*time.Second)
+		podCgroupLimit(t, pod, "48Mi")
 	})
 
 	t.Run("RestartContainer policy restarts the container", func(t *testing.T) {
@@ -280,5 +285,31 @@ func TestInPlaceResize(t *testing.T) {
 		}
 		resized(t, n, "small", "c", want)
 		n.EventuallySees(t, "small", "c", "cat /sys/fs/cgroup/cpu/cpu.shares", "512", 30*time.Second)
+	})
+}
+
+// podCgroupLimit waits until the memory limit of the pod's cgroup, found
+// on the host below the cgroup v1 memory hierarchy wherever the layout
+// puts it (kubepods, or its QoS child), is want.
+func podCgroupLimit(t *testing.T, pod *v1.Pod, want string) {
+	t.Helper()
+	q := resource.MustParse(want)
+	agent.Eventually(t, "pod cgroup memory limit "+want, 30*time.Second, func() error {
+		var dirs []string
+		for _, pattern := range []string{"/sys/fs/cgroup/memory/*/pod%s", "/sys/fs/cgroup/memory/*/*/pod%s", "/sys/fs/cgroup/memory/*/*/*/pod%s"} {
+			m, _ := filepath.Glob(fmt.Sprintf(pattern, pod.UID))
+			dirs = append(dirs, m...)
+		}
+		if len(dirs) != 1 {
+			return fmt.Errorf("pod cgroups %v", dirs)
+		}
+		raw, err := os.ReadFile(filepath.Join(dirs[0], "memory.limit_in_bytes"))
+		if err != nil {
+			return err
+		}
+		if got := strings.TrimSpace(string(raw)); got != strconv.FormatInt(q.Value(), 10) {
+			return fmt.Errorf("%s: %s", dirs[0], got)
+		}
+		return nil
 	})
 }
