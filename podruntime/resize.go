@@ -14,6 +14,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
@@ -28,6 +29,66 @@ import (
 // (its container resources the allocated ones): podcgroups.Manager's Update.
 type PodCgroupUpdater interface {
 	Update(pod *v1.Pod) error
+}
+
+// Upstream's resize events.
+const (
+	EventResizeStarted    = "ResizeStarted"
+	EventResizeCompleted  = "ResizeCompleted"
+	EventResizeDeferred   = "ResizeDeferred"
+	EventResizeInfeasible = "ResizeInfeasible"
+	EventResizeError      = "ResizeError"
+)
+
+// resizeSummary is upstream's podResourceSummary, the body of its resize
+// events' messages.
+type resizeSummary struct {
+	InitContainers []containerAllocation `json:"initContainers,omitempty"`
+	Containers     []containerAllocation `json:"containers,omitempty"`
+	Generation     int64                 `json:"generation"`
+	Error          string                `json:"error,omitempty"`
+}
+
+type containerAllocation struct {
+	Name      string                  `json:"name"`
+	Resources v1.ResourceRequirements `json:"resources,omitempty"`
+}
+
+// ResizeMessage is upstream's resize event message: prefix ("Pod resize
+// started", "Pod resize Deferred", ...), then the pod's container
+// resources at generation as JSON, with errMsg when not empty.
+func ResizeMessage(prefix string, pod *v1.Pod, generation int64, errMsg string) string {
+	s := resizeSummary{Generation: generation, Error: errMsg}
+	for _, c := range pod.Spec.InitContainers {
+		s.InitContainers = append(s.InitContainers, containerAllocation{Name: c.Name, Resources: c.Resources})
+	}
+	for _, c := range pod.Spec.Containers {
+		s.Containers = append(s.Containers, containerAllocation{Name: c.Name, Resources: c.Resources})
+	}
+	raw, err := json.Marshal(s)
+	if err != nil {
+		return prefix
+	}
+	return prefix + ": " + string(raw)
+}
+
+// PodEvent records an event about pod on recorder (nil: none), as the
+// sync passes record theirs.
+func PodEvent(recorder record.EventRecorder, pod *v1.Pod, eventtype, reason, message string) {
+	if recorder != nil {
+		recorder.Event(objectRef(pod, ""), eventtype, reason, message)
+	}
+}
+
+// resizeEvents records the outcome of a pass that resized the pod: an
+// error, or its completion once every container runs at its allocation.
+func (s *syncPass) resizeEvents(status *PodStatus) {
+	switch {
+	case s.resizeErr != nil:
+		s.r.podEvent(s.pod, v1.EventTypeWarning, EventResizeError, ResizeMessage("Pod resize error", s.pod, s.pod.Generation, s.resizeErr.Error()))
+	case s.resized && !resizeInProgress(s.pod, status):
+		s.r.podEvent(s.pod, v1.EventTypeNormal, EventResizeCompleted, ResizeMessage("Pod resize completed", s.pod, s.pod.Generation, ""))
+	}
 }
 
 // cgroupUpdater is the pod cgroups' manager when it can update a pod's
@@ -293,6 +354,7 @@ func maxList(a, b v1.ResourceList, limits bool) v1.ResourceList {
 // each container's CRI resources, then the pod cgroup at the allocation.
 func (s *syncPass) resizeContainers(ctx context.Context, toUpdate []int) {
 	pod, r := s.pod, s.r
+	s.resized = true
 	updater := r.Opts.cgroupUpdater()
 	if updater != nil {
 		if err := updater.Update(grownPod(pod, s.status, toUpdate)); err != nil {

@@ -103,6 +103,7 @@ func (r *Runtime) sync(ctx context.Context, pod *v1.Pod, vols map[string]volume.
 	if s.resizeErr != nil {
 		setResizeInProgress(&res.APIStatus, pod, res.Status, s.resizeErr, &pod.Status, now)
 	}
+	s.resizeEvents(res.Status)
 	res.Settled = res.Err == nil && res.Status != status && ComputePodActions(pod, res.Status, backoff, probes, now).none()
 	return res
 }
@@ -145,8 +146,10 @@ type syncPass struct {
 	waiting map[string]WaitingReason
 	retry   time.Duration
 	errs    []error
-	// resizeErr is the failure of the pass's in-place resize.
+	// resizeErr is the failure of the pass's in-place resize; resized:
+	// the pass resized the pod.
 	resizeErr error
+	resized   bool
 
 	sandboxID     string
 	sandboxConfig *runtimeapi.PodSandboxConfig
@@ -212,6 +215,7 @@ func (s *syncPass) run(ctx context.Context, a PodActions) {
 	case !a.KillPod && a.UpdatePodResources:
 		// Containers restart for a resize: the pod cgroup takes the
 		// allocation before they start, as upstream's doPodResizeAction.
+		s.resized = true
 		if u := r.Opts.cgroupUpdater(); u != nil {
 			if err := u.Update(pod); err != nil {
 				s.resizeFailed(fmt.Errorf("resize pod %s/%s: %w", pod.Namespace, pod.Name, err))

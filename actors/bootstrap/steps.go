@@ -276,7 +276,7 @@ var runtimeActors = []struct {
 	{podmanager.Kind, func(a *Actor, env *runtimeEnv) *actor.Props {
 		return a.p.System.Registry.Props(podmanager.Kind, podmanager.New(podmanager.Params{
 			Registry: a.p.System.Registry, Runtime: env.runtime, MaxContainerRestartPeriod: env.maxRestartPeriod,
-			Sources: env.sources, MaxPods: int(a.cfg.MaxPods), Allocatable: env.allocatable, RootDir: a.deps.RootDir,
+			Sources: env.sources, MaxPods: int(a.cfg.MaxPods), Allocatable: env.allocatable, RootDir: a.deps.RootDir, Recorder: a.deps.Events,
 			StatusReporter: a.child(statusreporter.Kind), ConfigSource: a.child(configsource.Kind),
 			VolumeManager: a.child(volumemanager.Kind), Log: a.log,
 			// Each pod-worker's prober runs its pod's probes through the

@@ -29,6 +29,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
 
 	"github.com/actorlet/actorlet/actors/podworker"
 	"github.com/actorlet/actorlet/messages"
@@ -63,6 +64,8 @@ type Params struct {
 	Sources     []string
 	MaxPods     int
 	Allocatable v1.ResourceList
+	// Recorder receives the pods' resize events; nil records none.
+	Recorder record.EventRecorder
 	// RootDir holds the checkpoint of the pods' allocations
 	// (AllocatedPodsStateFile); empty (in tests) keeps none.
 	RootDir string
@@ -198,6 +201,8 @@ func (a *Actor) execute(ctx actor.Context, c Command) (types.UID, bool) {
 		if pid, ok := a.workers[c.UID]; ok {
 			supervision.Tell(ctx, pid, c.Message)
 		}
+	case CmdEvent:
+		podruntime.PodEvent(a.p.Recorder, c.Pod, c.Type, c.Reason, c.Message)
 	case CmdSaveAllocations:
 		// A small file, written at once: the next decision must find it
 		// written, as upstream's checkpoint is before a resize goes on.

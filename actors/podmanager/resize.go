@@ -18,6 +18,7 @@ import (
 	resourcehelper "k8s.io/component-helpers/resource"
 
 	"github.com/actorlet/actorlet/messages"
+	"github.com/actorlet/actorlet/podruntime"
 )
 
 // PodAllocation is what the node admitted for one pod: each container's
@@ -246,6 +247,8 @@ func (m *Machine) resize(uid types.UID, p *PodState, now time.Time) bool {
 		delete(m.pending, uid)
 		m.saveAllocations()
 		m.log(zerolog.InfoLevel, "pod resize allocated", map[string]any{"pod": fullName(p.Pod), "generation": p.Pod.Generation})
+		m.emit(CmdEvent{Pod: p.Pod, Type: v1.EventTypeNormal, Reason: podruntime.EventResizeStarted,
+			Message: podruntime.ResizeMessage("Pod resize started", p.Pod, p.Pod.Generation, "")})
 		if prev != nil {
 			m.reportWithResize(uid, p)
 		}
@@ -259,6 +262,12 @@ func (m *Machine) resize(uid types.UID, p *PodState, now time.Time) bool {
 		m.pending[uid] = r
 		m.log(zerolog.WarnLevel, "pod resize "+r.Reason+": "+r.Message, map[string]any{"pod": fullName(p.Pod), "generation": p.Pod.Generation})
 		m.reportWithResize(uid, p)
+		reason := podruntime.EventResizeDeferred
+		if r.Reason == v1.PodReasonInfeasible {
+			reason = podruntime.EventResizeInfeasible
+		}
+		m.emit(CmdEvent{Pod: p.Pod, Type: v1.EventTypeWarning, Reason: reason,
+			Message: podruntime.ResizeMessage("Pod resize "+r.Reason, p.Pod, p.Pod.Generation, r.Message)})
 	}
 	return false
 }
@@ -326,6 +335,14 @@ func (m *Machine) saveAllocations() {
 func (m *Machine) admittedExcept(uid types.UID) []*v1.Pod {
 	return slices.DeleteFunc(m.admitted(), func(p *v1.Pod) bool { return p.UID == uid })
 }
+
+// CmdEvent: record an event about the pod.
+type CmdEvent struct {
+	Pod                   *v1.Pod
+	Type, Reason, Message string
+}
+
+func (CmdEvent) isCommand() {}
 
 // CmdSaveAllocations: write the allocations' checkpoint.
 type CmdSaveAllocations struct{ All Allocations }

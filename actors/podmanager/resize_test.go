@@ -1,6 +1,7 @@
 package podmanager
 
 import (
+	"strings"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
@@ -8,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/actorlet/actorlet/messages"
+	"github.com/actorlet/actorlet/podruntime"
 )
 
 // cpuPod is an API pod with one container requesting cpu (and, with
@@ -121,6 +123,9 @@ func TestMachineResize(t *testing.T) {
 		if all := saved(cmds); all == nil || cpuAllocated(all["a"]) != 1500 {
 			t.Errorf("checkpoint %v", all)
 		}
+		if e := event(cmds, podruntime.EventResizeStarted); e == nil || e.Type != v1.EventTypeNormal {
+			t.Errorf("no ResizeStarted event: %v", describe(cmds))
+		}
 	})
 	t.Run("a resize that does not fit is deferred, the worker keeps the allocation", func(t *testing.T) {
 		m := resizeMachine(t)
@@ -132,6 +137,10 @@ func TestMachineResize(t *testing.T) {
 		c := pendingCondition(reported(cmds, "a"))
 		if c == nil || c.Reason != v1.PodReasonDeferred || c.ObservedGeneration != 2 {
 			t.Fatalf("pending condition %+v", c)
+		}
+		if e := event(cmds, podruntime.EventResizeDeferred); e == nil || e.Type != v1.EventTypeWarning ||
+			!strings.HasPrefix(e.Message, "Pod resize Deferred: {\"containers\":[{\"name\":\"c\",\"resources\":{\"requests\":{\"cpu\":\"1600m\"}}}],\"generation\":2,\"error\":\"Node didn't have enough resource") {
+			t.Errorf("event %+v", e)
 		}
 		// The worker's next status carries the condition too.
 		cmds = m.Step(EvWorkerStatus{UID: "a", Status: v1.PodStatus{Phase: v1.PodRunning, ObservedGeneration: 2}}, t0)
@@ -214,4 +223,13 @@ func TestAllocationsCheckpoint(t *testing.T) {
 func cpuAllocated(a PodAllocation) int64 {
 	q := a["c"].Requests[v1.ResourceCPU]
 	return q.MilliValue()
+}
+
+func event(cmds []Command, reason string) *CmdEvent {
+	for _, c := range cmds {
+		if e, ok := c.(CmdEvent); ok && e.Reason == reason {
+			return &e
+		}
+	}
+	return nil
 }

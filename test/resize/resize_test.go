@@ -158,6 +158,8 @@ func TestInPlaceResize(t *testing.T) {
 		n.EventuallySees(t, "in-place", "c", cgroupScript, "204 40000 134217728", 30*time.Second)
 		// The pod cgroup grew with it (its limits are its containers').
 		podCgroupLimit(t, pod, "128Mi")
+		n.Event(t, "in-place", "ResizeStarted", `"generation":2`)
+		n.Event(t, "in-place", "ResizeCompleted", `"generation":2`)
 
 		// And back down: the memory limit shrinks below the old one.
 		down := resources("50m", "100m", "16Mi", "48Mi")
@@ -280,6 +282,7 @@ func TestInPlaceResize(t *testing.T) {
 			return nil
 		})
 		n.Expect(t, "small", "c", "cat /sys/fs/cgroup/cpu/cpu.shares", "102")
+		n.Event(t, "small", "ResizeDeferred", "Node didn't have enough resource: cpu")
 		if err := n.Admin.CoreV1().Pods(n.NS).Delete(context.Background(), "hog", metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
 		}
