@@ -32,6 +32,9 @@ type PodActions struct {
 	// ContainersToResize index pod.Spec.Containers: running containers
 	// whose resources differ from their allocation, updated in place.
 	ContainersToResize []int
+	// InitContainersToResize index pod.Spec.InitContainers likewise:
+	// running sidecars, or the running init container.
+	InitContainersToResize []int
 	// UpdatePodResources: a container restarts for a resize, and the pod
 	// cgroup must take the allocation first.
 	UpdatePodResources bool
@@ -44,7 +47,7 @@ type PodActions struct {
 func (a PodActions) none() bool {
 	return !a.KillPod && !a.CreateSandbox && len(a.InitContainersToStart) == 0 && len(a.ContainersToStart) == 0 &&
 		len(a.EphemeralContainersToStart) == 0 && len(a.ContainersToKill) == 0 && len(a.BackingOff) == 0 &&
-		len(a.ContainersToResize) == 0
+		len(a.ContainersToResize) == 0 && len(a.InitContainersToResize) == 0
 }
 
 // ContainerToKill is a container instance a sync pass stops.
@@ -197,6 +200,11 @@ func computeInitContainerActions(pod *v1.Pod, status *PodStatus, probes results.
 			a.InitContainersToStart = append(a.InitContainersToStart, i)
 		case runtimeapi.ContainerState_CONTAINER_RUNNING:
 			if !isRestartableInit(c) {
+				// A running init container is resized in place
+				// (validation allows it no RestartContainer policy).
+				if decideContainerResize(c, cs.Resources) != resizeNone {
+					a.InitContainersToResize = append(a.InitContainersToResize, i)
+				}
 				break
 			}
 			// A sidecar with a startup probe counts as started, and lets
@@ -220,6 +228,15 @@ func computeInitContainerActions(pod *v1.Pod, status *PodStatus, probes results.
 					Message: fmt.Sprintf("Init container %s definition changed", c.Name)})
 				a.InitContainersToStart = append(a.InitContainersToStart, i)
 				break
+			}
+			if r := decideContainerResize(c, cs.Resources); r == resizeRestart {
+				a.ContainersToKill = append(a.ContainersToKill, ContainerToKill{ID: cs.ID, Name: c.Name,
+					Message: fmt.Sprintf("Container %s resize requires restart", c.Name)})
+				a.InitContainersToStart = append(a.InitContainersToStart, i)
+				a.UpdatePodResources = true
+				break
+			} else if r == resizeUpdate {
+				a.InitContainersToResize = append(a.InitContainersToResize, i)
 			}
 			// A sidecar's liveness probe does not hold the next init
 			// container back, but its failure restarts the sidecar.

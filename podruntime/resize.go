@@ -305,10 +305,16 @@ func decideContainerResize(c *v1.Container, applied *v1.ResourceRequirements) re
 // runs with and its allocation, request and limit alike: the pod cgroup
 // set from it first lets every container grow before any shrinks, as
 // upstream orders the pod cgroup before increases and after decreases.
-func grownPod(pod *v1.Pod, status *PodStatus, toUpdate []int) *v1.Pod {
+func grownPod(pod *v1.Pod, status *PodStatus, toUpdate []*v1.Container) *v1.Pod {
 	out := pod.DeepCopy()
-	for _, i := range toUpdate {
-		c := &out.Spec.Containers[i]
+	resized := map[string]bool{}
+	for _, c := range toUpdate {
+		resized[c.Name] = true
+	}
+	for _, c := range allContainers(out) {
+		if !resized[c.Name] {
+			continue
+		}
 		cs := status.FindContainer(c.Name)
 		if cs == nil || cs.Resources == nil {
 			continue
@@ -349,10 +355,34 @@ func maxList(a, b v1.ResourceList, limits bool) v1.ResourceList {
 	return out
 }
 
+// allContainers are the pod's init and regular containers, in place.
+func allContainers(pod *v1.Pod) []*v1.Container {
+	out := make([]*v1.Container, 0, len(pod.Spec.InitContainers)+len(pod.Spec.Containers))
+	for i := range pod.Spec.InitContainers {
+		out = append(out, &pod.Spec.InitContainers[i])
+	}
+	for i := range pod.Spec.Containers {
+		out = append(out, &pod.Spec.Containers[i])
+	}
+	return out
+}
+
+// toResize are the containers the actions resize in place.
+func toResize(pod *v1.Pod, a PodActions) []*v1.Container {
+	var out []*v1.Container
+	for _, i := range a.InitContainersToResize {
+		out = append(out, &pod.Spec.InitContainers[i])
+	}
+	for _, i := range a.ContainersToResize {
+		out = append(out, &pod.Spec.Containers[i])
+	}
+	return out
+}
+
 // resizeContainers applies the allocation to the running containers
-// toUpdate (indexes of pod.Spec.Containers): the pod cgroup grown first,
-// each container's CRI resources, then the pod cgroup at the allocation.
-func (s *syncPass) resizeContainers(ctx context.Context, toUpdate []int) {
+// toUpdate: the pod cgroup grown first, each container's CRI resources,
+// then the pod cgroup at the allocation.
+func (s *syncPass) resizeContainers(ctx context.Context, toUpdate []*v1.Container) {
 	pod, r := s.pod, s.r
 	s.resized = true
 	updater := r.Opts.cgroupUpdater()
@@ -362,8 +392,7 @@ func (s *syncPass) resizeContainers(ctx context.Context, toUpdate []int) {
 			return
 		}
 	}
-	for _, i := range toUpdate {
-		c := &pod.Spec.Containers[i]
+	for _, c := range toUpdate {
 		cs := s.status.FindContainer(c.Name)
 		if cs == nil {
 			continue
@@ -405,8 +434,7 @@ func resizeInProgress(pod *v1.Pod, status *PodStatus) bool {
 	if status == nil || len(status.SandboxStatuses) == 0 || status.SandboxStatuses[0].State != runtimeapi.PodSandboxState_SANDBOX_READY {
 		return false
 	}
-	for i := range pod.Spec.Containers {
-		c := &pod.Spec.Containers[i]
+	for _, c := range allContainers(pod) {
 		cs := status.findActiveContainer(c.Name)
 		if cs == nil || cs.State != runtimeapi.ContainerState_CONTAINER_RUNNING {
 			continue

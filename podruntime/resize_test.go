@@ -174,7 +174,7 @@ func TestSetResizeInProgress(t *testing.T) {
 func TestGrownPod(t *testing.T) {
 	pod := resizePod(2, v1.Container{Name: "ca", Resources: rr(cpuMem("200m", "64Mi"), cpuMem("1", "64Mi"))})
 	status := runningStatus(ptrTo(rr(cpuMem("100m", "128Mi"), cpuMem("", "128Mi"))))
-	g := grownPod(pod, status, []int{0})
+	g := grownPod(pod, status, []*v1.Container{&pod.Spec.Containers[0]})
 	r := g.Spec.Containers[0].Resources
 	if q := r.Requests[v1.ResourceCPU]; q.MilliValue() != 200 {
 		t.Errorf("cpu request %v", q.String())
@@ -225,5 +225,43 @@ func TestActuatedResourcesCheckpoint(t *testing.T) {
 	var none *ActuatedResources
 	if none.get("u", "c", "id1") != nil || none.set("u", "c", "id", r) != nil || none.Forget("u") != nil {
 		t.Error("a nil store must know nothing and fail nothing")
+	}
+}
+
+func TestComputePodActionsSidecarResize(t *testing.T) {
+	now := time.Unix(1000, 0)
+	desired := rr(cpuMem("200m", ""), nil)
+	old := rr(cpuMem("100m", ""), nil)
+	always := v1.ContainerRestartPolicyAlways
+	for _, tc := range []struct {
+		name        string
+		policy      []v1.ContainerResizePolicy
+		wantResize  []int
+		wantRestart bool
+	}{
+		{"sidecar resized in place", nil, []int{0}, false},
+		{"sidecar restarted by its policy", []v1.ContainerResizePolicy{{ResourceName: v1.ResourceCPU, RestartPolicy: v1.RestartContainer}}, nil, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pod := resizePod(2, v1.Container{Name: "ca", Resources: desired})
+			pod.Spec.RestartPolicy = v1.RestartPolicyAlways
+			pod.Spec.InitContainers = []v1.Container{{Name: "side", Resources: desired, RestartPolicy: &always, ResizePolicy: tc.policy}}
+			status := runningStatus(&desired)
+			status.ContainerStatuses[0].Hash = HashContainer(&pod.Spec.Containers[0])
+			status.ContainerStatuses = append(status.ContainerStatuses, &ContainerStatus{ID: "side1", Name: "side",
+				State: runtimeapi.ContainerState_CONTAINER_RUNNING, SandboxID: "sb", Resources: &old,
+				Hash: HashContainer(&pod.Spec.InitContainers[0])})
+			a := ComputePodActions(pod, status, nil, nil, now)
+			if !equalInts(a.InitContainersToResize, tc.wantResize) || len(a.ContainersToResize) != 0 {
+				t.Errorf("resize init %v app %v", a.InitContainersToResize, a.ContainersToResize)
+			}
+			restarted := len(a.ContainersToKill) == 1 && a.ContainersToKill[0].Name == "side" && equalInts(a.InitContainersToStart, []int{0})
+			if restarted != tc.wantRestart || a.UpdatePodResources != tc.wantRestart {
+				t.Errorf("kill %v start %v updatePod %v", a.ContainersToKill, a.InitContainersToStart, a.UpdatePodResources)
+			}
+			if !resizeInProgress(pod, status) {
+				t.Error("a sidecar off its allocation is no resize in progress")
+			}
+		})
 	}
 }

@@ -210,8 +210,8 @@ func (s *syncPass) run(ctx context.Context, a PodActions) {
 		}
 	}
 	switch {
-	case !a.KillPod && len(a.ContainersToResize) > 0:
-		s.resizeContainers(ctx, a.ContainersToResize)
+	case !a.KillPod && len(a.ContainersToResize)+len(a.InitContainersToResize) > 0:
+		s.resizeContainers(ctx, toResize(pod, a))
 	case !a.KillPod && a.UpdatePodResources:
 		// Containers restart for a resize: the pod cgroup takes the
 		// allocation before they start, as upstream's doPodResizeAction.
