@@ -23,8 +23,13 @@ import (
 
 // PodAllocation is what the node admitted for one pod: each container's
 // requests and limits (app and init containers by name, which are unique
-// across both), as upstream's allocation manager keeps them.
+// across both), as upstream's allocation manager keeps them, and the
+// pod-level resources under podLevel.
 type PodAllocation map[string]v1.ResourceRequirements
+
+// podLevel is the key of the pod-level resources (spec.resources) in a
+// PodAllocation: no container is named "".
+const podLevel = ""
 
 // Allocations are the admitted pods' allocations, by UID.
 type Allocations map[types.UID]PodAllocation
@@ -40,6 +45,9 @@ func allocationOf(pod *v1.Pod) PodAllocation {
 		for _, c := range cs {
 			a[c.Name] = v1.ResourceRequirements{Requests: c.Resources.Requests.DeepCopy(), Limits: c.Resources.Limits.DeepCopy()}
 		}
+	}
+	if r := pod.Spec.Resources; r != nil {
+		a[podLevel] = v1.ResourceRequirements{Requests: r.Requests.DeepCopy(), Limits: r.Limits.DeepCopy()}
 	}
 	return a
 }
@@ -59,6 +67,9 @@ func AllocatedPod(pod *v1.Pod, alloc PodAllocation) *v1.Pod {
 				cs[i].Resources.Limits = r.Limits.DeepCopy()
 			}
 		}
+	}
+	if r, ok := alloc[podLevel]; ok && out.Spec.Resources != nil {
+		out.Spec.Resources.Requests, out.Spec.Resources.Limits = r.Requests.DeepCopy(), r.Limits.DeepCopy()
 	}
 	return out
 }
@@ -108,7 +119,12 @@ type ResizePending struct {
 // capacity check; newer API servers refuse such a resize already);
 // otherwise the message is the admission predicate's, and the resize is
 // Deferred until other pods make room.
-func decideResize(desired *v1.Pod, others []*v1.Pod, allocatable v1.ResourceList) *ResizePending {
+func decideResize(desired *v1.Pod, alloc PodAllocation, others []*v1.Pod, allocatable v1.ResourceList) *ResizePending {
+	if a, d := alloc[podLevel], allocationOf(desired)[podLevel]; !sameList(a.Requests, d.Requests) || !sameList(a.Limits, d.Limits) {
+		// Pod-level resources are not resized in place here: refused as
+		// upstream's kubelet refuses them without the feature.
+		return &ResizePending{Reason: v1.PodReasonInfeasible, Message: "InPlacePodLevelResourcesVerticalScaling is disabled"}
+	}
 	for _, name := range []v1.ResourceName{v1.ResourceCPU, v1.ResourceMemory} {
 		capacity, ok := allocatable[name]
 		if !ok {
@@ -241,7 +257,7 @@ func (m *Machine) resize(uid types.UID, p *PodState, now time.Time) bool {
 		}
 		return false
 	}
-	r := decideResize(p.Pod, m.admittedExcept(uid), m.cfg.Allocatable)
+	r := decideResize(p.Pod, m.alloc[uid], m.admittedExcept(uid), m.cfg.Allocatable)
 	if r == nil {
 		m.alloc[uid] = desired
 		delete(m.pending, uid)

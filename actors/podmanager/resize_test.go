@@ -27,18 +27,25 @@ func TestDecideResize(t *testing.T) {
 		name                string
 		desired             *v1.Pod
 		others              []*v1.Pod
+		alloc               PodAllocation
 		wantReason, wantMsg string
 	}{
-		{"fits", cpuPod("a", "1", 2), []*v1.Pod{cpuPod("b", "500m", 1)}, "", ""},
-		{"fits exactly", cpuPod("a", "1500m", 2), []*v1.Pod{cpuPod("b", "500m", 1)}, "", ""},
-		{"not beside the others: deferred", cpuPod("a", "1600m", 2), []*v1.Pod{cpuPod("b", "500m", 1)}, v1.PodReasonDeferred,
+		{"fits", cpuPod("a", "1", 2), []*v1.Pod{cpuPod("b", "500m", 1)}, nil, "", ""},
+		{"fits exactly", cpuPod("a", "1500m", 2), []*v1.Pod{cpuPod("b", "500m", 1)}, nil, "", ""},
+		{"not beside the others: deferred", cpuPod("a", "1600m", 2), []*v1.Pod{cpuPod("b", "500m", 1)}, nil, v1.PodReasonDeferred,
 			"Node didn't have enough resource: cpu, requested: 1600, used: 500, capacity: 2000"},
-		{"more than the node: infeasible", cpuPod("a", "3", 2), nil, v1.PodReasonInfeasible,
+		{"more than the node: infeasible", cpuPod("a", "3", 2), nil, nil, v1.PodReasonInfeasible,
 			"Node didn't have enough capacity: cpu, requested: 3000, capacity: 2000"},
-		{"its own old allocation does not count", cpuPod("a", "2", 2), []*v1.Pod{cpuPod("a", "1", 1)}, "", ""},
+		{"its own old allocation does not count", cpuPod("a", "2", 2), []*v1.Pod{cpuPod("a", "1", 1)}, nil, "", ""},
+		{"pod-level resources changed: infeasible", withPodLevel(cpuPod("a", "1", 2), "2"), nil, allocationOf(withPodLevel(cpuPod("a", "1", 1), "1")),
+			v1.PodReasonInfeasible, "InPlacePodLevelResourcesVerticalScaling is disabled"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := decideResize(tc.desired, tc.others, allocatable)
+			alloc := tc.alloc
+			if alloc == nil {
+				alloc = allocationOf(tc.desired)
+			}
+			got := decideResize(tc.desired, alloc, tc.others, allocatable)
 			if tc.wantReason == "" {
 				if got != nil {
 					t.Fatalf("pending %+v, want allocated", got)
@@ -232,4 +239,9 @@ func event(cmds []Command, reason string) *CmdEvent {
 		}
 	}
 	return nil
+}
+
+func withPodLevel(p *v1.Pod, cpu string) *v1.Pod {
+	p.Spec.Resources = &v1.ResourceRequirements{Limits: v1.ResourceList{v1.ResourceCPU: resource.MustParse(cpu)}}
+	return p
 }
