@@ -29,6 +29,15 @@ type PodActions struct {
 	// never created in the pod's running sandbox (they never restart).
 	EphemeralContainersToStart []int
 	ContainersToKill           []ContainerToKill
+	// ContainersToResize index pod.Spec.Containers: running containers
+	// whose resources differ from their allocation, updated in place.
+	ContainersToResize []int
+	// InitContainersToResize index pod.Spec.InitContainers likewise:
+	// running sidecars, or the running init container.
+	InitContainersToResize []int
+	// UpdatePodResources: a container restarts for a resize, and the pod
+	// cgroup must take the allocation first.
+	UpdatePodResources bool
 	// BackingOff are the containers that would be started but whose
 	// crash-loop backoff has not expired; they wait as CrashLoopBackOff.
 	BackingOff []BackingOff
@@ -37,7 +46,8 @@ type PodActions struct {
 // none reports whether a pass would do nothing at all.
 func (a PodActions) none() bool {
 	return !a.KillPod && !a.CreateSandbox && len(a.InitContainersToStart) == 0 && len(a.ContainersToStart) == 0 &&
-		len(a.EphemeralContainersToStart) == 0 && len(a.ContainersToKill) == 0 && len(a.BackingOff) == 0
+		len(a.EphemeralContainersToStart) == 0 && len(a.ContainersToKill) == 0 && len(a.BackingOff) == 0 &&
+		len(a.ContainersToResize) == 0 && len(a.InitContainersToResize) == 0
 }
 
 // ContainerToKill is a container instance a sync pass stops.
@@ -57,7 +67,7 @@ type BackingOff struct {
 }
 
 // ComputePodActions decides one sync pass of a pod that should run, as
-// upstream's computePodActions (without resizes and RestartAllContainers).
+// upstream's computePodActions (without RestartAllContainers).
 // backoff may be nil (no backoff); probes are the results of the pod's
 // probes (nil: none yet).
 func ComputePodActions(pod *v1.Pod, status *PodStatus, backoff *Backoff, probes results.Pod, now time.Time) PodActions {
@@ -130,6 +140,18 @@ func computeRunningSandboxActions(pod *v1.Pod, status *PodStatus, probes results
 				Message: fmt.Sprintf("Container %s definition changed, will be restarted", c.Name)})
 			continue
 		}
+		switch decideContainerResize(c, cs.Resources) {
+		case resizeRestart:
+			// Its resizePolicy asks for a restart: the new instance starts
+			// at the allocation, as upstream's computePodResizeAction.
+			a.ContainersToStart = append(a.ContainersToStart, i)
+			a.ContainersToKill = append(a.ContainersToKill, ContainerToKill{ID: cs.ID, Name: c.Name,
+				Message: fmt.Sprintf("Container %s resize requires restart", c.Name)})
+			a.UpdatePodResources = true
+			continue
+		case resizeUpdate:
+			a.ContainersToResize = append(a.ContainersToResize, i)
+		}
 		if kill, ok := probeKill(c, cs.ID, probes, "Container"); ok {
 			// A failed liveness or startup probe kills the container; it
 			// starts again unless the pod never restarts, as upstream.
@@ -178,6 +200,11 @@ func computeInitContainerActions(pod *v1.Pod, status *PodStatus, probes results.
 			a.InitContainersToStart = append(a.InitContainersToStart, i)
 		case runtimeapi.ContainerState_CONTAINER_RUNNING:
 			if !isRestartableInit(c) {
+				// A running init container is resized in place
+				// (validation allows it no RestartContainer policy).
+				if decideContainerResize(c, cs.Resources) != resizeNone {
+					a.InitContainersToResize = append(a.InitContainersToResize, i)
+				}
 				break
 			}
 			// A sidecar with a startup probe counts as started, and lets
@@ -201,6 +228,15 @@ func computeInitContainerActions(pod *v1.Pod, status *PodStatus, probes results.
 					Message: fmt.Sprintf("Init container %s definition changed", c.Name)})
 				a.InitContainersToStart = append(a.InitContainersToStart, i)
 				break
+			}
+			if r := decideContainerResize(c, cs.Resources); r == resizeRestart {
+				a.ContainersToKill = append(a.ContainersToKill, ContainerToKill{ID: cs.ID, Name: c.Name,
+					Message: fmt.Sprintf("Container %s resize requires restart", c.Name)})
+				a.InitContainersToStart = append(a.InitContainersToStart, i)
+				a.UpdatePodResources = true
+				break
+			} else if r == resizeUpdate {
+				a.InitContainersToResize = append(a.InitContainersToResize, i)
 			}
 			// A sidecar's liveness probe does not hold the next init
 			// container back, but its failure restarts the sidecar.

@@ -517,8 +517,9 @@ func notStarted(statuses []v1.ContainerStatus) {
 // specDetails adds what upstream's status shows of the container's spec:
 // its volume mounts (RecursiveReadOnlyMounts, GA: recursive read-only is
 // never enabled here, the runtime cannot), and, once an instance exists,
-// its resources and allocated requests (InPlacePodVerticalScaling, GA:
-// the spec's, since the runtime reports none and nothing resizes them).
+// its resources and allocated requests (InPlacePodVerticalScaling, GA):
+// the resources applied to the instance, and the allocated requests (the
+// spec the pod-manager gives is the allocation).
 // An ephemeral container has no resources to show: upstream's allocation
 // holds none for it (resizable false).
 func specDetails(c *v1.Container, s *v1.ContainerStatus, status *PodStatus, resizable bool) {
@@ -530,8 +531,14 @@ func specDetails(c *v1.Container, s *v1.ContainerStatus, status *PodStatus, resi
 		}
 		s.VolumeMounts = append(s.VolumeMounts, vm)
 	}
-	if resizable && s.ContainerID != "" && status.FindContainer(c.Name) != nil {
+	if cs := status.FindContainer(c.Name); resizable && s.ContainerID != "" && cs != nil {
+		// What was applied to the instance shows, the allocation while it is
+		// not known; the allocation is the spec the pod-manager gave.
 		s.Resources = c.Resources.DeepCopy()
+		if cs.Resources != nil && cs.ID == s.ContainerID {
+			s.Resources.Requests = withResizable(s.Resources.Requests, cs.Resources.Requests)
+			s.Resources.Limits = withResizable(s.Resources.Limits, cs.Resources.Limits)
+		}
 		s.AllocatedResources = c.Resources.Requests.DeepCopy()
 	}
 }

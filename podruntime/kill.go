@@ -128,6 +128,10 @@ func (r *Runtime) killPod(ctx context.Context, pod *v1.Pod, gracePeriod *int64, 
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("kill pod %s/%s: %w", namespace, name, err)
 	}
+	// Nothing of the pod runs: what was applied to its containers goes.
+	if err := r.Opts.Actuated.Forget(uid); err != nil {
+		return fmt.Errorf("kill pod %s/%s: %w", namespace, name, err)
+	}
 	return nil
 }
 

@@ -84,6 +84,9 @@ type Options struct {
 	// Hooks runs the containers' postStart and preStop hooks; nil fails
 	// every hook (FailedPostStartHook, FailedPreStopHook), never skips one.
 	Hooks Hooks
+	// Actuated remembers the resources applied to each running container;
+	// nil knows none, and no resize is then applied.
+	Actuated *ActuatedResources
 	// RuntimeClasses resolves pods' runtimeClassName to the runtime
 	// handler of their sandboxes; nil (no API server) runs every pod with
 	// the runtime's default handler, as upstream without a client.

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
@@ -38,6 +39,9 @@ type ContainerStatus struct {
 	// SandboxID is the sandbox the container runs in: init containers of an
 	// older sandbox do not count for the current one.
 	SandboxID string
+	// Resources are the CPU and memory last applied to this instance (at
+	// its creation or by an in-place resize); nil when not known.
+	Resources *v1.ResourceRequirements
 
 	// gracePeriod is the pod's grace period recorded on the container.
 	gracePeriod *int64
@@ -205,6 +209,7 @@ func (r *Runtime) podStatus(ctx context.Context, ref podRef, sbs []*runtimeapi.P
 			return nil, fmt.Errorf("status of container %s (%s) of pod %s/%s: %w", c.Id, c.GetMetadata().GetName(), ref.Namespace, ref.Name, err)
 		}
 		cst := toContainerStatus(resp.Status)
+		cst.Resources = r.Opts.Actuated.get(ref.UID, cst.Name, cst.ID)
 		cst.SandboxID = c.PodSandboxId
 		ps.ContainerStatuses = append(ps.ContainerStatuses, cst)
 	}

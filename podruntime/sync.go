@@ -101,6 +101,10 @@ func (r *Runtime) sync(ctx context.Context, pod *v1.Pod, vols map[string]volume.
 	s.run(ctx, actions)
 	s.removeDeadInstances(ctx)
 	res := r.result(ctx, pod, s.waiting, status, s.observe, probes, s.retry, errors.Join(s.errs...), now)
+	if s.resizeErr != nil {
+		setResizeInProgress(&res.APIStatus, pod, res.Status, s.resizeErr, &pod.Status, now)
+	}
+	s.resizeEvents(res.Status)
 	res.Settled = res.Err == nil && res.Status != status && ComputePodActions(pod, res.Status, backoff, probes, now).none()
 	return res
 }
@@ -125,6 +129,7 @@ func (r *Runtime) result(ctx context.Context, pod *v1.Pod, waiting map[string]Wa
 		}
 	}
 	api := GenerateAPIStatus(pod, status, waiting, probes, &pod.Status, now)
+	setResizeInProgress(&api, pod, status, nil, &pod.Status, now)
 	retry = deadlineRetry(pod, &api, retry, err != nil, now)
 	if r.Opts.NodeIP != "" {
 		api.HostIP = r.Opts.NodeIP
@@ -142,6 +147,10 @@ type syncPass struct {
 	waiting map[string]WaitingReason
 	retry   time.Duration
 	errs    []error
+	// resizeErr is the failure of the pass's in-place resize; resized:
+	// the pass resized the pod.
+	resizeErr error
+	resized   bool
 
 	sandboxID     string
 	sandboxConfig *runtimeapi.PodSandboxConfig
@@ -199,6 +208,19 @@ func (s *syncPass) run(ctx context.Context, a PodActions) {
 			r.podEvent(pod, v1.EventTypeWarning, EventFailedCreatePodContainer, fmt.Sprintf("unable to ensure pod container exists: %v", err))
 			s.fail(fmt.Errorf("failed to ensure that the pod: %v cgroups exist and are correctly applied: %w", pod.UID, err))
 			return
+		}
+	}
+	switch {
+	case !a.KillPod && len(a.ContainersToResize)+len(a.InitContainersToResize) > 0:
+		s.resizeContainers(ctx, toResize(pod, a))
+	case !a.KillPod && a.UpdatePodResources:
+		// Containers restart for a resize: the pod cgroup takes the
+		// allocation before they start, as upstream's doPodResizeAction.
+		s.resized = true
+		if u := r.Opts.cgroupUpdater(); u != nil {
+			if err := u.Update(pod); err != nil {
+				s.resizeFailed(fmt.Errorf("resize pod %s/%s: %w", pod.Namespace, pod.Name, err))
+			}
 		}
 	}
 	if !a.CreateSandbox && (a.KillPod || a.SandboxID == "") {
@@ -361,6 +383,9 @@ func (s *syncPass) startContainer(ctx context.Context, c *v1.Container) bool {
 		return false
 	}
 	s.created = append(s.created, created.ContainerId)
+	if err := r.Opts.Actuated.set(pod.UID, c.Name, created.ContainerId, c.Resources); err != nil {
+		s.fail(err)
+	}
 	r.containerEvent(pod, c.Name, created.ContainerId, v1.EventTypeNormal, EventCreated, "Container created")
 	sctx, cancel = r.callCtx(ctx)
 	defer cancel()
@@ -430,6 +455,7 @@ func (s *syncPass) observe(ctx context.Context) *PodStatus {
 		}
 		cs := toContainerStatus(resp.Status)
 		cs.SandboxID = s.sandboxID
+		cs.Resources = s.r.Opts.Actuated.get(s.pod.UID, cs.Name, cs.ID)
 		ps.ContainerStatuses = append(ps.ContainerStatuses, cs)
 	}
 	for _, cs := range s.status.ContainerStatuses {

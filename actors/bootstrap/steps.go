@@ -285,7 +285,7 @@ var runtimeActors = []struct {
 	{podmanager.Kind, func(a *Actor, env *runtimeEnv) *actor.Props {
 		return a.p.System.Registry.Props(podmanager.Kind, podmanager.New(podmanager.Params{
 			Registry: a.p.System.Registry, Runtime: env.runtime, MaxContainerRestartPeriod: env.maxRestartPeriod,
-			Sources: env.sources, MaxPods: int(a.cfg.MaxPods), Allocatable: env.allocatable,
+			Sources: env.sources, MaxPods: int(a.cfg.MaxPods), Allocatable: env.allocatable, RootDir: a.deps.RootDir, Recorder: a.deps.Events,
 			StatusReporter: a.child(statusreporter.Kind), ConfigSource: a.child(configsource.Kind),
 			VolumeManager: a.child(volumemanager.Kind), Log: a.log,
 			// Each pod-worker's prober runs its pod's probes through the
@@ -477,6 +477,12 @@ func (a *Actor) runtimeEnv() (*runtimeEnv, error) {
 		RootDir:               a.deps.RootDir,
 		Hooks:                 &lifecycle.Runner{RT: a.deps.Runtime, Recorder: a.deps.Events},
 	}}
+	// What was applied to each container, for in-place resizes.
+	actuated, err := podruntime.NewActuatedResources(a.deps.RootDir)
+	if err != nil {
+		a.log.Warn().Err(err).Msg("starting without the containers' actuated resources: running containers are taken to run at their allocation")
+	}
+	env.runtime.Opts.Actuated = actuated
 	if env.volumeSources != nil {
 		// Env and image pull secrets read the same objects as volumes, from
 		// the same watches: one cache of the node's objects, not two.

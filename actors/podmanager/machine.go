@@ -90,6 +90,9 @@ type Config struct {
 	Sources     []string
 	MaxPods     int
 	Allocatable v1.ResourceList
+	// Allocations are the allocations checkpointed by an earlier run: a
+	// pod admitted then is admitted again at what was allocated to it.
+	Allocations Allocations
 }
 
 // Machine is the pod-manager's state and its transition function. It owns
@@ -121,13 +124,18 @@ type Machine struct {
 	// taken for new.
 	inRuntime map[types.UID]bool
 
+	// alloc holds the resources admitted for each running pod (resize.go);
+	// pending, the resizes that wait, with their reason.
+	alloc   Allocations
+	pending map[types.UID]*ResizePending
+
 	// cmds collects the commands of the step under way.
 	cmds []Command
 }
 
 // NewMachine returns the state of a pod-manager that knows of no pod.
 func NewMachine(cfg Config) *Machine {
-	return &Machine{
+	m := &Machine{
 		cfg:          cfg,
 		pods:         map[types.UID]*PodState{},
 		rejected:     map[types.UID]*v1.Pod{},
@@ -135,10 +143,14 @@ func NewMachine(cfg Config) *Machine {
 		seen:         map[string]bool{},
 		recentlyDone: map[types.UID]time.Time{},
 		mirrors:      map[string]*v1.Pod{},
+		alloc:        Allocations{},
+		pending:      map[types.UID]*ResizePending{},
 
 		unmounting:       map[types.UID]bool{},
 		goneAfterUnmount: map[types.UID]*v1.Pod{},
 	}
+	maps.Copy(m.alloc, cfg.Allocations)
+	return m
 }
 
 // Event is what happens to the pod-manager; one type per kind.
@@ -330,7 +342,7 @@ func (m *Machine) Step(ev Event, now time.Time) []Command {
 		if p, ok := m.pods[e.UID]; ok && e.Status.Phase != "" {
 			p.Status = e.Status
 			if p.Pod != nil {
-				m.emit(CmdReportStatus{Pod: p.Pod, Status: e.Status})
+				m.emit(CmdReportStatus{Pod: p.Pod, Status: withResizePending(e.Status, m.pending[e.UID])})
 			}
 		}
 	case EvWorkerStopped:
@@ -487,7 +499,14 @@ func (m *Machine) upsert(source string, pod *v1.Pod, now time.Time) {
 		case p.Phase == Running && specChanged(p.Pod, pod):
 			refresh := p.VolumesAsked
 			p.Pod = pod
-			m.tell(uid, &messages.UpdatePod{Pod: pod})
+			// A changed container's resources are a resize: the worker
+			// gets the pod at what the node allocates to it.
+			before := m.alloc[uid]
+			m.resize(uid, p, now)
+			m.tell(uid, &messages.UpdatePod{Pod: m.workerPod(uid, p)})
+			if shrank(before, m.alloc[uid]) {
+				m.retryDeferred(now)
+			}
 			if refresh {
 				m.emit(CmdMountVolumes{Pod: pod})
 			}
@@ -496,7 +515,7 @@ func (m *Machine) upsert(source string, pod *v1.Pod, now time.Time) {
 			// through env fieldRefs and subPathExpr (the worker's next
 			// container uses them) and downward API volumes.
 			p.Pod = pod
-			m.tell(uid, &messages.UpdatePod{Pod: pod})
+			m.tell(uid, &messages.UpdatePod{Pod: m.workerPod(uid, p)})
 			if p.VolumesAsked {
 				m.emit(CmdMountVolumes{Pod: pod})
 			}
@@ -504,7 +523,7 @@ func (m *Machine) upsert(source string, pod *v1.Pod, now time.Time) {
 			// Others set the conditions of the pod's readiness gates
 			// through the API; its Ready condition follows them.
 			p.Pod = pod
-			m.tell(uid, &messages.UpdatePod{Pod: pod})
+			m.tell(uid, &messages.UpdatePod{Pod: m.workerPod(uid, p)})
 		default:
 			p.Pod = pod
 		}
@@ -519,7 +538,9 @@ func (m *Machine) upsert(source string, pod *v1.Pod, now time.Time) {
 		m.startEnded(source, pod)
 		return
 	}
-	if r := admit(pod, m.admitted(), m.cfg.MaxPods, m.cfg.Allocatable); r != nil {
+	// A pod admitted by an earlier run is admitted at what was allocated
+	// to it then, as upstream's AddPod; its spec may have been resized since.
+	if r := admit(AllocatedPod(pod, m.alloc[uid]), m.admitted(), m.cfg.MaxPods, m.cfg.Allocatable); r != nil {
 		m.log(zerolog.WarnLevel, r.Message, map[string]any{"pod": fullName(pod), "reason": r.Reason})
 		rejected := pod.DeepCopy()
 		rejected.Status = v1.PodStatus{Phase: v1.PodFailed, Reason: r.Reason, Message: "Pod was rejected: " + r.Message,
@@ -533,6 +554,12 @@ func (m *Machine) upsert(source string, pod *v1.Pod, now time.Time) {
 	}
 	p := &PodState{Phase: Running, Pod: pod, Source: source}
 	m.spawn(p, uid, pod.Name, pod.Namespace)
+	if _, ok := m.alloc[uid]; !ok {
+		m.alloc[uid] = allocationOf(pod)
+		m.saveAllocations()
+	} else {
+		m.resize(uid, p, now)
+	}
 	if len(pod.Spec.Volumes) > 0 {
 		// Its worker creates no container before the volumes are ready.
 		p.VolumesAsked = true
@@ -544,9 +571,10 @@ func (m *Machine) upsert(source string, pod *v1.Pod, now time.Time) {
 // run.
 func (m *Machine) admitted() []*v1.Pod {
 	out := make([]*v1.Pod, 0, len(m.pods))
-	for _, p := range m.pods {
+	for uid, p := range m.pods {
 		if p.Phase == Running {
-			out = append(out, p.Pod)
+			// At what the node allocated, not what the spec asks for.
+			out = append(out, m.workerPod(uid, p))
 		}
 	}
 	return out
@@ -622,7 +650,7 @@ func (m *Machine) resume(uid types.UID) {
 		m.tell(uid, &t)
 		return
 	case p.Pod != nil:
-		m.tell(uid, &messages.UpdatePod{Pod: p.Pod})
+		m.tell(uid, &messages.UpdatePod{Pod: m.workerPod(uid, p)})
 		if p.Volumes != nil && p.Phase == Running {
 			m.tell(uid, &messages.VolumesReady{UID: uid, Volumes: p.Volumes})
 		}
@@ -654,6 +682,8 @@ func (m *Machine) done(uid types.UID, now time.Time) {
 		if p.End == nil {
 			m.emit(CmdReportFinished{Pod: p.Pod})
 		}
+		// It no longer counts against the node.
+		m.retryDeferred(now)
 		return
 	}
 	m.forget(uid, p, p.Pod != nil, now)
@@ -677,6 +707,12 @@ func (m *Machine) forget(uid types.UID, p *PodState, report bool, now time.Time)
 	m.recentlyDone[uid] = now
 	if report && !p.ReportedGone {
 		m.reportGone(uid, p.Pod)
+	}
+	delete(m.pending, uid)
+	if _, ok := m.alloc[uid]; ok {
+		delete(m.alloc, uid)
+		m.saveAllocations()
+		m.retryDeferred(now)
 	}
 }
 
@@ -765,6 +801,18 @@ func (m *Machine) markReadyIfAllSeen() {
 	desired := make(map[types.UID]bool, len(m.pods))
 	for uid := range m.pods {
 		desired[uid] = true
+	}
+	// The allocations of an earlier run's pods that no source gave back
+	// go, as upstream's RemoveOrphanedPods.
+	pruned := false
+	for uid := range m.alloc {
+		if p, ok := m.pods[uid]; !ok || p.Phase != Running {
+			delete(m.alloc, uid)
+			pruned = true
+		}
+	}
+	if pruned {
+		m.saveAllocations()
 	}
 	m.emit(CmdFindOrphans{Desired: desired})
 }

@@ -29,6 +29,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
 
 	"github.com/actorlet/actorlet/actors/podworker"
 	"github.com/actorlet/actorlet/messages"
@@ -63,6 +64,11 @@ type Params struct {
 	Sources     []string
 	MaxPods     int
 	Allocatable v1.ResourceList
+	// Recorder receives the pods' resize events; nil records none.
+	Recorder record.EventRecorder
+	// RootDir holds the checkpoint of the pods' allocations
+	// (AllocatedPodsStateFile); empty (in tests) keeps none.
+	RootDir string
 	// StatusReporter receives every pod's status, and each pod's end.
 	StatusReporter *actor.PID
 	// ConfigSource is asked to send every source's pods again when the
@@ -110,7 +116,14 @@ func WorkerStrategy(registry *supervision.Registry) actor.SupervisorStrategy {
 func (a *Actor) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
-		a.m = NewMachine(Config{Sources: a.p.Sources, MaxPods: a.p.MaxPods, Allocatable: a.p.Allocatable})
+		allocations := Allocations{}
+		if a.p.RootDir != "" {
+			var err error
+			if allocations, err = LoadAllocations(a.p.RootDir); err != nil {
+				a.log.Warn().Err(err).Msg("starting without the pods' allocations: running pods are admitted at their specs' resources")
+			}
+		}
+		a.m = NewMachine(Config{Sources: a.p.Sources, MaxPods: a.p.MaxPods, Allocatable: a.p.Allocatable, Allocations: allocations})
 		a.workers = map[types.UID]*actor.PID{}
 		a.step(ctx, EvStarted{First: a.first})
 	case *messages.RuntimePodsListed:
@@ -187,6 +200,16 @@ func (a *Actor) execute(ctx actor.Context, c Command) (types.UID, bool) {
 		// for it goes with the pod's next update.
 		if pid, ok := a.workers[c.UID]; ok {
 			supervision.Tell(ctx, pid, c.Message)
+		}
+	case CmdEvent:
+		podruntime.PodEvent(a.p.Recorder, c.Pod, c.Type, c.Reason, c.Message)
+	case CmdSaveAllocations:
+		// A small file, written at once: the next decision must find it
+		// written, as upstream's checkpoint is before a resize goes on.
+		if a.p.RootDir != "" {
+			if err := SaveAllocations(a.p.RootDir, c.All); err != nil {
+				a.log.Error().Err(err).Msg("checkpointing the pods' allocations failed")
+			}
 		}
 	case CmdReportStatus:
 		supervision.Tell(ctx, a.p.StatusReporter, &messages.PodStatusReport{Pod: c.Pod, Status: c.Status})

@@ -32,6 +32,8 @@ var kubeletConditions = map[v1.PodConditionType]bool{
 	v1.PodInitialized:            true,
 	v1.ContainersReady:           true,
 	v1.PodReadyToStartContainers: true,
+	v1.PodResizePending:          true,
+	v1.PodResizeInProgress:       true,
 	v1.AllContainersRestarting:   true,
 }
 
