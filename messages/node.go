@@ -1,0 +1,60 @@
+package messages
+
+import (
+	"fmt"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+)
+
+// NodeChanged carries what admission needs of this node's Node: its labels
+// (node affinity, nodeSelector, the OS label), its taints (NoExecute taints
+// a pod must tolerate) and its allocatable resources (extended resources,
+// ephemeral-storage, hugepages). Sent first at start with the Node built
+// from the configuration (--node-labels, registerWithTaints), as upstream's
+// getNodeAnyWay falls back to it while the API has no Node, then whenever
+// the Node as the API has it changes in any of those.
+// Sender: the status-reporter. Receiver: the pod-manager.
+type NodeChanged struct {
+	// Node is a copy the receiver owns; only its labels, taints and
+	// status.allocatable matter.
+	Node *v1.Node
+	// FromAPI: the Node was read from (or written to) the API server;
+	// false for the Node built from the configuration.
+	FromAPI bool
+}
+
+func (m *NodeChanged) Summary() string {
+	if m.Node == nil {
+		return "node: none"
+	}
+	from := "config"
+	if m.FromAPI {
+		from = "API"
+	}
+	return fmt.Sprintf("node %s from %s: %d labels, %d taints", m.Node.Name, from, len(m.Node.Labels), len(m.Node.Spec.Taints))
+}
+
+// NodePressure is the set of node conditions under pressure right now
+// (v1.NodeMemoryPressure, v1.NodeDiskPressure, v1.NodePIDPressure), empty
+// when none is. Admission refuses pods as upstream's eviction manager does
+// while any is set: with MemoryPressure alone only BestEffort pods (unless
+// they tolerate the memory-pressure taint), with any other every pod but
+// critical ones; reason "Evicted", message "The node had condition: [...]. ".
+// Sent whenever the set changes (and again after the receiver restarts:
+// the set is the whole state, not a change).
+// Sender: the eviction actor. Receiver: the pod-manager.
+type NodePressure struct {
+	Conditions []v1.NodeConditionType
+}
+
+func (m *NodePressure) Summary() string {
+	if len(m.Conditions) == 0 {
+		return "node pressure: none"
+	}
+	names := make([]string, len(m.Conditions))
+	for i, c := range m.Conditions {
+		names[i] = string(c)
+	}
+	return "node pressure: " + strings.Join(names, ", ")
+}
