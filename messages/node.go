@@ -83,3 +83,12 @@ func (m *NodeRead) Summary() string {
 	}
 	return "node read"
 }
+
+// NodeWatched is a version of this node's Node the status-reporter's watch
+// of it saw (added or updated), as upstream's node informer sees labels
+// and taints others set; what admission needs of it goes on to the
+// pod-manager as NodeChanged when it changed.
+// Sender and receiver: the status-reporter (from its watch's goroutine).
+type NodeWatched struct{ Node *v1.Node }
+
+func (m *NodeWatched) Summary() string { return "node watched: " + m.Node.Name }

@@ -8,6 +8,10 @@ import (
 	v1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/tools/cache"
 
 	"github.com/actorlet/actorlet/messages"
 	"github.com/actorlet/actorlet/supervision"
@@ -16,7 +20,9 @@ import (
 // The pod-manager's admission decides against the Node's labels, taints
 // and allocatable resources: the status-reporter, which reads the Node on
 // every status update, hands them over whenever they change, and on
-// request (RefreshNode). Until the Node is registered, it hands over the
+// request (RefreshNode), and on every version its watch of the Node sees
+// (labels and taints others set reach admission at once, as upstream's
+// node informer has them). Until the Node is registered, it hands over the
 // Node it would register (--node-labels, registerWithTaints), as
 // upstream's getNodeAnyWay falls back to its initial node.
 
@@ -75,4 +81,56 @@ func sameForAdmission(a, b *v1.Node) bool {
 	return a.Name == b.Name && maps.Equal(a.Labels, b.Labels) &&
 		apiequality.Semantic.DeepEqual(a.Spec.Taints, b.Spec.Taints) &&
 		apiequality.Semantic.DeepEqual(a.Status.Allocatable, b.Status.Allocatable)
+}
+
+// watchNode watches this node's Node, as upstream's node informer, and
+// hands every version seen to the actor as NodeWatched, until stopWatch.
+func (a *Actor) watchNode(ctx actor.Context) {
+	if a.p.Kube == nil || a.p.PodManager == nil || a.stopWatch != nil {
+		return
+	}
+	c, cancel := context.WithCancel(context.Background())
+	a.stopWatch = cancel
+	system, self, nodes := ctx.ActorSystem(), ctx.Self(), a.p.Kube.CoreV1().Nodes()
+	selector := fields.OneTermEqualSelector("metadata.name", a.p.NodeName).String()
+	send := func(obj any) {
+		if node, ok := obj.(*v1.Node); ok {
+			supervision.TellFromOutside(system, self, &messages.NodeWatched{Node: node})
+		}
+	}
+	_, ctrl := cache.NewInformerWithOptions(cache.InformerOptions{
+		ListerWatcher: &cache.ListWatch{
+			ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+				o.FieldSelector = selector
+				return nodes.List(ctx, o)
+			},
+			WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+				o.FieldSelector = selector
+				return nodes.Watch(ctx, o)
+			},
+		},
+		ObjectType: &v1.Node{},
+		Handler: cache.ResourceEventHandlerFuncs{
+			AddFunc:    send,
+			UpdateFunc: func(_, obj any) { send(obj) },
+		},
+	})
+	go ctrl.RunWithContext(c)
+}
+
+// stopWatching ends the watch of the Node.
+func (a *Actor) stopWatching() {
+	if a.stopWatch != nil {
+		a.stopWatch()
+		a.stopWatch = nil
+	}
+}
+
+// nodeWatched hands a version of the Node the watch saw over, once the
+// Node is registered (before, the Node of the configuration stands).
+func (a *Actor) nodeWatched(ctx actor.Context, m *messages.NodeWatched) {
+	if a.node == nil {
+		return
+	}
+	a.nodeChanged(ctx, m.Node)
 }

@@ -108,6 +108,8 @@ type Actor struct {
 	// sentNode is the Node last handed to the pod-manager (admission.go).
 	sentNode    *v1.Node
 	sentFromAPI bool
+	// stopWatch ends the watch of the Node; nil when none runs.
+	stopWatch func()
 
 	// writes decides the pod status writes; the actor carries them out.
 	writes *writeQueue
@@ -129,6 +131,8 @@ func (a *Actor) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
 		a.start(ctx)
+	case *actor.Stopping, *actor.Restarting:
+		a.stopWatching()
 	case *messages.RegisterNode:
 		a.register(ctx)
 	case *messages.NodeRegistered:
@@ -145,6 +149,8 @@ func (a *Actor) Receive(ctx actor.Context) {
 		a.refreshNode(ctx)
 	case *messages.NodeRead:
 		a.nodeRead(ctx, m)
+	case *messages.NodeWatched:
+		a.nodeWatched(ctx, m)
 	case *messages.PodStatusReport:
 		a.write(ctx, a.writes.report(m.Pod, m.Status))
 	case *messages.PodFinished:
@@ -232,6 +238,7 @@ func (a *Actor) registered(ctx actor.Context, m *messages.NodeRegistered) {
 	a.log.Info().Str("node", m.Node.Name).Str("uid", string(m.Node.UID)).Msg("node registered")
 	a.node = m.Node
 	a.nodeChanged(ctx, m.Node)
+	a.watchNode(ctx)
 	a.tick(ctx)
 	a.renew(ctx)
 	a.write(ctx, a.writes.registered())
