@@ -92,6 +92,8 @@ type Config struct {
 	Allocatable v1.ResourceList
 	// Sysctls are the sysctls pods may set; nil: the safe set.
 	Sysctls *SysctlAllowlist
+	// AppArmor is why AppArmor profiles cannot be enforced; nil: they can.
+	AppArmor error
 	// AwaitNode: the Node comes as EvNode (from the status-reporter); no
 	// pod is admitted before the first, and no API pod before one read
 	// from the API, as upstream waits for its node informer. False (in
@@ -658,7 +660,7 @@ func (m *Machine) decide(source string, pod *v1.Pod) (r *Rejection) {
 		}
 	}()
 	return admit(pod, m.admitted(), Admission{Node: m.node, MaxPods: m.cfg.MaxPods, Allocatable: m.cfg.Allocatable,
-		Sysctls: m.cfg.Sysctls, Pressure: m.pressure, Static: isStaticSource(source)})
+		Sysctls: m.cfg.Sysctls, AppArmor: m.cfg.AppArmor, Pressure: m.pressure, Static: isStaticSource(source)})
 }
 
 // reject fails a pod admission refused, as upstream's rejectPod: a Warning

@@ -136,6 +136,10 @@ func TestAdmission(t *testing.T) {
 		{pod("os-field", func(p *v1.Pod) { p.Spec.OS = &v1.PodOS{Name: v1.OSName(otherOS)} }), "PodOSNotSupported",
 			"Failed to admit pod as the OS field doesn't match node OS"},
 		{pod("unsafe-sysctl", sysctls("kernel.sem")), "SysctlForbidden", `forbidden sysctl: "kernel.sem" not allowlisted`},
+		// AppArmor is not enabled on the test machine's kernel.
+		{pod("apparmor", func(p *v1.Pod) {
+			p.Spec.Containers[0].SecurityContext = &v1.SecurityContext{AppArmorProfile: &v1.AppArmorProfile{Type: v1.AppArmorProfileTypeRuntimeDefault}}
+		}), "AppArmor", "Cannot enforce AppArmor: AppArmor is not enabled on the host"},
 		// A sysctl of a namespace shared with the host (hostNetwork,
 		// hostIPC) is refused by the API's validation already.
 	}
