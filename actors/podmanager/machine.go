@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/actorlet/actorlet/messages"
+	"github.com/actorlet/actorlet/podruntime"
 )
 
 // recentlyDoneFor is how long the UID of a pod whose worker finished is
@@ -672,7 +673,7 @@ func (m *Machine) reject(pod *v1.Pod, r *Rejection) {
 	m.emit(CmdEvent{Pod: pod, Type: v1.EventTypeWarning, Reason: r.Reason, Message: r.Message})
 	rejected := pod.DeepCopy()
 	rejected.Status = v1.PodStatus{Phase: v1.PodFailed, Reason: r.Reason, Message: "Pod was rejected: " + r.Message,
-		ObservedGeneration: pod.Generation}
+		QOSClass: podruntime.PodQOSClass(pod), ObservedGeneration: pod.Generation}
 	m.rejected[pod.UID] = rejected
 	m.emit(CmdReportStatus{Pod: pod, Status: rejected.Status})
 	// Nothing of it runs: the status-reporter may write its terminal

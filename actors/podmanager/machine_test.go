@@ -209,7 +209,7 @@ func TestStep(t *testing.T) {
 			[]Command{spawn("x"), spawn("y"), spawn("z"),
 				CmdLog{Level: zerolog.WarnLevel, Message: "pod rejected: Node didn't have enough resource: pods, requested: 1, used: 3, capacity: 3", Fields: map[string]any{"pod": "default/p-a", "reason": "OutOfpods"}},
 				CmdEvent{Pod: podA, Type: v1.EventTypeWarning, Reason: "OutOfpods", Message: "Node didn't have enough resource: pods, requested: 1, used: 3, capacity: 3"},
-				CmdReportStatus{Pod: podA, Status: v1.PodStatus{Phase: v1.PodFailed, Reason: "OutOfpods", Message: "Pod was rejected: Node didn't have enough resource: pods, requested: 1, used: 3, capacity: 3"}},
+				CmdReportStatus{Pod: podA, Status: v1.PodStatus{Phase: v1.PodFailed, Reason: "OutOfpods", Message: "Pod was rejected: Node didn't have enough resource: pods, requested: 1, used: 3, capacity: 3", QOSClass: v1.PodQOSBestEffort}},
 				CmdReportFinished{Pod: podA}}, absent},
 		{"a rejected pod stays rejected", then(ready, at{0, set(messages.SourceAPI, testPod("x", ""), testPod("y", ""), testPod("z", ""), podA)}, at{0, set(messages.SourceAPI, testPod("x", ""), testPod("y", ""), testPod("z", ""), podA)}),
 			nil, absent},
