@@ -892,6 +892,10 @@ func (m *Machine) adoptOrphan(uid types.UID, name, namespace string) {
 	if _, ok := m.pods[uid]; ok {
 		return
 	}
+	if _, ok := m.waiting[uid]; ok {
+		// Wanted, admission not decided yet: no orphan.
+		return
+	}
 	m.log(zerolog.InfoLevel, "no source wants this pod any more: terminating it",
 		map[string]any{"pod": namespace + "/" + name, "uid": string(uid)})
 	m.spawn(&PodState{Phase: Orphaned, Terminate: &messages.TerminatePod{Reason: "orphaned: no source wants this pod"}}, uid, name, namespace)
