@@ -79,6 +79,11 @@ func (b *nodeInbox) waitFor(t *testing.T, what string, ok func(*messages.NodeCha
 		select {
 		case <-b.seen:
 		case <-deadline:
+			b.mu.Lock()
+			for _, m := range b.got {
+				t.Logf("got: from API %v, labels %v, taints %v", m.FromAPI, m.Node.Labels, m.Node.Spec.Taints)
+			}
+			b.mu.Unlock()
 			t.Fatalf("no NodeChanged %s", what)
 		}
 	}
