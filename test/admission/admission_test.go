@@ -196,8 +196,8 @@ func TestAdmission(t *testing.T) {
 }
 
 // TestStaticPodRejected writes a static pod with a forbidden sysctl: as
-// upstream, it is refused, and refused again after a restart (a manifest
-// has no phase to keep).
+// upstream, it is refused (a Warning event, no sandbox), and refused again
+// after a restart (a manifest has no phase to keep).
 func TestStaticPodRejected(t *testing.T) {
 	cfg := ""
 	if upstream {
@@ -222,26 +222,60 @@ spec:
     command: ["sleep", "3600"]
 `, n.Env.BusyboxImage))
 	name := "unsafe-" + n.Name
-	rejected := func() error {
-		// The mirror pod shows the static pod's status.
-		p, err := n.Admin.CoreV1().Pods("default").Get(context.Background(), name, metav1.GetOptions{})
+	// refusals counts the SysctlForbidden events of the pod (upstream's
+	// rejectPod records one each time it refuses it).
+	refusals := func() (int32, error) {
+		evs, err := n.Admin.CoreV1().Events("default").List(context.Background(), metav1.ListOptions{FieldSelector: "involvedObject.name=" + name})
 		if err != nil {
-			return err
+			return 0, err
 		}
-		want := `Pod was rejected: forbidden sysctl: "kernel.sem" not allowlisted`
-		if p.Status.Phase != v1.PodFailed || p.Status.Reason != "SysctlForbidden" || p.Status.Message != want {
-			return fmt.Errorf("phase %s, reason %q, message %q", p.Status.Phase, p.Status.Reason, p.Status.Message)
+		var count int32
+		for _, ev := range evs.Items {
+			if ev.Type == v1.EventTypeWarning && ev.Reason == "SysctlForbidden" && ev.Message == `forbidden sysctl: "kernel.sem" not allowlisted` {
+				count += max(ev.Count, 1)
+			}
 		}
-		if sbs := agent.Sandboxes(t, n.RT, map[string]string{"io.kubernetes.pod.name": name}); len(sbs) > 0 {
-			return fmt.Errorf("%d sandboxes in the runtime", len(sbs))
-		}
-		return nil
+		return count, nil
 	}
-	agent.Eventually(t, "the static pod rejected", 30*time.Second, rejected)
+	refusedMore := func(than int32) func() error {
+		return func() error {
+			c, err := refusals()
+			if err != nil {
+				return err
+			}
+			if c <= than {
+				return fmt.Errorf("%d SysctlForbidden events", c)
+			}
+			if sbs := agent.Sandboxes(t, n.RT, map[string]string{"io.kubernetes.pod.name": name}); len(sbs) > 0 {
+				return fmt.Errorf("%d sandboxes in the runtime", len(sbs))
+			}
+			return nil
+		}
+	}
+	agent.Eventually(t, "the static pod refused", 30*time.Second, refusedMore(0))
+	if !upstream {
+		// actorlet writes the refusal to the mirror pod; upstream makes
+		// no mirror pod for a static pod it refused.
+		agent.Eventually(t, "the mirror pod Failed", 30*time.Second, func() error {
+			p, err := n.Admin.CoreV1().Pods("default").Get(context.Background(), name, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			want := `Pod was rejected: forbidden sysctl: "kernel.sem" not allowlisted`
+			if p.Status.Phase != v1.PodFailed || p.Status.Reason != "SysctlForbidden" || p.Status.Message != want {
+				return fmt.Errorf("phase %s, reason %q, message %q", p.Status.Phase, p.Status.Reason, p.Status.Message)
+			}
+			return nil
+		})
+	}
+	before, err := refusals()
+	if err != nil {
+		t.Fatal(err)
+	}
 	n.Stop(syscall.SIGKILL)
 	n.Start()
-	agent.Eventually(t, "the static pod rejected after a restart", 30*time.Second, rejected)
-	agent.Consistently(t, "the static pod stays rejected", 6*time.Second, 2*time.Second, rejected)
+	agent.Eventually(t, "the static pod refused again after a restart", 30*time.Second, refusedMore(before))
+	agent.Consistently(t, "the static pod never runs", 6*time.Second, 2*time.Second, refusedMore(before))
 }
 
 // failedWith waits until the API shows the pod Failed with the rejection's
