@@ -64,11 +64,20 @@ type Params struct {
 	Sources     []string
 	MaxPods     int
 	Allocatable v1.ResourceList
-	// Recorder receives the pods' resize events; nil records none.
-	Recorder record.EventRecorder
 	// RootDir holds the checkpoint of the pods' allocations
 	// (AllocatedPodsStateFile); empty (in tests) keeps none.
 	RootDir string
+	// Sysctls are the sysctls pods may set (the safe ones and
+	// allowedUnsafeSysctls); nil: the safe set.
+	Sysctls *SysctlAllowlist
+	// AppArmor is why AppArmor profiles cannot be enforced (AppArmorHost);
+	// nil: they can.
+	AppArmor error
+	// AwaitNode: admission waits for the Node from the status-reporter
+	// (asked for with RefreshNode at start); false in tests without one.
+	AwaitNode bool
+	// Events records the pods' events (rejections, resizes); nil: none.
+	Events record.EventRecorder
 	// StatusReporter receives every pod's status, and each pod's end.
 	StatusReporter *actor.PID
 	// ConfigSource is asked to send every source's pods again when the
@@ -123,9 +132,15 @@ func (a *Actor) Receive(ctx actor.Context) {
 				a.log.Warn().Err(err).Msg("starting without the pods' allocations: running pods are admitted at their specs' resources")
 			}
 		}
-		a.m = NewMachine(Config{Sources: a.p.Sources, MaxPods: a.p.MaxPods, Allocatable: a.p.Allocatable, Allocations: allocations})
+		a.m = NewMachine(Config{Sources: a.p.Sources, MaxPods: a.p.MaxPods, Allocatable: a.p.Allocatable, Allocations: allocations,
+			Sysctls: a.p.Sysctls, AppArmor: a.p.AppArmor, AwaitNode: a.p.AwaitNode})
 		a.workers = map[types.UID]*actor.PID{}
 		a.step(ctx, EvStarted{First: a.first})
+		if a.p.AwaitNode && a.p.StatusReporter != nil {
+			// A restart lost the Node: ask for it (the status-reporter also
+			// sends it whenever it changes).
+			supervision.Tell(ctx, a.p.StatusReporter, &messages.RefreshNode{})
+		}
 	case *messages.RuntimePodsListed:
 		if m.Err != nil {
 			a.log.Debug().Err(m.Err).Msg("listing the runtime's pods failed: every pod's first pass lists it")
@@ -154,6 +169,11 @@ func (a *Actor) Receive(ctx actor.Context) {
 		a.step(ctx, EvVolumeManagerRestarted{})
 	case *messages.VolumesUnmounted:
 		a.step(ctx, EvVolumesUnmounted{UID: m.UID})
+	case *messages.NodeChanged:
+		a.step(ctx, EvNode{Node: m.Node, FromAPI: m.FromAPI})
+		a.recordPodCounts()
+	case *messages.NodePressure:
+		a.step(ctx, EvNodePressure{Conditions: m.Conditions})
 	case *messages.ListPods:
 		ctx.Respond(a.m.List())
 	case *messages.HealthRequest:
@@ -201,8 +221,6 @@ func (a *Actor) execute(ctx actor.Context, c Command) (types.UID, bool) {
 		if pid, ok := a.workers[c.UID]; ok {
 			supervision.Tell(ctx, pid, c.Message)
 		}
-	case CmdEvent:
-		podruntime.PodEvent(a.p.Recorder, c.Pod, c.Type, c.Reason, c.Message)
 	case CmdSaveAllocations:
 		// A small file, written at once: the next decision must find it
 		// written, as upstream's checkpoint is before a resize goes on.
@@ -219,6 +237,12 @@ func (a *Actor) execute(ctx actor.Context, c Command) (types.UID, bool) {
 		supervision.Tell(ctx, a.p.StatusReporter, &messages.CheckMirrorPod{UID: c.UID})
 	case CmdLog:
 		a.log.WithLevel(c.Level).Fields(c.Fields).Msg(c.Message)
+	case CmdRefreshNode:
+		if a.p.StatusReporter != nil {
+			supervision.Tell(ctx, a.p.StatusReporter, &messages.RefreshNode{})
+		}
+	case CmdEvent:
+		podruntime.PodEvent(a.p.Events, c.Pod, c.Type, c.Reason, c.Message)
 	case CmdMountVolumes:
 		if a.p.VolumeManager == nil {
 			supervision.Tell(ctx, ctx.Self(), &messages.VolumesReady{UID: c.Pod.UID, Volumes: messages.PodVolumes{}})

@@ -352,14 +352,6 @@ func (m *Machine) admittedExcept(uid types.UID) []*v1.Pod {
 	return slices.DeleteFunc(m.admitted(), func(p *v1.Pod) bool { return p.UID == uid })
 }
 
-// CmdEvent: record an event about the pod.
-type CmdEvent struct {
-	Pod                   *v1.Pod
-	Type, Reason, Message string
-}
-
-func (CmdEvent) isCommand() {}
-
 // CmdSaveAllocations: write the allocations' checkpoint.
 type CmdSaveAllocations struct{ All Allocations }
 

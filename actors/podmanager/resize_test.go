@@ -155,7 +155,7 @@ func TestMachineResize(t *testing.T) {
 			t.Error("the worker's status lost the pending condition")
 		}
 		// Admission counts a at its allocation (1 cpu): a 500m pod fits.
-		if r := admit(cpuPod("x", "500m", 1), m.admitted(), 10, m.cfg.Allocatable); r != nil {
+		if r := admit(cpuPod("x", "500m", 1), m.admitted(), Admission{MaxPods: 10, Allocatable: m.cfg.Allocatable}); r != nil {
 			t.Errorf("admission counted the desired resources: %v", r.Message)
 		}
 		// b leaving makes room: the deferred resize goes through.
