@@ -43,7 +43,9 @@ func (m *NodeChanged) Summary() string {
 // critical ones; reason "Evicted", message "The node had condition: [...]. ".
 // Sent whenever the set changes (and again after the receiver restarts:
 // the set is the whole state, not a change).
-// Sender: the eviction actor. Receiver: the pod-manager.
+// Sender: the eviction actor. Receivers: the pod-manager, and the
+// status-reporter (the Node's MemoryPressure, DiskPressure and PIDPressure
+// conditions).
 type NodePressure struct {
 	Conditions []v1.NodeConditionType
 }
