@@ -218,9 +218,9 @@ func TestUnknownFields(t *testing.T) {
 	if len(warnings) != 0 {
 		t.Errorf("warnings for zero values: %q", warnings)
 	}
-	_, warnings = load(t, "--config", writeFile(t, dir, "choices.yaml", header+"cgroupsPerQOS: false\nsystemReservedCgroup: \"\"\nevictionSoft: {}\n"))
-	if !containsWarning(warnings, "ignored (not implemented yet): cgroupsPerQOS, evictionSoft") {
-		t.Errorf("warnings %q lack the choices cgroupsPerQOS and evictionSoft", warnings)
+	_, warnings = load(t, "--config", writeFile(t, dir, "choices.yaml", header+"cgroupsPerQOS: false\nsystemReservedCgroup: \"\"\nqosReserved: {}\n"))
+	if !containsWarning(warnings, "ignored (not implemented yet): cgroupsPerQOS, qosReserved") {
+		t.Errorf("warnings %q lack the choices cgroupsPerQOS and qosReserved", warnings)
 	}
 }
 

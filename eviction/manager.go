@@ -196,14 +196,19 @@ func allIndexes(n int) []int {
 
 // PodGracePeriod is the grace period of a pod evicted for r, as upstream:
 // none for a hard threshold; for a soft one evictionMaxPodGracePeriod, or
-// the pod's terminationGracePeriodSeconds when shorter.
+// the pod's terminationGracePeriodSeconds when shorter (or negative
+// evictionMaxPodGracePeriod).
 func (m *Manager) PodGracePeriod(r *Reclaim, pod *v1.Pod) int64 {
 	if r.Hard {
 		return 0
 	}
-	g := m.cfg.MaxPodGracePeriodSeconds
+	own := int64(30) // the API server's default
 	if pod.Spec.TerminationGracePeriodSeconds != nil {
-		g = min(g, *pod.Spec.TerminationGracePeriodSeconds)
+		own = *pod.Spec.TerminationGracePeriodSeconds
 	}
-	return g
+	if m.cfg.MaxPodGracePeriodSeconds < 0 {
+		// As the flag says: negative defers to the pod's own.
+		return own
+	}
+	return min(m.cfg.MaxPodGracePeriodSeconds, own)
 }
