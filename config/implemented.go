@@ -67,22 +67,23 @@ var Implemented = map[string]bool{
 	"kubeReserved":         true,
 	"systemReserved":       true,
 	"evictionHard":         true,
-	// The eviction manager (actors/eviction).
-	"evictionSoft":                               true,
-	"evictionSoftGracePeriod":                    true,
-	"evictionMinimumReclaim":                     true,
-	"evictionPressureTransitionPeriod":           true,
-	"evictionMaxPodGracePeriod":                  true,
 	"crashLoopBackOff.maxContainerRestartPeriod": true,
-	"eventRecordQPS":                             true,
-	"eventBurst":                                 true,
-	"kubeAPIQPS":                                 true,
-	"kubeAPIBurst":                               true,
+	"eventRecordQPS": true,
+	"eventBurst":     true,
+	"kubeAPIQPS":     true,
+	"kubeAPIBurst":   true,
 	// The debugging handlers of the kubelet API (actors/apiserver).
 	"enableDebuggingHandlers":   true,
 	"enableSystemLogHandler":    true,
 	"enableProfilingHandler":    true,
 	"enableContentionProfiling": true,
+
+	// The eviction manager (actors/eviction).
+	"evictionSoft":                     true,
+	"evictionSoftGracePeriod":          true,
+	"evictionMinimumReclaim":           true,
+	"evictionPressureTransitionPeriod": true,
+	"evictionMaxPodGracePeriod":        true,
 }
 
 // IsImplemented reports whether actorlet acts on the field at path.
