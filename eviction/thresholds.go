@@ -84,9 +84,13 @@ type Value struct {
 	Quantity *resource.Quantity
 	// Percentage is a fraction of the capacity (0.1 for "10%").
 	Percentage float32
+	// text is the value as configured, for messages and logs.
+	text string
 }
 
-// Of is the value as a quantity of a resource with capacity c.
+// Of is the value as a quantity of a resource with capacity c, computed as
+// upstream's GetThresholdQuantity (a float32 percentage: 10% of 1000Mi is
+// a byte more than 100Mi).
 func (v Value) Of(c resource.Quantity) resource.Quantity {
 	if v.Quantity != nil {
 		return v.Quantity.DeepCopy()
@@ -95,10 +99,13 @@ func (v Value) Of(c resource.Quantity) resource.Quantity {
 }
 
 func (v Value) String() string {
-	if v.Quantity != nil {
+	switch {
+	case v.text != "":
+		return v.text
+	case v.Quantity != nil:
 		return v.Quantity.String()
 	}
-	return strconv.FormatFloat(float64(v.Percentage)*100, 'f', -1, 32) + "%"
+	return strconv.FormatFloat(float64(v.Percentage*100), 'f', -1, 32) + "%"
 }
 
 func (v Value) equal(o Value) bool {
@@ -185,7 +192,7 @@ func ParseThresholds(enforceNodeAllocatable []string, hard, soft, softGracePerio
 			if p <= 0 {
 				return nil, fmt.Errorf("evictionMinimumReclaim %s: eviction percentage minimum reclaim %v must be positive: %s", s, s, val)
 			}
-			reclaim[s] = Value{Percentage: p}
+			reclaim[s] = Value{Percentage: p, text: val}
 			continue
 		}
 		q, err := resource.ParseQuantity(val)
@@ -242,7 +249,7 @@ func parseStatements(field string, statements map[string]string) ([]Threshold, e
 			if p > 1 {
 				return nil, fmt.Errorf("%s: eviction percentage threshold %v must be <= 100%%: %s", field, s, val)
 			}
-			out = append(out, Threshold{Signal: s, Value: Value{Percentage: p}})
+			out = append(out, Threshold{Signal: s, Value: Value{Percentage: p, text: val}})
 			continue
 		}
 		q, err := resource.ParseQuantity(val)
