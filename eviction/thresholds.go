@@ -108,16 +108,6 @@ func (v Value) String() string {
 	return strconv.FormatFloat(float64(v.Percentage*100), 'f', -1, 32) + "%"
 }
 
-func (v Value) equal(o Value) bool {
-	if (v.Quantity == nil) != (o.Quantity == nil) {
-		return false
-	}
-	if v.Quantity != nil {
-		return v.Quantity.Cmp(*o.Quantity) == 0
-	}
-	return v.Percentage == o.Percentage
-}
-
 // Threshold is one eviction threshold: the signal's available amount
 // below Value. A hard one (GracePeriod 0) acts at once; a soft one once it
 // has held for GracePeriod.
@@ -142,10 +132,6 @@ func (t Threshold) String() string {
 		s += fmt.Sprintf(" (minimum reclaim %s)", t.MinReclaim)
 	}
 	return s
-}
-
-func (t Threshold) same(o Threshold) bool {
-	return t.Signal == o.Signal && t.GracePeriod == o.GracePeriod && t.Value.equal(o.Value)
 }
 
 // ParseThresholds is upstream's ParseThresholdConfig: the hard thresholds,
