@@ -135,7 +135,11 @@ func (a *Actor) Receive(ctx actor.Context) {
 		}
 		a.log.Info().Strs("thresholds", th).Dur("monitoringInterval", a.p.MonitoringInterval).
 			Dur("pressureTransitionPeriod", a.p.Config.PressureTransitionPeriod).Msg("eviction manager started")
-		a.pass(ctx)
+		// The first pass comes an interval after the start, as upstream's
+		// manager starts once the runtime is up: the pods the node runs
+		// already are taken in again before the conditions can refuse
+		// them, and then ranked for eviction like any.
+		a.cancelPass = supervision.After(ctx, a.p.MonitoringInterval, &messages.EvictionPass{})
 	case *actor.Restarting, *actor.Stopping:
 		if a.cancelPass != nil {
 			a.cancelPass()
