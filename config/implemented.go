@@ -35,6 +35,7 @@ var Implemented = map[string]bool{
 	"containerRuntimeEndpoint":    true,
 	"imageServiceEndpoint":        true,
 	"maxPods":                     true,
+	"allowedUnsafeSysctls":        true,
 	"registerNode":                true,
 	"registerWithTaints":          true,
 	"featureGates":                true,

@@ -60,3 +60,37 @@ func (m *NodePressure) Summary() string {
 	}
 	return "node pressure: " + strings.Join(names, ", ")
 }
+
+// RefreshNode asks for the Node afresh: the status-reporter reads it from
+// the API server (when registered; otherwise it has the Node built from
+// the configuration) and answers with NodeChanged, changed or not. Sent
+// when the pod-manager starts, and when node affinity alone refused a pod,
+// as upstream reads the Node again before rejecting such a pod.
+// Sender: the pod-manager. Receiver: the status-reporter.
+type RefreshNode struct{}
+
+func (m *RefreshNode) Summary() string { return "refresh node" }
+
+// NodeRead is the outcome of reading the Node for a RefreshNode, run
+// outside the status-reporter's mailbox.
+// Sender and receiver: the status-reporter (from its own goroutine).
+type NodeRead struct {
+	Node *v1.Node
+	Err  error
+}
+
+func (m *NodeRead) Summary() string {
+	if m.Err != nil {
+		return "node read failed: " + m.Err.Error()
+	}
+	return "node read"
+}
+
+// NodeWatched is a version of this node's Node the status-reporter's watch
+// of it saw (added or updated), as upstream's node informer sees labels
+// and taints others set; what admission needs of it goes on to the
+// pod-manager as NodeChanged when it changed.
+// Sender and receiver: the status-reporter (from its watch's goroutine).
+type NodeWatched struct{ Node *v1.Node }
+
+func (m *NodeWatched) Summary() string { return "node watched: " + m.Node.Name }

@@ -269,6 +269,7 @@ var runtimeActors = []struct {
 			Kube: d.Kube, Heartbeat: d.Heartbeat, NodeName: d.NodeName, NodeIP: d.NodeIP, Config: a.cfg, NodeLabels: a.cmdline.Options.NodeLabels,
 			Capacity: env.capacity, Allocatable: env.allocatable, RootDir: d.RootDir, RuntimeVersion: d.RuntimeVersion,
 			Runtime: d.Runtime, Images: d.Images, PLEG: a.child(pleg.Kind), Events: d.Events, Log: a.log,
+			PodManager: a.child(podmanager.Kind),
 		}), nil)
 	}},
 	{volumemanager.Kind, func(a *Actor, env *runtimeEnv) *actor.Props {
@@ -281,6 +282,7 @@ var runtimeActors = []struct {
 		return a.p.System.Registry.Props(podmanager.Kind, podmanager.New(podmanager.Params{
 			Registry: a.p.System.Registry, Runtime: env.runtime, MaxContainerRestartPeriod: env.maxRestartPeriod,
 			Sources: env.sources, MaxPods: int(a.cfg.MaxPods), Allocatable: env.allocatable,
+			Sysctls: env.sysctls, AwaitNode: true, Events: a.deps.Events,
 			StatusReporter: a.child(statusreporter.Kind), ConfigSource: a.child(configsource.Kind),
 			VolumeManager: a.child(volumemanager.Kind), Log: a.log,
 			// Each pod-worker's prober runs its pod's probes through the
@@ -375,6 +377,8 @@ type runtimeEnv struct {
 	capacity         v1.ResourceList
 	allocatable      v1.ResourceList
 	maxRestartPeriod time.Duration
+	// sysctls are the sysctls pods may set.
+	sysctls *podmanager.SysctlAllowlist
 	// volumes sets up pods' volumes; volumeSources (nil without an API
 	// server) reads the API objects they show.
 	volumes       *volume.Host
@@ -425,6 +429,9 @@ func (a *Actor) runtimeEnv() (*runtimeEnv, error) {
 		return nil, err
 	}
 	env := &runtimeEnv{capacity: capacity, allocatable: allocatable, maxRestartPeriod: 5 * time.Minute}
+	if env.sysctls, err = podmanager.NodeSysctlAllowlist(c.AllowedUnsafeSysctls); err != nil {
+		return nil, err
+	}
 	if p := c.CrashLoopBackOff.MaxContainerRestartPeriod; p != nil && a.gates.Enabled("KubeletCrashLoopBackOffMax") {
 		env.maxRestartPeriod = p.Duration
 	}

@@ -2,47 +2,342 @@ package podmanager
 
 import (
 	"fmt"
+	"runtime"
+	"slices"
+	"strings"
 
+	"github.com/go-logr/logr"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/util/validation"
+	schedulingcorev1 "k8s.io/component-helpers/scheduling/corev1"
+	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
+
+	"github.com/actorlet/actorlet/messages"
 )
 
+// Admission reasons, as upstream's (pkg/kubelet/lifecycle, eviction and
+// sysctl, and the scheduler plugins' names the predicate handler reports).
+const (
+	ReasonOSSelector      = "PodOSSelectorNodeLabelDoesNotMatch"
+	ReasonOSNotSupported  = "PodOSNotSupported"
+	ReasonSysctlForbidden = "SysctlForbidden"
+	ReasonEvicted         = "Evicted"
+	ReasonNodeAffinity    = "NodeAffinity"
+	ReasonNodeName        = "NodeName"
+	ReasonNodePorts       = "NodePorts"
+	ReasonTaintToleration = "TaintToleration"
+	// ReasonUnexpected is upstream's UnexpectedAdmissionError: a panic in
+	// admission rejects the pod rather than killing the pod-manager.
+	ReasonUnexpected = "UnexpectedAdmissionError"
+	// insufficientPrefix makes OutOfcpu, OutOfmemory, OutOfpods,
+	// OutOfephemeral-storage, OutOfhugepages-2Mi, OutOfexample.com/foo.
+	insufficientPrefix = "OutOf"
+)
+
+// The descriptions of the scheduler's filters, which the kubelet's
+// messages quote ("Predicate NodeAffinity failed: ...").
+const (
+	descNodeAffinity = "node(s) didn't match Pod's node affinity/selector"
+	descNodeName     = "node(s) didn't match the requested node name"
+	descNodePorts    = "node(s) didn't have free ports for the requested pod ports"
+	descTaints       = "node(s) had taints that the pod didn't tolerate"
+)
+
+// systemCriticalPriority is upstream's scheduling.SystemCriticalPriority:
+// pods at or above it are critical.
+const systemCriticalPriority = 2 * 1000000000
+
 // Rejection is why a pod was not admitted, in upstream's words: the pod
-// fails with Reason (OutOfpods, OutOfcpu, OutOfmemory) and Message.
+// fails with Reason (OutOfpods, OutOfcpu, NodeAffinity, ...) and Message.
 type Rejection struct {
 	Reason, Message string
+	// AffinityOnly: node affinity (or the nodeSelector) is all that
+	// failed; as upstream, the Node is read again and the pod admitted
+	// anew before it is rejected, since the cached Node may lag behind a
+	// label just added.
+	AffinityOnly bool
 }
 
-// admit decides whether pod fits beside the admitted pods, as upstream's
-// predicate admit handler: the pod count against maxPods, then the sum of
-// CPU and memory requests against allocatable.
-func admit(pod *v1.Pod, admitted []*v1.Pod, maxPods int, allocatable v1.ResourceList) *Rejection {
-	if len(admitted)+1 > maxPods {
-		return &Rejection{Reason: "OutOfpods", Message: fmt.Sprintf(
-			"Node didn't have enough resource: pods, requested: 1, used: %d, capacity: %d", len(admitted), maxPods)}
+// Admission is what admission decides against, besides the pod and the
+// pods already admitted.
+type Admission struct {
+	// Node gives the labels, taints and allocatable resources; nil: a Node
+	// with none (allocatable then comes from Allocatable alone).
+	Node *v1.Node
+	// MaxPods caps the pods admitted.
+	MaxPods int
+	// Allocatable stands in for the resources the Node does not list.
+	Allocatable v1.ResourceList
+	// Sysctls are the sysctls pods may set; nil: the safe set of any
+	// kernel.
+	Sysctls *SysctlAllowlist
+	// Pressure are the node conditions under pressure (eviction).
+	Pressure []v1.NodeConditionType
+	// Static: the pod comes from a manifest (file or URL), not the API:
+	// taints do not apply, and it is critical.
+	Static bool
+}
+
+// admit decides whether pod may run beside the admitted pods, as upstream's
+// admit handlers in their order: the eviction manager's, the sysctls', then
+// the predicate handler's (the OS label and field, then resources, node
+// affinity, node name and host ports, then NoExecute taints). The first
+// refusal is the pod's.
+func admit(pod *v1.Pod, admitted []*v1.Pod, a Admission) *Rejection {
+	if r := admitPressure(pod, a); r != nil {
+		return r
 	}
-	for _, name := range []v1.ResourceName{v1.ResourceCPU, v1.ResourceMemory} {
-		capacity, ok := allocatable[name]
-		if !ok {
+	if r := a.Sysctls.admit(pod); r != nil {
+		return r
+	}
+	node := a.Node
+	if node == nil {
+		node = &v1.Node{}
+	}
+	if osSelectorMismatch(pod, node) {
+		return &Rejection{Reason: ReasonOSSelector, Message: "Failed to admit pod as the `kubernetes.io/os` label doesn't match node label"}
+	}
+	if pod.Spec.OS != nil && string(pod.Spec.OS.Name) != runtime.GOOS {
+		return &Rejection{Reason: ReasonOSNotSupported, Message: "Failed to admit pod as the OS field doesn't match node OS"}
+	}
+	var reasons []*Rejection
+	reasons = append(reasons, fitsResources(pod, admitted, a.MaxPods, allocatable(node, a.Allocatable))...)
+	if ok, _ := nodeaffinity.GetRequiredNodeAffinity(pod).Match(node); !ok {
+		reasons = append(reasons, predicate(ReasonNodeAffinity, descNodeAffinity))
+	}
+	if pod.Spec.NodeName != "" && node.Name != "" && pod.Spec.NodeName != node.Name {
+		reasons = append(reasons, predicate(ReasonNodeName, descNodeName))
+	}
+	if !fitsPorts(pod, admitted) {
+		reasons = append(reasons, predicate(ReasonNodePorts, descNodePorts))
+	}
+	if !a.Static {
+		_, untolerated := schedulingcorev1.FindMatchingUntoleratedTaint(logr.Discard(), node.Spec.Taints, pod.Spec.Tolerations,
+			func(t *v1.Taint) bool { return t.Effect == v1.TaintEffectNoExecute }, false)
+		if untolerated {
+			reasons = append(reasons, predicate(ReasonTaintToleration, descTaints))
+		}
+	}
+	if len(reasons) == 0 {
+		return nil
+	}
+	first := reasons[0]
+	first.AffinityOnly = !slices.ContainsFunc(reasons, func(r *Rejection) bool { return r.Reason != ReasonNodeAffinity })
+	return first
+}
+
+func predicate(name, desc string) *Rejection {
+	return &Rejection{Reason: name, Message: fmt.Sprintf("Predicate %s failed: %s", name, desc)}
+}
+
+// admitPressure is upstream's eviction manager's admission: under memory
+// pressure alone, BestEffort pods are refused unless they tolerate the
+// memory-pressure taint; under any other pressure, every pod. Critical
+// pods (static, or of system-critical priority) are always admitted.
+func admitPressure(pod *v1.Pod, a Admission) *Rejection {
+	if len(a.Pressure) == 0 || a.Static || (pod.Spec.Priority != nil && *pod.Spec.Priority >= systemCriticalPriority) {
+		return nil
+	}
+	if len(a.Pressure) == 1 && a.Pressure[0] == v1.NodeMemoryPressure {
+		if !isBestEffort(pod) {
+			return nil
+		}
+		taint := &v1.Taint{Key: v1.TaintNodeMemoryPressure, Effect: v1.TaintEffectNoSchedule}
+		if schedulingcorev1.TolerationsTolerateTaint(logr.Discard(), pod.Spec.Tolerations, taint, false) {
+			return nil
+		}
+	}
+	return &Rejection{Reason: ReasonEvicted, Message: fmt.Sprintf("The node had condition: %v. ", a.Pressure)}
+}
+
+// isBestEffort tells a pod of QoS class BestEffort, as upstream's GetPodQOS:
+// no CPU or memory request or limit anywhere, pod-level resources included.
+func isBestEffort(pod *v1.Pod) bool {
+	none := func(l v1.ResourceList) bool {
+		for _, name := range []v1.ResourceName{v1.ResourceCPU, v1.ResourceMemory} {
+			if q, ok := l[name]; ok && !q.IsZero() {
+				return false
+			}
+		}
+		return true
+	}
+	if r := pod.Spec.Resources; r != nil && (!none(r.Requests) || !none(r.Limits)) {
+		return false
+	}
+	for _, cs := range [][]v1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
+		for _, c := range cs {
+			if !none(c.Resources.Requests) || !none(c.Resources.Limits) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// osSelectorMismatch is upstream's rejectPodAdmissionBasedOnOSSelector: a
+// pod labelled kubernetes.io/os must name the node's OS (this binary's,
+// whatever the Node's label says).
+func osSelectorMismatch(pod *v1.Pod, node *v1.Node) bool {
+	want, ok := pod.Labels[v1.LabelOSStable]
+	if !ok {
+		return false
+	}
+	have, ok := node.Labels[v1.LabelOSStable]
+	if !ok || have != runtime.GOOS {
+		have = runtime.GOOS
+	}
+	return want != have
+}
+
+// allocatable is the Node's allocatable resources over the configured ones.
+func allocatable(node *v1.Node, base v1.ResourceList) v1.ResourceList {
+	out := base.DeepCopy()
+	if out == nil {
+		out = v1.ResourceList{}
+	}
+	for name, q := range node.Status.Allocatable {
+		out[name] = q.DeepCopy()
+	}
+	return out
+}
+
+// fitsResources is the scheduler's noderesources fit as the kubelet uses
+// it: the pod count against maxPods, then cpu, memory, ephemeral-storage,
+// then the scalar resources (hugepages, extended and *kubernetes.io/
+// resources), each of the pod's requests against allocatable less what the
+// admitted pods request. An extended resource the node does not list at
+// all is not checked (upstream leaves it to cluster-level resources).
+func fitsResources(pod *v1.Pod, admitted []*v1.Pod, maxPods int, alloc v1.ResourceList) []*Rejection {
+	var out []*Rejection
+	if len(admitted)+1 > maxPods {
+		out = append(out, insufficient(v1.ResourcePods, 1, int64(len(admitted)), int64(maxPods)))
+	}
+	requested := map[v1.ResourceName]bool{}
+	for _, c := range append(slices.Clone(pod.Spec.InitContainers), pod.Spec.Containers...) {
+		for name := range c.Resources.Requests {
+			requested[name] = true
+		}
+		for name := range c.Resources.Limits {
+			requested[name] = true
+		}
+	}
+	for name := range pod.Spec.Overhead {
+		requested[name] = true
+	}
+	if r := pod.Spec.Resources; r != nil {
+		for name := range r.Requests {
+			requested[name] = true
+		}
+	}
+	var scalar []v1.ResourceName
+	for name := range requested {
+		if isScalar(name) {
+			if _, known := alloc[name]; !known && isExtended(name) {
+				continue
+			}
+			scalar = append(scalar, name)
+		}
+	}
+	slices.Sort(scalar)
+	for _, name := range append([]v1.ResourceName{v1.ResourceCPU, v1.ResourceMemory, v1.ResourceEphemeralStorage}, scalar...) {
+		if !requested[name] {
 			continue
 		}
-		requested := podRequest(pod, name)
-		if requested.IsZero() {
+		want := podRequest(pod, name)
+		if want.IsZero() {
 			continue
 		}
 		used := resource.Quantity{}
 		for _, p := range admitted {
 			used.Add(podRequest(p, name))
 		}
+		capacity := alloc[name]
 		total := used.DeepCopy()
-		total.Add(requested)
+		total.Add(want)
 		if total.Cmp(capacity) > 0 {
-			return &Rejection{Reason: "OutOf" + string(name), Message: fmt.Sprintf(
-				"Node didn't have enough resource: %s, requested: %d, used: %d, capacity: %d",
-				name, amount(requested, name), amount(used, name), amount(capacity, name))}
+			out = append(out, insufficient(name, amount(want, name), amount(used, name), amount(capacity, name)))
 		}
 	}
-	return nil
+	return out
+}
+
+func insufficient(name v1.ResourceName, requested, used, capacity int64) *Rejection {
+	return &Rejection{Reason: insufficientPrefix + string(name), Message: fmt.Sprintf(
+		"Node didn't have enough resource: %s, requested: %d, used: %d, capacity: %d", name, requested, used, capacity)}
+}
+
+// isScalar is the scheduler's IsScalarResourceName: extended resources,
+// hugepages and prefixed native resources (attachable volumes included).
+func isScalar(name v1.ResourceName) bool {
+	return isExtended(name) || strings.HasPrefix(string(name), v1.ResourceHugePagesPrefix) ||
+		strings.Contains(string(name), v1.ResourceDefaultNamespacePrefix)
+}
+
+// isExtended is upstream's IsExtendedResourceName: a qualified name outside
+// the kubernetes.io/ namespace.
+func isExtended(name v1.ResourceName) bool {
+	s := string(name)
+	if !strings.Contains(s, "/") || strings.Contains(s, v1.ResourceDefaultNamespacePrefix) || strings.HasPrefix(s, v1.DefaultResourceRequestsPrefix) {
+		return false
+	}
+	return len(validation.IsQualifiedName(v1.DefaultResourceRequestsPrefix+s)) == 0
+}
+
+// hostPorts are the host ports a pod takes: those of its containers and of
+// its sidecars (restartable init containers), which run beside them.
+func hostPorts(pod *v1.Pod) []v1.ContainerPort {
+	var out []v1.ContainerPort
+	for _, c := range pod.Spec.InitContainers {
+		if c.RestartPolicy == nil || *c.RestartPolicy != v1.ContainerRestartPolicyAlways {
+			continue
+		}
+		for _, p := range c.Ports {
+			if p.HostPort > 0 {
+				out = append(out, p)
+			}
+		}
+	}
+	for _, c := range pod.Spec.Containers {
+		for _, p := range c.Ports {
+			if p.HostPort > 0 {
+				out = append(out, p)
+			}
+		}
+	}
+	return out
+}
+
+// fitsPorts is the scheduler's nodeports fit: no host port of the pod is
+// taken by an admitted pod on the same protocol and address, 0.0.0.0 (or
+// none) taking the port on every address.
+func fitsPorts(pod *v1.Pod, admitted []*v1.Pod) bool {
+	want := hostPorts(pod)
+	if len(want) == 0 {
+		return true
+	}
+	norm := func(p v1.ContainerPort) (string, v1.Protocol) {
+		ip, proto := p.HostIP, p.Protocol
+		if ip == "" {
+			ip = "0.0.0.0"
+		}
+		if proto == "" {
+			proto = v1.ProtocolTCP
+		}
+		return ip, proto
+	}
+	for _, other := range admitted {
+		for _, used := range hostPorts(other) {
+			uip, uproto := norm(used)
+			for _, w := range want {
+				wip, wproto := norm(w)
+				if w.HostPort == used.HostPort && wproto == uproto && (wip == "0.0.0.0" || uip == "0.0.0.0" || wip == uip) {
+					return false
+				}
+			}
+		}
+	}
+	return true
 }
 
 // amount is how upstream prints a quantity in admission messages: CPU in
@@ -59,6 +354,16 @@ func amount(q resource.Quantity, name v1.ResourceName) int64 {
 // (plus restartable init containers, which run beside them) and the largest
 // init container, plus the pod overhead.
 func podRequest(pod *v1.Pod, name v1.ResourceName) resource.Quantity {
+	if r := pod.Spec.Resources; r != nil {
+		// Pod-level resources, where set, stand for the containers'.
+		if q, ok := r.Requests[name]; ok {
+			q = q.DeepCopy()
+			if o, ok := pod.Spec.Overhead[name]; ok {
+				q.Add(o)
+			}
+			return q
+		}
+	}
 	sum := resource.Quantity{}
 	for _, c := range pod.Spec.Containers {
 		sum.Add(containerRequest(c, name))
@@ -96,3 +401,6 @@ func containerRequest(c v1.Container, name v1.ResourceName) resource.Quantity {
 	}
 	return resource.Quantity{}
 }
+
+// isStaticSource tells the sources of static pods (file, URL).
+func isStaticSource(source string) bool { return source != messages.SourceAPI }

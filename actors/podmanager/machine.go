@@ -94,6 +94,13 @@ type Config struct {
 	Sources     []string
 	MaxPods     int
 	Allocatable v1.ResourceList
+	// Sysctls are the sysctls pods may set; nil: the safe set.
+	Sysctls *SysctlAllowlist
+	// AwaitNode: the Node comes as EvNode (from the status-reporter); no
+	// pod is admitted before the first, and no API pod before one read
+	// from the API, as upstream waits for its node informer. False (in
+	// tests): admission runs against a Node with no labels or taints.
+	AwaitNode bool
 }
 
 // Machine is the pod-manager's state and its transition function. It owns
@@ -105,6 +112,19 @@ type Machine struct {
 	pods map[types.UID]*PodState
 	// rejected are pods admission refused: they fail, with no worker.
 	rejected map[types.UID]*v1.Pod
+	// waiting are new pods held before admission (see admitOrWait).
+	waiting map[types.UID]*waitingPod
+	// waitSeq orders the waiting pods by arrival.
+	waitSeq int
+	// node is the Node admission decides against; nil until EvNode.
+	node *v1.Node
+	// nodeFromAPI: node was read from the API server.
+	nodeFromAPI bool
+	// refreshing: the Node was asked for afresh (CmdRefreshNode) and has
+	// not come yet.
+	refreshing bool
+	// pressure are the node conditions under pressure (EvNodePressure).
+	pressure []v1.NodeConditionType
 	bySource map[string]map[types.UID]bool
 	seen     map[string]bool
 	// ready: every source has sent its first set.
@@ -135,6 +155,7 @@ func NewMachine(cfg Config) *Machine {
 		cfg:          cfg,
 		pods:         map[types.UID]*PodState{},
 		rejected:     map[types.UID]*v1.Pod{},
+		waiting:      map[types.UID]*waitingPod{},
 		bySource:     map[string]map[types.UID]bool{},
 		seen:         map[string]bool{},
 		recentlyDone: map[types.UID]time.Time{},
@@ -216,8 +237,21 @@ func (EvOrphansFound) isEvent()  {}
 func (EvSpawnFailed) isEvent()   {}
 func (EvVolumesReady) isEvent()  {}
 
+// EvNode: the Node admission decides against changed (or was read again
+// on CmdRefreshNode). FromAPI: it was read from the API server; otherwise
+// it is the Node built from the configuration.
+type EvNode struct {
+	Node    *v1.Node
+	FromAPI bool
+}
+
+// EvNodePressure: the node conditions under pressure now (none: empty).
+type EvNodePressure struct{ Conditions []v1.NodeConditionType }
+
 func (EvVolumeManagerRestarted) isEvent() {}
 func (EvVolumesUnmounted) isEvent()       {}
+func (EvNode) isEvent()                   {}
+func (EvNodePressure) isEvent()           {}
 
 // Command is what the actor must do at the edge after a step.
 type Command interface{ isCommand() }
@@ -276,6 +310,16 @@ type CmdMountVolumes struct{ Pod *v1.Pod }
 // volume-manager tear its volumes down.
 type CmdUnmountVolumes struct{ UID types.UID }
 
+// CmdRefreshNode: read the Node from the API server again; EvNode
+// follows, changed or not.
+type CmdRefreshNode struct{}
+
+// CmdEvent: record an event about the pod.
+type CmdEvent struct {
+	Pod                   *v1.Pod
+	Type, Reason, Message string
+}
+
 // CmdLog: log Message about a pod at Level, with Fields.
 type CmdLog struct {
 	Level   zerolog.Level
@@ -283,6 +327,8 @@ type CmdLog struct {
 	Fields  map[string]any
 }
 
+func (CmdRefreshNode) isCommand()    {}
+func (CmdEvent) isCommand()          {}
 func (CmdResendPods) isCommand()     {}
 func (CmdListRuntime) isCommand()    {}
 func (CmdFindOrphans) isCommand()    {}
@@ -386,6 +432,14 @@ func (m *Machine) Step(ev Event, now time.Time) []Command {
 		}
 	case EvEvict:
 		m.evict(e, metav1.NewTime(now))
+	case EvNode:
+		m.node, m.refreshing = e.Node, false
+		if e.FromAPI {
+			m.nodeFromAPI = true
+		}
+		m.admitWaiting()
+	case EvNodePressure:
+		m.pressure = slices.Clone(e.Conditions)
 	case EvVolumesUnmounted:
 		delete(m.unmounting, e.UID)
 		if pod, ok := m.goneAfterUnmount[e.UID]; ok {
@@ -456,6 +510,8 @@ func (m *Machine) upsert(source string, pod *v1.Pod, now time.Time) {
 		// deletion asked for. A pod already being deleted when first seen
 		// gets a worker too, which finds nothing to stop and lets the
 		// status-reporter finish the deletion.
+		delete(m.rejected, uid)
+		delete(m.waiting, uid)
 		p, ok := m.pods[uid]
 		if !ok {
 			if at, done := m.recentlyDone[uid]; done && now.Sub(at) < recentlyDoneFor {
@@ -464,7 +520,6 @@ func (m *Machine) upsert(source string, pod *v1.Pod, now time.Time) {
 				// no new worker and no new kill.
 				return
 			}
-			delete(m.rejected, uid)
 			p = &PodState{Phase: Running, Pod: pod, Source: source}
 			m.spawn(p, uid, pod.Name, pod.Namespace)
 		}
@@ -522,22 +577,42 @@ func (m *Machine) upsert(source string, pod *v1.Pod, now time.Time) {
 	if _, ok := m.rejected[uid]; ok {
 		return
 	}
+	if w, ok := m.waiting[uid]; ok && !ended(pod) {
+		w.source, w.pod = source, pod
+		return
+	}
+	delete(m.waiting, uid)
 	if ended(pod) {
 		// Ended before this pod-manager saw it (before a restart of
 		// actorlet, or rejected at admission): never admitted, never run.
 		m.startEnded(source, pod)
 		return
 	}
-	if r := admit(pod, m.admitted(), m.cfg.MaxPods, m.cfg.Allocatable); r != nil {
-		m.log(zerolog.WarnLevel, r.Message, map[string]any{"pod": fullName(pod), "reason": r.Reason})
-		rejected := pod.DeepCopy()
-		rejected.Status = v1.PodStatus{Phase: v1.PodFailed, Reason: r.Reason, Message: "Pod was rejected: " + r.Message,
-			ObservedGeneration: pod.Generation}
-		m.rejected[uid] = rejected
-		m.emit(CmdReportStatus{Pod: pod, Status: rejected.Status})
-		// Nothing of it runs: the status-reporter may write its terminal
-		// phase, which it refuses for a pod that could have containers.
-		m.emit(CmdReportFinished{Pod: pod})
+	m.admitOrWait(source, pod, false)
+}
+
+// admitOrWait admits a new pod, rejects it, or holds it (waiting) until
+// admission can decide: while the Node is unknown (for an API pod, until
+// it is read from the API), and, when node affinity alone fails, until
+// the Node is read again (retried then: the second failure rejects it).
+func (m *Machine) admitOrWait(source string, pod *v1.Pod, retried bool) {
+	uid := pod.UID
+	if m.cfg.AwaitNode && (m.node == nil || (!isStaticSource(source) && !m.nodeFromAPI)) {
+		m.wait(source, pod, false)
+		return
+	}
+	r := m.decide(source, pod)
+	if r != nil && r.AffinityOnly && !retried && m.cfg.AwaitNode {
+		m.wait(source, pod, true)
+		if !m.refreshing {
+			m.refreshing = true
+			m.emit(CmdRefreshNode{})
+		}
+		return
+	}
+	delete(m.waiting, uid)
+	if r != nil {
+		m.reject(pod, r)
 		return
 	}
 	p := &PodState{Phase: Running, Pod: pod, Source: source}
@@ -549,12 +624,76 @@ func (m *Machine) upsert(source string, pod *v1.Pod, now time.Time) {
 	}
 }
 
+// waitingPod is a new pod held before admission.
+type waitingPod struct {
+	source string
+	pod    *v1.Pod
+	seq    int
+	// affinity: node affinity alone failed; the Node is being read again.
+	affinity bool
+}
+
+// wait holds a pod before admission, keeping its place in the order of
+// arrival.
+func (m *Machine) wait(source string, pod *v1.Pod, affinity bool) {
+	w, ok := m.waiting[pod.UID]
+	if !ok {
+		m.waitSeq++
+		w = &waitingPod{seq: m.waitSeq}
+		m.waiting[pod.UID] = w
+	}
+	w.source, w.pod, w.affinity = source, pod, affinity
+}
+
+// admitWaiting admits (or rejects, or holds again) the waiting pods in
+// their order of arrival, as upstream admits new pods by creation time.
+func (m *Machine) admitWaiting() {
+	ws := slices.Collect(maps.Values(m.waiting))
+	slices.SortFunc(ws, func(a, b *waitingPod) int { return a.seq - b.seq })
+	for _, w := range ws {
+		if m.waiting[w.pod.UID] != w {
+			continue
+		}
+		m.admitOrWait(w.source, w.pod, w.affinity)
+	}
+}
+
+// decide runs admission; a panic in it rejects the pod (upstream's
+// UnexpectedAdmissionError) rather than failing the pod-manager.
+func (m *Machine) decide(source string, pod *v1.Pod) (r *Rejection) {
+	defer func() {
+		if err := recover(); err != nil {
+			r = &Rejection{Reason: ReasonUnexpected, Message: fmt.Sprintf("Unexpected error while attempting to admit the pod: %v", err)}
+		}
+	}()
+	return admit(pod, m.admitted(), Admission{Node: m.node, MaxPods: m.cfg.MaxPods, Allocatable: m.cfg.Allocatable,
+		Sysctls: m.cfg.Sysctls, Pressure: m.pressure, Static: isStaticSource(source)})
+}
+
+// reject fails a pod admission refused, as upstream's rejectPod: a Warning
+// event, and the phase Failed with the reason and "Pod was rejected: "
+// before the message. In the API the pod stays Failed, so that it is never
+// admitted again, even after a restart (see ended).
+func (m *Machine) reject(pod *v1.Pod, r *Rejection) {
+	m.log(zerolog.WarnLevel, "pod rejected: "+r.Message, map[string]any{"pod": fullName(pod), "reason": r.Reason})
+	m.emit(CmdEvent{Pod: pod, Type: v1.EventTypeWarning, Reason: r.Reason, Message: r.Message})
+	rejected := pod.DeepCopy()
+	rejected.Status = v1.PodStatus{Phase: v1.PodFailed, Reason: r.Reason, Message: "Pod was rejected: " + r.Message,
+		ObservedGeneration: pod.Generation}
+	m.rejected[pod.UID] = rejected
+	m.emit(CmdReportStatus{Pod: pod, Status: rejected.Status})
+	// Nothing of it runs: the status-reporter may write its terminal
+	// phase, which it refuses for a pod that could have containers.
+	m.emit(CmdReportFinished{Pod: pod})
+}
+
 // admitted returns the pods admission counts against the node: those that
-// run.
+// run, and those being stopped (their resources and host ports are still
+// taken), as upstream's active pods.
 func (m *Machine) admitted() []*v1.Pod {
 	out := make([]*v1.Pod, 0, len(m.pods))
 	for _, p := range m.pods {
-		if p.Phase == Running {
+		if p.Phase == Running || (p.Phase == Terminating && p.Pod != nil) {
 			out = append(out, p.Pod)
 		}
 	}
@@ -566,6 +705,7 @@ func (m *Machine) admitted() []*v1.Pod {
 func (m *Machine) remove(source string, uid types.UID, reason string, now time.Time) {
 	delete(m.bySource[source], uid)
 	delete(m.rejected, uid)
+	delete(m.waiting, uid)
 	p, ok := m.pods[uid]
 	switch {
 	case !ok:
@@ -739,6 +879,10 @@ func (m *Machine) route(events []messages.PodLifecycleEvent, now time.Time) {
 			}
 			continue
 		}
+		if _, ok := m.waiting[uid]; ok {
+			// Admission has not decided yet: it is no orphan.
+			continue
+		}
 		if !m.ready || m.recentlyDone[uid].After(now.Add(-recentlyDoneFor)) {
 			continue
 		}
@@ -780,6 +924,9 @@ func (m *Machine) markReadyIfAllSeen() {
 	for uid := range m.pods {
 		desired[uid] = true
 	}
+	for uid := range m.waiting {
+		desired[uid] = true
+	}
 	m.emit(CmdFindOrphans{Desired: desired})
 }
 
@@ -800,6 +947,9 @@ func (m *Machine) List() *messages.PodList {
 	for _, p := range m.rejected {
 		out.Pods = append(out.Pods, *p.DeepCopy())
 	}
+	for _, w := range m.waiting {
+		out.Pods = append(out.Pods, *w.pod.DeepCopy())
+	}
 	sort.Slice(out.Pods, func(i, j int) bool {
 		return out.Pods[i].Namespace+"/"+out.Pods[i].Name < out.Pods[j].Namespace+"/"+out.Pods[j].Name
 	})
@@ -808,7 +958,7 @@ func (m *Machine) List() *messages.PodList {
 
 // Summary is the pod-manager's health detail.
 func (m *Machine) Summary() string {
-	return fmt.Sprintf("%d pods, %d rejected", len(m.pods), len(m.rejected))
+	return fmt.Sprintf("%d pods, %d rejected, %d awaiting admission", len(m.pods), len(m.rejected), len(m.waiting))
 }
 
 // Pod returns the state of one pod; nil when

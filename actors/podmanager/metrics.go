@@ -32,6 +32,9 @@ func (m *Machine) podCounts() (desired, active map[string]int) {
 	for _, p := range m.rejected {
 		desired[staticLabel(p)]++
 	}
+	for _, w := range m.waiting {
+		desired[staticLabel(w.pod)]++
+	}
 	for _, p := range m.admitted() {
 		active[staticLabel(p)]++
 	}

@@ -37,7 +37,7 @@ func TestRecordPodCounts(t *testing.T) {
 		{"kubelet_desired_pods", metrics.StaticTrue, 2},  // file-running, http-done
 		{"kubelet_desired_pods", metrics.StaticFalse, 3}, // api-running, api-deleting, api-rejected
 		{"kubelet_active_pods", metrics.StaticTrue, 1},   // file-running
-		{"kubelet_active_pods", metrics.StaticFalse, 1},  // api-running
+		{"kubelet_active_pods", metrics.StaticFalse, 2},  // api-running, api-deleting (still being stopped)
 	} {
 		vec := metrics.DesiredPods
 		if c.name == "kubelet_active_pods" {

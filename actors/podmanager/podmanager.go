@@ -29,6 +29,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
 
 	"github.com/actorlet/actorlet/actors/podworker"
 	"github.com/actorlet/actorlet/messages"
@@ -63,6 +64,14 @@ type Params struct {
 	Sources     []string
 	MaxPods     int
 	Allocatable v1.ResourceList
+	// Sysctls are the sysctls pods may set (the safe ones and
+	// allowedUnsafeSysctls); nil: the safe set.
+	Sysctls *SysctlAllowlist
+	// AwaitNode: admission waits for the Node from the status-reporter
+	// (asked for with RefreshNode at start); false in tests without one.
+	AwaitNode bool
+	// Events records the Warning events of rejected pods; nil: none.
+	Events record.EventRecorder
 	// StatusReporter receives every pod's status, and each pod's end.
 	StatusReporter *actor.PID
 	// ConfigSource is asked to send every source's pods again when the
@@ -110,9 +119,15 @@ func WorkerStrategy(registry *supervision.Registry) actor.SupervisorStrategy {
 func (a *Actor) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
-		a.m = NewMachine(Config{Sources: a.p.Sources, MaxPods: a.p.MaxPods, Allocatable: a.p.Allocatable})
+		a.m = NewMachine(Config{Sources: a.p.Sources, MaxPods: a.p.MaxPods, Allocatable: a.p.Allocatable,
+			Sysctls: a.p.Sysctls, AwaitNode: a.p.AwaitNode})
 		a.workers = map[types.UID]*actor.PID{}
 		a.step(ctx, EvStarted{First: a.first})
+		if a.p.AwaitNode && a.p.StatusReporter != nil {
+			// A restart lost the Node: ask for it (the status-reporter also
+			// sends it whenever it changes).
+			supervision.Tell(ctx, a.p.StatusReporter, &messages.RefreshNode{})
+		}
 	case *messages.RuntimePodsListed:
 		if m.Err != nil {
 			a.log.Debug().Err(m.Err).Msg("listing the runtime's pods failed: every pod's first pass lists it")
@@ -143,6 +158,11 @@ func (a *Actor) Receive(ctx actor.Context) {
 		a.step(ctx, EvVolumesUnmounted{UID: m.UID})
 	case *messages.EvictPod:
 		a.step(ctx, EvEvict{UID: m.UID, GracePeriod: m.GracePeriod, Reason: m.Reason, Message: m.Message})
+	case *messages.NodeChanged:
+		a.step(ctx, EvNode{Node: m.Node, FromAPI: m.FromAPI})
+		a.recordPodCounts()
+	case *messages.NodePressure:
+		a.step(ctx, EvNodePressure{Conditions: m.Conditions})
 	case *messages.ListPods:
 		ctx.Respond(a.m.List())
 	case *messages.HealthRequest:
@@ -198,6 +218,15 @@ func (a *Actor) execute(ctx actor.Context, c Command) (types.UID, bool) {
 		supervision.Tell(ctx, a.p.StatusReporter, &messages.CheckMirrorPod{UID: c.UID})
 	case CmdLog:
 		a.log.WithLevel(c.Level).Fields(c.Fields).Msg(c.Message)
+	case CmdRefreshNode:
+		if a.p.StatusReporter != nil {
+			supervision.Tell(ctx, a.p.StatusReporter, &messages.RefreshNode{})
+		}
+	case CmdEvent:
+		if a.p.Events != nil {
+			a.p.Events.Event(&v1.ObjectReference{Kind: "Pod", APIVersion: "v1", Namespace: c.Pod.Namespace, Name: c.Pod.Name,
+				UID: c.Pod.UID, ResourceVersion: c.Pod.ResourceVersion}, c.Type, c.Reason, c.Message)
+		}
 	case CmdMountVolumes:
 		if a.p.VolumeManager == nil {
 			supervision.Tell(ctx, ctx.Self(), &messages.VolumesReady{UID: c.Pod.UID, Volumes: messages.PodVolumes{}})

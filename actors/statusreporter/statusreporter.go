@@ -77,9 +77,12 @@ type Params struct {
 	Runtime runtimeapi.RuntimeServiceClient
 	Images  runtimeapi.ImageServiceClient
 	// PLEG answers HealthRequest; nil: PLEG is not consulted.
-	PLEG   *actor.PID
-	Events record.EventRecorder
-	Log    zerolog.Logger
+	PLEG *actor.PID
+	// PodManager receives the Node as admission needs it (NodeChanged);
+	// nil: nobody does.
+	PodManager *actor.PID
+	Events     record.EventRecorder
+	Log        zerolog.Logger
 }
 
 // Actor is the status-reporter actor.
@@ -102,6 +105,12 @@ type Actor struct {
 	// statusRetry paces node status updates after a failure, so that the
 	// Ready heartbeat catches up soon after the API server returns.
 	statusRetry backoff
+
+	// sentNode is the Node last handed to the pod-manager (admission.go).
+	sentNode    *v1.Node
+	sentFromAPI bool
+	// stopWatch ends the watch of the Node; nil when none runs.
+	stopWatch func()
 
 	// writes decides the pod status writes; the actor carries them out.
 	writes *writeQueue
@@ -127,6 +136,8 @@ func (a *Actor) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
 		a.start(ctx)
+	case *actor.Stopping, *actor.Restarting:
+		a.stopWatching()
 	case *messages.RegisterNode:
 		a.register(ctx)
 	case *messages.NodeRegistered:
@@ -141,6 +152,12 @@ func (a *Actor) Receive(ctx actor.Context) {
 		a.renew(ctx)
 	case *messages.LeaseRenewed:
 		a.leaseRenewed(ctx, m)
+	case *messages.RefreshNode:
+		a.refreshNode(ctx)
+	case *messages.NodeRead:
+		a.nodeRead(ctx, m)
+	case *messages.NodeWatched:
+		a.nodeWatched(ctx, m)
 	case *messages.PodStatusReport:
 		a.write(ctx, a.writes.report(m.Pod, m.Status))
 	case *messages.PodFinished:
@@ -227,6 +244,8 @@ func (a *Actor) registered(ctx actor.Context, m *messages.NodeRegistered) {
 	}
 	a.log.Info().Str("node", m.Node.Name).Str("uid", string(m.Node.UID)).Msg("node registered")
 	a.node = m.Node
+	a.nodeChanged(ctx, m.Node)
+	a.watchNode(ctx)
 	a.tick(ctx)
 	a.renew(ctx)
 	a.write(ctx, a.writes.registered())
@@ -297,6 +316,7 @@ func (a *Actor) statusUpdated(ctx actor.Context, m *messages.NodeStatusUpdated) 
 	supervision.After(ctx, next, &messages.NodeStatusTick{})
 	a.pressureEvents(a.node, m.Node)
 	a.node = m.Node
+	a.nodeChanged(ctx, m.Node)
 	if m.Patched {
 		a.lastReport = time.Now()
 	}

@@ -1,0 +1,284 @@
+// Package admission runs actorlet as the environment's node against the
+// real kube-apiserver and containerd with pods the node must refuse (issue
+// #21): each of upstream's admission predicates, the pod Failed with
+// upstream's reason and message and a Warning event, and the refusal
+// surviving a restart of actorlet. Upstream kubelet v1.37.2 is the
+// reference:
+//
+//	ADMISSION_KUBELET=$(hack/node-env upstream-kubelet) go test ./test/admission/
+package admission
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
+
+	"github.com/actorlet/actorlet/test/agent"
+)
+
+var (
+	binary   string
+	upstream bool
+)
+
+func TestMain(m *testing.M) {
+	agent.MainWithReference(m, "ADMISSION_KUBELET", &binary, &upstream)
+}
+
+// testTaint is the NoExecute taint the test puts on the shared node, and
+// removes at its end.
+const testTaint = "actorlet.test/admission"
+
+// rejection is a pod the node must refuse, with upstream's reason and the
+// message its status carries.
+type rejection struct {
+	pod             *v1.Pod
+	reason, message string
+}
+
+// TestAdmission creates pods bound to the node that each predicate
+// refuses, checks their Failed status and Warning event, restarts actorlet
+// and checks that they stay Failed and never get a sandbox; pods the node
+// can honour (allowed sysctls, a label just added to the node, a tolerated
+// taint) run.
+func TestAdmission(t *testing.T) {
+	cfg := "allowedUnsafeSysctls:\n- kernel.msg*\n"
+	if upstream {
+		cfg += agent.UpstreamKubeletConfig
+	}
+	n := agent.NewAPIPods(t, binary, agent.WithConfig(cfg))
+	n.Up(t, "admission")
+	ctx := context.Background()
+
+	// Every pod tolerates the test's taint but the one that must not:
+	// the taint manager evicts the pods that do not tolerate it.
+	tolerate := func(p *v1.Pod) *v1.Pod {
+		p.Spec.Tolerations = append(p.Spec.Tolerations, v1.Toleration{Key: testTaint, Operator: v1.TolerationOpExists, Effect: v1.TaintEffectNoExecute})
+		return p
+	}
+	pod := func(name string, mutate func(*v1.Pod)) *v1.Pod {
+		p := tolerate(n.NewPod(name, nil, n.Sleeper("c")))
+		if mutate != nil {
+			mutate(p)
+		}
+		return p
+	}
+	requests := func(kv ...string) func(*v1.Pod) {
+		return func(p *v1.Pod) {
+			r := v1.ResourceList{}
+			for i := 0; i+1 < len(kv); i += 2 {
+				r[v1.ResourceName(kv[i])] = resource.MustParse(kv[i+1])
+			}
+			p.Spec.Containers[0].Resources = v1.ResourceRequirements{Requests: r, Limits: r}
+		}
+	}
+	sysctls := func(names ...string) func(*v1.Pod) {
+		return func(p *v1.Pod) {
+			p.Spec.SecurityContext = &v1.PodSecurityContext{}
+			for _, s := range names {
+				p.Spec.SecurityContext.Sysctls = append(p.Spec.SecurityContext.Sysctls, v1.Sysctl{Name: s, Value: "1"})
+			}
+		}
+	}
+	otherOS := "windows"
+	if runtime.GOOS == "windows" {
+		otherOS = "linux"
+	}
+	const affinity = "Predicate NodeAffinity failed: node(s) didn't match Pod's node affinity/selector"
+
+	// The node takes the test's NoExecute taint, removed at the end.
+	updateNode(t, n, func(node *v1.Node) {
+		node.Spec.Taints = append(node.Spec.Taints, v1.Taint{Key: testTaint, Value: "x", Effect: v1.TaintEffectNoExecute})
+	})
+	t.Cleanup(func() {
+		updateNode(t, n, func(node *v1.Node) {
+			node.Spec.Taints = slices.DeleteFunc(node.Spec.Taints, func(t v1.Taint) bool { return t.Key == testTaint })
+			delete(node.Labels, testTaint)
+		})
+	})
+
+	// The pod taking the host port runs first.
+	hostPort := func(p *v1.Pod) {
+		p.Spec.Containers[0].Ports = []v1.ContainerPort{{ContainerPort: 8080, HostPort: 31881, Protocol: v1.ProtocolTCP}}
+	}
+	n.Run(t, pod("port-holder", hostPort))
+
+	rejections := []rejection{
+		{pod("selector", func(p *v1.Pod) { p.Spec.NodeSelector = map[string]string{"actorlet.test/absent": "yes"} }), "NodeAffinity", affinity},
+		{pod("affinity", func(p *v1.Pod) {
+			p.Spec.Affinity = &v1.Affinity{NodeAffinity: &v1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &v1.NodeSelector{
+				NodeSelectorTerms: []v1.NodeSelectorTerm{{MatchExpressions: []v1.NodeSelectorRequirement{
+					{Key: v1.LabelHostname, Operator: v1.NodeSelectorOpNotIn, Values: []string{n.Name}}}}}}}}
+		}), "NodeAffinity", affinity},
+		{pod("arch", func(p *v1.Pod) { p.Spec.NodeSelector = map[string]string{v1.LabelArchStable: "not-" + runtime.GOARCH} }), "NodeAffinity", affinity},
+		{n.NewPod("untolerated", nil, n.Sleeper("c")), "TaintToleration",
+			"Predicate TaintToleration failed: node(s) had taints that the pod didn't tolerate"},
+		{pod("port-taker", hostPort), "NodePorts",
+			"Predicate NodePorts failed: node(s) didn't have free ports for the requested pod ports"},
+		{pod("too-much-cpu", requests("cpu", "1000")), "OutOfcpu", "Node didn't have enough resource: cpu, requested: 1000000"},
+		{pod("too-much-memory", requests("memory", "1000Ti")), "OutOfmemory", "Node didn't have enough resource: memory, requested: 1099511627776000"},
+		{pod("too-much-storage", requests("ephemeral-storage", "1000Ti")), "OutOfephemeral-storage",
+			"Node didn't have enough resource: ephemeral-storage, requested: 1099511627776000"},
+		{pod("hugepages", requests("hugepages-2Mi", "1Gi", "memory", "64Mi", "cpu", "100m")), "OutOfhugepages-2Mi",
+			"Node didn't have enough resource: hugepages-2Mi, requested: 1073741824"},
+		{pod("os-label", func(p *v1.Pod) { p.Labels = map[string]string{v1.LabelOSStable: otherOS} }), "PodOSSelectorNodeLabelDoesNotMatch",
+			"Failed to admit pod as the `kubernetes.io/os` label doesn't match node label"},
+		{pod("os-field", func(p *v1.Pod) { p.Spec.OS = &v1.PodOS{Name: v1.OSName(otherOS)} }), "PodOSNotSupported",
+			"Failed to admit pod as the OS field doesn't match node OS"},
+		{pod("unsafe-sysctl", sysctls("kernel.sem")), "SysctlForbidden", `forbidden sysctl: "kernel.sem" not allowlisted`},
+		{pod("host-net-sysctl", func(p *v1.Pod) { sysctls("net.ipv4.tcp_syncookies")(p); p.Spec.HostNetwork = true }), "SysctlForbidden",
+			`forbidden sysctl: "net.ipv4.tcp_syncookies" not allowed with host Net enabled`},
+	}
+	for _, r := range rejections {
+		n.Create(t, r.pod)
+	}
+	uids := map[string]string{}
+	for _, r := range rejections {
+		t.Run("rejected/"+r.pod.Name, func(t *testing.T) {
+			p := failedWith(t, n, r)
+			uids[r.pod.Name] = string(p.UID)
+			n.Event(t, r.pod.Name, r.reason, r.message)
+		})
+	}
+
+	t.Run("allowed sysctls", func(t *testing.T) {
+		p := pod("sysctls", sysctls("kernel.msgmax", "net.ipv4.tcp_syncookies", "kernel.shm_rmid_forced"))
+		p.Spec.SecurityContext.Sysctls[0].Value = "12345"
+		n.Run(t, p)
+		n.Expect(t, "sysctls", "c", "cat /proc/sys/kernel/msgmax /proc/sys/kernel/shm_rmid_forced", "12345\n1")
+	})
+	t.Run("a label just added to the node", func(t *testing.T) {
+		// Upstream reads the Node again before refusing a pod for its
+		// node affinity alone: the Node it holds may predate the label.
+		updateNode(t, n, func(node *v1.Node) { node.Labels[testTaint] = "labelled" })
+		n.Run(t, pod("labelled", func(p *v1.Pod) { p.Spec.NodeSelector = map[string]string{testTaint: "labelled"} }))
+	})
+
+	// The refusals survive a restart: the pods stay Failed, with their
+	// reasons, and none of them ever gets a sandbox.
+	n.Stop(syscall.SIGKILL)
+	n.Start()
+	agent.Eventually(t, "node Ready after the restart", 30*time.Second, n.Ready)
+	// A pod started after the restart proves the pod-manager is at work.
+	n.Run(t, pod("after-restart", nil))
+	agent.Consistently(t, "rejected pods stay Failed, with no sandbox", 10*time.Second, 2*time.Second, func() error {
+		for _, r := range rejections {
+			p, err := n.Get(r.pod.Name)
+			if err != nil {
+				return err
+			}
+			if p.Status.Phase != v1.PodFailed || p.Status.Reason != r.reason {
+				return fmt.Errorf("pod %s after the restart: phase %s, reason %q", r.pod.Name, p.Status.Phase, r.reason)
+			}
+			if sbs, cs := agent.RuntimeObjects(t, n.RT, uids[r.pod.Name]); sbs+cs > 0 {
+				return fmt.Errorf("pod %s: %d sandboxes and %d containers in the runtime", r.pod.Name, sbs, cs)
+			}
+		}
+		return nil
+	})
+	if _, err := n.Admin.CoreV1().Pods(n.NS).Get(ctx, "port-holder", metav1.GetOptions{}); err != nil {
+		t.Error(err)
+	}
+}
+
+// TestStaticPodRejected writes a static pod with a forbidden sysctl: as
+// upstream, it is refused, and refused again after a restart (a manifest
+// has no phase to keep).
+func TestStaticPodRejected(t *testing.T) {
+	cfg := ""
+	if upstream {
+		cfg = agent.UpstreamKubeletConfig
+	}
+	n := agent.NewAPIPods(t, binary, agent.WithConfig(cfg))
+	n.Up(t, "admission-static")
+	n.WriteManifest("unsafe.yaml", fmt.Sprintf(`apiVersion: v1
+kind: Pod
+metadata:
+  name: unsafe
+  namespace: default
+spec:
+  securityContext:
+    sysctls:
+    - name: kernel.sem
+      value: "250 32000 32 128"
+  containers:
+  - name: c
+    image: %s
+    imagePullPolicy: IfNotPresent
+    command: ["sleep", "3600"]
+`, n.Env.BusyboxImage))
+	name := "unsafe-" + n.Name
+	rejected := func() error {
+		p, err := n.Pod(name)
+		if err != nil {
+			return err
+		}
+		want := `Pod was rejected: forbidden sysctl: "kernel.sem" not allowlisted`
+		if p.Status.Phase != v1.PodFailed || p.Status.Reason != "SysctlForbidden" || p.Status.Message != want {
+			return fmt.Errorf("phase %s, reason %q, message %q", p.Status.Phase, p.Status.Reason, p.Status.Message)
+		}
+		if sbs := agent.Sandboxes(t, n.RT, map[string]string{"io.kubernetes.pod.name": name}); len(sbs) > 0 {
+			return fmt.Errorf("%d sandboxes in the runtime", len(sbs))
+		}
+		return nil
+	}
+	agent.Eventually(t, "the static pod rejected", 30*time.Second, rejected)
+	n.Stop(syscall.SIGKILL)
+	n.Start()
+	agent.Eventually(t, "the static pod rejected after a restart", 30*time.Second, rejected)
+	agent.Consistently(t, "the static pod stays rejected", 6*time.Second, 2*time.Second, rejected)
+}
+
+// failedWith waits until the API shows the pod Failed with the rejection's
+// reason and message, and never started.
+func failedWith(t *testing.T, n *agent.APIPods, r rejection) *v1.Pod {
+	t.Helper()
+	var pod *v1.Pod
+	agent.Eventually(t, "pod "+r.pod.Name+" rejected with "+r.reason, 60*time.Second, func() error {
+		p, err := n.Get(r.pod.Name)
+		if err != nil {
+			return err
+		}
+		if p.Status.Phase != v1.PodFailed || p.Status.Reason != r.reason ||
+			!strings.HasPrefix(p.Status.Message, "Pod was rejected: "+r.message) {
+			return fmt.Errorf("phase %s, reason %q, message %q", p.Status.Phase, p.Status.Reason, p.Status.Message)
+		}
+		if len(p.Status.ContainerStatuses) > 0 && p.Status.ContainerStatuses[0].State.Running != nil {
+			return fmt.Errorf("a container runs")
+		}
+		pod = p
+		return nil
+	})
+	return pod
+}
+
+// updateNode changes the environment's Node as the admin, retrying on
+// conflicts with the node's own status writes.
+func updateNode(t *testing.T, n *agent.APIPods, change func(*v1.Node)) {
+	t.Helper()
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		node, err := n.Admin.CoreV1().Nodes().Get(context.Background(), n.Name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if node.Labels == nil {
+			node.Labels = map[string]string{}
+		}
+		change(node)
+		_, err = n.Admin.CoreV1().Nodes().Update(context.Background(), node, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
+		t.Fatalf("update node %s: %v", n.Name, err)
+	}
+}
