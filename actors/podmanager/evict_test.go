@@ -36,6 +36,13 @@ func TestEvict(t *testing.T) {
 			then(aRuns, at{0, EvWorkerStatus{UID: "a", Status: v1.PodStatus{Phase: v1.PodRunning,
 				ContainerStatuses: []v1.ContainerStatus{{Name: "c", Ready: true, State: v1.ContainerState{Running: &v1.ContainerStateRunning{}}}}}}}, at{0, evict}),
 			EvWorkerDone{UID: "a"}, false, true, Finished, true},
+		{"the worker's last status repeated after it is done changes nothing",
+			then(aRuns, at{0, EvWorkerStatus{UID: "a", Status: v1.PodStatus{Phase: v1.PodRunning,
+				ContainerStatuses: []v1.ContainerStatus{{Name: "c", Ready: true, State: v1.ContainerState{Running: &v1.ContainerStateRunning{}}}}}}},
+				at{0, evict}, at{0, EvWorkerDone{UID: "a"}}),
+			EvWorkerStatus{UID: "a", Status: v1.PodStatus{Phase: v1.PodRunning,
+				ContainerStatuses: []v1.ContainerStatus{{Name: "c", Ready: true, State: v1.ContainerState{Running: &v1.ContainerStateRunning{}}}}}},
+			false, false, Finished, false},
 		{"the API's Failed echo starts nothing", then(aRuns, at{0, evict}),
 			set(messages.SourceAPI, withPhase(podA.DeepCopy(), v1.PodFailed, "Evicted")), false, false, Ending, false},
 	}

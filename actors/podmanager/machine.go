@@ -378,6 +378,11 @@ func (m *Machine) Step(ev Event, now time.Time) []Command {
 		// without a phase is no status, and writing it would blank the
 		// API's phase.
 		if p, ok := m.pods[e.UID]; ok && e.Status.Phase != "" {
+			if p.Evicted != nil && p.Phase == Finished {
+				// Its final status is set (nothing of it runs); the
+				// worker repeats its last one as it ends.
+				break
+			}
 			p.Status = e.Status
 			if p.Evicted != nil && p.Pod != nil {
 				p.Status = evictedStatus(p.Pod, e.Status, p.Evicted, metav1.NewTime(now), false)

@@ -443,3 +443,29 @@ func TestBackoff(t *testing.T) {
 		t.Errorf("reset did not restart")
 	}
 }
+
+func TestMergePodStatusDisruptionTarget(t *testing.T) {
+	disruption := v1.PodCondition{Type: v1.DisruptionTarget, Status: v1.ConditionTrue, Reason: v1.PodReasonTerminationByKubelet, Message: "evicted"}
+	running := v1.PodStatus{Phase: v1.PodRunning}
+	failed := v1.PodStatus{Phase: v1.PodFailed, Reason: "Evicted", Conditions: []v1.PodCondition{disruption}}
+	tests := []struct {
+		name                       string
+		api, status                v1.PodStatus
+		couldHaveRunningContainers bool
+		want                       bool
+	}{
+		{"turning terminal, nothing running: written", running, failed, false, true},
+		{"containers may still run: not yet", running, failed, true, false},
+		{"not terminal: the API's kept", running, v1.PodStatus{Phase: v1.PodRunning, Conditions: []v1.PodCondition{disruption}}, false, false},
+	}
+	for _, tt := range tests {
+		merged := mergePodStatus(tt.api, tt.status, tt.couldHaveRunningContainers)
+		got := false
+		for _, c := range merged.Conditions {
+			got = got || c.Type == v1.DisruptionTarget && c.Reason == v1.PodReasonTerminationByKubelet
+		}
+		if got != tt.want {
+			t.Errorf("%s: DisruptionTarget written %v, want %v (%+v)", tt.name, got, tt.want, merged.Conditions)
+		}
+	}
+}
