@@ -14,7 +14,7 @@ import (
 var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
 func u64(v uint64) *uint64 { return &v }
-func i64(v int64) *int64    { return &v }
+func i64(v int64) *int64   { return &v }
 
 // mem is an observation of memory.available: avail of 10Gi, at.
 func mem(avail string, at time.Time) Observations {
