@@ -34,6 +34,10 @@ func TestMain(m *testing.M) { agent.MainWithBinary(m, &binary) }
 const (
 	memoryPressure = "evictionHard:\n  memory.available: \"99%\"\nevictionPressureTransitionPeriod: 5s\n"
 	diskPressure   = "evictionHard:\n  nodefs.available: \"99%\"\nevictionPressureTransitionPeriod: 5s\nimageMinimumGCAge: 1000h\n"
+	// softPressure: the same memory threshold, soft, with a grace period
+	// no test waits for.
+	softPressure = "evictionSoft:\n  memory.available: \"99%\"\nevictionSoftGracePeriod:\n  memory.available: 1h\n" +
+		"evictionPressureTransitionPeriod: 5s\n"
 )
 
 // within bounds each wait: a pass every 10 s, a node status update every
@@ -106,7 +110,9 @@ func restart(t *testing.T, n *agent.APIPods, config string) {
 // evicted while the Burstable one runs, then the Burstable one, a new
 // BestEffort pod refused; restarted with a disk threshold instead:
 // MemoryPressure cleared, DiskPressure set, the gc actor asked for space
-// first; restarted without either: no pressure left.
+// first; restarted with a soft memory threshold: DiskPressure cleared,
+// MemoryPressure set, a Burstable pod admitted and not evicted within the
+// grace period; restarted without any: no pressure left.
 func TestEviction(t *testing.T) {
 	n := agent.NewAPIPods(t, binary)
 	n.Configure("")
@@ -197,8 +203,26 @@ func TestEviction(t *testing.T) {
 	agent.Eventually(t, "disk-pressure taint", within, taint(n, v1.TaintNodeDiskPressure, true))
 	agent.Eventually(t, "memory-pressure taint gone", within, taint(n, v1.TaintNodeMemoryPressure, false))
 
+	t.Log("soft memory pressure")
+	restart(t, n, softPressure)
+	agent.Eventually(t, "DiskPressure cleared", within, condition(n, v1.NodeDiskPressure, v1.ConditionFalse, "KubeletHasNoDiskPressure"))
+	agent.Eventually(t, "MemoryPressure True", within, condition(n, v1.NodeMemoryPressure, v1.ConditionTrue, "KubeletHasInsufficientMemory"))
+	// Under memory pressure alone a Burstable pod is admitted; a soft
+	// threshold within its grace period evicts nothing.
+	soft := n.NewPod("soft-burstable", nil, n.Sleeper("c"))
+	soft.Spec.Containers[0].Resources = burst.Spec.Containers[0].Resources
+	n.Run(t, soft)
+	agent.Consistently(t, "the Burstable pod not evicted within the soft grace period", 25*time.Second, time.Second, func() error {
+		p, err := n.Get(soft.Name)
+		if err != nil {
+			return err
+		}
+		return agent.PodRunning(p)
+	})
+
 	t.Log("no pressure")
 	restart(t, n, "")
-	agent.Eventually(t, "DiskPressure cleared", within, condition(n, v1.NodeDiskPressure, v1.ConditionFalse, "KubeletHasNoDiskPressure"))
+	agent.Eventually(t, "MemoryPressure cleared", within, condition(n, v1.NodeMemoryPressure, v1.ConditionFalse, "KubeletHasSufficientMemory"))
 	agent.Eventually(t, "disk-pressure taint gone", within, taint(n, v1.TaintNodeDiskPressure, false))
+	agent.Eventually(t, "memory-pressure taint gone", within, taint(n, v1.TaintNodeMemoryPressure, false))
 }
