@@ -322,7 +322,7 @@ var runtimeActors = []struct {
 		return a.p.System.Registry.Props(evictionactor.Kind, evictionactor.New(evictionactor.Params{
 			Stats: env.stats, Config: env.eviction, DedicatedImageFs: dedicatedImageFs(a.deps.Images, a.deps.RootDir, a.log),
 			PodManager: a.child(podmanager.Kind), StatusReporter: a.child(statusreporter.Kind), GC: a.child(gc.Kind),
-			Events: a.deps.Events, NodeName: a.deps.NodeName, Log: a.log,
+			Events: a.deps.Events, NodeName: a.deps.NodeName, Registry: a.p.System.Registry, Log: a.log,
 		}), nil)
 	}},
 	{apiserver.Kind, func(a *Actor, env *runtimeEnv) *actor.Props {

@@ -14,6 +14,7 @@ package eviction
 import (
 	"context"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -72,7 +73,10 @@ type Params struct {
 	NodeName string
 	// MonitoringInterval is the time between passes; zero is upstream's.
 	MonitoringInterval time.Duration
-	Log                zerolog.Logger
+	// Registry, when set, shows the conditions under pressure and the
+	// thresholds met on the dashboard as the actor's state.
+	Registry *supervision.Registry
+	Log      zerolog.Logger
 }
 
 // stage is where a pass stands.
@@ -172,6 +176,18 @@ func (a *Actor) Receive(ctx actor.Context) {
 	}
 }
 
+// showState puts the pressure and the thresholds met on the dashboard.
+func (a *Actor) showState(ctx actor.Context) {
+	if a.p.Registry == nil {
+		return
+	}
+	state := a.detail()
+	if a.met != "" {
+		state += "; thresholds met: " + strings.TrimSuffix(a.met, ";")
+	}
+	a.p.Registry.SetState(ctx.Self().Id, state)
+}
+
 func (a *Actor) detail() string {
 	if len(a.conditions) == 0 {
 		return "no pressure"
@@ -234,7 +250,7 @@ func (a *Actor) observed(ctx actor.Context, m *messages.SignalsObserved) {
 	}
 	d := a.m.Step(obs, m.At)
 	a.publish(ctx, d.Conditions, m.At)
-	a.logMet(d.Met, obs)
+	a.logMet(ctx, d.Met, obs)
 	if d.Reclaim == nil {
 		a.done(ctx)
 		return
@@ -272,6 +288,7 @@ func (a *Actor) publish(ctx actor.Context, conditions []v1.NodeConditionType, no
 		a.log.Info().Interface("conditions", conditions).Msg("node pressure changed")
 	}
 	a.conditions, a.sentAt = slices.Clone(conditions), now
+	a.showState(ctx)
 	for _, pid := range []*actor.PID{a.p.PodManager, a.p.StatusReporter} {
 		if pid != nil {
 			supervision.Tell(ctx, pid, &messages.NodePressure{Conditions: slices.Clone(conditions)})
@@ -280,7 +297,7 @@ func (a *Actor) publish(ctx actor.Context, conditions []v1.NodeConditionType, no
 }
 
 // logMet logs the thresholds met when they change.
-func (a *Actor) logMet(met []eviction.Threshold, obs eviction.Observations) {
+func (a *Actor) logMet(ctx actor.Context, met []eviction.Threshold, obs eviction.Observations) {
 	s := ""
 	for _, t := range met {
 		s += t.String() + ";"
@@ -289,6 +306,7 @@ func (a *Actor) logMet(met []eviction.Threshold, obs eviction.Observations) {
 		return
 	}
 	a.met = s
+	a.showState(ctx)
 	ev := a.log.Info()
 	for _, t := range met {
 		if o, ok := obs[t.Signal]; ok {
