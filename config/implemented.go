@@ -85,6 +85,7 @@ var Implemented = map[string]bool{
 	"evictionMinimumReclaim":           true,
 	"evictionPressureTransitionPeriod": true,
 	"evictionMaxPodGracePeriod":        true,
+	"localStorageCapacityIsolation":    true,
 }
 
 // IsImplemented reports whether actorlet acts on the field at path.

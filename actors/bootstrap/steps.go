@@ -323,6 +323,7 @@ var runtimeActors = []struct {
 			Stats: env.stats, Config: env.eviction, DedicatedImageFs: dedicatedImageFs(a.deps.Images, a.deps.RootDir, a.log),
 			PodManager: a.child(podmanager.Kind), StatusReporter: a.child(statusreporter.Kind), GC: a.child(gc.Kind),
 			Events: a.deps.Events, NodeName: a.deps.NodeName, Registry: a.p.System.Registry, Log: a.log,
+			LocalStorageCapacityIsolation: deref(a.cfg.LocalStorageCapacityIsolation),
 		}), nil)
 	}},
 	{apiserver.Kind, func(a *Actor, env *runtimeEnv) *actor.Props {

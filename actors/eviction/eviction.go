@@ -59,6 +59,10 @@ type Stats interface {
 type Params struct {
 	Stats  Stats
 	Config eviction.Config
+	// LocalStorageCapacityIsolation: pods over their ephemeral-storage
+	// limits or emptyDir size limits are evicted at every pass
+	// (localStorageCapacityIsolation).
+	LocalStorageCapacityIsolation bool
 	// DedicatedImageFs: the runtime's images are on another filesystem
 	// than the root directory's, which changes what each disk signal
 	// counts of a pod (eviction.Rank).
@@ -97,8 +101,10 @@ type Actor struct {
 	m   *eviction.Manager
 
 	stage stage
-	// The pass under way: what it reclaims, what it observed.
-	reclaim *eviction.Reclaim
+	// The pass under way: what it reclaims, what it observed; reclaimed:
+	// the node reclaimed disk space of its own in it.
+	reclaimed bool
+	reclaim   *eviction.Reclaim
 	obs     eviction.Observations
 	summary *statsapi.Summary
 
@@ -129,15 +135,16 @@ func (a *Actor) Receive(ctx actor.Context) {
 		a.m = eviction.NewManager(a.p.Config)
 		a.evicted = map[types.UID]time.Time{}
 		a.publish(ctx, nil, time.Now())
-		if len(a.p.Config.Thresholds) == 0 {
-			a.log.Info().Msg("no eviction thresholds: the eviction manager is off")
+		if len(a.p.Config.Thresholds) == 0 && !a.p.LocalStorageCapacityIsolation {
+			a.log.Info().Msg("no eviction thresholds and no local storage isolation: the eviction manager is off")
 			return
 		}
 		th := make([]string, len(a.p.Config.Thresholds))
 		for i, t := range a.p.Config.Thresholds {
 			th[i] = t.String()
 		}
-		a.log.Info().Strs("thresholds", th).Dur("monitoringInterval", a.p.MonitoringInterval).
+		a.log.Info().Strs("thresholds", th).Bool("localStorageCapacityIsolation", a.p.LocalStorageCapacityIsolation).
+			Dur("monitoringInterval", a.p.MonitoringInterval).
 			Dur("pressureTransitionPeriod", a.p.Config.PressureTransitionPeriod).Msg("eviction manager started")
 		// The first pass comes an interval after the start, as upstream's
 		// manager starts once the runtime is up: the pods the node runs
@@ -159,7 +166,7 @@ func (a *Actor) Receive(ctx actor.Context) {
 		}
 	case *messages.PodList:
 		if a.stage == listing {
-			a.evict(ctx, m)
+			a.listed(ctx, m)
 		}
 	case *actor.DeadLetterResponse, error:
 		// A request piped back failed (timeout, receiver gone).
@@ -220,7 +227,7 @@ func (a *Actor) observe(ctx actor.Context, afterReclaim bool) {
 
 // done ends the pass and schedules the next.
 func (a *Actor) done(ctx actor.Context) {
-	a.stage, a.reclaim, a.obs, a.summary = idle, nil, nil, nil
+	a.stage, a.reclaim, a.obs, a.summary, a.reclaimed = idle, nil, nil, nil, false
 	a.cancelPass = supervision.After(ctx, a.p.MonitoringInterval, &messages.EvictionPass{})
 }
 
@@ -244,28 +251,84 @@ func (a *Actor) observed(ctx actor.Context, m *messages.SignalsObserved) {
 			a.done(ctx)
 			return
 		}
-		a.obs, a.summary = obs, m.Stats
+		a.obs, a.summary, a.reclaimed = obs, m.Stats, true
 		a.list(ctx)
 		return
 	}
 	d := a.m.Step(obs, m.At)
 	a.publish(ctx, d.Conditions, m.At)
 	a.logMet(ctx, d.Met, obs)
-	if d.Reclaim == nil {
+	a.reclaim, a.obs, a.summary = d.Reclaim, obs, m.Stats
+	if d.Reclaim == nil && !a.p.LocalStorageCapacityIsolation {
 		a.done(ctx)
 		return
 	}
-	a.reclaim, a.obs, a.summary = d.Reclaim, obs, m.Stats
-	a.log.Info().Str("resource", string(d.Reclaim.Resource)).Str("threshold", d.Reclaim.Threshold.String()).Msg("attempting to reclaim")
+	// The pods: first for their local storage limits, then to rank.
+	a.list(ctx)
+}
+
+// reclaimFor starts reclaiming for the pass's threshold: disk space
+// through the gc actor first for a disk signal, else a pod.
+func (a *Actor) reclaimFor(ctx actor.Context, list *messages.PodList) {
+	r := a.reclaim
+	a.log.Info().Str("resource", string(r.Resource)).Str("threshold", r.Threshold.String()).Msg("attempting to reclaim")
 	if a.p.Events != nil {
-		a.p.Events.Eventf(a.nodeRef(), v1.EventTypeWarning, "EvictionThresholdMet", "Attempting to reclaim %s", d.Reclaim.Resource)
+		a.p.Events.Eventf(a.nodeRef(), v1.EventTypeWarning, "EvictionThresholdMet", "Attempting to reclaim %s", r.Resource)
 	}
-	if d.Reclaim.Threshold.Signal.IsDisk() && a.p.GC != nil {
+	if r.Threshold.Signal.IsDisk() && a.p.GC != nil {
 		a.stage = reclaiming
 		ctx.RequestFuture(a.p.GC, &messages.ReclaimDiskSpace{}, reclaimTimeout).PipeTo(ctx.Self())
 		return
 	}
-	a.list(ctx)
+	a.evict(ctx, list)
+}
+
+// listed handles the pod-manager's pods: local storage limits first, as
+// upstream (every offending pod goes, and nothing else this pass), then
+// the threshold to reclaim for.
+func (a *Actor) listed(ctx actor.Context, list *messages.PodList) {
+	if a.reclaimed {
+		a.evict(ctx, list)
+		return
+	}
+	pods := activePods(list)
+	if a.p.LocalStorageCapacityIsolation {
+		stats := eviction.StatsByUID(a.summary.Pods)
+		if vs := eviction.LocalStorageViolations(pods, stats, a.p.DedicatedImageFs); len(vs) > 0 {
+			for _, v := range vs {
+				if eviction.IsCritical(v.Pod) {
+					a.log.Error().Str("pod", v.Pod.Namespace+"/"+v.Pod.Name).Msg("cannot evict a critical pod")
+					continue
+				}
+				a.evictPod(ctx, v.Pod, 0, v.Message, v.Signal)
+			}
+			a.done(ctx)
+			return
+		}
+	}
+	if a.reclaim == nil {
+		a.done(ctx)
+		return
+	}
+	a.reclaimFor(ctx, list)
+}
+
+// activePods are the pods of list with a live worker that are neither
+// deleted nor ended.
+func activePods(list *messages.PodList) []*v1.Pod {
+	active := map[types.UID]bool{}
+	for _, uid := range list.Active {
+		active[uid] = true
+	}
+	var pods []*v1.Pod
+	for i := range list.Pods {
+		p := &list.Pods[i]
+		if !active[p.UID] || p.DeletionTimestamp != nil || p.Status.Phase == v1.PodSucceeded || p.Status.Phase == v1.PodFailed {
+			continue
+		}
+		pods = append(pods, p)
+	}
+	return pods
 }
 
 func (a *Actor) list(ctx actor.Context) {
@@ -334,14 +397,7 @@ func (a *Actor) evict(ctx actor.Context, list *messages.PodList) {
 		a.log.Info().Str("uid", string(uid)).Msg("waiting for the evicted pod to be cleaned up before evicting another")
 		return
 	}
-	var pods []*v1.Pod
-	for i := range list.Pods {
-		p := &list.Pods[i]
-		if !active[p.UID] || p.DeletionTimestamp != nil || p.Status.Phase == v1.PodSucceeded || p.Status.Phase == v1.PodFailed {
-			continue
-		}
-		pods = append(pods, p)
-	}
+	pods := activePods(list)
 	if len(pods) == 0 {
 		a.log.Error().Msg("eviction thresholds have been met, but no pods are active to evict")
 		return
@@ -364,20 +420,23 @@ func (a *Actor) evict(ctx actor.Context, list *messages.PodList) {
 			a.log.Error().Str("pod", pod.Namespace+"/"+pod.Name).Msg("cannot evict a critical pod")
 			continue
 		}
-		grace := a.m.PodGracePeriod(r, pod)
-		msg := eviction.Message(r.Resource, pod, stats, r.Thresholds, a.obs)
-		if a.p.Events != nil {
-			a.p.Events.Event(pod, v1.EventTypeWarning, eviction.Reason, msg)
-		}
-		a.log.Warn().Str("pod", pod.Namespace+"/"+pod.Name).Str("uid", string(pod.UID)).Int64("gracePeriod", grace).
-			Str("message", msg).Msg("evicting pod")
-		supervision.Tell(ctx, a.p.PodManager, &messages.EvictPod{UID: pod.UID, Name: pod.Name, Namespace: pod.Namespace,
-			GracePeriod: grace, Reason: eviction.Reason, Message: msg})
-		a.evicted[pod.UID] = now
-		metrics.Evictions.WithLabelValues(string(r.Threshold.Signal)).Inc()
+		a.evictPod(ctx, pod, a.m.PodGracePeriod(r, pod), eviction.Message(r.Resource, pod, stats, r.Thresholds, a.obs), r.Threshold.Signal)
 		return
 	}
 	a.log.Info().Msg("unable to evict any pods from the node")
+}
+
+// evictPod has the pod-manager evict pod, with upstream's event.
+func (a *Actor) evictPod(ctx actor.Context, pod *v1.Pod, grace int64, msg string, signal eviction.Signal) {
+	if a.p.Events != nil {
+		a.p.Events.Event(pod, v1.EventTypeWarning, eviction.Reason, msg)
+	}
+	a.log.Warn().Str("pod", pod.Namespace+"/"+pod.Name).Str("uid", string(pod.UID)).Int64("gracePeriod", grace).
+		Str("message", msg).Msg("evicting pod")
+	supervision.Tell(ctx, a.p.PodManager, &messages.EvictPod{UID: pod.UID, Name: pod.Name, Namespace: pod.Namespace,
+		GracePeriod: grace, Reason: eviction.Reason, Message: msg})
+	a.evicted[pod.UID] = time.Now()
+	metrics.Evictions.WithLabelValues(string(signal)).Inc()
 }
 
 func (a *Actor) nodeRef() *v1.ObjectReference {

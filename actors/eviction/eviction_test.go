@@ -126,14 +126,18 @@ func (r *recorder) wait(t *testing.T, what string, ok func() bool) {
 }
 
 func run(t *testing.T, cfg eviction.Config, st *fakeStats, pods []v1.Pod) (*recorder, *record.FakeRecorder) {
+	return runWith(t, Params{Config: cfg}, st, pods)
+}
+
+func runWith(t *testing.T, p Params, st *fakeStats, pods []v1.Pod) (*recorder, *record.FakeRecorder) {
 	system := actor.NewActorSystem()
 	t.Cleanup(system.Shutdown)
 	r := &recorder{pressure: map[string][]v1.NodeConditionType{}}
 	events := record.NewFakeRecorder(20)
-	system.Root.Spawn(actor.PropsFromProducer(New(Params{Stats: st, Config: cfg,
-		PodManager: r.spawn(system, "pod-manager", pods), StatusReporter: r.spawn(system, "status-reporter", nil),
-		GC: r.spawn(system, "gc", nil), Events: events, NodeName: "node-a",
-		MonitoringInterval: 20 * time.Millisecond, Log: zerolog.New(zerolog.NewTestWriter(t))})))
+	p.Stats, p.Events, p.NodeName = st, events, "node-a"
+	p.PodManager, p.StatusReporter, p.GC = r.spawn(system, "pod-manager", pods), r.spawn(system, "status-reporter", nil), r.spawn(system, "gc", nil)
+	p.MonitoringInterval, p.Log = 20*time.Millisecond, zerolog.New(zerolog.NewTestWriter(t))
+	system.Root.Spawn(actor.PropsFromProducer(New(p)))
 	return r, events
 }
 
@@ -208,5 +212,27 @@ func TestDiskPressureEvictsWhenReclaimIsNotEnough(t *testing.T) {
 	r.wait(t, "an eviction after a reclaim", func() bool { return r.reclaims >= 1 && len(r.evictions) == 1 })
 	if m := r.evictions[0].Message; !strings.HasPrefix(m, "The node was low on resource: ephemeral-storage. ") {
 		t.Errorf("message %q", m)
+	}
+}
+
+// TestLocalStorageLimits: without any threshold met, a pod over its
+// ephemeral-storage limit is evicted at once with upstream's message.
+func TestLocalStorageLimits(t *testing.T) {
+	over := podStats("over", 10)
+	over.EphemeralStorage = &statsapi.FsStats{UsedBytes: u64(200 << 20)}
+	st := &fakeStats{summaries: []*statsapi.Summary{summary(5000, 50, over, podStats("fine", 10))}}
+	limited := pod("over", "")
+	limited.Spec.Containers[0].Resources.Limits = v1.ResourceList{v1.ResourceEphemeralStorage: resource.MustParse("100Mi")}
+	r, _ := runWith(t, Params{LocalStorageCapacityIsolation: true,
+		Config: eviction.Config{Thresholds: threshold(t, map[string]string{"memory.available": "100Mi"})}}, st, []v1.Pod{limited, pod("fine", "")})
+	r.wait(t, "an eviction", func() bool { return len(r.evictions) == 1 })
+	e := r.evictions[0]
+	if e.UID != "over" || e.GracePeriod != 0 || e.Message != "Pod ephemeral local storage usage exceeds the total limit of containers 100Mi. " {
+		t.Errorf("eviction %+v", e)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.pressure["status-reporter"]) != 0 {
+		t.Errorf("pressure %v without a threshold met", r.pressure)
 	}
 }
