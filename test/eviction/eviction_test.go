@@ -105,7 +105,8 @@ func restart(t *testing.T, n *agent.APIPods, config string) {
 	agent.Eventually(t, "node Ready", 30*time.Second, n.Ready)
 }
 
-// TestEviction: pods run; the node restarts with a memory threshold above
+// TestEviction: a pod over its ephemeral-storage limit is evicted; pods
+// run; the node restarts with a memory threshold above
 // what it has free: MemoryPressure and its taint, the BestEffort pod
 // evicted while the Burstable one runs, then the Burstable one, a new
 // BestEffort pod refused; restarted with a disk threshold instead:
@@ -126,6 +127,22 @@ func TestEviction(t *testing.T) {
 	}
 	n.Run(t, be)
 	n.Run(t, burst)
+
+	t.Log("local storage limits")
+	hog := n.NewPod("storage-hog", nil, n.Busybox("c", "dd if=/dev/zero of=/hog bs=1M count=8 && exec sleep 3600"))
+	hog.Spec.Containers[0].Resources.Limits = v1.ResourceList{v1.ResourceEphemeralStorage: resource.MustParse("2Mi")}
+	n.Create(t, hog)
+	agent.Eventually(t, "the pod over its ephemeral-storage limit evicted", within, func() error {
+		p, err := failedEvicted(n, hog.Name)
+		if err != nil {
+			return err
+		}
+		if want := "Pod ephemeral local storage usage exceeds the total limit of containers 2Mi. "; p.Status.Message != want &&
+			p.Status.Message != `Container c exceeded its local ephemeral storage limit "2Mi". ` {
+			return fmt.Errorf("message %q, want %q", p.Status.Message, want)
+		}
+		return nil
+	})
 
 	t.Log("memory pressure")
 	restart(t, n, memoryPressure)
