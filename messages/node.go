@@ -41,8 +41,10 @@ func (m *NodeChanged) Summary() string {
 // while any is set: with MemoryPressure alone only BestEffort pods (unless
 // they tolerate the memory-pressure taint), with any other every pod but
 // critical ones; reason "Evicted", message "The node had condition: [...]. ".
-// Sent whenever the set changes (and again after the receiver restarts:
-// the set is the whole state, not a change).
+// Sent whenever the set changes, and again at every pass of the eviction
+// manager (its monitoring interval): the set is the whole state, not a
+// change, and a restarted pod-manager has lost it (until then it admits as
+// if no condition were under pressure).
 // Sender: the eviction actor. Receivers: the pod-manager, and the
 // status-reporter (the Node's MemoryPressure, DiskPressure and PIDPressure
 // conditions).

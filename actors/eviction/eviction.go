@@ -45,9 +45,6 @@ const (
 	listTimeout = 5 * time.Second
 	// statsTimeout bounds one reading of the statistics.
 	statsTimeout = time.Minute
-	// pressureResend: the conditions are told again this often, so that a
-	// restarted receiver learns them.
-	pressureResend = time.Minute
 )
 
 // Stats reads the node's /stats/summary; *stats.Provider does.
@@ -105,11 +102,10 @@ type Actor struct {
 	// the node reclaimed disk space of its own in it.
 	reclaimed bool
 	reclaim   *eviction.Reclaim
-	obs     eviction.Observations
-	summary *statsapi.Summary
+	obs       eviction.Observations
+	summary   *statsapi.Summary
 
 	conditions []v1.NodeConditionType
-	sentAt     time.Time
 	met        string
 	// evicted holds when each pod was evicted, until it is gone.
 	evicted map[types.UID]time.Time
@@ -134,7 +130,7 @@ func (a *Actor) Receive(ctx actor.Context) {
 	case *actor.Started:
 		a.m = eviction.NewManager(a.p.Config)
 		a.evicted = map[types.UID]time.Time{}
-		a.publish(ctx, nil, time.Now())
+		a.publish(ctx, nil)
 		if len(a.p.Config.Thresholds) == 0 && !a.p.LocalStorageCapacityIsolation {
 			a.log.Info().Msg("no eviction thresholds and no local storage isolation: the eviction manager is off")
 			return
@@ -256,7 +252,7 @@ func (a *Actor) observed(ctx actor.Context, m *messages.SignalsObserved) {
 		return
 	}
 	d := a.m.Step(obs, m.At)
-	a.publish(ctx, d.Conditions, m.At)
+	a.publish(ctx, d.Conditions)
 	a.logMet(ctx, d.Met, obs)
 	a.reclaim, a.obs, a.summary = d.Reclaim, obs, m.Stats
 	if d.Reclaim == nil && !a.p.LocalStorageCapacityIsolation {
@@ -341,16 +337,13 @@ func (a *Actor) list(ctx actor.Context) {
 }
 
 // publish tells the pod-manager and the status-reporter the conditions
-// under pressure when they change, and again every pressureResend.
-func (a *Actor) publish(ctx actor.Context, conditions []v1.NodeConditionType, now time.Time) {
-	changed := !slices.Equal(conditions, a.conditions)
-	if !changed && now.Sub(a.sentAt) < pressureResend && !a.sentAt.IsZero() {
-		return
-	}
-	if changed {
+// under pressure at every pass: the set is the whole state, and a
+// restarted receiver has lost it.
+func (a *Actor) publish(ctx actor.Context, conditions []v1.NodeConditionType) {
+	if changed := !slices.Equal(conditions, a.conditions); changed {
 		a.log.Info().Interface("conditions", conditions).Msg("node pressure changed")
 	}
-	a.conditions, a.sentAt = slices.Clone(conditions), now
+	a.conditions = slices.Clone(conditions)
 	a.showState(ctx)
 	for _, pid := range []*actor.PID{a.p.PodManager, a.p.StatusReporter} {
 		if pid != nil {

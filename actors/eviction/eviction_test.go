@@ -160,10 +160,12 @@ func TestMemoryPressureEvictsBestEffortFirst(t *testing.T) {
 	r.wait(t, "MemoryPressure and an eviction", func() bool {
 		return len(r.pressure["pod-manager"]) == 1 && len(r.pressure["status-reporter"]) == 1 && len(r.evictions) > 0
 	})
-	if got := r.pressure["pod-manager"][0]; got != v1.NodeMemoryPressure {
+	r.mu.Lock()
+	got, e := r.pressure["pod-manager"][0], r.evictions[0]
+	r.mu.Unlock()
+	if got != v1.NodeMemoryPressure {
 		t.Errorf("pressure %v", got)
 	}
-	e := r.evictions[0]
 	if e.UID != "besteffort" || e.GracePeriod != 0 || e.Reason != "Evicted" ||
 		e.Message != "The node was low on resource: memory. Threshold quantity: 1Gi, available: 500Mi. Container c was using 50Mi, request is 0, has larger consumption of memory. " {
 		t.Errorf("eviction %+v", e)
@@ -210,6 +212,8 @@ func TestDiskPressureEvictsWhenReclaimIsNotEnough(t *testing.T) {
 	cfg := eviction.Config{Thresholds: threshold(t, map[string]string{"nodefs.available": "10%"}), PressureTransitionPeriod: time.Minute}
 	r, _ := run(t, cfg, st, []v1.Pod{pod("a", "")})
 	r.wait(t, "an eviction after a reclaim", func() bool { return r.reclaims >= 1 && len(r.evictions) == 1 })
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	if m := r.evictions[0].Message; !strings.HasPrefix(m, "The node was low on resource: ephemeral-storage. ") {
 		t.Errorf("message %q", m)
 	}
@@ -226,7 +230,9 @@ func TestLocalStorageLimits(t *testing.T) {
 	r, _ := runWith(t, Params{LocalStorageCapacityIsolation: true,
 		Config: eviction.Config{Thresholds: threshold(t, map[string]string{"memory.available": "100Mi"})}}, st, []v1.Pod{limited, pod("fine", "")})
 	r.wait(t, "an eviction", func() bool { return len(r.evictions) == 1 })
+	r.mu.Lock()
 	e := r.evictions[0]
+	r.mu.Unlock()
 	if e.UID != "over" || e.GracePeriod != 0 || e.Message != "Pod ephemeral local storage usage exceeds the total limit of containers 100Mi. " {
 		t.Errorf("eviction %+v", e)
 	}

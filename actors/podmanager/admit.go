@@ -74,6 +74,9 @@ type Admission struct {
 	Sysctls *SysctlAllowlist
 	// Pressure are the node conditions under pressure (eviction).
 	Pressure []v1.NodeConditionType
+	// AppArmor is why this node cannot enforce AppArmor profiles (see
+	// AppArmorHost); nil: it can.
+	AppArmor error
 	// Static: the pod comes from a manifest (file or URL), not the API:
 	// taints do not apply, and it is critical.
 	Static bool
@@ -82,9 +85,16 @@ type Admission struct {
 // admit decides whether pod may run beside the admitted pods, as upstream's
 // admit handlers in their order: the eviction manager's, the sysctls', then
 // the predicate handler's (the OS label and field, then resources, node
-// affinity, node name and host ports, then NoExecute taints). The first
-// refusal is the pod's.
+// affinity, node name and host ports, then NoExecute taints), then
+// AppArmor's. The first refusal is the pod's.
 func admit(pod *v1.Pod, admitted []*v1.Pod, a Admission) *Rejection {
+	if r := admitPredicates(pod, admitted, a); r != nil {
+		return r
+	}
+	return admitAppArmor(pod, a.AppArmor)
+}
+
+func admitPredicates(pod *v1.Pod, admitted []*v1.Pod, a Admission) *Rejection {
 	if r := admitPressure(pod, a); r != nil {
 		return r
 	}

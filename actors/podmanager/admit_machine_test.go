@@ -35,7 +35,7 @@ func TestAdmissionSteps(t *testing.T) {
 		return []Command{
 			CmdLog{Level: zerolog.WarnLevel, Message: "pod rejected: " + msg, Fields: map[string]any{"pod": fullName(p), "reason": reason}},
 			CmdEvent{Pod: p, Type: v1.EventTypeWarning, Reason: reason, Message: msg},
-			CmdReportStatus{Pod: p, Status: v1.PodStatus{Phase: v1.PodFailed, Reason: reason, Message: "Pod was rejected: " + msg}},
+			CmdReportStatus{Pod: p, Status: v1.PodStatus{Phase: v1.PodFailed, Reason: reason, Message: "Pod was rejected: " + msg, QOSClass: v1.PodQOSBestEffort}},
 			CmdReportFinished{Pod: p},
 		}
 	}

@@ -1,6 +1,7 @@
 package podmanager
 
 import (
+	"errors"
 	"reflect"
 	"runtime"
 	"testing"
@@ -200,5 +201,58 @@ func TestNewSysctlAllowlist(t *testing.T) {
 		if !reflect.DeepEqual(got, tc.err) {
 			t.Errorf("%v: got %q, want %q", tc.patterns, got, tc.err)
 		}
+	}
+}
+
+func TestAdmitAppArmor(t *testing.T) {
+	notEnabled := errors.New("AppArmor is not enabled on the host")
+	profile := func(typ v1.AppArmorProfileType, name string) *v1.AppArmorProfile {
+		p := &v1.AppArmorProfile{Type: typ}
+		if name != "" || typ == v1.AppArmorProfileTypeLocalhost {
+			p.LocalhostProfile = &name
+		}
+		return p
+	}
+	podProfile := func(p *v1.AppArmorProfile) *v1.Pod {
+		return mutate(podWith("", ""), func(pod *v1.Pod) { pod.Spec.SecurityContext = &v1.PodSecurityContext{AppArmorProfile: p} })
+	}
+	containerProfile := func(p *v1.AppArmorProfile) *v1.Pod {
+		return mutate(podWith("", ""), func(pod *v1.Pod) { pod.Spec.Containers[0].SecurityContext = &v1.SecurityContext{AppArmorProfile: p} })
+	}
+	annotated := func(v string) *v1.Pod {
+		return mutate(podWith("", ""), func(pod *v1.Pod) {
+			pod.Annotations = map[string]string{v1.DeprecatedAppArmorBetaContainerAnnotationKeyPrefix + "c": v}
+		})
+	}
+	for _, tc := range []struct {
+		name    string
+		pod     *v1.Pod
+		host    error
+		message string
+	}{
+		{name: "no profile", pod: podWith("", ""), host: notEnabled},
+		{name: "unconfined", pod: podProfile(profile(v1.AppArmorProfileTypeUnconfined, "")), host: notEnabled},
+		{name: "runtime default, no AppArmor", pod: podProfile(profile(v1.AppArmorProfileTypeRuntimeDefault, "")), host: notEnabled,
+			message: "Cannot enforce AppArmor: AppArmor is not enabled on the host"},
+		{name: "a container's profile", pod: containerProfile(profile(v1.AppArmorProfileTypeLocalhost, "k8s-x")), host: notEnabled,
+			message: "Cannot enforce AppArmor: AppArmor is not enabled on the host"},
+		{name: "the deprecated annotation", pod: annotated("runtime/default"), host: notEnabled,
+			message: "Cannot enforce AppArmor: AppArmor is not enabled on the host"},
+		{name: "the deprecated annotation, unconfined", pod: annotated("unconfined"), host: notEnabled},
+		{name: "a host that enforces", pod: containerProfile(profile(v1.AppArmorProfileTypeLocalhost, "k8s-x"))},
+		{name: "an empty localhost profile", pod: containerProfile(profile(v1.AppArmorProfileTypeLocalhost, " ")),
+			message: `Cannot enforce AppArmor: invalid empty AppArmor profile name: "&AppArmorProfile{Type:Localhost,LocalhostProfile:* ,}"`},
+		{name: "a running pod is not checked again", pod: mutate(podProfile(profile(v1.AppArmorProfileTypeRuntimeDefault, "")), func(p *v1.Pod) { p.Status.Phase = v1.PodRunning }),
+			host: notEnabled},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := admitAppArmor(tc.pod, tc.host)
+			switch {
+			case tc.message == "" && r != nil:
+				t.Errorf("rejected: %+v", r)
+			case tc.message != "" && (r == nil || r.Reason != "AppArmor" || r.Message != tc.message):
+				t.Errorf("got %+v, want AppArmor: %s", r, tc.message)
+			}
+		})
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/actorlet/actorlet/messages"
+	"github.com/actorlet/actorlet/podruntime"
 )
 
 // recentlyDoneFor is how long the UID of a pod whose worker finished is
@@ -96,6 +97,8 @@ type Config struct {
 	Allocatable v1.ResourceList
 	// Sysctls are the sysctls pods may set; nil: the safe set.
 	Sysctls *SysctlAllowlist
+	// AppArmor is why AppArmor profiles cannot be enforced; nil: they can.
+	AppArmor error
 	// AwaitNode: the Node comes as EvNode (from the status-reporter); no
 	// pod is admitted before the first, and no API pod before one read
 	// from the API, as upstream waits for its node informer. False (in
@@ -672,7 +675,7 @@ func (m *Machine) decide(source string, pod *v1.Pod) (r *Rejection) {
 		}
 	}()
 	return admit(pod, m.admitted(), Admission{Node: m.node, MaxPods: m.cfg.MaxPods, Allocatable: m.cfg.Allocatable,
-		Sysctls: m.cfg.Sysctls, Pressure: m.pressure, Static: isStaticSource(source)})
+		Sysctls: m.cfg.Sysctls, AppArmor: m.cfg.AppArmor, Pressure: m.pressure, Static: isStaticSource(source)})
 }
 
 // reject fails a pod admission refused, as upstream's rejectPod: a Warning
@@ -684,7 +687,7 @@ func (m *Machine) reject(pod *v1.Pod, r *Rejection) {
 	m.emit(CmdEvent{Pod: pod, Type: v1.EventTypeWarning, Reason: r.Reason, Message: r.Message})
 	rejected := pod.DeepCopy()
 	rejected.Status = v1.PodStatus{Phase: v1.PodFailed, Reason: r.Reason, Message: "Pod was rejected: " + r.Message,
-		ObservedGeneration: pod.Generation}
+		QOSClass: podruntime.PodQOSClass(pod), ObservedGeneration: pod.Generation}
 	m.rejected[pod.UID] = rejected
 	m.emit(CmdReportStatus{Pod: pod, Status: rejected.Status})
 	// Nothing of it runs: the status-reporter may write its terminal
@@ -906,6 +909,10 @@ func (m *Machine) route(events []messages.PodLifecycleEvent, now time.Time) {
 // with the grace period recorded on its containers.
 func (m *Machine) adoptOrphan(uid types.UID, name, namespace string) {
 	if _, ok := m.pods[uid]; ok {
+		return
+	}
+	if _, ok := m.waiting[uid]; ok {
+		// Wanted, admission not decided yet: no orphan.
 		return
 	}
 	m.log(zerolog.InfoLevel, "no source wants this pod any more: terminating it",

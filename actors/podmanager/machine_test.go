@@ -209,7 +209,7 @@ func TestStep(t *testing.T) {
 			[]Command{spawn("x"), spawn("y"), spawn("z"),
 				CmdLog{Level: zerolog.WarnLevel, Message: "pod rejected: Node didn't have enough resource: pods, requested: 1, used: 3, capacity: 3", Fields: map[string]any{"pod": "default/p-a", "reason": "OutOfpods"}},
 				CmdEvent{Pod: podA, Type: v1.EventTypeWarning, Reason: "OutOfpods", Message: "Node didn't have enough resource: pods, requested: 1, used: 3, capacity: 3"},
-				CmdReportStatus{Pod: podA, Status: v1.PodStatus{Phase: v1.PodFailed, Reason: "OutOfpods", Message: "Pod was rejected: Node didn't have enough resource: pods, requested: 1, used: 3, capacity: 3"}},
+				CmdReportStatus{Pod: podA, Status: v1.PodStatus{Phase: v1.PodFailed, Reason: "OutOfpods", Message: "Pod was rejected: Node didn't have enough resource: pods, requested: 1, used: 3, capacity: 3", QOSClass: v1.PodQOSBestEffort}},
 				CmdReportFinished{Pod: podA}}, absent},
 		{"a rejected pod stays rejected", then(ready, at{0, set(messages.SourceAPI, testPod("x", ""), testPod("y", ""), testPod("z", ""), podA)}, at{0, set(messages.SourceAPI, testPod("x", ""), testPod("y", ""), testPod("z", ""), podA)}),
 			nil, absent},
@@ -366,7 +366,9 @@ func describe(cmds []Command) string {
 // pods in a phase with a worker have one; admission holds; nothing ended,
 // deleted or mirrored runs.
 func TestInvariants(t *testing.T) {
-	pods := []*v1.Pod{testPod("a", "1"), testPod("b", "1"), withVolume(testPod("c", "1")), withVolume(testPod("d", ""))}
+	zoneB := testPod("b", "1")
+	zoneB.Spec.NodeSelector = map[string]string{"zone": "b"}
+	pods := []*v1.Pod{testPod("a", "1"), zoneB, withVolume(testPod("c", "1")), withVolume(testPod("d", ""))}
 	variants := func(p *v1.Pod) []*v1.Pod {
 		return []*v1.Pod{p, withGeneration(p, 2, "other"), deleting(p, 0), deleting(p, 3),
 			withPhase(p.DeepCopy(), v1.PodSucceeded, ""), withPhase(p.DeepCopy(), v1.PodFailed, "")}
@@ -375,7 +377,7 @@ func TestInvariants(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	randomEvent := func() Event {
 		uid := uids[rng.IntN(len(uids))]
-		switch rng.IntN(11) {
+		switch rng.IntN(12) {
 		case 0, 1, 2:
 			source := []string{messages.SourceAPI, messages.SourceFile}[rng.IntN(2)]
 			var set []*v1.Pod
@@ -409,6 +411,10 @@ func TestInvariants(t *testing.T) {
 				return EvVolumesUnmounted{UID: uid}
 			}
 			return EvVolumesReady{UID: uid, Volumes: vols}
+		case 10:
+			// The Node (for the runs that await it): some pods fit its
+			// labels, those that ask for zone b fail node affinity.
+			return EvNode{Node: &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n", Labels: map[string]string{"zone": "a"}}}, FromAPI: rng.IntN(2) == 0}
 		}
 		return EvSpawnFailed{UID: uid}
 	}
@@ -425,6 +431,8 @@ func TestInvariants(t *testing.T) {
 	}
 	for run := range 3000 {
 		m := newTestMachine()
+		// Every other run awaits the Node, as the actor does.
+		m.cfg.AwaitNode = run%2 == 1
 		live := map[types.UID]bool{}
 		// mounted: the volume-manager was asked for the pod's volumes
 		// and not yet told to tear them down.
@@ -504,6 +512,21 @@ func TestInvariants(t *testing.T) {
 			}
 			if m.Pod("m") != nil {
 				fail("the mirror pod is held as a pod to run")
+			}
+			for uid, w := range m.waiting {
+				if m.Pod(uid) != nil || m.rejected[uid] != nil {
+					fail("%s is both waiting and held (%v) or rejected", uid, m.Pod(uid) != nil)
+				}
+				if !m.bySource[w.source][uid] {
+					fail("%s waits, though its source %s does not want it", uid, w.source)
+				}
+			}
+			if m.cfg.AwaitNode && m.node == nil {
+				for _, uid := range uids {
+					if p := m.Pod(uid); p != nil && p.Phase == Running {
+						fail("%s runs before the Node is known", uid)
+					}
+				}
 			}
 			if active > m.cfg.MaxPods {
 				fail("%d pods run, more than maxPods %d", active, m.cfg.MaxPods)

@@ -67,6 +67,9 @@ type Params struct {
 	// Sysctls are the sysctls pods may set (the safe ones and
 	// allowedUnsafeSysctls); nil: the safe set.
 	Sysctls *SysctlAllowlist
+	// AppArmor is why AppArmor profiles cannot be enforced (AppArmorHost);
+	// nil: they can.
+	AppArmor error
 	// AwaitNode: admission waits for the Node from the status-reporter
 	// (asked for with RefreshNode at start); false in tests without one.
 	AwaitNode bool
@@ -120,7 +123,7 @@ func (a *Actor) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
 		a.m = NewMachine(Config{Sources: a.p.Sources, MaxPods: a.p.MaxPods, Allocatable: a.p.Allocatable,
-			Sysctls: a.p.Sysctls, AwaitNode: a.p.AwaitNode})
+			Sysctls: a.p.Sysctls, AppArmor: a.p.AppArmor, AwaitNode: a.p.AwaitNode})
 		a.workers = map[types.UID]*actor.PID{}
 		a.step(ctx, EvStarted{First: a.first})
 		if a.p.AwaitNode && a.p.StatusReporter != nil {

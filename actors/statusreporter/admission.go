@@ -91,7 +91,8 @@ func (a *Actor) watchNode(ctx actor.Context) {
 	}
 	c, cancel := context.WithCancel(context.Background())
 	a.stopWatch = cancel
-	system, self, nodes := ctx.ActorSystem(), ctx.Self(), a.p.Kube.CoreV1().Nodes()
+	system, self, kube := ctx.ActorSystem(), ctx.Self(), a.p.Kube
+	nodes := kube.CoreV1().Nodes()
 	selector := fields.OneTermEqualSelector("metadata.name", a.p.NodeName).String()
 	send := func(obj any) {
 		if node, ok := obj.(*v1.Node); ok {
@@ -99,7 +100,9 @@ func (a *Actor) watchNode(ctx actor.Context) {
 		}
 	}
 	_, ctrl := cache.NewInformerWithOptions(cache.InformerOptions{
-		ListerWatcher: &cache.ListWatch{
+		// As client-go's generated informers, the reflector is told
+		// whether the client can stream the initial list (WatchList).
+		ListerWatcher: cache.ToListWatcherWithWatchListSemantics(&cache.ListWatch{
 			ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 				o.FieldSelector = selector
 				return nodes.List(ctx, o)
@@ -108,7 +111,7 @@ func (a *Actor) watchNode(ctx actor.Context) {
 				o.FieldSelector = selector
 				return nodes.Watch(ctx, o)
 			},
-		},
+		}, kube),
 		ObjectType: &v1.Node{},
 		Handler: cache.ResourceEventHandlerFuncs{
 			AddFunc:    send,

@@ -136,8 +136,12 @@ func TestAdmission(t *testing.T) {
 		{pod("os-field", func(p *v1.Pod) { p.Spec.OS = &v1.PodOS{Name: v1.OSName(otherOS)} }), "PodOSNotSupported",
 			"Failed to admit pod as the OS field doesn't match node OS"},
 		{pod("unsafe-sysctl", sysctls("kernel.sem")), "SysctlForbidden", `forbidden sysctl: "kernel.sem" not allowlisted`},
-		{pod("host-net-sysctl", func(p *v1.Pod) { sysctls("net.ipv4.tcp_syncookies")(p); p.Spec.HostNetwork = true }), "SysctlForbidden",
-			`forbidden sysctl: "net.ipv4.tcp_syncookies" not allowed with host Net enabled`},
+		// AppArmor is not enabled on the test machine's kernel.
+		{pod("apparmor", func(p *v1.Pod) {
+			p.Spec.Containers[0].SecurityContext = &v1.SecurityContext{AppArmorProfile: &v1.AppArmorProfile{Type: v1.AppArmorProfileTypeRuntimeDefault}}
+		}), "AppArmor", "Cannot enforce AppArmor: AppArmor is not enabled on the host"},
+		// A sysctl of a namespace shared with the host (hostNetwork,
+		// hostIPC) is refused by the API's validation already.
 	}
 	for _, r := range rejections {
 		n.Create(t, r.pod)
@@ -219,7 +223,8 @@ spec:
 `, n.Env.BusyboxImage))
 	name := "unsafe-" + n.Name
 	rejected := func() error {
-		p, err := n.Pod(name)
+		// The mirror pod shows the static pod's status.
+		p, err := n.Admin.CoreV1().Pods("default").Get(context.Background(), name, metav1.GetOptions{})
 		if err != nil {
 			return err
 		}
