@@ -86,6 +86,14 @@ var Implemented = map[string]bool{
 	"enableSystemLogHandler":    true,
 	"enableProfilingHandler":    true,
 	"enableContentionProfiling": true,
+
+	// The eviction manager (actors/eviction).
+	"evictionSoft":                     true,
+	"evictionSoftGracePeriod":          true,
+	"evictionMinimumReclaim":           true,
+	"evictionPressureTransitionPeriod": true,
+	"evictionMaxPodGracePeriod":        true,
+	"localStorageCapacityIsolation":    true,
 }
 
 // IsImplemented reports whether actorlet acts on the field at path.

@@ -218,9 +218,9 @@ func TestUnknownFields(t *testing.T) {
 	if len(warnings) != 0 {
 		t.Errorf("warnings for zero values: %q", warnings)
 	}
-	_, warnings = load(t, "--config", writeFile(t, dir, "choices.yaml", header+"cpuCFSQuota: false\nsystemCgroups: \"\"\nevictionSoft: {}\n"))
-	if !containsWarning(warnings, "ignored (not implemented yet): cpuCFSQuota, evictionSoft") {
-		t.Errorf("warnings %q lack the choices cpuCFSQuota and evictionSoft", warnings)
+	_, warnings = load(t, "--config", writeFile(t, dir, "choices.yaml", header+"cpuCFSQuota: false\nsystemCgroups: \"\"\nqosReserved: {}\n"))
+	if !containsWarning(warnings, "ignored (not implemented yet): cpuCFSQuota, qosReserved") {
+		t.Errorf("warnings %q lack the choices cpuCFSQuota and qosReserved", warnings)
 	}
 }
 

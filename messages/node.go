@@ -45,7 +45,9 @@ func (m *NodeChanged) Summary() string {
 // manager (its monitoring interval): the set is the whole state, not a
 // change, and a restarted pod-manager has lost it (until then it admits as
 // if no condition were under pressure).
-// Sender: the eviction actor. Receiver: the pod-manager.
+// Sender: the eviction actor. Receivers: the pod-manager, and the
+// status-reporter (the Node's MemoryPressure, DiskPressure and PIDPressure
+// conditions).
 type NodePressure struct {
 	Conditions []v1.NodeConditionType
 }

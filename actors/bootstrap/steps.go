@@ -10,11 +10,15 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"github.com/rs/zerolog"
+	"golang.org/x/sys/unix"
 	v1 "k8s.io/api/core/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/mount-utils"
 
 	"github.com/actorlet/actorlet/actors/apiserver"
 	"github.com/actorlet/actorlet/actors/configsource"
+	evictionactor "github.com/actorlet/actorlet/actors/eviction"
 	"github.com/actorlet/actorlet/actors/gc"
 	"github.com/actorlet/actorlet/actors/pleg"
 	"github.com/actorlet/actorlet/actors/podmanager"
@@ -24,6 +28,7 @@ import (
 	"github.com/actorlet/actorlet/certificates"
 	"github.com/actorlet/actorlet/config"
 	"github.com/actorlet/actorlet/dependencies"
+	evictionpkg "github.com/actorlet/actorlet/eviction"
 	"github.com/actorlet/actorlet/lifecycle"
 	"github.com/actorlet/actorlet/logging"
 	"github.com/actorlet/actorlet/machine"
@@ -324,6 +329,14 @@ var runtimeActors = []struct {
 			StopSlice: podruntime.StopSystemdUnit,
 		}), nil)
 	}},
+	{evictionactor.Kind, func(a *Actor, env *runtimeEnv) *actor.Props {
+		return a.p.System.Registry.Props(evictionactor.Kind, evictionactor.New(evictionactor.Params{
+			Stats: env.stats, Config: env.eviction, DedicatedImageFs: dedicatedImageFs(a.deps.Images, a.deps.RootDir, a.log),
+			PodManager: a.child(podmanager.Kind), StatusReporter: a.child(statusreporter.Kind), GC: a.child(gc.Kind),
+			Events: a.deps.Events, NodeName: a.deps.NodeName, Registry: a.p.System.Registry, Log: a.log,
+			LocalStorageCapacityIsolation: deref(a.cfg.LocalStorageCapacityIsolation),
+		}), nil)
+	}},
 	{apiserver.Kind, func(a *Actor, env *runtimeEnv) *actor.Props {
 		c := a.cfg
 		port := c.Port
@@ -334,12 +347,8 @@ var runtimeActors = []struct {
 			HealthzAddress: c.HealthzBindAddress, HealthzPort: deref(c.HealthzPort),
 			Address: c.Address, Port: port, ReadOnlyPort: c.ReadOnlyPort,
 			ServingCert: a.apiCert, GetServingCert: a.getServingCert(), Auth: a.apiAuth,
-			NodeName: a.deps.NodeName,
-			Stats: &stats.Provider{Runtime: a.deps.Runtime, Images: a.deps.Images, NodeName: a.deps.NodeName,
-				RootDir: a.deps.RootDir, PodLogsDir: c.PodLogsDir, PodCgroupRoot: env.cgroups.PodsCgroup(),
-				CgroupDriver:      env.runtime.Opts.CgroupDriver,
-				VolumeStatsPeriod: volumeStatsPeriod(c.VolumeStatsAggPeriod.Duration),
-				Log:               a.log.With().Str("component", "stats").Logger()},
+			NodeName:        a.deps.NodeName,
+			Stats:           env.stats,
 			Runtime:         a.deps.Runtime,
 			SplitLogStreams: a.gates.Enabled("PodLogsQuerySplitStreams"),
 			Configz:         c.DeepCopy(),
@@ -387,6 +396,12 @@ type runtimeEnv struct {
 	// server) reads the API objects they show.
 	volumes       *volume.Host
 	volumeSources volumemanager.Registrar
+	// stats reads /stats/summary, for the kubelet API and the eviction
+	// manager: one provider, so that its CPU rates and volume usages are
+	// measured once.
+	stats *stats.Provider
+	// eviction is the eviction manager's configuration, parsed.
+	eviction evictionpkg.Config
 }
 
 // child is the PID of the runtime actor of kind; children are named by kind.
@@ -490,6 +505,18 @@ func (a *Actor) runtimeEnv() (*runtimeEnv, error) {
 		a.log.Warn().Err(err).Msg("starting without the containers' actuated resources: running containers are taken to run at their allocation")
 	}
 	env.runtime.Opts.Actuated = actuated
+	env.stats = &stats.Provider{Runtime: a.deps.Runtime, Images: a.deps.Images, NodeName: a.deps.NodeName,
+		RootDir: a.deps.RootDir, PodLogsDir: c.PodLogsDir, PodCgroupRoot: env.cgroups.PodsCgroup(),
+		CgroupDriver:      env.runtime.Opts.CgroupDriver,
+		VolumeStatsPeriod: volumeStatsPeriod(c.VolumeStatsAggPeriod.Duration),
+		Log:               a.log.With().Str("component", "stats").Logger()}
+	thresholds, err := evictionpkg.ParseThresholds(c.EnforceNodeAllocatable, c.EvictionHard, c.EvictionSoft,
+		c.EvictionSoftGracePeriod, c.EvictionMinimumReclaim)
+	if err != nil {
+		return nil, fmt.Errorf("eviction thresholds: %w", err)
+	}
+	env.eviction = evictionpkg.Config{Thresholds: thresholds, PressureTransitionPeriod: c.EvictionPressureTransitionPeriod.Duration,
+		MaxPodGracePeriodSeconds: int64(c.EvictionMaxPodGracePeriod)}
 	if env.volumeSources != nil {
 		// Env and image pull secrets read the same objects as volumes, from
 		// the same watches: one cache of the node's objects, not two.
@@ -527,4 +554,32 @@ func volumeStatsPeriod(d time.Duration) time.Duration {
 		return -1
 	}
 	return d
+}
+
+// dedicatedImageFs reports whether the runtime keeps its images on another
+// filesystem than rootDir's, as upstream's HasDedicatedImageFs: the
+// eviction manager then counts a pod's writable layers against imagefs
+// only. Unknown (no answer from the runtime): false, logged.
+func dedicatedImageFs(images runtimeapi.ImageServiceClient, rootDir string, log zerolog.Logger) bool {
+	if images == nil {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	resp, err := images.ImageFsInfo(ctx, &runtimeapi.ImageFsInfoRequest{})
+	if err != nil || len(resp.GetImageFilesystems()) == 0 || resp.ImageFilesystems[0].GetFsId().GetMountpoint() == "" {
+		log.Warn().Err(err).Msg("the runtime's image filesystem is unknown: taken to be the root directory's")
+		return false
+	}
+	var img, root unix.Stat_t
+	mp := resp.ImageFilesystems[0].FsId.Mountpoint
+	if err := unix.Stat(mp, &img); err != nil {
+		log.Warn().Err(err).Str("path", mp).Msg("the runtime's image filesystem is unknown: taken to be the root directory's")
+		return false
+	}
+	if err := unix.Stat(rootDir, &root); err != nil {
+		log.Warn().Err(err).Str("path", rootDir).Msg("the root directory's filesystem is unknown")
+		return false
+	}
+	return img.Dev != root.Dev
 }

@@ -127,6 +127,15 @@ type Actor struct {
 
 	rotating bool
 
+	// reclaimers asked for disk space (ReclaimDiskSpace) and wait for the
+	// container pass (reclaimContainers) and the image pass
+	// (reclaimImages) under way; imageFreeAll: the image pass under way
+	// removes every unused image, whatever the thresholds.
+	reclaimers                       []*actor.PID
+	reclaimContainers, reclaimImages bool
+	imageFreeAll                     bool
+	reclaimFreed                     messages.DiskSpaceReclaimed
+
 	cancelContainer, cancelImage, cancelRotate func() bool
 
 	totals totals
@@ -227,6 +236,8 @@ func (a *Actor) Receive(ctx actor.Context) {
 			return
 		}
 		a.awaitingPods, a.collecting = false, false
+		a.reclaimContainers = false
+		a.reclaimAnswer(ctx)
 		a.log.Warn().Interface("reason", m).Msg("container gc skipped: no pod list from the pod-manager")
 		a.cancelContainer = supervision.After(ctx, a.p.ContainerGCPeriod, &messages.ContainerGC{})
 	case *messages.ContainerGCDone:
@@ -241,6 +252,8 @@ func (a *Actor) Receive(ctx actor.Context) {
 		a.rotateLogs(ctx)
 	case *messages.LogsRotated:
 		a.rotated(ctx, m)
+	case *messages.ReclaimDiskSpace:
+		a.reclaim(ctx)
 	case *messages.HealthRequest:
 		ctx.Respond(a.health())
 	}
@@ -290,6 +303,10 @@ func (a *Actor) containerDone(ctx actor.Context, m *messages.ContainerGCDone) {
 			a.readyRetry = firstReadyRetry
 		}
 		a.cancelContainer = supervision.After(ctx, next, &messages.ContainerGC{})
+	}
+	if a.reclaimContainers {
+		a.reclaimContainers = false
+		a.reclaimAnswer(ctx)
 	}
 	t := &a.totals
 	t.containerPasses++

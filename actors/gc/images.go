@@ -41,7 +41,12 @@ func (a *Actor) imagesDetected(ctx actor.Context, m *messages.ImagesDetected) {
 	detectImages(a.images, m.Images, inUse, m.At)
 	// An image's age is counted up to now, when the choice is made: one
 	// detected by this very listing is a little older than nothing.
-	choices, need := selectImages(m.Images, inUse, m.SandboxImage, m.CapacityBytes, m.AvailableBytes, a.imagePolicy, time.Now(), a.began, a.images)
+	policy := a.imagePolicy
+	if a.imageFreeAll {
+		// Every unused image old enough goes: no threshold.
+		policy.HighThresholdPercent, policy.LowThresholdPercent = 0, 0
+	}
+	choices, need := selectImages(m.Images, inUse, m.SandboxImage, m.CapacityBytes, m.AvailableBytes, policy, time.Now(), a.began, a.images)
 	a.imageChoices, a.imageNeed, a.imageCapacity = map[string]imageChoice{}, need, m.CapacityBytes
 	for _, c := range choices {
 		a.imageChoices[c.id] = c
@@ -92,8 +97,19 @@ func (a *Actor) imageDone(ctx actor.Context, m *messages.ImageGCDone) {
 		}
 	}
 	errs := m.Errs
-	if current {
+	if current && !a.imageFreeAll {
+		// A pass freeing every unused image for the eviction manager
+		// asks for all the filesystem: freeing less is no failure.
 		errs = append(errs, a.imageFailures(spaceFreed, m.Errs)...)
+	}
+	if current {
+		a.imageFreeAll = false
+	}
+	if current && a.reclaimImages {
+		a.reclaimImages = false
+		a.reclaimFreed.ImagesRemoved += len(m.ImagesRemoved)
+		a.reclaimFreed.BytesFreed += m.BytesFreed
+		defer a.reclaimAnswer(ctx)
 	}
 	t := &a.totals
 	t.imagePasses++

@@ -9,6 +9,7 @@ import (
 
 	"github.com/rs/zerolog"
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/actorlet/actorlet/messages"
@@ -79,6 +80,9 @@ type PodState struct {
 	// Volumes are the pod's volumes once the volume-manager set them up,
 	// resent to a restarted worker.
 	Volumes messages.PodVolumes
+	// Evicted is set once the eviction manager evicted the pod: every
+	// status reported from then on is Failed with its reason.
+	Evicted *Eviction
 }
 
 // hasWorker reports whether the pod has a live worker.
@@ -389,9 +393,17 @@ func (m *Machine) Step(ev Event, now time.Time) []Command {
 		// without a phase is no status, and writing it would blank the
 		// API's phase.
 		if p, ok := m.pods[e.UID]; ok && e.Status.Phase != "" {
+			if p.Evicted != nil && p.Phase == Finished {
+				// Its final status is set (nothing of it runs); the
+				// worker repeats its last one as it ends.
+				break
+			}
 			p.Status = e.Status
+			if p.Evicted != nil && p.Pod != nil {
+				p.Status = evictedStatus(p.Pod, e.Status, p.Evicted, metav1.NewTime(now), false)
+			}
 			if p.Pod != nil {
-				m.emit(CmdReportStatus{Pod: p.Pod, Status: withResizePending(e.Status, m.pending[e.UID])})
+				m.emit(CmdReportStatus{Pod: p.Pod, Status: withResizePending(p.Status, m.pending[e.UID])})
 			}
 		}
 	case EvWorkerStopped:
@@ -438,6 +450,8 @@ func (m *Machine) Step(ev Event, now time.Time) []Command {
 		for _, uid := range slices.Sorted(maps.Keys(m.unmounting)) {
 			m.emit(CmdUnmountVolumes{UID: uid})
 		}
+	case EvEvict:
+		m.evict(e, metav1.NewTime(now))
 	case EvNode:
 		m.node, m.refreshing = e.Node, false
 		if e.FromAPI {
@@ -822,7 +836,12 @@ func (m *Machine) done(uid types.UID, now time.Time) {
 		// as long as its source has it, and is not started again. A pod
 		// that had ended before has its final status in the API already.
 		p.Phase = Finished
-		if p.End == nil {
+		if p.Evicted != nil {
+			// Its final status: Failed, Evicted, nothing running.
+			p.Status = evictedStatus(p.Pod, p.Status, p.Evicted, metav1.NewTime(now), true)
+			m.emit(CmdReportStatus{Pod: p.Pod, Status: p.Status})
+		}
+		if p.End == nil || p.Evicted != nil {
 			m.emit(CmdReportFinished{Pod: p.Pod})
 		}
 		// It no longer counts against the node.

@@ -419,6 +419,17 @@ func TestInvariants(t *testing.T) {
 		}
 		return EvSpawnFailed{UID: uid}
 	}
+	// Evictions come from a generator of their own, so that the
+	// sequences of the other events stay those of the rng's seed.
+	evictions := rand.New(rand.NewPCG(3, 4))
+	withEvictions := func() Event {
+		ev := randomEvent()
+		if evictions.IntN(12) == 0 {
+			uid := uids[evictions.IntN(len(uids))]
+			return EvEvict{UID: uid, Reason: "Evicted", Message: "The node was low on resource: memory. "}
+		}
+		return ev
+	}
 	for run := range 3000 {
 		m := newTestMachine()
 		// Every other run awaits the Node, as the actor does.
@@ -524,7 +535,7 @@ func TestInvariants(t *testing.T) {
 		}
 		check(m.Step(EvStarted{First: true}, now))
 		for range 12 {
-			ev := randomEvent()
+			ev := withEvictions()
 			if f, ok := ev.(EvSpawnFailed); ok {
 				// The edge reports a failed spawn only for the worker it
 				// was asked for, in the same batch.

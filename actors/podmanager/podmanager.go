@@ -169,6 +169,8 @@ func (a *Actor) Receive(ctx actor.Context) {
 		a.step(ctx, EvVolumeManagerRestarted{})
 	case *messages.VolumesUnmounted:
 		a.step(ctx, EvVolumesUnmounted{UID: m.UID})
+	case *messages.EvictPod:
+		a.step(ctx, EvEvict{UID: m.UID, GracePeriod: m.GracePeriod, Reason: m.Reason, Message: m.Message})
 	case *messages.NodeChanged:
 		a.step(ctx, EvNode{Node: m.Node, FromAPI: m.FromAPI})
 		a.recordPodCounts()

@@ -1,6 +1,7 @@
 package statusreporter
 
 import (
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -24,6 +25,9 @@ type health struct {
 	// ImagesKnown is false when the image list could not be read: the
 	// Node's current list is kept rather than emptied.
 	ImagesKnown bool
+	// Pressure are the conditions under pressure, as the eviction actor
+	// last said (NodePressure).
+	Pressure []v1.NodeConditionType
 }
 
 // runtimeProblems turns a CRI Status answer into upstream's runtime and
@@ -79,15 +83,30 @@ func nodeImages(images []*runtimeapi.Image, max int32) []v1.ContainerImage {
 	return out
 }
 
-// pressureConditions are the conditions this kubelet reports as never under
-// pressure (it runs no eviction manager), with upstream's reasons.
+// pressureConditions are the conditions the eviction manager drives, with
+// upstream's reasons and messages when under pressure and when not.
 var pressureConditions = []struct {
-	typ             v1.NodeConditionType
-	reason, message string
+	typ                     v1.NodeConditionType
+	reason, message         string
+	reasonTrue, messageTrue string
 }{
-	{v1.NodeMemoryPressure, "KubeletHasSufficientMemory", "kubelet has sufficient memory available"},
-	{v1.NodeDiskPressure, "KubeletHasNoDiskPressure", "kubelet has no disk pressure"},
-	{v1.NodePIDPressure, "KubeletHasSufficientPID", "kubelet has sufficient PID available"},
+	{v1.NodeMemoryPressure, "KubeletHasSufficientMemory", "kubelet has sufficient memory available",
+		"KubeletHasInsufficientMemory", "kubelet has insufficient memory available"},
+	{v1.NodeDiskPressure, "KubeletHasNoDiskPressure", "kubelet has no disk pressure",
+		"KubeletHasDiskPressure", "kubelet has disk pressure"},
+	{v1.NodePIDPressure, "KubeletHasSufficientPID", "kubelet has sufficient PID available",
+		"KubeletHasInsufficientPID", "kubelet has insufficient PID available"},
+}
+
+// pressureEvents are upstream's event reasons of the pressure conditions'
+// transitions.
+var pressureEvents = []struct {
+	typ             v1.NodeConditionType
+	onTrue, onFalse string
+}{
+	{v1.NodeMemoryPressure, "NodeHasInsufficientMemory", "NodeHasSufficientMemory"},
+	{v1.NodeDiskPressure, "NodeHasDiskPressure", "NodeHasNoDiskPressure"},
+	{v1.NodePIDPressure, "NodeHasInsufficientPID", "NodeHasSufficientPID"},
 }
 
 // setConditions updates node's conditions as upstream's setters do: every
@@ -96,7 +115,11 @@ var pressureConditions = []struct {
 func setConditions(node *v1.Node, h health, now time.Time) *v1.ConditionStatus {
 	t := metav1.NewTime(now)
 	for _, p := range pressureConditions {
-		setCondition(node, v1.NodeCondition{Type: p.typ, Status: v1.ConditionFalse, Reason: p.reason, Message: p.message, LastHeartbeatTime: t}, t)
+		c := v1.NodeCondition{Type: p.typ, Status: v1.ConditionFalse, Reason: p.reason, Message: p.message, LastHeartbeatTime: t}
+		if slices.Contains(h.Pressure, p.typ) {
+			c.Status, c.Reason, c.Message = v1.ConditionTrue, p.reasonTrue, p.messageTrue
+		}
+		setCondition(node, c, t)
 	}
 	ready := v1.NodeCondition{Type: v1.NodeReady, Status: v1.ConditionTrue, Reason: "KubeletReady",
 		Message: "kubelet is posting ready status", LastHeartbeatTime: t}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -88,6 +89,22 @@ func mergePodStatus(apiStatus, status v1.PodStatus, couldHaveRunningContainers b
 	// back (a status made before the last spec update was seen).
 	merged.ObservedGeneration = max(merged.ObservedGeneration, apiStatus.ObservedGeneration)
 
+	// DisruptionTarget is shared with the API's other writers: the
+	// kubelet's (an eviction's) replaces the API's, as upstream, only as
+	// the pod turns terminal with nothing of it running.
+	if !terminal(apiStatus.Phase) && terminal(merged.Phase) && !couldHaveRunningContainers {
+		for _, c := range status.Conditions {
+			if c.Type != v1.DisruptionTarget {
+				continue
+			}
+			i := slices.IndexFunc(merged.Conditions, func(o v1.PodCondition) bool { return o.Type == c.Type })
+			if i < 0 {
+				merged.Conditions = append(merged.Conditions, c)
+			} else {
+				merged.Conditions[i] = c
+			}
+		}
+	}
 	if !terminal(apiStatus.Phase) && terminal(merged.Phase) && couldHaveRunningContainers {
 		merged.Phase, merged.Reason, merged.Message = apiStatus.Phase, apiStatus.Reason, apiStatus.Message
 	}

@@ -13,6 +13,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"slices"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -114,6 +115,10 @@ type Actor struct {
 
 	// writes decides the pod status writes; the actor carries them out.
 	writes *writeQueue
+
+	// pressure are the node conditions under pressure, as the eviction
+	// actor last said; the next node status update reports them.
+	pressure []v1.NodeConditionType
 }
 
 // New returns a producer of status-reporter actors.
@@ -140,6 +145,8 @@ func (a *Actor) Receive(ctx actor.Context) {
 		a.registered(ctx, m)
 	case *messages.NodeStatusTick:
 		a.tick(ctx)
+	case *messages.NodePressure:
+		a.pressure = slices.Clone(m.Conditions)
 	case *messages.NodeStatusUpdated:
 		a.statusUpdated(ctx, m)
 	case *messages.RenewLease:
@@ -253,14 +260,47 @@ func (a *Actor) tick(ctx actor.Context) {
 		return
 	}
 	a.updatingStatus = true
-	kube, spec, p, system := a.heartbeat(), a.spec, &a.p, ctx.ActorSystem()
+	kube, spec, p, system, pressure := a.heartbeat(), a.spec, &a.p, ctx.ActorSystem(), a.pressure
 	reportDue := a.statusFailed || time.Since(a.lastReport) >= a.p.Config.NodeStatusReportFrequency.Duration
 	supervision.Go(ctx, func() messages.Message {
 		c, cancel := context.WithTimeout(context.Background(), callTimeout)
 		defer cancel()
-		return updateNodeStatus(c, kube, spec, probe(c, system, p, spec.MaxImages), reportDue)
+		h := probe(c, system, p, spec.MaxImages)
+		h.Pressure = pressure
+		return updateNodeStatus(c, kube, spec, h, reportDue)
 	})
 	a.write(ctx, a.writes.checkMirrors())
+}
+
+// pressureEvents records upstream's events of the pressure conditions that
+// changed between two versions of the Node (NodeHasInsufficientMemory,
+// NodeHasSufficientMemory, ...).
+func (a *Actor) pressureEvents(old, cur *v1.Node) {
+	if a.p.Events == nil || cur == nil {
+		return
+	}
+	status := func(n *v1.Node, t v1.NodeConditionType) v1.ConditionStatus {
+		if n == nil {
+			return ""
+		}
+		for _, c := range n.Status.Conditions {
+			if c.Type == t {
+				return c.Status
+			}
+		}
+		return ""
+	}
+	for _, e := range pressureEvents {
+		before, now := status(old, e.typ), status(cur, e.typ)
+		if before == now || now == "" || before == "" && now == v1.ConditionFalse {
+			continue
+		}
+		reason := e.onFalse
+		if now == v1.ConditionTrue {
+			reason = e.onTrue
+		}
+		a.p.Events.Eventf(a.nodeRef(), v1.EventTypeNormal, reason, "Node %s status is now: %s", a.p.NodeName, reason)
+	}
 }
 
 func (a *Actor) statusUpdated(ctx actor.Context, m *messages.NodeStatusUpdated) {
@@ -275,6 +315,7 @@ func (a *Actor) statusUpdated(ctx actor.Context, m *messages.NodeStatusUpdated) 
 	}
 	a.statusRetry.reset()
 	supervision.After(ctx, next, &messages.NodeStatusTick{})
+	a.pressureEvents(a.node, m.Node)
 	a.node = m.Node
 	a.nodeChanged(ctx, m.Node)
 	if m.Patched {

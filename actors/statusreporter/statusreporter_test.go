@@ -160,6 +160,59 @@ func TestSetConditions(t *testing.T) {
 
 func ptr[T any](v T) *T { return &v }
 
+func TestPressureConditions(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	t1 := t0.Add(10 * time.Second)
+	type want struct {
+		status v1.ConditionStatus
+		reason string
+		ltt    time.Time
+	}
+	tests := []struct {
+		name          string
+		before, now   []v1.NodeConditionType
+		memory, disk  want
+		pid           want
+		wantMsgMemory string
+	}{
+		{"none", nil, nil,
+			want{v1.ConditionFalse, "KubeletHasSufficientMemory", t0}, want{v1.ConditionFalse, "KubeletHasNoDiskPressure", t0},
+			want{v1.ConditionFalse, "KubeletHasSufficientPID", t0}, "kubelet has sufficient memory available"},
+		{"memory and disk pressure", nil, []v1.NodeConditionType{v1.NodeMemoryPressure, v1.NodeDiskPressure},
+			want{v1.ConditionTrue, "KubeletHasInsufficientMemory", t1}, want{v1.ConditionTrue, "KubeletHasDiskPressure", t1},
+			want{v1.ConditionFalse, "KubeletHasSufficientPID", t0}, "kubelet has insufficient memory available"},
+		{"pid pressure kept", []v1.NodeConditionType{v1.NodePIDPressure}, []v1.NodeConditionType{v1.NodePIDPressure},
+			want{v1.ConditionFalse, "KubeletHasSufficientMemory", t0}, want{v1.ConditionFalse, "KubeletHasNoDiskPressure", t0},
+			want{v1.ConditionTrue, "KubeletHasInsufficientPID", t0}, "kubelet has sufficient memory available"},
+		{"memory pressure over", []v1.NodeConditionType{v1.NodeMemoryPressure}, nil,
+			want{v1.ConditionFalse, "KubeletHasSufficientMemory", t1}, want{v1.ConditionFalse, "KubeletHasNoDiskPressure", t0},
+			want{v1.ConditionFalse, "KubeletHasSufficientPID", t0}, "kubelet has sufficient memory available"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			node := &v1.Node{}
+			setConditions(node, health{Pressure: tt.before}, t0)
+			setConditions(node, health{Pressure: tt.now}, t1)
+			got := map[v1.NodeConditionType]v1.NodeCondition{}
+			for _, c := range node.Status.Conditions {
+				got[c.Type] = c
+			}
+			for typ, w := range map[v1.NodeConditionType]want{v1.NodeMemoryPressure: tt.memory, v1.NodeDiskPressure: tt.disk, v1.NodePIDPressure: tt.pid} {
+				c := got[typ]
+				if c.Status != w.status || c.Reason != w.reason || !c.LastTransitionTime.Time.Equal(w.ltt) {
+					t.Errorf("%s = %s %s since %v, want %s %s since %v", typ, c.Status, c.Reason, c.LastTransitionTime, w.status, w.reason, w.ltt)
+				}
+			}
+			if m := got[v1.NodeMemoryPressure].Message; m != tt.wantMsgMemory {
+				t.Errorf("memory message %q, want %q", m, tt.wantMsgMemory)
+			}
+			if last := node.Status.Conditions[len(node.Status.Conditions)-1]; last.Type != v1.NodeReady {
+				t.Errorf("last condition %s, want Ready", last.Type)
+			}
+		})
+	}
+}
+
 func TestNodeStatusChangedIgnoresHeartbeats(t *testing.T) {
 	spec := testSpec()
 	t0 := time.Now()
@@ -395,5 +448,31 @@ func TestBackoff(t *testing.T) {
 	b.reset()
 	if b.next() != 100*time.Millisecond {
 		t.Errorf("reset did not restart")
+	}
+}
+
+func TestMergePodStatusDisruptionTarget(t *testing.T) {
+	disruption := v1.PodCondition{Type: v1.DisruptionTarget, Status: v1.ConditionTrue, Reason: v1.PodReasonTerminationByKubelet, Message: "evicted"}
+	running := v1.PodStatus{Phase: v1.PodRunning}
+	failed := v1.PodStatus{Phase: v1.PodFailed, Reason: "Evicted", Conditions: []v1.PodCondition{disruption}}
+	tests := []struct {
+		name                       string
+		api, status                v1.PodStatus
+		couldHaveRunningContainers bool
+		want                       bool
+	}{
+		{"turning terminal, nothing running: written", running, failed, false, true},
+		{"containers may still run: not yet", running, failed, true, false},
+		{"not terminal: the API's kept", running, v1.PodStatus{Phase: v1.PodRunning, Conditions: []v1.PodCondition{disruption}}, false, false},
+	}
+	for _, tt := range tests {
+		merged := mergePodStatus(tt.api, tt.status, tt.couldHaveRunningContainers)
+		got := false
+		for _, c := range merged.Conditions {
+			got = got || c.Type == v1.DisruptionTarget && c.Reason == v1.PodReasonTerminationByKubelet
+		}
+		if got != tt.want {
+			t.Errorf("%s: DisruptionTarget written %v, want %v (%+v)", tt.name, got, tt.want, merged.Conditions)
+		}
 	}
 }

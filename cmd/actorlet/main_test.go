@@ -236,7 +236,7 @@ func TestSignalStopsTheTree(t *testing.T) {
 				t.Errorf("took %v to exit after %v", took, sig)
 			}
 			// The runtime actors stop in the reverse order of their start.
-			order := []string{"api-server", "gc", "pleg", "config-source", "pod-manager", "status-reporter"}
+			order := []string{"api-server", "eviction", "gc", "pleg", "config-source", "pod-manager", "status-reporter"}
 			out := log.String()
 			last := -1
 			for _, kind := range order {

@@ -1,0 +1,71 @@
+package gc
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/rs/zerolog"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/record"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	kubeletconfigv1beta1 "k8s.io/kubelet/config/v1beta1"
+
+	"github.com/actorlet/actorlet/messages"
+	"github.com/actorlet/actorlet/supervision"
+)
+
+// TestReclaimDiskSpace: asked by the eviction manager, the gc actor runs a
+// container pass and removes every unused image whatever its thresholds,
+// answers once both are done, and reports no FreeDiskSpaceFailed for it.
+func TestReclaimDiskSpace(t *testing.T) {
+	const mib = 1 << 20
+	rt := &fakeRuntime{containers: []*runtimeapi.Container{{Id: "c", State: running, Image: &runtimeapi.ImageSpec{Image: "busybox:1"}}}}
+	img := &fakeImages{fs: t.TempDir(), images: []*runtimeapi.Image{
+		image("sha256:busybox", 2*mib, "busybox:1"),
+		image("sha256:pause", 1*mib, "registry.k8s.io/pause:3.10"),
+		image("sha256:old", 3*mib, "example/old:1"),
+	}}
+	// Thresholds a regular pass never reaches.
+	high, low := int32(100), int32(99)
+	cfg := &kubeletconfigv1beta1.KubeletConfiguration{ImageGCHighThresholdPercent: &high, ImageGCLowThresholdPercent: &low,
+		ImageMinimumGCAge: metav1.Duration{Duration: time.Nanosecond}}
+	rec := record.NewFakeRecorder(10)
+	system := actor.NewActorSystem()
+	t.Cleanup(system.Shutdown)
+	pm := system.Root.Spawn(actor.PropsFromFunc(func(c actor.Context) {
+		if _, ok := c.Message().(*messages.ListPods); ok {
+			c.Respond(&messages.PodList{SourcesReady: true})
+		}
+	}))
+	gcPID := system.Root.Spawn(actor.PropsFromProducer(New(Params{Runtime: rt, Images: img, Config: cfg, Events: rec, NodeName: "node-a",
+		PodManager: pm, ContainerGCPeriod: time.Hour, ImageGCPeriod: time.Hour, PodLogsDir: t.TempDir(),
+		Log: zerolog.New(zerolog.NewTestWriter(t))})))
+	// The passes at start remove nothing.
+	time.Sleep(300 * time.Millisecond)
+	if got := img.removedIDs(); len(got) != 0 {
+		t.Fatalf("a regular pass removed %v", got)
+	}
+	answers := make(chan *messages.DiskSpaceReclaimed, 2)
+	system.Root.Spawn(actor.PropsFromFunc(func(c actor.Context) {
+		switch m := c.Message().(type) {
+		case *actor.Started:
+			supervision.Tell(c, gcPID, &messages.ReclaimDiskSpace{})
+		case *messages.DiskSpaceReclaimed:
+			answers <- m
+		}
+	}))
+	select {
+	case m := <-answers:
+		if m.ImagesRemoved != 1 || m.BytesFreed != 3*mib {
+			t.Errorf("answer %+v, want the unused image", m)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no DiskSpaceReclaimed")
+	}
+	if got := img.removedIDs(); !slices.Equal(got, []string{"sha256:old"}) {
+		t.Errorf("removed %v, want only the unused image", got)
+	}
+	noMoreEvents(t, rec)
+}

@@ -1,0 +1,94 @@
+package podmanager
+
+import (
+	"github.com/rs/zerolog"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/actorlet/actorlet/messages"
+)
+
+// EvEvict: the eviction manager evicts a running pod (messages.EvictPod).
+type EvEvict struct {
+	UID             types.UID
+	GracePeriod     int64
+	Reason, Message string
+}
+
+func (EvEvict) isEvent() {}
+
+// Eviction is why a pod was evicted: its status says so from then on.
+type Eviction struct{ Reason, Message string }
+
+// evict stops a running pod as upstream's eviction manager's killPodFunc
+// does: its worker kills it within the grace period, and its status is
+// Failed with the eviction's reason and message and the DisruptionTarget
+// condition, from now on. The pod ends like one whose phase became terminal:
+// it is not started again, and stays Failed for as long as its source has
+// it.
+func (m *Machine) evict(e EvEvict, now metav1.Time) {
+	p, ok := m.pods[e.UID]
+	if !ok || p.Phase != Running || p.Pod == nil {
+		phase := "unknown"
+		if ok {
+			phase = p.Phase.String()
+		}
+		m.log(zerolog.InfoLevel, "eviction of a pod not running ignored", map[string]any{"uid": string(e.UID), "phase": phase})
+		return
+	}
+	p.Evicted = &Eviction{Reason: e.Reason, Message: e.Message}
+	grace := e.GracePeriod
+	p.End = &messages.TerminatePod{GracePeriod: &grace, Reason: "evicted: " + e.Message, Pod: p.Pod}
+	p.Phase = Ending
+	m.log(zerolog.WarnLevel, "evicting pod", map[string]any{"pod": fullName(p.Pod), "gracePeriod": grace, "message": e.Message})
+	m.tell(e.UID, p.End)
+	p.Status = evictedStatus(p.Pod, p.Status, p.Evicted, now, false)
+	m.emit(CmdReportStatus{Pod: p.Pod, Status: p.Status})
+}
+
+// evictedStatus is status as an evicted pod reports it: Failed with the
+// eviction's reason and message, the DisruptionTarget condition (reason
+// TerminationByKubelet), Ready and ContainersReady False. Once nothing of
+// it runs (stopped), containers still shown running or waiting are
+// terminated as upstream's status manager's TerminatePod marks them.
+func evictedStatus(pod *v1.Pod, status v1.PodStatus, ev *Eviction, now metav1.Time, stopped bool) v1.PodStatus {
+	s := *status.DeepCopy()
+	s.Phase, s.Reason, s.Message = v1.PodFailed, ev.Reason, ev.Message
+	disruption := v1.PodCondition{Type: v1.DisruptionTarget, Status: v1.ConditionTrue, Reason: v1.PodReasonTerminationByKubelet,
+		Message: ev.Message, LastTransitionTime: now, ObservedGeneration: pod.Generation}
+	found := false
+	for i := range s.Conditions {
+		c := &s.Conditions[i]
+		switch c.Type {
+		case v1.DisruptionTarget:
+			found = true
+			if c.Status != v1.ConditionTrue {
+				*c = disruption
+			}
+		case v1.PodReady, v1.ContainersReady:
+			if c.Status == v1.ConditionTrue {
+				c.Status, c.Reason, c.Message, c.LastTransitionTime = v1.ConditionFalse, "PodFailed", "", now
+			}
+		}
+	}
+	if !found {
+		s.Conditions = append(s.Conditions, disruption)
+	}
+	if stopped {
+		for _, list := range [][]v1.ContainerStatus{s.InitContainerStatuses, s.ContainerStatuses, s.EphemeralContainerStatuses} {
+			for i := range list {
+				c := &list[i]
+				if c.State.Terminated != nil {
+					continue
+				}
+				// As upstream's TerminatePod: the last state seen was not
+				// terminated, and nothing of the container runs any more.
+				c.State = v1.ContainerState{Terminated: &v1.ContainerStateTerminated{
+					Reason: "ContainerStatusUnknown", Message: "The container could not be located when the pod was terminated", ExitCode: 137}}
+				c.Ready = false
+			}
+		}
+	}
+	return s
+}
