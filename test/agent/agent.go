@@ -148,6 +148,9 @@ func (p *Process) ExitCode(within time.Duration) (code int, ok bool) {
 	return p.cmd.ProcessState.ExitCode(), true
 }
 
+// Pid is the process's ID (for /proc/PID/status).
+func (p *Process) Pid() int { return p.cmd.Process.Pid }
+
 // Logs returns what the process logged so far.
 func (p *Process) Logs() string {
 	if p == nil {

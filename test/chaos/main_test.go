@@ -1,0 +1,5 @@
+package chaos
+
+import "testing"
+
+func TestMain(m *testing.M) { Main(m) }
