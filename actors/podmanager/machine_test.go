@@ -202,6 +202,12 @@ func TestStep(t *testing.T) {
 			[]Command{CmdMountVolumes{Pod: vPod}}, Running},
 		{"but not for terminating ones", then(vRuns, at{0, set(messages.SourceAPI)}, at{0, EvVolumeManagerRestarted{}}),
 			nil, Terminating},
+		{"a restarted volume-manager is asked for an earlier teardown before the set-up of the pod given back",
+			then(vRuns, at{0, set(messages.SourceAPI)}, at{0, EvWorkerStopped{UID: "a"}}, at{0, EvWorkerDone{UID: "a"}}, at{0, set(messages.SourceAPI, vPod)}, at{0, EvVolumeManagerRestarted{}}),
+			[]Command{CmdUnmountVolumes{UID: "a"}, CmdMountVolumes{Pod: vPod}}, Running},
+		{"and before the set-up of the pod taken in again after its spawn failed",
+			then(ready, at{0, set(messages.SourceAPI, vPod)}, at{0, EvSpawnFailed{UID: "a"}}, at{0, set(messages.SourceAPI, vPod)}, at{0, EvVolumeManagerRestarted{}}),
+			[]Command{CmdUnmountVolumes{UID: "a"}, CmdMountVolumes{Pod: vPod}}, Running},
 		{"volumes ready for a terminating pod are not passed on", then(vRuns, at{0, set(messages.SourceAPI)}, at{0, EvVolumesReady{UID: "a", Volumes: vols}}),
 			nil, Terminating},
 		{"the started worker gets its pod", aRuns,
@@ -371,7 +377,11 @@ var (
 
 // invariantSeeds are the seeds TestInvariants runs by default: the first,
 // and those that once found a fault, kept as regressions.
-var invariantSeeds = []uint64{1}
+var invariantSeeds = []uint64{1,
+	// A pod whose volumes' teardown was unconfirmed came back (respawned
+	// after its spawn failed, or given back) and the volume-manager
+	// restarted: the teardown was asked again after the new set-up.
+	57, 162, 523, 791, 1412}
 
 // TestInvariants drives the machine with random sequences of events over a
 // few pods, from fixed seeds, and checks after every step that the
