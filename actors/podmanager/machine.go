@@ -442,13 +442,20 @@ func (m *Machine) Step(ev Event, now time.Time) []Command {
 			}
 		}
 	case EvVolumeManagerRestarted:
+		// What it lost is asked again in the order it was asked: a pod
+		// whose teardown is unconfirmed and that asks for its volumes
+		// again was given back (or respawned) after that teardown was
+		// asked for. The volume-manager sets up a pod's volumes asked for
+		// during their teardown once that is done; asked the other way
+		// round, it would tear down the volumes of a running pod, whose
+		// worker is then told they are ready.
+		for _, uid := range slices.Sorted(maps.Keys(m.unmounting)) {
+			m.emit(CmdUnmountVolumes{UID: uid})
+		}
 		for _, uid := range slices.Sorted(maps.Keys(m.pods)) {
 			if p := m.pods[uid]; p.VolumesAsked && p.Phase == Running {
 				m.emit(CmdMountVolumes{Pod: p.Pod})
 			}
-		}
-		for _, uid := range slices.Sorted(maps.Keys(m.unmounting)) {
-			m.emit(CmdUnmountVolumes{UID: uid})
 		}
 	case EvEvict:
 		m.evict(e, metav1.NewTime(now))
