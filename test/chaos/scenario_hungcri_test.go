@@ -79,6 +79,7 @@ func hungCRIRound(t *testing.T, s *Scenario, n *agent.APIPods, proxy *criproxy.P
 	// Before the faults: the pods to stop, the pods whose stop and probe
 	// will hang, running; how long that takes is the baseline.
 	before := append([]string(nil), olds...)
+	baseline := time.Now()
 	if err := CreateSleepers(n, olds); err != nil {
 		t.Fatal(err)
 	}
@@ -101,11 +102,10 @@ func hungCRIRound(t *testing.T, s *Scenario, n *agent.APIPods, proxy *criproxy.P
 		}
 		n.Create(t, p)
 	}
-	took, err := WaitFor(120*time.Second, func() error { _, err := NotRunning(n, before); return err })
-	if err != nil {
+	if _, err := WaitFor(120*time.Second, func() error { _, err := NotRunning(n, before); return err }); err != nil {
 		t.Fatalf("before the faults: %v", err)
 	}
-	s.Figure(fig("baseline: "+strconv.Itoa(len(before))+" pods running after (s)"), took.Seconds(), "s")
+	s.Figure(fig("baseline: "+strconv.Itoa(len(before))+" pods created, running after (s)"), time.Since(baseline).Seconds(), "s")
 	if has[hangExec] {
 		if _, err := WaitFor(60*time.Second, func() error { return podReady(n, victim[hangExec]) }); err != nil {
 			t.Fatalf("before the faults: %v", err)
@@ -191,17 +191,20 @@ func hungCRIRound(t *testing.T, s *Scenario, n *agent.APIPods, proxy *criproxy.P
 		go func() {
 			defer wg.Done()
 			// From the hung probe to the next one the runtime answers.
+			var hung time.Time
 			_, err := WaitFor(30*time.Second, func() error {
-				if proxy.Hits(rules[hangExec]) == 0 {
+				at, ok := proxy.FirstHit(rules[hangExec])
+				if !ok {
 					return fmt.Errorf("no probe's ExecSync yet")
 				}
+				hung = at
 				return nil
 			})
 			if err != nil {
 				s.Note("ExecSync: %v", err)
 				return
 			}
-			d, err := WaitFor(recoverLimit+30*time.Second, func() error {
+			_, err = WaitFor(recoverLimit+30*time.Second, func() error {
 				if proxy.Hits(execAfter) == 0 {
 					return fmt.Errorf("no probe after the hung one")
 				}
@@ -210,7 +213,7 @@ func hungCRIRound(t *testing.T, s *Scenario, n *agent.APIPods, proxy *criproxy.P
 			if err != nil {
 				s.Note("ExecSync hung: %v", err)
 			}
-			s.AtMost("ExecSync hung: from the hung probe to the next answered, pod Ready (s)", d.Seconds(), recoverLimit.Seconds(), "s")
+			s.AtMost("ExecSync hung: from the hung probe to the next answered, pod Ready (s)", time.Since(hung).Seconds(), recoverLimit.Seconds(), "s")
 		}()
 	}
 	wg.Wait()

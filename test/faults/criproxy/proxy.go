@@ -146,7 +146,8 @@ type Proxy struct {
 	mu         sync.Mutex
 	next       RuleID
 	rules      []*rule
-	hits       map[RuleID]int // of rules removed too
+	hits       map[RuleID]int       // of rules removed too
+	firstHit   map[RuleID]time.Time // when each rule first applied
 	calls      map[string]int
 	sandboxes  map[string]Pod    // sandbox ID → pod
 	containers map[string]string // container ID → sandbox ID
@@ -190,7 +191,7 @@ func New(backend, socket string) (*Proxy, error) {
 	}
 	p := &Proxy{
 		Endpoint: "unix://" + socket, backend: conn, lis: lis,
-		hits: map[RuleID]int{}, calls: map[string]int{},
+		hits: map[RuleID]int{}, firstHit: map[RuleID]time.Time{}, calls: map[string]int{},
 		sandboxes: map[string]Pod{}, containers: map[string]string{},
 	}
 	p.srv = grpc.NewServer(grpc.ForceServerCodec(rawCodec{}), grpc.UnknownServiceHandler(p.handle),
@@ -254,6 +255,15 @@ func (p *Proxy) Hits(id RuleID) int {
 	return p.hits[id]
 }
 
+// FirstHit is when the rule first applied to a call; false while it has
+// not.
+func (p *Proxy) FirstHit(id RuleID) (time.Time, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	at, ok := p.firstHit[id]
+	return at, ok
+}
+
 // PodOf is the pod the proxy knows a sandbox or container ID to belong to.
 func (p *Proxy) PodOf(id string) (Pod, bool) {
 	p.mu.Lock()
@@ -285,6 +295,9 @@ func (p *Proxy) fault(method string, req proto.Message) *Rule {
 		}
 		r.hits++
 		p.hits[r.id]++
+		if r.hits == 1 {
+			p.firstHit[r.id] = time.Now()
+		}
 		if r.r.Times > 0 && r.hits >= r.r.Times {
 			p.rules = append(p.rules[:i], p.rules[i+1:]...)
 		}

@@ -102,6 +102,9 @@ func TestContainerd(t *testing.T) {
 		if p.Hits(id) != 1 {
 			t.Errorf("Hits = %d, want 1", p.Hits(id))
 		}
+		if at, ok := p.FirstHit(id); !ok || at.Before(start) || at.After(start.Add(450*time.Millisecond)) {
+			t.Errorf("FirstHit = %v, %v; want at the call, %v", at, ok, start)
+		}
 	})
 
 	t.Run("delay", func(t *testing.T) {
