@@ -84,7 +84,7 @@ func (r *Runner) Run(ctx context.Context, pod *v1.Pod, podIP, containerID string
 		err := errors.New("invalid handler: <nil>")
 		return "Cannot run handler: " + err.Error(), err
 	case h.Exec != nil:
-		out, err := action.Exec(ctx, r.RT, containerID, h.Exec.Command, 0)
+		out, err := action.Exec(ctx, r.RT, containerID, h.Exec.Command, 0, 0)
 		if err != nil {
 			return fmt.Sprintf("Exec lifecycle hook (%v) for Container %q in Pod %q failed - error: %v, message: %q",
 				h.Exec.Command, c.Name, podref.Desc(pod), err, string(out)), err

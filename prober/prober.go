@@ -50,6 +50,10 @@ const (
 type Runner struct {
 	RT       runtimeapi.RuntimeServiceClient // ExecSync for exec probes
 	Recorder record.EventRecorder            // nil: no events
+	// RequestTimeout is the node's runtimeRequestTimeout: how long past
+	// an exec probe's timeoutSeconds its ExecSync waits for the runtime,
+	// as upstream's CRI client (0: action.DefaultExecSlack).
+	RequestTimeout time.Duration
 }
 
 // Probe runs c's probe of kind once (with its timeoutSeconds, and upstream's retries on error) against the
@@ -143,7 +147,7 @@ func (r *Runner) run(ctx context.Context, p *v1.Probe, pod *v1.Pod, status v1.Po
 // failure with the command's output, a timeout a failure with upstream's
 // text; the runtime failing to run it is an error.
 func (r *Runner) exec(ctx context.Context, id string, cmd []string, timeout time.Duration) (outcome, string, error) {
-	out, err := action.Exec(ctx, r.RT, id, cmd, timeout)
+	out, err := action.Exec(ctx, r.RT, id, cmd, timeout, r.RequestTimeout)
 	if len(out) > action.MaxBodyLength {
 		out = out[:action.MaxBodyLength]
 	}

@@ -298,7 +298,10 @@ var runtimeActors = []struct {
 			// Each pod-worker's prober runs its pod's probes through the
 			// runtime, recording their events as the runtime's own.
 			Prober: proberactor.Props(proberactor.Params{
-				Runner:       &prober.Runner{RT: a.deps.Runtime, Recorder: a.deps.Events},
+				Runner: &prober.Runner{RT: a.deps.Runtime, Recorder: a.deps.Events,
+					RequestTimeout: a.cfg.RuntimeRequestTimeout.Duration},
+				// Past the runner's own bound on an exec probe.
+				RunSlack:     a.cfg.RuntimeRequestTimeout.Duration + 30*time.Second,
 				KubeletStart: time.Now(), Registry: a.p.System.Registry, Log: a.log,
 			}),
 		}), podmanager.WorkerStrategy(a.p.System.Registry))

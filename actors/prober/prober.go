@@ -41,8 +41,13 @@ type Params struct {
 	Runner Runner
 	// KubeletStart is when the node agent started (see State.KubeletStart).
 	KubeletStart time.Time
-	Registry     *supervision.Registry
-	Log          zerolog.Logger
+	// RunSlack is how long past its probe's timeoutSeconds a run may go
+	// on before the prober gives up on it: a net for a runner that overran
+	// its own bound, so longer than that bound (an exec probe's ExecSync
+	// waits runtimeRequestTimeout past the timeout). 0 is 30 s.
+	RunSlack time.Duration
+	Registry *supervision.Registry
+	Log      zerolog.Logger
 }
 
 // Props returns the Props the pod-manager gives every pod-worker to spawn
@@ -174,7 +179,11 @@ func (a *Actor) execute(ctx actor.Context, c Command) {
 		}
 		// The runner applies the probe's timeout; this bound only keeps a
 		// runner that overran it from holding the probe for ever.
-		runCtx, cancel := context.WithTimeout(context.Background(), time.Duration(timeoutOf(c))*time.Second+30*time.Second)
+		slack := a.p.RunSlack
+		if slack <= 0 {
+			slack = defaultRunSlack
+		}
+		runCtx, cancel := context.WithTimeout(context.Background(), time.Duration(timeoutOf(c))*time.Second+slack)
 		a.runs[c.Key] = cancel
 		a.probed[c.Key] = true
 		runner, kind, labels := a.p.Runner, c.Key.Kind, a.pod
@@ -242,6 +251,9 @@ func (a *Actor) stopAll() {
 	}
 	a.timers, a.runs = map[Key]func() bool{}, map[Key]context.CancelFunc{}
 }
+
+// defaultRunSlack is Params.RunSlack's default.
+const defaultRunSlack = 30 * time.Second
 
 func timeoutOf(c CmdRun) int32 {
 	return threshold(probeOf(c.Container, c.Key.Kind).TimeoutSeconds)

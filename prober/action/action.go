@@ -150,20 +150,25 @@ func (e *ExitError) Error() string {
 	return fmt.Sprintf("command '%s' exited with %d: %s", strings.Join(e.Cmd, " "), e.Code, e.Stderr)
 }
 
-// execSlack is how long past a command's timeout Exec waits for the runtime
-// to answer, as the CRI client's default request timeout: the runtime
-// enforces the timeout itself and needs time to kill the command.
-const execSlack = 2 * time.Minute
+// DefaultExecSlack is how long past a command's timeout Exec waits for the
+// runtime to answer when its caller says nothing: the CRI client's default
+// request timeout (runtimeRequestTimeout).
+const DefaultExecSlack = 2 * time.Minute
 
 // Exec runs cmd in the container id through ExecSync and returns its
-// stdout followed by its stderr, as upstream's RunInContainer. timeout 0 is
-// none (ctx alone bounds the call). A non-zero exit is an *ExitError along
-// with the output; a timeout wraps ErrCommandTimedOut; any other error is
-// the runtime's.
-func Exec(ctx context.Context, rt runtimeapi.RuntimeServiceClient, id string, cmd []string, timeout time.Duration) ([]byte, error) {
+// stdout followed by its stderr, as upstream's RunInContainer. The runtime
+// enforces timeout itself; the call waits slack (the node's
+// runtimeRequestTimeout, DefaultExecSlack when 0) past it for the runtime
+// to answer, as upstream's CRI client. timeout 0 is none (ctx alone bounds
+// the call). A non-zero exit is an *ExitError along with the output; a
+// timeout wraps ErrCommandTimedOut; any other error is the runtime's.
+func Exec(ctx context.Context, rt runtimeapi.RuntimeServiceClient, id string, cmd []string, timeout, slack time.Duration) ([]byte, error) {
 	var cancel context.CancelFunc
 	if timeout > 0 {
-		ctx, cancel = context.WithTimeout(ctx, timeout+execSlack)
+		if slack <= 0 {
+			slack = DefaultExecSlack
+		}
+		ctx, cancel = context.WithTimeout(ctx, timeout+slack)
 	} else {
 		ctx, cancel = context.WithCancel(ctx)
 	}

@@ -3,9 +3,12 @@ package action
 import (
 	"context"
 	"testing"
+	"time"
 
+	"google.golang.org/grpc"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
 func TestResolvePort(t *testing.T) {
@@ -69,6 +72,52 @@ func TestNewHTTPGetRequest(t *testing.T) {
 			}
 			if _, ok := req.Header["Accept"]; ok == tc.wantAcceptAbsent || req.Header.Get("Accept") != tc.wantAccept {
 				t.Errorf("Accept %v", req.Header["Accept"])
+			}
+		})
+	}
+}
+
+// deadlineRT answers ExecSync with how long the caller gave it.
+type deadlineRT struct {
+	runtimeapi.RuntimeServiceClient
+	left *time.Duration // nil when the call had no deadline
+}
+
+func (d *deadlineRT) ExecSync(ctx context.Context, _ *runtimeapi.ExecSyncRequest, _ ...grpc.CallOption) (*runtimeapi.ExecSyncResponse, error) {
+	d.left = nil
+	if dl, ok := ctx.Deadline(); ok {
+		left := time.Until(dl)
+		d.left = &left
+	}
+	return &runtimeapi.ExecSyncResponse{}, nil
+}
+
+// TestExecDeadline checks that an ExecSync with a timeout waits the
+// caller's slack (runtimeRequestTimeout) past it, as upstream's CRI client,
+// and one without waits as long as its context.
+func TestExecDeadline(t *testing.T) {
+	tests := []struct {
+		name           string
+		timeout, slack time.Duration
+		want           time.Duration // 0: no deadline
+	}{
+		{"runtimeRequestTimeout past the timeout", time.Second, 15 * time.Second, 16 * time.Second},
+		{"default slack", time.Second, 0, time.Second + DefaultExecSlack},
+		{"no timeout, no deadline", 0, 15 * time.Second, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rt := &deadlineRT{}
+			if _, err := Exec(context.Background(), rt, "id", []string{"true"}, tt.timeout, tt.slack); err != nil {
+				t.Fatal(err)
+			}
+			switch {
+			case tt.want == 0 && rt.left != nil:
+				t.Errorf("deadline in %v, want none", *rt.left)
+			case tt.want != 0 && rt.left == nil:
+				t.Errorf("no deadline, want one in %v", tt.want)
+			case tt.want != 0 && (*rt.left > tt.want || *rt.left < tt.want-time.Second):
+				t.Errorf("deadline in %v, want %v", *rt.left, tt.want)
 			}
 		})
 	}

@@ -45,8 +45,13 @@ type Node struct {
 	Port      int    // the kubelet API (10250 upstream)
 	Debug     int    // --debug-address in standalone mode: the dashboard and fault injection in plain HTTP
 	NodeIP    string // --node-ip and --address: where the kubelet API listens
-	RT        runtimeapi.RuntimeServiceClient
-	Img       runtimeapi.ImageServiceClient
+	// RuntimeEndpoint is --container-runtime-endpoint, the environment's
+	// containerd unless a test puts a proxy (test/faults/criproxy) between;
+	// a change takes effect at the next Start or Launch. RT and Img stay
+	// the environment's.
+	RuntimeEndpoint string
+	RT              runtimeapi.RuntimeServiceClient
+	Img             runtimeapi.ImageServiceClient
 	// Proc is the running actorlet, since the last Start.
 	Proc *Process
 	// Owns selects the runtime's sandboxes that the cleanup removes: the
@@ -146,6 +151,8 @@ func NewNode(t testing.TB, binary string, opts ...NodeOption) *Node {
 		Port:      FreePort(t),
 		NodeIP:    "127.0.0.1",
 		Args:      o.args,
+
+		RuntimeEndpoint: e.RuntimeEndpoint,
 	}
 	n.CertDir = filepath.Join(n.RootDir, "pki")
 	switch {
@@ -260,7 +267,7 @@ func (n *Node) Start() {
 func (n *Node) Launch() {
 	n.T.Helper()
 	n.past += n.Proc.Logs()
-	args := []string{"--config", n.Config, "--container-runtime-endpoint", n.Env.RuntimeEndpoint,
+	args := []string{"--config", n.Config, "--container-runtime-endpoint", n.RuntimeEndpoint,
 		"--hostname-override", n.Name, "--root-dir", n.RootDir, "--cert-dir", n.CertDir, "--address", n.NodeIP}
 	if n.cluster {
 		args = append(args, "--kubeconfig", n.Kubeconfig, "--node-ip", n.NodeIP, "-v", "2")
