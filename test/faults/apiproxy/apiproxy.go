@@ -53,7 +53,7 @@ import (
 )
 
 // Rule says what the proxy does with the requests it matches, instead of
-// or before forwarding them. Exactly one of Drop, Delay and Status acts.
+// or before forwarding them. Exactly one of Drop, Delay (with Jitter) and Status acts.
 type Rule struct {
 	// Method matches the request's method ("" any; "WATCH" is not a
 	// method: see Watch).
@@ -68,8 +68,9 @@ type Rule struct {
 	// Drop closes the request without an answer: its HTTP/2 stream is
 	// reset, an HTTP/1 connection closed.
 	Drop bool
-	// Delay holds the request that long, then forwards it.
-	Delay time.Duration
+	// Delay holds the request that long, plus a random part of Jitter,
+	// then forwards it.
+	Delay, Jitter time.Duration
 	// Status answers with this code (429, 500, 503, ...) and a
 	// metav1.Status body, without forwarding.
 	Status int
@@ -393,8 +394,12 @@ func (p *Proxy) handler(next http.Handler) http.Handler {
 		case a.Status != 0:
 			writeStatus(w, a.Status, a.RetryAfter, fmt.Sprintf("apiproxy: rule %d answers %d", a.id, a.Status))
 			return
-		case a.Delay > 0:
-			t := time.NewTimer(a.Delay)
+		case a.Delay > 0 || a.Jitter > 0:
+			d := a.Delay
+			if a.Jitter > 0 {
+				d += mrand.N(a.Jitter)
+			}
+			t := time.NewTimer(d)
 			select {
 			case <-t.C:
 			case <-r.Context().Done():
