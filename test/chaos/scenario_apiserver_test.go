@@ -309,7 +309,7 @@ func leaseRenewedAfter(n *agent.APIPods, t time.Time) error {
 }
 
 // heartbeatAfter returns nil once the node's Ready condition is True with
-// a heartbeat after t (whole seconds in the API: t's second counts).
+// a heartbeat after t (whole seconds in the API: the second after t's).
 func heartbeatAfter(n *agent.APIPods, t time.Time) error {
 	node, err := n.NodeObject()
 	if err != nil {
@@ -319,7 +319,7 @@ func heartbeatAfter(n *agent.APIPods, t time.Time) error {
 		if c.Type != v1.NodeReady {
 			continue
 		}
-		if c.Status != v1.ConditionTrue || c.LastHeartbeatTime.Time.Before(t.Truncate(time.Second)) {
+		if c.Status != v1.ConditionTrue || !c.LastHeartbeatTime.Time.After(t) {
 			return fmt.Errorf("node Ready=%s, heartbeat %v", c.Status, c.LastHeartbeatTime.Format("15:04:05"))
 		}
 		return nil
