@@ -300,10 +300,12 @@ type CmdTell struct {
 	Message messages.Message
 }
 
-// CmdReportStatus: hand the pod's status to the status-reporter.
+// CmdReportStatus: hand the pod's status to the status-reporter;
+// Reconcile: the API shows another one (messages.PodStatusReport).
 type CmdReportStatus struct {
-	Pod    *v1.Pod
-	Status v1.PodStatus
+	Pod       *v1.Pod
+	Status    v1.PodStatus
+	Reconcile bool
 }
 
 // CmdReportFinished: tell the status-reporter nothing of the pod runs any
@@ -567,6 +569,14 @@ func (m *Machine) upsert(source string, pod *v1.Pod, now time.Time) {
 		return
 	}
 	if p, ok := m.pods[uid]; ok {
+		if p.Phase == Running && source == messages.SourceAPI && p.Pod != nil && p.Pod.ResourceVersion != pod.ResourceVersion &&
+			p.Status.Phase != "" && !ended(pod) && statusDiverged(pod.Status, p.Status) {
+			// Someone else changed what the node reports (the
+			// node-lifecycle controller marks the pods of a node it lost
+			// not Ready): the node's status is written again, as
+			// upstream's status manager reconciles.
+			m.emit(CmdReportStatus{Pod: pod, Status: withResizePending(p.Status, m.pending[uid]), Reconcile: true})
+		}
 		switch {
 		case p.Phase == Orphaned:
 		case p.Phase == Running && ended(pod):
@@ -1058,4 +1068,52 @@ func readinessGatesChanged(old, cur *v1.Pod) bool {
 // metadataChanged reports whether the pod's labels or annotations differ.
 func metadataChanged(old, cur *v1.Pod) bool {
 	return !maps.Equal(old.Labels, cur.Labels) || !maps.Equal(old.Annotations, cur.Annotations)
+}
+
+// statusDiverged reports whether the API's status of a pod differs from
+// the node's in what the node owns and others change: the phase, the
+// status of the conditions the kubelet owns, and each container's ID,
+// readiness and restarts. Times are not compared: the API keeps them to
+// the second. A stale echo of an earlier write of ours may diverge too;
+// the status-reporter then reads the pod before writing, and writes
+// nothing when the API has it right.
+func statusDiverged(api, node v1.PodStatus) bool {
+	if api.Phase != node.Phase {
+		return true
+	}
+	for _, c := range node.Conditions {
+		if !kubeletCondition[c.Type] {
+			continue
+		}
+		i := slices.IndexFunc(api.Conditions, func(a v1.PodCondition) bool { return a.Type == c.Type })
+		if i < 0 || api.Conditions[i].Status != c.Status {
+			return true
+		}
+	}
+	return containersDiverged(api.ContainerStatuses, node.ContainerStatuses) ||
+		containersDiverged(api.InitContainerStatuses, node.InitContainerStatuses)
+}
+
+// kubeletCondition are the pod conditions whose status statusDiverged
+// compares: those the kubelet sets on every pod.
+var kubeletCondition = map[v1.PodConditionType]bool{
+	v1.PodReady: true, v1.ContainersReady: true, v1.PodInitialized: true,
+	v1.PodScheduled: true, v1.PodReadyToStartContainers: true,
+}
+
+func containersDiverged(api, node []v1.ContainerStatus) bool {
+	if len(api) != len(node) {
+		return true
+	}
+	for _, n := range node {
+		i := slices.IndexFunc(api, func(a v1.ContainerStatus) bool { return a.Name == n.Name })
+		if i < 0 {
+			return true
+		}
+		a := api[i]
+		if a.ContainerID != n.ContainerID || a.Ready != n.Ready || a.RestartCount != n.RestartCount {
+			return true
+		}
+	}
+	return false
 }

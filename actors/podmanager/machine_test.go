@@ -86,6 +86,23 @@ var (
 	vols        = messages.PodVolumes{"v": {Name: "v", Path: "/var/lib/kubelet/pods/a/volumes/kubernetes.io~empty-dir/v"}}
 )
 
+// readyStatus is a's status as its worker reports it once Ready;
+// readyInAPI and notReadyInAPI are a as the API shows it then, written by
+// the node, and after the node-lifecycle controller marked it not Ready.
+var (
+	readyStatus   = v1.PodStatus{Phase: v1.PodRunning, Conditions: []v1.PodCondition{{Type: v1.PodReady, Status: v1.ConditionTrue}}}
+	readyInAPI    = withRV(withCondition(podA, v1.PodReady, v1.ConditionTrue), "8")
+	notReady      = withCondition(podA, v1.PodReady, v1.ConditionFalse)
+	notReadyInAPI = withRV(notReady, "9")
+)
+
+func withRV(p *v1.Pod, rv string) *v1.Pod {
+	p = p.DeepCopy()
+	p.ResourceVersion = rv
+	p.Status.Phase = v1.PodRunning
+	return p
+}
+
 // gPod has a readiness gate; gOpen is it with the gate's condition True.
 var (
 	gPod  = withGate(podA, "example.com/gate")
@@ -228,6 +245,12 @@ func TestStep(t *testing.T) {
 			nil, Running},
 		{"a status is reported", then(aRuns, at{0, EvWorkerStatus{UID: "a", Status: running}}),
 			[]Command{CmdReportStatus{Pod: podA, Status: running}}, Running},
+		{"a status the API shows otherwise is reported again", then(aRuns, at{0, EvWorkerStatus{UID: "a", Status: readyStatus}}, at{0, set(messages.SourceAPI, notReadyInAPI)}),
+			[]Command{CmdReportStatus{Pod: notReadyInAPI, Status: readyStatus, Reconcile: true}}, Running},
+		{"one the API shows as the node does is not", then(aRuns, at{0, EvWorkerStatus{UID: "a", Status: readyStatus}}, at{0, set(messages.SourceAPI, readyInAPI)}),
+			nil, Running},
+		{"nor a pod whose API copy did not change", then(aRuns, at{0, EvWorkerStatus{UID: "a", Status: readyStatus}}, at{0, set(messages.SourceAPI, podA)}),
+			nil, Running},
 		{"a changed spec goes to the worker", then(aRuns, at{0, set(messages.SourceAPI, withGeneration(podA, 2, "b"))}),
 			[]Command{tell("a", &messages.UpdatePod{Pod: withGeneration(podA, 2, "b")})}, Running},
 		{"a status-only change does not", then(aRuns, at{0, set(messages.SourceAPI, withGeneration(podA, 0, "busybox"))}),
@@ -606,6 +629,36 @@ func TestPhaseString(t *testing.T) {
 	for p, want := range map[Phase]string{Running: "running", Ending: "ending", Terminating: "terminating", Orphaned: "orphaned", Finished: "finished", Phase(9): "Phase(9)"} {
 		if p.String() != want {
 			t.Errorf("%d.String() = %q, want %q", int(p), p.String(), want)
+		}
+	}
+}
+
+func TestStatusDiverged(t *testing.T) {
+	ready := func(s v1.ConditionStatus) []v1.PodCondition {
+		return []v1.PodCondition{{Type: v1.PodReady, Status: s, LastTransitionTime: metav1.Now()}}
+	}
+	c := func(id string, ready bool, restarts int32) []v1.ContainerStatus {
+		return []v1.ContainerStatus{{Name: "c", ContainerID: id, Ready: ready, RestartCount: restarts}}
+	}
+	node := v1.PodStatus{Phase: v1.PodRunning, Conditions: ready(v1.ConditionTrue), ContainerStatuses: c("1", true, 0)}
+	for _, tc := range []struct {
+		name string
+		api  v1.PodStatus
+		want bool
+	}{
+		{"the same", *node.DeepCopy(), false},
+		{"times to the second", v1.PodStatus{Phase: v1.PodRunning, Conditions: []v1.PodCondition{{Type: v1.PodReady, Status: v1.ConditionTrue}}, ContainerStatuses: c("1", true, 0)}, false},
+		{"another's condition", v1.PodStatus{Phase: v1.PodRunning, Conditions: append(ready(v1.ConditionTrue), v1.PodCondition{Type: "x", Status: v1.ConditionFalse}), ContainerStatuses: c("1", true, 0)}, false},
+		{"not Ready", v1.PodStatus{Phase: v1.PodRunning, Conditions: ready(v1.ConditionFalse), ContainerStatuses: c("1", true, 0)}, true},
+		{"no Ready", v1.PodStatus{Phase: v1.PodRunning, ContainerStatuses: c("1", true, 0)}, true},
+		{"phase", v1.PodStatus{Phase: v1.PodPending, Conditions: ready(v1.ConditionTrue), ContainerStatuses: c("1", true, 0)}, true},
+		{"container not ready", v1.PodStatus{Phase: v1.PodRunning, Conditions: ready(v1.ConditionTrue), ContainerStatuses: c("1", false, 0)}, true},
+		{"another container", v1.PodStatus{Phase: v1.PodRunning, Conditions: ready(v1.ConditionTrue), ContainerStatuses: c("2", true, 0)}, true},
+		{"restarts", v1.PodStatus{Phase: v1.PodRunning, Conditions: ready(v1.ConditionTrue), ContainerStatuses: c("1", true, 1)}, true},
+		{"no containers", v1.PodStatus{Phase: v1.PodRunning, Conditions: ready(v1.ConditionTrue)}, true},
+	} {
+		if got := statusDiverged(tc.api, node); got != tc.want {
+			t.Errorf("%s: statusDiverged = %v, want %v", tc.name, got, tc.want)
 		}
 	}
 }

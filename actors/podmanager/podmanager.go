@@ -232,7 +232,7 @@ func (a *Actor) execute(ctx actor.Context, c Command) (types.UID, bool) {
 			}
 		}
 	case CmdReportStatus:
-		supervision.Tell(ctx, a.p.StatusReporter, &messages.PodStatusReport{Pod: c.Pod, Status: c.Status})
+		supervision.Tell(ctx, a.p.StatusReporter, &messages.PodStatusReport{Pod: c.Pod, Status: c.Status, Reconcile: c.Reconcile})
 	case CmdReportFinished:
 		supervision.Tell(ctx, a.p.StatusReporter, &messages.PodFinished{Pod: c.Pod, Removed: c.Removed})
 	case CmdCheckMirror:

@@ -160,7 +160,11 @@ func (a *Actor) Receive(ctx actor.Context) {
 	case *messages.NodeWatched:
 		a.nodeWatched(ctx, m)
 	case *messages.PodStatusReport:
-		a.write(ctx, a.writes.report(m.Pod, m.Status))
+		if m.Reconcile {
+			a.write(ctx, a.writes.reconcile(m.Pod, m.Status))
+		} else {
+			a.write(ctx, a.writes.report(m.Pod, m.Status))
+		}
 	case *messages.PodFinished:
 		a.write(ctx, a.writes.finish(m.Pod, m.Removed))
 	case *messages.CheckMirrorPod:

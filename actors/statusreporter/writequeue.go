@@ -62,6 +62,10 @@ type podEntry struct {
 	// apiPod is the pod as the API server last answered one of our
 	// writes: the base of the next patch.
 	apiPod *v1.Pod
+	// reread: the next write reads the pod first rather than patch from
+	// apiPod or pod, because the API was seen with another status than
+	// ours (reconcile).
+	reread bool
 }
 
 // writeRetry asks the actor to call retry for the pod after in.
@@ -95,6 +99,24 @@ func (q *writeQueue) report(pod *v1.Pod, status v1.PodStatus) []podWork {
 		return nil
 	}
 	e.status, e.reported = status, true
+	e.version++
+	q.enqueue(pod.UID)
+	return q.start()
+}
+
+// reconcile records that the API shows the pod with another status than
+// status, the latest its worker reported: someone else wrote it (the
+// node-lifecycle controller marks a lost node's pods not Ready), or it is
+// the late echo of an earlier write of ours. The pod is written again at a
+// new version, after any write in flight, from the pod read anew: a
+// write that finds the API right makes no change. A finished pod's own
+// writes settle it.
+func (q *writeQueue) reconcile(pod *v1.Pod, status v1.PodStatus) []podWork {
+	e := q.entry(pod.UID)
+	if e.finished {
+		return nil
+	}
+	e.pod, e.status, e.reported, e.reread = pod, status, true, true
 	e.version++
 	q.enqueue(pod.UID)
 	return q.start()
@@ -263,7 +285,9 @@ func (q *writeQueue) start() []podWork {
 		q.inFlight++
 		w := podWork{uid: uid, version: e.version, pod: e.pod, status: e.status, reported: e.reported,
 			finished: e.finished, removed: e.removed, base: e.apiPod}
-		if w.base == nil && !isStatic(e.pod) && e.pod.ResourceVersion != "" {
+		if e.reread {
+			w.base, e.reread = nil, false
+		} else if w.base == nil && !isStatic(e.pod) && e.pod.ResourceVersion != "" {
 			// The source's copy is the watch's: fresh enough before our
 			// first write.
 			w.base = e.pod

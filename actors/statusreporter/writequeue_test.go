@@ -68,6 +68,12 @@ func reportDeleting(uid, st string) queueEvent {
 	}
 }
 
+func reconcile(uid, st string) queueEvent {
+	return func(_ *testing.T, q *writeQueue) ([]string, time.Duration) {
+		return startedWrites(q.reconcile(testPod(uid, false), status(st))), 0
+	}
+}
+
 func finish(uid string, removed bool) queueEvent {
 	return func(_ *testing.T, q *writeQueue) ([]string, time.Duration) {
 		return startedWrites(q.finish(testPod(uid, false), removed)), 0
@@ -157,6 +163,22 @@ func TestWriteQueue(t *testing.T) {
 			{ev: report("a", "pending"), start: []string{"a@1"}},
 			{ev: synced("a", 1, "ok")},
 			{ev: report("a", "pending")},
+		}},
+		{"a status the API shows otherwise is written again, unchanged", 8, []queueStep{
+			{ev: report("a", "ready"), start: []string{"a@1"}},
+			{ev: synced("a", 1, "ok")},
+			{ev: reconcile("a", "ready"), start: []string{"a@2"}},
+		}},
+		{"a reconcile during a write is written after it", 8, []queueStep{
+			{ev: report("a", "ready"), start: []string{"a@1"}},
+			{ev: reconcile("a", "ready")},
+			{ev: synced("a", 1, "ok"), start: []string{"a@2"}},
+		}},
+		{"a finished pod is not reconciled", 8, []queueStep{
+			{ev: report("a", "ready"), start: []string{"a@1"}},
+			{ev: finish("a", false)},
+			{ev: reconcile("a", "ready")},
+			{ev: synced("a", 1, "ok"), start: []string{"a@2"}},
 		}},
 		{"a changed report is written", 8, []queueStep{
 			{ev: report("a", "pending"), start: []string{"a@1"}},
@@ -381,6 +403,18 @@ func TestWriteQueueSnapshot(t *testing.T) {
 			q.synced(&messages.PodStatusSynced{UID: "a", Version: 2, Err: errors.New("conflict")})
 			return q.retry("a")
 		}, podWork{uid: "a", version: 2, pod: watched, status: status("ready"), reported: true, base: watched}},
+		{"a reconcile reads the pod anew", func(q *writeQueue) []podWork {
+			q.report(watched, status("ready"))
+			q.synced(&messages.PodStatusSynced{UID: "a", Version: 1, APIPod: answered})
+			return q.reconcile(watched, status("ready"))
+		}, podWork{uid: "a", version: 2, pod: watched, status: status("ready"), reported: true}},
+		{"only the write after a reconcile reads the pod anew", func(q *writeQueue) []podWork {
+			q.report(watched, status("ready"))
+			q.synced(&messages.PodStatusSynced{UID: "a", Version: 1})
+			q.reconcile(watched, status("ready"))
+			q.synced(&messages.PodStatusSynced{UID: "a", Version: 2, APIPod: answered})
+			return q.report(watched, status("pending"))
+		}, podWork{uid: "a", version: 3, pod: watched, status: status("pending"), reported: true, base: answered}},
 		{"finish keeps the reported status", func(q *writeQueue) []podWork {
 			q.report(watched, status("ready"))
 			q.synced(&messages.PodStatusSynced{UID: "a", Version: 1})

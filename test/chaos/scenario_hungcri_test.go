@@ -270,11 +270,11 @@ func podReady(n *agent.APIPods, name string) error {
 	if err != nil {
 		return err
 	}
+	if PodIsReady(p) {
+		return nil
+	}
 	for _, c := range p.Status.Conditions {
 		if c.Type == v1.PodReady {
-			if c.Status == v1.ConditionTrue {
-				return nil
-			}
 			return fmt.Errorf("pod %s: Ready %s (%s)", name, c.Status, c.Message)
 		}
 	}

@@ -124,3 +124,13 @@ func WaitFor(within time.Duration, check func() error) (time.Duration, error) {
 		time.Sleep(200 * time.Millisecond)
 	}
 }
+
+// PodIsReady reports whether the pod's Ready condition is True.
+func PodIsReady(p *v1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == v1.PodReady {
+			return c.Status == v1.ConditionTrue
+		}
+	}
+	return false
+}
