@@ -29,10 +29,15 @@ import (
 // a run.
 func TestKillChurn(t *testing.T) {
 	s := Begin(t, "kill-churn", "kill -9 of the agent at random moments of a create/delete churn")
-	pods, kills := Pick(10, 60), Pick(3, 20)
-	// The kill falls within the churn's wave, which lasts about as long.
+	pods, kills := Pick(15, 60), Pick(3, 20)
+	// The kill falls within the churn's wave, which lasts about as long;
+	// the agent stays down up to maxDown while the wave goes on.
 	window := Pick(3*time.Second, 8*time.Second)
+	maxDown := 2 * time.Second
 	converge := Pick(60*time.Second, 180*time.Second)
+	// The runtime is emptied by the agent's GC of deleted pods' sandboxes:
+	// upstream's runs once a minute.
+	emptied := Pick(90*time.Second, 180*time.Second)
 	seed := time.Now().UnixNano()
 	if v := os.Getenv("CHAOS_SEED"); v != "" {
 		var err error
@@ -73,11 +78,13 @@ func TestKillChurn(t *testing.T) {
 			pauses[i] = time.Duration(rng.Int63n(int64(2 * pause)))
 		}
 		killAt := time.Duration(rng.Int63n(int64(window)))
+		down := time.Duration(rng.Int63n(int64(maxDown)))
 
 		done := make(chan error, 1)
 		go func() { done <- c.run(ops, pauses) }()
 		time.Sleep(killAt)
 		n.Stop(syscall.SIGKILL)
+		time.Sleep(down)
 		n.Start()
 		restarted := time.Now()
 		if err := <-done; err != nil {
@@ -101,7 +108,7 @@ func TestKillChurn(t *testing.T) {
 		times = append(times, took)
 		if err == nil {
 			converged++
-			t.Logf("kill %d at %v of the wave (%d ops): converged %v after the restart", k+1, killAt.Round(time.Millisecond), len(ops), took.Round(time.Millisecond))
+			t.Logf("kill %d at %v of the wave (%d ops), down %v: converged %v after the restart", k+1, killAt.Round(time.Millisecond), len(ops), down.Round(time.Millisecond), took.Round(time.Millisecond))
 			continue
 		}
 		s.Note("kill %d at %v: not converged within %v: %v", k+1, killAt.Round(time.Millisecond), converge, err)
@@ -135,7 +142,7 @@ func TestKillChurn(t *testing.T) {
 		stuck += len(left)
 		s.Note("after the final delete: %v", err)
 	}
-	tookEmpty, err := WaitFor(converge, func() error {
+	tookEmpty, err := WaitFor(emptied, func() error {
 		sb, cs, err := Leftovers(t, n.RT, OwnedBy(n.Owns))
 		if err == nil && sb+cs > 0 {
 			err = fmt.Errorf("%d sandboxes and %d containers left", sb, cs)
