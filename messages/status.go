@@ -68,3 +68,35 @@ type CheckMirrorPod struct {
 }
 
 func (m *CheckMirrorPod) Summary() string { return fmt.Sprintf("check the mirror pod of %s", m.UID) }
+
+// DeleteMirrorPod asks the status-reporter to delete an orphaned mirror
+// pod: one whose static pod no source has any more (its manifest went while
+// actorlet was down, so that no worker of the static pod ever removes it),
+// as upstream's HandlePodCleanups deletes orphaned mirror pods. Sender: the
+// pod-manager, once every source has sent its set. Receiver: the
+// status-reporter, which retries a failed delete (as DeleteMirrorPod with
+// the next Attempt).
+type DeleteMirrorPod struct {
+	// Pod is the mirror pod; the delete is conditioned on its UID.
+	Pod     *v1.Pod
+	Attempt int
+}
+
+func (m *DeleteMirrorPod) Summary() string {
+	return fmt.Sprintf("delete the orphaned mirror pod %s/%s", m.Pod.Namespace, m.Pod.Name)
+}
+
+// MirrorPodDeleted is the outcome of a DeleteMirrorPod. Sender and
+// receiver: the status-reporter (its delete runs off the mailbox).
+type MirrorPodDeleted struct {
+	Pod     *v1.Pod
+	Attempt int
+	Err     error
+}
+
+func (m *MirrorPodDeleted) Summary() string {
+	if m.Err != nil {
+		return fmt.Sprintf("orphaned mirror pod %s/%s not deleted: %v", m.Pod.Namespace, m.Pod.Name, m.Err)
+	}
+	return fmt.Sprintf("orphaned mirror pod %s/%s deleted", m.Pod.Namespace, m.Pod.Name)
+}

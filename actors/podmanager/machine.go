@@ -140,6 +140,9 @@ type Machine struct {
 	// mirrors are the mirror pods in the API server's last set, by full
 	// name (namespace/name, shared with their static pod).
 	mirrors map[string]*v1.Pod
+	// mirrorsDeleting are the UIDs of the orphaned mirror pods whose
+	// deletion was asked (CmdDeleteMirror).
+	mirrorsDeleting map[types.UID]bool
 	// unmounting holds the pods whose volumes are being torn down; those
 	// deleted from the API wait in goneAfterUnmount to be reported gone
 	// until it is done, as upstream deletes a pod only once its volumes are
@@ -319,6 +322,10 @@ type CmdReportFinished struct {
 // status-reporter check it now.
 type CmdCheckMirror struct{ UID types.UID }
 
+// CmdDeleteMirror: have the status-reporter delete this orphaned mirror
+// pod.
+type CmdDeleteMirror struct{ Pod *v1.Pod }
+
 // CmdMountVolumes: ask the volume-manager to set up the pod's volumes (or
 // to refresh them: the pod's metadata changed).
 type CmdMountVolumes struct{ Pod *v1.Pod }
@@ -355,6 +362,7 @@ func (CmdTell) isCommand()           {}
 func (CmdReportStatus) isCommand()   {}
 func (CmdReportFinished) isCommand() {}
 func (CmdCheckMirror) isCommand()    {}
+func (CmdDeleteMirror) isCommand()   {}
 func (CmdLog) isCommand()            {}
 func (CmdMountVolumes) isCommand()   {}
 func (CmdUnmountVolumes) isCommand() {}
@@ -1009,6 +1017,7 @@ func (m *Machine) markReadyIfAllSeen() {
 		m.saveAllocations()
 	}
 	m.emit(CmdFindOrphans{Desired: desired})
+	m.deleteOrphanedMirrors()
 }
 
 // List returns the pods with their latest status, for /pods.

@@ -150,6 +150,9 @@ func TestStep(t *testing.T) {
 	orphanTerm := &messages.TerminatePod{Reason: "orphaned: no source wants this pod"}
 	static := testPod("s", "")
 	static.Name = "web-node"
+	orphanMirror := mirror("web-node", "default", "m", false)
+	deleteOrphan := []Command{CmdLog{Level: zerolog.InfoLevel, Message: "the static pod of this mirror pod is gone: deleting the mirror pod", Fields: map[string]any{"pod": "default/web-node", "uid": "m"}},
+		CmdDeleteMirror{Pod: orphanMirror}}
 	const absent = Phase(-1)
 	for _, tc := range []struct {
 		name  string
@@ -332,8 +335,20 @@ func TestStep(t *testing.T) {
 			[]Command{CmdStopWorker{UID: "a"}, CmdUnmountVolumes{UID: "a"}}, absent},
 
 		// Mirror pods.
-		{"a mirror pod is never run", then(ready, at{0, set(messages.SourceAPI, mirror("web-node", "default", "m", false))}),
+		{"a mirror pod is never run", then(ready, at{0, set(messages.SourceFile, static)}, at{0, set(messages.SourceAPI, mirror("web-node", "default", "m", false))}),
 			nil, absent},
+		{"a mirror pod whose static pod no source has is deleted", then(ready, at{0, set(messages.SourceAPI, orphanMirror)}),
+			deleteOrphan, absent},
+		{"once", then(ready, at{0, set(messages.SourceAPI, orphanMirror)}, at{0, set(messages.SourceAPI, orphanMirror)}),
+			nil, absent},
+		{"not before every source has sent its set", []at{{0, EvStarted{First: true}}, {0, set(messages.SourceAPI, orphanMirror)}},
+			nil, absent},
+		{"but once the last one has", []at{{0, EvStarted{First: true}}, {0, set(messages.SourceAPI, orphanMirror)}, {0, set(messages.SourceFile)}},
+			append([]Command{CmdFindOrphans{Desired: map[types.UID]bool{}}}, deleteOrphan...), absent},
+		{"a mirror pod being deleted is left alone", then(ready, at{0, set(messages.SourceAPI, mirror("web-node", "default", "m", true))}),
+			nil, absent},
+		{"the mirror pod of a static pod removed from its source goes with the static pod's last write", then(ready, at{0, set(messages.SourceFile, static)}, at{0, set(messages.SourceAPI, orphanMirror)}, at{0, set(messages.SourceFile)}),
+			[]Command{tell("s", removedFrom(messages.SourceFile))}, absent},
 		{"a running static pod whose mirror went gets it checked", then(ready, at{0, set(messages.SourceFile, static)}, at{0, set(messages.SourceAPI, mirror("web-node", "default", "m", false))}, at{0, set(messages.SourceAPI)}),
 			[]Command{CmdCheckMirror{UID: "s"}}, absent},
 

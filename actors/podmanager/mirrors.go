@@ -4,7 +4,9 @@ import (
 	"maps"
 	"slices"
 
+	"github.com/rs/zerolog"
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/actorlet/actorlet/manifest"
 	"github.com/actorlet/actorlet/messages"
@@ -63,4 +65,52 @@ func (m *Machine) setMirrors(mirrors []*v1.Pod) {
 		}
 	}
 	m.mirrors = cur
+	m.deleteOrphanedMirrors()
+}
+
+// orphanedMirrors returns, sorted by full name, the live mirror pods whose
+// static pod no source has: no pod of the same full name is held (run,
+// waiting or rejected). An API pod cannot share a mirror pod's full name.
+func orphanedMirrors(mirrors map[string]*v1.Pod, held map[string]bool) []*v1.Pod {
+	var out []*v1.Pod
+	for _, name := range slices.Sorted(maps.Keys(mirrors)) {
+		if mp := mirrors[name]; mp.DeletionTimestamp == nil && !held[name] {
+			out = append(out, mp)
+		}
+	}
+	return out
+}
+
+// deleteOrphanedMirrors asks, once every source has sent its set, for the
+// deletion of each orphaned mirror pod, once per mirror pod. A static pod
+// removed while actorlet runs has its mirror deleted by its own last status
+// write; one whose manifest went while actorlet was down has no worker that
+// would, and its mirror pod would stay in the API for good.
+func (m *Machine) deleteOrphanedMirrors() {
+	if !m.ready {
+		return
+	}
+	held := make(map[string]bool, len(m.pods)+len(m.waiting)+len(m.rejected))
+	for _, p := range m.pods {
+		if p.Pod != nil {
+			held[fullName(p.Pod)] = true
+		}
+	}
+	for _, w := range m.waiting {
+		held[fullName(w.pod)] = true
+	}
+	for _, p := range m.rejected {
+		held[fullName(p)] = true
+	}
+	asked := make(map[types.UID]bool, len(m.mirrorsDeleting))
+	for _, mp := range orphanedMirrors(m.mirrors, held) {
+		asked[mp.UID] = true
+		if m.mirrorsDeleting[mp.UID] {
+			continue
+		}
+		m.log(zerolog.InfoLevel, "the static pod of this mirror pod is gone: deleting the mirror pod", map[string]any{"pod": fullName(mp), "uid": string(mp.UID)})
+		m.emit(CmdDeleteMirror{Pod: mp})
+	}
+	// A mirror pod no longer an orphan, or gone, may be asked for again.
+	m.mirrorsDeleting = asked
 }

@@ -237,6 +237,8 @@ func (a *Actor) execute(ctx actor.Context, c Command) (types.UID, bool) {
 		supervision.Tell(ctx, a.p.StatusReporter, &messages.PodFinished{Pod: c.Pod, Removed: c.Removed})
 	case CmdCheckMirror:
 		supervision.Tell(ctx, a.p.StatusReporter, &messages.CheckMirrorPod{UID: c.UID})
+	case CmdDeleteMirror:
+		supervision.Tell(ctx, a.p.StatusReporter, &messages.DeleteMirrorPod{Pod: c.Pod})
 	case CmdLog:
 		a.log.WithLevel(c.Level).Fields(c.Fields).Msg(c.Message)
 	case CmdRefreshNode:

@@ -169,6 +169,10 @@ func (a *Actor) Receive(ctx actor.Context) {
 		a.write(ctx, a.writes.finish(m.Pod, m.Removed))
 	case *messages.CheckMirrorPod:
 		a.write(ctx, a.writes.checkMirror(m.UID))
+	case *messages.DeleteMirrorPod:
+		a.deleteMirror(ctx, m)
+	case *messages.MirrorPodDeleted:
+		a.mirrorDeleted(ctx, m)
 	case *messages.PodStatusSynced:
 		a.synced(ctx, m)
 	case *messages.RetryPodStatus:
@@ -274,6 +278,34 @@ func (a *Actor) tick(ctx actor.Context) {
 		return updateNodeStatus(c, kube, spec, h, reportDue)
 	})
 	a.write(ctx, a.writes.checkMirrors())
+}
+
+// deleteMirror deletes an orphaned mirror pod off the mailbox, conditioned
+// on its UID: a mirror pod made since for a static pod back in its source
+// is not touched.
+func (a *Actor) deleteMirror(ctx actor.Context, m *messages.DeleteMirrorPod) {
+	kube := a.p.Kube
+	if kube == nil {
+		return
+	}
+	supervision.Go(ctx, func() messages.Message {
+		c, cancel := context.WithTimeout(context.Background(), callTimeout)
+		defer cancel()
+		return &messages.MirrorPodDeleted{Pod: m.Pod, Attempt: m.Attempt, Err: deletePod(c, kube, m.Pod)}
+	})
+}
+
+// mirrorDeleted logs the deletion of an orphaned mirror pod, or retries it
+// after the backoff of its attempts.
+func (a *Actor) mirrorDeleted(ctx actor.Context, m *messages.MirrorPodDeleted) {
+	log := a.log.With().Str("pod", m.Pod.Namespace+"/"+m.Pod.Name).Str("uid", string(m.Pod.UID)).Logger()
+	if m.Err == nil {
+		log.Info().Msg("orphaned mirror pod deleted")
+		return
+	}
+	d := retry.Backoff{Initial: 200 * time.Millisecond, Max: retryCap}.After(m.Attempt + 1)
+	log.Warn().Err(m.Err).Dur("retryIn", d).Msg("deleting an orphaned mirror pod failed")
+	supervision.After(ctx, d, &messages.DeleteMirrorPod{Pod: m.Pod, Attempt: m.Attempt + 1})
 }
 
 // pressureEvents records upstream's events of the pressure conditions that

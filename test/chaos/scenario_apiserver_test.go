@@ -197,7 +197,7 @@ spec:
 	var changed []string
 	for pod, id := range before {
 		if after[pod] != id {
-			changed = append(changed, fmt.Sprintf("%s: %s → %s", pod, short(id), short(after[pod])))
+			changed = append(changed, fmt.Sprintf("%s: %s → %s", pod, ShortID(id), ShortID(after[pod])))
 		}
 	}
 	s.Check("container IDs unchanged", len(changed) == 0, strings.Join(append(changed, fmt.Sprintf("%d pods", len(before))), "; "))
@@ -233,13 +233,6 @@ func containerIDs(n *agent.APIPods, pods []string) (map[string]string, error) {
 		out[name] = p.Status.ContainerStatuses[0].ContainerID
 	}
 	return out, nil
-}
-
-func short(id string) string {
-	if _, after, ok := strings.Cut(id, "://"); ok {
-		id = after
-	}
-	return id[:min(12, len(id))]
 }
 
 // statusesCaughtUp returns nil once the API shows what the scenario did

@@ -134,3 +134,12 @@ func PodIsReady(p *v1.Pod) bool {
 	}
 	return false
 }
+
+// ShortID is a container ID (with or without its runtime:// prefix) cut
+// to 12 characters, for messages.
+func ShortID(id string) string {
+	if _, after, ok := strings.Cut(id, "://"); ok {
+		id = after
+	}
+	return id[:min(12, len(id))]
+}
