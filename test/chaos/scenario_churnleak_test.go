@@ -78,6 +78,7 @@ func TestChurnLeak(t *testing.T) {
 	var (
 		samples       []AgentSample
 		readyTimes    []float64
+		loopTimes     []float64
 		goneTimes     []float64
 		mostLeft      int
 		mostOnDisk    int
@@ -87,6 +88,7 @@ func TestChurnLeak(t *testing.T) {
 		actorsSettled []float64
 	)
 	for loop := 1; loop <= loops && failed == ""; loop++ {
+		loopStart := time.Now()
 		// New names in every loop: state kept by name shows as growth.
 		names := PodNames(fmt.Sprintf("l%d", loop), perLoop)
 		if err := CreateSleepers(pods, names); err != nil {
@@ -142,6 +144,7 @@ func TestChurnLeak(t *testing.T) {
 			break
 		}
 		samples = append(samples, sample)
+		loopTimes = append(loopTimes, time.Since(loopStart).Seconds())
 		sbs, cs, err := Leftovers(t, n.RT, owns)
 		if err != nil {
 			failed = fmt.Sprintf("loop %d: list the runtime: %v", loop, err)
@@ -163,6 +166,7 @@ func TestChurnLeak(t *testing.T) {
 	if len(readyTimes) > 0 {
 		s.Figure("median time to all Running", Median(readyTimes), "s")
 		s.Figure("median time to all gone from the API", Median(goneTimes), "s")
+		s.Figure("median time of a loop, samples included", Median(loopTimes), "s")
 	}
 	s.Figure("most sandboxes+containers left right after a loop", float64(mostLeft), "")
 	s.Figure("most pod directories, log directories and mounts left right after a loop", float64(mostOnDisk), "")
