@@ -151,6 +151,21 @@ func Median(xs []float64) float64 {
 	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
+// Slope is the least-squares slope of ys against their index: a figure's
+// trend per loop; 0 for fewer than two.
+func Slope(ys []float64) float64 {
+	n := float64(len(ys))
+	if n < 2 {
+		return 0
+	}
+	var sx, sy, sxx, sxy float64
+	for i, y := range ys {
+		x := float64(i)
+		sx, sy, sxx, sxy = sx+x, sy+y, sxx+x*x, sxy+x*y
+	}
+	return (n*sxy - sx*sy) / (n*sxx - sx*sx)
+}
+
 // Growth is the allowed growth of a figure from ref: the larger of frac of
 // ref and floor.
 func Growth(ref, frac, floor float64) float64 { return max(ref*frac, floor) }

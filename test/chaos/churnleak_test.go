@@ -1,6 +1,7 @@
 package chaos
 
 import (
+	"math"
 	"reflect"
 	"strings"
 	"testing"
@@ -68,6 +69,23 @@ func TestMedianAndGrowth(t *testing.T) {
 	} {
 		if got := Growth(tc.ref, tc.frac, tc.floor); got != tc.want {
 			t.Errorf("Growth(%g, %g, %g) = %g, want %g", tc.ref, tc.frac, tc.floor, got, tc.want)
+		}
+	}
+}
+
+func TestSlope(t *testing.T) {
+	for _, tc := range []struct {
+		ys   []float64
+		want float64
+	}{
+		{nil, 0},
+		{[]float64{7}, 0},
+		{[]float64{1, 2, 3, 4}, 1},
+		{[]float64{5, 5, 5}, 0},
+		{[]float64{3, 1, 3, 1}, -0.4},
+	} {
+		if got := Slope(tc.ys); math.Abs(got-tc.want) > 1e-9 {
+			t.Errorf("Slope(%v) = %g, want %g", tc.ys, got, tc.want)
 		}
 	}
 }
