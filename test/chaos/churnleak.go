@@ -53,8 +53,11 @@ type AgentSample struct {
 	RssAnonKiB int64
 	// FDs counts the process's open file descriptors.
 	FDs int
-	// Goroutines is go_goroutines from its /metrics.
+	// Goroutines is go_goroutines from its /metrics; HeapInuse
+	// go_memstats_heap_inuse_bytes, the heap's part of RssAnon without the
+	// pages freed and not yet returned.
 	Goroutines float64
+	HeapInuse  float64
 	// Actors is actorlet_actors summed over kinds, and by kind; the
 	// upstream kubelet has none (-1, nil).
 	Actors       float64
@@ -64,7 +67,7 @@ type AgentSample struct {
 // SampleAgent reads pid's memory and descriptors from /proc and scrapes
 // metricsURL (the read-only port's /metrics) for the rest.
 func SampleAgent(pid int, metricsURL string) (AgentSample, error) {
-	s := AgentSample{Goroutines: -1, Actors: -1}
+	s := AgentSample{Goroutines: -1, HeapInuse: -1, Actors: -1}
 	st, err := ProcStatus(pid, "RssAnon")
 	if err != nil {
 		return s, err
@@ -81,6 +84,9 @@ func SampleAgent(pid int, metricsURL string) (AgentSample, error) {
 	}
 	if f, ok := families["go_goroutines"]; ok && len(f.Metric) > 0 {
 		s.Goroutines = f.Metric[0].GetGauge().GetValue()
+	}
+	if f, ok := families["go_memstats_heap_inuse_bytes"]; ok && len(f.Metric) > 0 {
+		s.HeapInuse = f.Metric[0].GetGauge().GetValue()
 	}
 	if f, ok := families["actorlet_actors"]; ok {
 		s.Actors, s.ActorsByKind = 0, map[string]float64{}
