@@ -281,7 +281,6 @@ func diffIDs(before, after map[string]string) []string {
 	return out
 }
 
-
 // leaseWatch polls the node's Lease and records its renewals.
 type leaseWatch struct {
 	cancel context.CancelFunc
