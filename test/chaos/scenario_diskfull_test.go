@@ -106,6 +106,12 @@ evictionPressureTransitionPeriod: %s
 		s.AtMost("disk full → DiskPressure", took.Seconds(), (monitoring + statusPeriod + 10*time.Second).Seconds(), "s")
 	}
 
+	// A pod that comes under pressure is refused by admission, as
+	// upstream's (a terminal phase, a Warning event).
+	if err == nil {
+		n.Create(t, n.NewPod("pressured", vol, n.Sleeper("c", mount)))
+	}
+
 	// A static pod is critical: admitted under pressure, it meets the
 	// full disk itself.
 	n.WriteManifest("static-full.yaml", fmt.Sprintf(`apiVersion: v1
@@ -147,11 +153,21 @@ spec:
 		return nil
 	})
 	if evs, err := WarningEvents(n); err == nil {
+		noSpace = noSpace[:0]
 		for _, e := range uniqueEvents(evs) {
 			s.Note("while full, warning: %s", e)
+			if strings.Contains(e.Message, "no space left on device") {
+				noSpace = append(noSpace, e)
+			}
 		}
 	}
 	s.AtLeast("Warning events saying no space left on device", float64(len(noSpace)), 1, "")
+
+	// The agent's own state writes failed (the allocations' checkpoint
+	// at each admission): cleanly, leaving no partial file to take the
+	// space the next write needs.
+	partial, _ := filepath.Glob(filepath.Join(n.RootDir, "*.tmp"))
+	s.Check("no partial state file left by failed writes", len(partial) == 0, fmt.Sprintf("%q", partial))
 
 	alive := n.Proc.Alive() && !strings.Contains(n.Logs(), "panic")
 	s.Check("agent alive, no panic, while full", alive, fmt.Sprintf("alive %v", n.Proc.Alive()))
@@ -283,6 +299,22 @@ spec:
 		s.Note("node condition: %s %s", c, c.Message)
 	}
 	s.AtMost("Ready changes", float64(ns.ReadyChanges), 0, "")
+	if p, err := n.Get("pressured"); err == nil {
+		s.Note("pod created under DiskPressure: phase %s, reason %q, message %q", p.Status.Phase, p.Status.Reason, p.Status.Message)
+	}
+	// What the agent itself logged of the full disks.
+	var agentSaw []string
+	for _, line := range strings.Split(n.Logs(), "\n") {
+		if strings.Contains(line, "no space left on device") && len(agentSaw) < 6 {
+			if len(line) > 300 {
+				line = line[:300] + "…"
+			}
+			agentSaw = append(agentSaw, line)
+		}
+	}
+	for _, line := range agentSaw {
+		s.Note("agent log: %s", line)
+	}
 	alive = n.Proc.Alive() && !strings.Contains(n.Logs(), "panic")
 	s.Check("agent alive, no panic, throughout", alive, fmt.Sprintf("alive %v", n.Proc.Alive()))
 	_ = freed
