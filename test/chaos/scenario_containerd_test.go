@@ -66,7 +66,7 @@ func TestContainerdRestart(t *testing.T) {
 	var windows []outage
 	var alive, deleted []string
 	var detectMax, recoverMax, convergeMax time.Duration
-	reported := 0
+	reported, short := 0, 0
 	for i := range outages {
 		created := PodNames(fmt.Sprintf("a%d", i), perOutage/2)
 		if err := CreateSleepers(n, created); err != nil {
@@ -98,23 +98,33 @@ func TestContainerdRestart(t *testing.T) {
 		}
 		alive, deleted = append(keep, more...), append(deleted, del...)
 
-		c, ok := readyChange(nw, kill, v1.ConditionFalse, time.Until(kill.Add(down)))
-		if ok {
-			reported++
-			detectMax = max(detectMax, c.At.Sub(kill))
-			s.Note("outage %d: node NotReady %.1f s after the kill: %s", i+1, c.At.Sub(kill).Seconds(), c.Message)
-		} else {
-			s.Note("outage %d: node not reported NotReady within the %v outage", i+1, down)
-		}
-		// Another test binary's environment check may start containerd
+		// Until the outage's end: the node's NotReady, and whether
+		// another test binary's environment check started containerd
 		// (hack/node-env up, from a checkout that does not know the
 		// hold): the outage ends then.
+		var c ConditionChange
+		ok := false
 		for time.Now().Before(kill.Add(down)) {
+			if !ok {
+				c, ok = readyChange(nw, kill, v1.ConditionFalse, 0)
+			}
 			if pid, err := n.Env.ContainerdPid(); err == nil {
 				s.Note("outage %d: containerd (pid %d) started by someone else %.1f s after the kill", i+1, pid, time.Since(kill).Seconds())
 				break
 			}
 			time.Sleep(200 * time.Millisecond)
+		}
+		lasted := time.Since(kill)
+		switch {
+		case ok:
+			reported++
+			detectMax = max(detectMax, c.At.Sub(kill))
+			s.Note("outage %d: node NotReady %.1f s after the kill: %s", i+1, c.At.Sub(kill).Seconds(), c.Message)
+		case lasted < statusPeriod+2*lag:
+			// Too short to be reported; not held against the agent.
+			short++
+		default:
+			s.Note("outage %d: node not reported NotReady within the %v outage", i+1, lasted.Round(100*time.Millisecond))
 		}
 		restart := time.Now()
 		n.Env.StartContainerd(t)
@@ -148,7 +158,8 @@ func TestContainerdRestart(t *testing.T) {
 		}
 	}
 
-	s.Check("runtime down reported in every outage", reported == outages, fmt.Sprintf("%d of %d outages", reported, outages))
+	s.Figure("outages cut short by another test binary", float64(short), "")
+	s.Check("runtime down reported in every outage", reported == outages-short, fmt.Sprintf("%d of %d outages", reported, outages-short))
 	if reported > 0 {
 		s.AtMost("kill → node NotReady (max)", detectMax.Seconds(), (statusPeriod + 2*lag).Seconds(), "s")
 	}
