@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/credentials/insecure"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
@@ -62,6 +63,7 @@ func dialRuntime(ctx context.Context, endpoint string) (*grpc.ClientConn, *runti
 
 	conn, err := grpc.NewClient("unix://"+path,
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithConnectParams(runtimeConnectParams()),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxMessageSize), grpc.MaxCallSendMsgSize(maxMessageSize)),
 		grpc.WithChainUnaryInterceptor(metrics.CRIUnaryInterceptor),
 	)
@@ -74,6 +76,18 @@ func dialRuntime(ctx context.Context, endpoint string) (*grpc.ClientConn, *runti
 		return nil, nil, fmt.Errorf("CRI Version handshake: %w", err)
 	}
 	return conn, version, nil
+}
+
+// runtimeConnectParams is how the connection comes back after the runtime
+// restarted, as upstream's CRI client: gRPC retries the dial with a
+// backoff that grows to 3 s. gRPC's default grows to 2 min: after a long
+// outage the agent went on failing its calls, and the node reporting the
+// runtime down, long after the runtime was back (docs/reliability.md,
+// containerd-restart).
+func runtimeConnectParams() grpc.ConnectParams {
+	p := grpc.ConnectParams{Backoff: backoff.DefaultConfig, MinConnectTimeout: 5 * time.Second}
+	p.Backoff.BaseDelay, p.Backoff.MaxDelay = 100*time.Millisecond, 3*time.Second
+	return p
 }
 
 // unwrapDialError reduces "dial unix /x: connect: connection refused" to its

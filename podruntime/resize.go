@@ -198,10 +198,13 @@ func (a *ActuatedResources) save() error {
 		return err
 	}
 	tmp := a.path + ".tmp"
+	// A failed write (a full disk) leaves no partial file behind.
 	if err := os.WriteFile(tmp, raw, 0o600); err != nil {
+		_ = os.Remove(tmp)
 		return fmt.Errorf("checkpoint actuated resources: %w", err)
 	}
 	if err := os.Rename(tmp, a.path); err != nil {
+		_ = os.Remove(tmp)
 		return fmt.Errorf("checkpoint actuated resources: %w", err)
 	}
 	return nil

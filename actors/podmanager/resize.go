@@ -221,10 +221,15 @@ func SaveAllocations(rootDir string, all Allocations) error {
 	}
 	path := filepath.Join(rootDir, AllocatedPodsStateFile)
 	tmp := path + ".tmp"
+	// A failed write (a full disk) leaves neither a partial file behind,
+	// taking the space that the next write needs, nor the old one
+	// changed.
 	if err := os.WriteFile(tmp, raw, 0o600); err != nil {
+		_ = os.Remove(tmp)
 		return fmt.Errorf("write the pods' allocations: %w", err)
 	}
 	if err := os.Rename(tmp, path); err != nil {
+		_ = os.Remove(tmp)
 		return fmt.Errorf("write the pods' allocations: %w", err)
 	}
 	return nil

@@ -188,6 +188,9 @@ type ConditionChange struct {
 	Type   v1.NodeConditionType
 	Status v1.ConditionStatus
 	Reason string
+	// Message is the condition's message (e.g. "container runtime is
+	// down").
+	Message string
 }
 
 func (c ConditionChange) String() string {
@@ -234,7 +237,7 @@ func (w *NodeWatch) observe(conds []v1.NodeCondition) {
 			ready = true
 		}
 		if prev, ok := w.last[c.Type]; !first && (!ok || prev != c.Status) {
-			w.changes = append(w.changes, ConditionChange{At: now, Type: c.Type, Status: c.Status, Reason: c.Reason})
+			w.changes = append(w.changes, ConditionChange{At: now, Type: c.Type, Status: c.Status, Reason: c.Reason, Message: c.Message})
 		}
 		w.last[c.Type] = c.Status
 	}

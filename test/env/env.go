@@ -23,12 +23,15 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/credentials/insecure"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -295,8 +298,13 @@ func (e *Env) SocketPath() string { return strings.TrimPrefix(e.RuntimeEndpoint,
 // closed when the test ends.
 func (e *Env) CRIConn(t testing.TB) *grpc.ClientConn {
 	t.Helper()
+	// A short reconnect backoff, as upstream's CRI client: after a test
+	// restarted containerd, gRPC's default (up to 2 min) would leave the
+	// test's calls failing long after it is back.
+	params := grpc.ConnectParams{Backoff: backoff.DefaultConfig, MinConnectTimeout: 5 * time.Second}
+	params.Backoff.BaseDelay, params.Backoff.MaxDelay = 100*time.Millisecond, 3*time.Second
 	conn, err := grpc.NewClient(e.RuntimeEndpoint, grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(16<<20)))
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(16<<20)), grpc.WithConnectParams(params))
 	if err != nil {
 		t.Fatalf("dial CRI %s: %v", e.RuntimeEndpoint, err)
 	}
@@ -375,6 +383,62 @@ func (e *Env) StartAPIServer(t testing.TB) {
 	t.Helper()
 	e.run(t, "start", "apiserver")
 }
+
+// ContainerdPid is the PID of the environment's containerd, as
+// hack/node-env recorded it, once checked to be containerd.
+func (e *Env) ContainerdPid() (int, error) {
+	b, err := os.ReadFile(filepath.Join(e.StateDir, "pids", "containerd.pid"))
+	if err != nil {
+		return 0, err
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		return 0, fmt.Errorf("containerd pid file: %w", err)
+	}
+	if exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid)); err != nil || filepath.Base(exe) != "containerd" {
+		return 0, fmt.Errorf("pid %d is not containerd (%s, %v)", pid, exe, err)
+	}
+	return pid, nil
+}
+
+// KillContainerd ends containerd with SIGKILL, as a crash would, and waits
+// until it is gone; its shims, and so the containers, keep running. The
+// test restarts it with StartContainerd, in t.Cleanup too: every other
+// test needs it.
+func (e *Env) KillContainerd(t testing.TB) {
+	t.Helper()
+	pid, err := e.ContainerdPid()
+	if err != nil {
+		t.Fatalf("kill containerd: %v", err)
+	}
+	// Another test binary whose environment check fails meanwhile waits
+	// for this file to go rather than start containerd (hack/node-env up).
+	if err := os.WriteFile(e.containerdHeld(), []byte(strconv.Itoa(os.Getpid())), 0o644); err != nil {
+		t.Fatalf("kill containerd: %v", err)
+	}
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatalf("kill containerd (pid %d): %v", pid, err)
+	}
+	// hack/node-env starts it detached: init reaps it.
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if syscall.Kill(pid, 0) != nil {
+			return
+		}
+	}
+	t.Fatalf("containerd (pid %d) still there 10 s after SIGKILL", pid)
+}
+
+// StartContainerd starts containerd (`hack/node-env start containerd`)
+// unless it runs, waits until its CRI answers, and lifts KillContainerd's
+// hold.
+func (e *Env) StartContainerd(t testing.TB) {
+	t.Helper()
+	defer os.Remove(e.containerdHeld())
+	e.run(t, "start", "containerd")
+}
+
+// containerdHeld is the file that says a test holds containerd down.
+func (e *Env) containerdHeld() string { return filepath.Join(e.StateDir, "pids", "containerd.held") }
 
 func (e *Env) run(t testing.TB, args ...string) {
 	t.Helper()
