@@ -111,7 +111,7 @@ conformance: env-up build
 # short variant), with its report under results/chaos/ (docs/reliability.md).
 #   make chaos                         # against actorlet
 #   make chaos KUBELET=upstream        # the same scenarios against the upstream kubelet
-#   make chaos CHAOS_RUN='TestHungCRICall'
+#   make chaos CHAOS_RUN='TestHungCRI'
 # Missed targets fail actorlet's run; the upstream kubelet's are recorded.
 CHAOS_RUN ?= .
 chaos: env-up
