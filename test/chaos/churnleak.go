@@ -16,29 +16,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
-
-	"github.com/actorlet/actorlet/test/agent"
 )
-
-// Unthrottled is n with an admin client of its own that client-go does
-// not rate-limit (its default is 5 requests a second): the workload
-// helpers' creates, deletes and polls of many pods would otherwise wait on
-// the test's side, and a loop's time would be the client's.
-func Unthrottled(n *agent.APIPods) (*agent.APIPods, error) {
-	cfg := rest.CopyConfig(n.Cfg)
-	cfg.QPS, cfg.Burst = 200, 400
-	cs, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return nil, err
-	}
-	cluster := *n.ClusterNode
-	cluster.Admin = cs
-	fast := *n
-	fast.ClusterNode = &cluster
-	return &fast, nil
-}
 
 // sampler is the client of the agent's listeners: without keep-alive, so
 // that the samples leave no idle connection (a goroutine and a descriptor

@@ -26,14 +26,46 @@ func OwnedBy(sel func(*runtimeapi.PodSandbox) bool) Owns {
 	return func(l map[string]string) bool { return sel(&runtimeapi.PodSandbox{Labels: l}) }
 }
 
+// poller calls sample at once and then every interval, on a goroutine of
+// its own, until stop: the loop every watch of a scenario shares. sample
+// gets a context that stop cancels.
+type poller struct {
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+func poll(interval time.Duration, sample func(ctx context.Context)) *poller {
+	ctx, cancel := context.WithCancel(context.Background())
+	p := &poller{cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(p.done)
+		tick := time.NewTicker(interval)
+		defer tick.Stop()
+		for {
+			sample(ctx)
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	return p
+}
+
+// stop ends the polling and waits for a sample under way to end.
+func (p *poller) stop() {
+	p.cancel()
+	<-p.done
+}
+
 // RuntimeWatch samples the runtime straight (not through any proxy) while
 // a scenario runs, for what must hold at every moment: at most one ready
 // sandbox per pod and one running container per pod's container.
 type RuntimeWatch struct {
-	rt     runtimeapi.RuntimeServiceClient
-	owns   Owns
-	cancel context.CancelFunc
-	done   chan struct{}
+	rt   runtimeapi.RuntimeServiceClient
+	owns Owns
+	p    *poller
 
 	mu    sync.Mutex
 	stats RuntimeStats
@@ -55,21 +87,8 @@ type RuntimeStats struct {
 
 // WatchRuntime samples rt every interval until Stop.
 func WatchRuntime(rt runtimeapi.RuntimeServiceClient, owns Owns, interval time.Duration) *RuntimeWatch {
-	ctx, cancel := context.WithCancel(context.Background())
-	w := &RuntimeWatch{rt: rt, owns: owns, cancel: cancel, done: make(chan struct{})}
-	go func() {
-		defer close(w.done)
-		tick := time.NewTicker(interval)
-		defer tick.Stop()
-		for {
-			w.sample(ctx)
-			select {
-			case <-ctx.Done():
-				return
-			case <-tick.C:
-			}
-		}
-	}()
+	w := &RuntimeWatch{rt: rt, owns: owns}
+	w.p = poll(interval, w.sample)
 	return w
 }
 
@@ -135,8 +154,7 @@ func (w *RuntimeWatch) Stats() RuntimeStats {
 
 // Stop ends the sampling and returns what it saw.
 func (w *RuntimeWatch) Stop() RuntimeStats {
-	w.cancel()
-	<-w.done
+	w.p.stop()
 	return w.Stats()
 }
 
@@ -170,8 +188,7 @@ func Leftovers(t testing.TB, rt runtimeapi.RuntimeServiceClient, owns Owns) (san
 // (straight to kube-apiserver, not through any proxy), polling, and
 // records each change.
 type NodeWatch struct {
-	cancel context.CancelFunc
-	done   chan struct{}
+	p *poller
 
 	mu      sync.Mutex
 	last    map[v1.NodeConditionType]v1.ConditionStatus
@@ -200,26 +217,14 @@ func (c ConditionChange) String() string {
 // WatchNode polls the Node named name every interval until Stop. The
 // conditions seen first are the baseline, not changes.
 func WatchNode(admin kubernetes.Interface, name string, interval time.Duration) *NodeWatch {
-	ctx, cancel := context.WithCancel(context.Background())
-	w := &NodeWatch{cancel: cancel, done: make(chan struct{}), started: time.Now()}
-	go func() {
-		defer close(w.done)
-		tick := time.NewTicker(interval)
-		defer tick.Stop()
-		for {
-			cctx, ccancel := context.WithTimeout(ctx, 5*time.Second)
-			node, err := admin.CoreV1().Nodes().Get(cctx, name, metav1.GetOptions{})
-			ccancel()
-			if err == nil {
-				w.observe(node.Status.Conditions)
-			}
-			select {
-			case <-ctx.Done():
-				return
-			case <-tick.C:
-			}
+	w := &NodeWatch{started: time.Now()}
+	w.p = poll(interval, func(ctx context.Context) {
+		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		if node, err := admin.CoreV1().Nodes().Get(cctx, name, metav1.GetOptions{}); err == nil {
+			w.observe(node.Status.Conditions)
 		}
-	}()
+	})
 	return w
 }
 
@@ -281,8 +286,7 @@ func (w *NodeWatch) Stats() NodeStats {
 
 // Stop ends the polling and returns what it saw.
 func (w *NodeWatch) Stop() NodeStats {
-	w.cancel()
-	<-w.done
+	w.p.stop()
 	return w.Stats()
 }
 

@@ -136,7 +136,7 @@ spec:
 
 	// The failures reported as Warning events, with their cause.
 	var noSpace []SeenEvent
-	_, err = WaitFor(45*time.Second, func() error {
+	if _, err := WaitFor(45*time.Second, func() error {
 		evs, err := WarningEvents(n)
 		if err != nil {
 			return err
@@ -151,7 +151,9 @@ spec:
 			return fmt.Errorf("no Warning event says %q", "no space left on device")
 		}
 		return nil
-	})
+	}); err != nil {
+		s.Note("waiting for the warning events: %v", err)
+	}
 	if evs, err := WarningEvents(n); err == nil {
 		noSpace = noSpace[:0]
 		for _, e := range uniqueEvents(evs) {

@@ -288,10 +288,9 @@ func podReady(n *agent.APIPods, name string) error {
 // port's kubelet_pleg_last_seen_seconds, which both agents set at each
 // relist.
 type healthWatch struct {
-	cancel context.CancelFunc
-	done   chan struct{}
-	mu     sync.Mutex
-	stats  healthStats
+	p     *poller
+	mu    sync.Mutex
+	stats healthStats
 }
 
 type healthStats struct {
@@ -303,51 +302,39 @@ type healthStats struct {
 }
 
 func watchHealth(healthz, readOnly string, interval time.Duration) *healthWatch {
-	ctx, cancel := context.WithCancel(context.Background())
-	w := &healthWatch{cancel: cancel, done: make(chan struct{})}
+	w := &healthWatch{}
 	client := &http.Client{Timeout: 5 * time.Second}
-	go func() {
-		defer close(w.done)
-		tick := time.NewTicker(interval)
-		defer tick.Stop()
-		for {
-			code, body, err := get(ctx, client, "http://"+healthz+"/healthz?verbose")
-			if err == nil && code == http.StatusOK {
-				code, body, err = get(ctx, client, "http://"+readOnly+"/healthz?verbose")
-			}
-			_, metrics, merr := get(ctx, client, "http://"+readOnly+"/metrics")
-			now := time.Now()
-			if ctx.Err() != nil {
-				return
-			}
-			w.mu.Lock()
-			w.stats.samples++
-			if err != nil || code != http.StatusOK {
-				w.stats.failed++
-				if w.stats.firstFailure == "" {
-					w.stats.firstFailure = fmt.Sprintf("%s: %d %v %s", now.Format("15:04:05.000"), code, err, strings.TrimSpace(body))
-				}
-			}
-			if merr == nil {
-				if last, ok := plegLastSeen(metrics); ok {
-					w.stats.plegSamples++
-					w.stats.plegStalest = max(w.stats.plegStalest, now.Sub(last))
-				}
-			}
-			w.mu.Unlock()
-			select {
-			case <-ctx.Done():
-				return
-			case <-tick.C:
+	w.p = poll(interval, func(ctx context.Context) {
+		code, body, err := get(ctx, client, "http://"+healthz+"/healthz?verbose")
+		if err == nil && code == http.StatusOK {
+			code, body, err = get(ctx, client, "http://"+readOnly+"/healthz?verbose")
+		}
+		_, metrics, merr := get(ctx, client, "http://"+readOnly+"/metrics")
+		now := time.Now()
+		if ctx.Err() != nil {
+			return // stopped during the sample: its failures are the stop's
+		}
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		w.stats.samples++
+		if err != nil || code != http.StatusOK {
+			w.stats.failed++
+			if w.stats.firstFailure == "" {
+				w.stats.firstFailure = fmt.Sprintf("%s: %d %v %s", now.Format("15:04:05.000"), code, err, strings.TrimSpace(body))
 			}
 		}
-	}()
+		if merr == nil {
+			if last, ok := plegLastSeen(metrics); ok {
+				w.stats.plegSamples++
+				w.stats.plegStalest = max(w.stats.plegStalest, now.Sub(last))
+			}
+		}
+	})
 	return w
 }
 
 func (w *healthWatch) stop() healthStats {
-	w.cancel()
-	<-w.done
+	w.p.stop()
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.stats

@@ -283,8 +283,7 @@ func diffIDs(before, after map[string]string) []string {
 
 // leaseWatch polls the node's Lease and records its renewals.
 type leaseWatch struct {
-	cancel context.CancelFunc
-	done   chan struct{}
+	p *poller
 
 	mu       sync.Mutex
 	last     time.Time // the last renewTime seen
@@ -300,26 +299,14 @@ type leaseStats struct {
 }
 
 func watchLease(admin kubernetes.Interface, node string, interval time.Duration) *leaseWatch {
-	ctx, cancel := context.WithCancel(context.Background())
-	w := &leaseWatch{cancel: cancel, done: make(chan struct{})}
-	go func() {
-		defer close(w.done)
-		tick := time.NewTicker(interval)
-		defer tick.Stop()
-		for {
-			cctx, ccancel := context.WithTimeout(ctx, 5*time.Second)
-			l, err := admin.CoordinationV1().Leases("kube-node-lease").Get(cctx, node, metav1.GetOptions{})
-			ccancel()
-			if err == nil && l.Spec.RenewTime != nil {
-				w.observe(l.Spec.RenewTime.Time)
-			}
-			select {
-			case <-ctx.Done():
-				return
-			case <-tick.C:
-			}
+	w := &leaseWatch{}
+	w.p = poll(interval, func(ctx context.Context) {
+		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		if l, err := admin.CoordinationV1().Leases("kube-node-lease").Get(cctx, node, metav1.GetOptions{}); err == nil && l.Spec.RenewTime != nil {
+			w.observe(l.Spec.RenewTime.Time)
 		}
-	}()
+	})
 	return w
 }
 
@@ -344,8 +331,7 @@ func (w *leaseWatch) lastRenew() time.Time {
 }
 
 func (w *leaseWatch) stop() leaseStats {
-	w.cancel()
-	<-w.done
+	w.p.stop()
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	s := w.stats
