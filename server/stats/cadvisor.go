@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/actorlet/actorlet/podruntime"
@@ -67,11 +66,7 @@ type cadvisorFs struct {
 // sets container_scrape_error and leaves the pods out; the status is 200
 // as upstream's (ContinueOnError).
 func (p *Provider) CadvisorMetricsHandler() http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		reg := prometheus.NewRegistry()
-		reg.MustRegister(cadvisorCollector{ctx: r.Context(), p: p})
-		promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError}).ServeHTTP(w, r)
-	})
+	return perRequest(func(ctx context.Context) prometheus.Collector { return cadvisorCollector{ctx: ctx, p: p} })
 }
 
 type cadvisorCollector struct {

@@ -48,11 +48,17 @@ var (
 // time, as upstream's resource metrics collector. A failed summary gives
 // resource_scrape_error 1 and no other series, with status 200.
 func (p *Provider) ResourceMetricsHandler() http.Handler {
+	return perRequest(func(ctx context.Context) prometheus.Collector { return resourceCollector{ctx: ctx, p: p} })
+}
+
+// perRequest serves the collector that collector makes for each request
+// in a registry of its own, so that the collector's CRI calls end with
+// the request. A collector's errors leave its other series served with
+// status 200, as upstream's (ContinueOnError).
+func perRequest(collector func(ctx context.Context) prometheus.Collector) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		// A registry per request, so that the summary's CRI calls end
-		// with the request.
 		reg := prometheus.NewRegistry()
-		reg.MustRegister(resourceCollector{ctx: r.Context(), p: p})
+		reg.MustRegister(collector(r.Context()))
 		promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError}).ServeHTTP(w, r)
 	})
 }
