@@ -14,6 +14,7 @@ import (
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 
 	"github.com/actorlet/actorlet/messages"
+	"github.com/actorlet/actorlet/podruntime"
 )
 
 // Admission reasons, as upstream's (pkg/kubelet/lifecycle, eviction and
@@ -150,7 +151,7 @@ func admitPressure(pod *v1.Pod, a Admission) *Rejection {
 		return nil
 	}
 	if len(a.Pressure) == 1 && a.Pressure[0] == v1.NodeMemoryPressure {
-		if !isBestEffort(pod) {
+		if podruntime.PodQOSClass(pod) != v1.PodQOSBestEffort {
 			return nil
 		}
 		taint := &v1.Taint{Key: v1.TaintNodeMemoryPressure, Effect: v1.TaintEffectNoSchedule}
@@ -159,30 +160,6 @@ func admitPressure(pod *v1.Pod, a Admission) *Rejection {
 		}
 	}
 	return &Rejection{Reason: ReasonEvicted, Message: fmt.Sprintf("The node had condition: %v. ", a.Pressure)}
-}
-
-// isBestEffort tells a pod of QoS class BestEffort, as upstream's GetPodQOS:
-// no CPU or memory request or limit anywhere, pod-level resources included.
-func isBestEffort(pod *v1.Pod) bool {
-	none := func(l v1.ResourceList) bool {
-		for _, name := range []v1.ResourceName{v1.ResourceCPU, v1.ResourceMemory} {
-			if q, ok := l[name]; ok && !q.IsZero() {
-				return false
-			}
-		}
-		return true
-	}
-	if r := pod.Spec.Resources; r != nil && (!none(r.Requests) || !none(r.Limits)) {
-		return false
-	}
-	for _, cs := range [][]v1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
-		for _, c := range cs {
-			if !none(c.Resources.Requests) || !none(c.Resources.Limits) {
-				return false
-			}
-		}
-	}
-	return true
 }
 
 // osSelectorMismatch is upstream's rejectPodAdmissionBasedOnOSSelector: a
