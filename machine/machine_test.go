@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 )
 
 func TestCapacityAndAllocatable(t *testing.T) {
@@ -33,7 +34,9 @@ func TestCapacityAndAllocatable(t *testing.T) {
 		{name: "nothing reserved", wantMem: 4 << 30, wantMilli: int64(runtime.NumCPU()) * 1000},
 		{name: "reservations and eviction", kube: map[string]string{"memory": "1Gi", "cpu": "500m"}, sys: map[string]string{"memory": "512Mi"},
 			evict: map[string]string{"memory.available": "100Mi", "nodefs.available": "10%"}, wantMem: 4<<30 - 1<<30 - 512<<20 - 100<<20, wantMilli: int64(runtime.NumCPU())*1000 - 500},
-		{name: "percentages are not subtracted", evict: map[string]string{"memory.available": "5%"}, wantMem: 4 << 30, wantMilli: int64(runtime.NumCPU()) * 1000},
+		{name: "a percentage of capacity", evict: map[string]string{"memory.available": "5%"}, wantMem: 4<<30 - int64(float64(4<<30)*float64(float32(5)/100)), wantMilli: int64(runtime.NumCPU()) * 1000},
+		{name: "100% is no threshold", evict: map[string]string{"memory.available": "100%"}, wantMem: 4 << 30, wantMilli: int64(runtime.NumCPU()) * 1000},
+		{name: "bad percentage", evict: map[string]string{"memory.available": "x%"}, wantErr: true},
 		{name: "never below zero", kube: map[string]string{"memory": "64Gi"}, wantMem: 0, wantMilli: int64(runtime.NumCPU()) * 1000},
 		{name: "bad quantity", kube: map[string]string{"memory": "lots"}, wantErr: true},
 	} {
@@ -47,6 +50,28 @@ func TestCapacityAndAllocatable(t *testing.T) {
 		mem, cpu := got[v1.ResourceMemory], got[v1.ResourceCPU]
 		if mem.Value() != tc.wantMem || cpu.MilliValue() != tc.wantMilli {
 			t.Errorf("%s: allocatable memory %d cpu %dm, want %d and %dm", tc.name, mem.Value(), cpu.MilliValue(), tc.wantMem, tc.wantMilli)
+		}
+	}
+}
+
+func TestAllocatableEphemeralStorage(t *testing.T) {
+	capacity := v1.ResourceList{v1.ResourceEphemeralStorage: *resource.NewQuantity(100<<30, resource.BinarySI)}
+	for _, tc := range []struct {
+		name           string
+		kube, sys, evi map[string]string
+		want           int64
+	}{
+		{name: "nothing reserved", want: 100 << 30},
+		{name: "nodefs.available percentage", evi: map[string]string{"nodefs.available": "10%"}, want: 100<<30 - int64(float64(100<<30)*float64(float32(10)/100))},
+		{name: "reserved and absolute threshold", kube: map[string]string{"ephemeral-storage": "1Gi"}, sys: map[string]string{"ephemeral-storage": "2Gi"},
+			evi: map[string]string{"nodefs.available": "5Gi", "imagefs.available": "15%"}, want: 92 << 30},
+	} {
+		got, err := Allocatable(capacity, tc.kube, tc.sys, tc.evi)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if q := got[v1.ResourceEphemeralStorage]; q.Value() != tc.want {
+			t.Errorf("%s: ephemeral-storage %d, want %d", tc.name, q.Value(), tc.want)
 		}
 	}
 }

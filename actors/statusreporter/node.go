@@ -77,12 +77,13 @@ func osImage(osRelease string) string {
 	return "Linux"
 }
 
-// storageResources adds ephemeral-storage (the filesystem of rootDir, less
-// the nodefs.available hard eviction threshold in allocatable, as upstream
-// does) to copies of capacity and allocatable, and takes the memory of the
-// huge pages of capacity (hugepages-<size>, which the caller reads from the
-// machine) off allocatable memory, as upstream's MachineInfo setter does.
-func storageResources(capacity, allocatable v1.ResourceList, rootDir string, evictionHard map[string]string) (v1.ResourceList, v1.ResourceList, error) {
+// storageResources adds ephemeral-storage (the filesystem of rootDir; in
+// allocatable less its kubeReserved and systemReserved and the
+// nodefs.available hard eviction threshold, as upstream does) to copies of
+// capacity and allocatable, and takes the memory of the huge pages of
+// capacity (hugepages-<size>, which the caller reads from the machine) off
+// allocatable memory, as upstream's MachineInfo setter does.
+func storageResources(capacity, allocatable v1.ResourceList, rootDir string, kubeReserved, systemReserved, evictionHard map[string]string) (v1.ResourceList, v1.ResourceList, error) {
 	c, a := capacity.DeepCopy(), machine.StatusAllocatable(capacity, allocatable)
 	if c == nil {
 		c = v1.ResourceList{}
@@ -94,33 +95,14 @@ func storageResources(capacity, allocatable v1.ResourceList, rootDir string, evi
 	if err := unix.Statfs(rootDir, &st); err != nil {
 		return c, a, fmt.Errorf("statfs root directory %s: %w", rootDir, err)
 	}
-	total := int64(st.Blocks) * st.Bsize
-	c[v1.ResourceEphemeralStorage] = *resource.NewQuantity(total, resource.BinarySI)
-	reserved, err := evictionReserve(evictionHard["nodefs.available"], total)
+	storage := v1.ResourceList{v1.ResourceEphemeralStorage: *resource.NewQuantity(int64(st.Blocks)*st.Bsize, resource.BinarySI)}
+	alloc, err := machine.Allocatable(storage, kubeReserved, systemReserved, evictionHard)
 	if err != nil {
 		return c, a, err
 	}
-	a[v1.ResourceEphemeralStorage] = *resource.NewQuantity(max(total-reserved, 0), resource.BinarySI)
+	c[v1.ResourceEphemeralStorage] = storage[v1.ResourceEphemeralStorage]
+	a[v1.ResourceEphemeralStorage] = alloc[v1.ResourceEphemeralStorage]
 	return c, a, nil
-}
-
-// evictionReserve is a threshold ("10%" or a quantity) in bytes of total.
-func evictionReserve(threshold string, total int64) (int64, error) {
-	if threshold == "" {
-		return 0, nil
-	}
-	if p, ok := strings.CutSuffix(threshold, "%"); ok {
-		f, err := strconv.ParseFloat(p, 64)
-		if err != nil {
-			return 0, fmt.Errorf("evictionHard nodefs.available %q: %w", threshold, err)
-		}
-		return int64(float64(total) * f / 100), nil
-	}
-	q, err := resource.ParseQuantity(threshold)
-	if err != nil {
-		return 0, fmt.Errorf("evictionHard nodefs.available %q: %w", threshold, err)
-	}
-	return q.Value(), nil
 }
 
 // initialNode is the Node this kubelet registers, as upstream's initialNode

@@ -194,7 +194,7 @@ func (a *Actor) start(ctx actor.Context) {
 		spec.RuntimeVersion = v.RuntimeName + "://" + v.RuntimeVersion
 	}
 	var err error
-	spec.Capacity, spec.Allocatable, err = storageResources(a.p.Capacity, a.p.Allocatable, a.p.RootDir, c.EvictionHard)
+	spec.Capacity, spec.Allocatable, err = storageResources(a.p.Capacity, a.p.Allocatable, a.p.RootDir, c.KubeReserved, c.SystemReserved, c.EvictionHard)
 	if err != nil {
 		// The Node then reports no ephemeral-storage; pods still run.
 		a.log.Warn().Err(err).Msg("ephemeral-storage capacity unknown")

@@ -398,17 +398,9 @@ func TestIsStatic(t *testing.T) {
 	}
 }
 
-func TestOSImageAndEvictionReserve(t *testing.T) {
+func TestOSImage(t *testing.T) {
 	if got := osImage("NAME=Debian\nPRETTY_NAME=\"Debian GNU/Linux 12 (bookworm)\"\n"); got != "Debian GNU/Linux 12 (bookworm)" {
 		t.Errorf("osImage = %q", got)
-	}
-	for in, want := range map[string]int64{"": 0, "10%": 100, "50": 50} {
-		if got, err := evictionReserve(in, 1000); err != nil || got != want {
-			t.Errorf("evictionReserve(%q) = %d, %v; want %d", in, got, err, want)
-		}
-	}
-	if _, err := evictionReserve("x%", 1000); err == nil {
-		t.Errorf("bad threshold accepted")
 	}
 }
 
@@ -416,7 +408,7 @@ func TestStorageResources(t *testing.T) {
 	capacity := v1.ResourceList{v1.ResourceCPU: resource.MustParse("1"), v1.ResourceMemory: resource.MustParse("4Gi"),
 		"hugepages-2Mi": resource.MustParse("1Gi"), "hugepages-1Gi": resource.MustParse("0")}
 	allocatable := v1.ResourceList{v1.ResourceMemory: resource.MustParse("3Gi")}
-	c, a, err := storageResources(capacity, allocatable, t.TempDir(), map[string]string{"nodefs.available": "10%"})
+	c, a, err := storageResources(capacity, allocatable, t.TempDir(), map[string]string{"ephemeral-storage": "1Ki"}, nil, map[string]string{"nodefs.available": "10%"})
 	if err != nil {
 		t.Fatal(err)
 	}
