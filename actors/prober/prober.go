@@ -131,7 +131,7 @@ func (a *Actor) Receive(ctx actor.Context) {
 		if m.Pod != nil {
 			a.pod = podLabels{name: m.Pod.Name, namespace: m.Pod.Namespace, uid: string(m.Pod.UID)}
 		}
-		a.step(ctx, EvTargets{Pod: m.Pod, Status: m.Status, Now: time.Now(), Rand: rand.Float64})
+		a.step(ctx, EvTargets{Pod: m.Pod, Status: m.Status, Terminating: m.Terminating, Now: time.Now(), Rand: rand.Float64})
 		if m.Pod == nil {
 			a.forgetMetrics(nil)
 		} else {
