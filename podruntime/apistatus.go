@@ -544,3 +544,62 @@ func specDetails(c *v1.Container, s *v1.ContainerStatus, status *PodStatus, resi
 }
 
 func ptrTo[T any](v T) *T { return &v }
+
+// ApplyReadiness is status with the ready flag of each running, started
+// container that has a readiness probe set from that probe's result in
+// probes (where one is known), and the pod's Ready and ContainersReady
+// conditions made again from them, as upstream's status manager's
+// SetContainerReadiness does with a probe's result between sync passes.
+// It serves a terminating pod, which no sync pass reports any more while
+// its readiness probes still run: a container that fails its readiness
+// probe during its graceful shutdown shows ready false, and the pod
+// Ready False, before it stops. changed reports whether anything differs
+// from status; status itself is never changed. A condition whose status
+// changed gets now as its transition time.
+func ApplyReadiness(pod *v1.Pod, status v1.PodStatus, probes results.Pod, now time.Time) (out v1.PodStatus, changed bool) {
+	if pod == nil || len(probes) == 0 {
+		return status, false
+	}
+	out = *status.DeepCopy()
+	apply := func(statuses []v1.ContainerStatus, containers []v1.Container, isInit bool) {
+		for i := range statuses {
+			s := &statuses[i]
+			idx := slices.IndexFunc(containers, func(c v1.Container) bool { return c.Name == s.Name })
+			if idx < 0 || s.State.Running == nil || s.Started == nil || !*s.Started {
+				continue
+			}
+			c := &containers[idx]
+			if c.ReadinessProbe == nil || isInit && !isRestartableInit(c) {
+				continue
+			}
+			r := probes.Of(strings.TrimPrefix(s.ContainerID, runtimeName+"://")).Readiness
+			if r == results.Unknown {
+				continue // no verdict for this instance: as the pass left it
+			}
+			if ready := r == results.Success; s.Ready != ready {
+				s.Ready, changed = ready, true
+			}
+		}
+	}
+	apply(out.InitContainerStatuses, pod.Spec.InitContainers, true)
+	apply(out.ContainerStatuses, pod.Spec.Containers, false)
+	if !changed {
+		return status, false
+	}
+	all := append(slices.Clone(out.InitContainerStatuses), out.ContainerStatuses...)
+	for _, t := range []v1.PodConditionType{v1.PodReady, v1.ContainersReady} {
+		c := readyCondition(pod, all, out.Phase, t, &status)
+		c.ObservedGeneration = pod.Generation
+		c.LastTransitionTime = metav1.NewTime(now)
+		i := slices.IndexFunc(out.Conditions, func(p v1.PodCondition) bool { return p.Type == t })
+		if i < 0 {
+			out.Conditions = append(out.Conditions, c)
+			continue
+		}
+		if old := out.Conditions[i]; old.Status == c.Status && !old.LastTransitionTime.IsZero() {
+			c.LastTransitionTime = old.LastTransitionTime
+		}
+		out.Conditions[i] = c
+	}
+	return out, true
+}

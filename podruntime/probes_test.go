@@ -3,8 +3,10 @@ package podruntime
 import (
 	"reflect"
 	"testing"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/actorlet/actorlet/prober/results"
 )
@@ -139,6 +141,124 @@ func TestGenerateAPIStatusProbes(t *testing.T) {
 				if c.Type == v1.PodReady && (c.Status != tt.podReady || c.Reason != tt.reason) {
 					t.Errorf("Ready = %s (%s: %s), want %s (%s)", c.Status, c.Reason, c.Message, tt.podReady, tt.reason)
 				}
+			}
+		})
+	}
+}
+
+// TestApplyReadiness runs readiness results over a reported status, as
+// upstream's status manager's SetContainerReadiness: the container's ready
+// flag and the pod's Ready and ContainersReady follow, other containers
+// and conditions stay as they were.
+func TestApplyReadiness(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	now := t0.Add(time.Minute)
+	yes, no := true, false
+	cs := func(name, id string, ready bool, started *bool, running bool) v1.ContainerStatus {
+		s := v1.ContainerStatus{Name: name, ContainerID: "containerd://" + id, Ready: ready, Started: started}
+		if running {
+			s.State.Running = &v1.ContainerStateRunning{}
+		} else {
+			s.State.Terminated = &v1.ContainerStateTerminated{ExitCode: 0}
+		}
+		return s
+	}
+	cond := func(typ v1.PodConditionType, ok bool, at time.Time, reason, msg string) v1.PodCondition {
+		c := v1.PodCondition{Type: typ, Status: v1.ConditionTrue, LastTransitionTime: metav1.NewTime(at), Reason: reason, Message: msg}
+		if !ok {
+			c.Status = v1.ConditionFalse
+		}
+		return c
+	}
+	readyConds := []v1.PodCondition{
+		{Type: v1.PodInitialized, Status: v1.ConditionTrue, LastTransitionTime: metav1.NewTime(t0)},
+		cond(v1.PodReady, true, t0, "", ""), cond(v1.ContainersReady, true, t0, "", ""),
+	}
+	status := func(conds []v1.PodCondition, containers ...v1.ContainerStatus) v1.PodStatus {
+		return v1.PodStatus{Phase: v1.PodRunning, Conditions: conds, ContainerStatuses: containers}
+	}
+	pod := probed(actionsPod(v1.RestartPolicyAlways, nil, "a", "b"), results.Readiness, "a")
+	sidecar := probed(sidecarPod([]string{"side"}, "app"), results.Readiness, "side")
+	gated := probed(actionsPod(v1.RestartPolicyAlways, nil, "a"), results.Readiness, "a")
+	gated.Spec.ReadinessGates = []v1.PodReadinessGate{{ConditionType: "example.com/gate"}}
+	notReady := "containers with unready status: [a]"
+
+	tests := []struct {
+		name    string
+		pod     *v1.Pod
+		status  v1.PodStatus
+		probes  results.Pod
+		want    v1.PodStatus
+		changed bool
+	}{
+		{"a readiness failure makes the container and the pod not ready", pod,
+			status(readyConds, cs("a", "a-id", true, &yes, true), cs("b", "b-id", true, &yes, true)),
+			results.Pod{"a-id": {Readiness: results.Failure}},
+			status([]v1.PodCondition{readyConds[0],
+				cond(v1.PodReady, false, now, reasonContainersNotReady, notReady), cond(v1.ContainersReady, false, now, reasonContainersNotReady, notReady)},
+				cs("a", "a-id", false, &yes, true), cs("b", "b-id", true, &yes, true)), true},
+		{"a readiness success makes them ready again", pod,
+			status([]v1.PodCondition{readyConds[0],
+				cond(v1.PodReady, false, t0, reasonContainersNotReady, notReady), cond(v1.ContainersReady, false, t0, reasonContainersNotReady, notReady)},
+				cs("a", "a-id", false, &yes, true), cs("b", "b-id", true, &yes, true)),
+			results.Pod{"a-id": {Readiness: results.Success}},
+			status([]v1.PodCondition{readyConds[0], cond(v1.PodReady, true, now, "", ""), cond(v1.ContainersReady, true, now, "", "")},
+				cs("a", "a-id", true, &yes, true), cs("b", "b-id", true, &yes, true)), true},
+		{"a result that agrees changes nothing", pod,
+			status(readyConds, cs("a", "a-id", true, &yes, true), cs("b", "b-id", true, &yes, true)),
+			results.Pod{"a-id": {Readiness: results.Success}},
+			status(readyConds, cs("a", "a-id", true, &yes, true), cs("b", "b-id", true, &yes, true)), false},
+		{"no verdict leaves the container as it was", pod,
+			status(readyConds, cs("a", "a-id", true, &yes, true), cs("b", "b-id", true, &yes, true)),
+			results.Pod{"a-id": {Liveness: results.Failure}},
+			status(readyConds, cs("a", "a-id", true, &yes, true), cs("b", "b-id", true, &yes, true)), false},
+		{"a result of another instance changes nothing", pod,
+			status(readyConds, cs("a", "a-id", true, &yes, true), cs("b", "b-id", true, &yes, true)),
+			results.Pod{"old-id": {Readiness: results.Failure}},
+			status(readyConds, cs("a", "a-id", true, &yes, true), cs("b", "b-id", true, &yes, true)), false},
+		{"a container without a readiness probe is left alone", pod,
+			status(readyConds, cs("a", "a-id", true, &yes, true), cs("b", "b-id", true, &yes, true)),
+			results.Pod{"b-id": {Readiness: results.Failure}},
+			status(readyConds, cs("a", "a-id", true, &yes, true), cs("b", "b-id", true, &yes, true)), false},
+		{"a container that stopped is left alone", pod,
+			status(readyConds, cs("a", "a-id", false, &no, false), cs("b", "b-id", true, &yes, true)),
+			results.Pod{"a-id": {Readiness: results.Success}},
+			status(readyConds, cs("a", "a-id", false, &no, false), cs("b", "b-id", true, &yes, true)), false},
+		{"a container not started is left alone", pod,
+			status(readyConds, cs("a", "a-id", false, &no, true), cs("b", "b-id", true, &yes, true)),
+			results.Pod{"a-id": {Readiness: results.Success}},
+			status(readyConds, cs("a", "a-id", false, &no, true), cs("b", "b-id", true, &yes, true)), false},
+		{"a sidecar's readiness counts", sidecar,
+			v1.PodStatus{Phase: v1.PodRunning, Conditions: readyConds,
+				InitContainerStatuses: []v1.ContainerStatus{cs("side", "s-id", true, &yes, true)}, ContainerStatuses: []v1.ContainerStatus{cs("app", "app-id", true, &yes, true)}},
+			results.Pod{"s-id": {Readiness: results.Failure}},
+			v1.PodStatus{Phase: v1.PodRunning,
+				Conditions: []v1.PodCondition{readyConds[0],
+					cond(v1.PodReady, false, now, reasonContainersNotReady, "containers with unready status: [side]"),
+					cond(v1.ContainersReady, false, now, reasonContainersNotReady, "containers with unready status: [side]")},
+				InitContainerStatuses: []v1.ContainerStatus{cs("side", "s-id", false, &yes, true)}, ContainerStatuses: []v1.ContainerStatus{cs("app", "app-id", true, &yes, true)}}, true},
+		{"readiness gates still hold Ready", gated,
+			status([]v1.PodCondition{readyConds[0],
+				cond(v1.PodReady, false, t0, reasonContainersNotReady, notReady), cond(v1.ContainersReady, false, t0, reasonContainersNotReady, notReady)},
+				cs("a", "a-id", false, &yes, true)),
+			results.Pod{"a-id": {Readiness: results.Success}},
+			status([]v1.PodCondition{readyConds[0],
+				cond(v1.PodReady, false, t0, reasonReadinessGatesNotReady, `corresponding condition of pod readiness gate "example.com/gate" does not exist.`),
+				cond(v1.ContainersReady, true, now, "", "")},
+				cs("a", "a-id", true, &yes, true)), true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			before := tt.status.DeepCopy()
+			got, changed := ApplyReadiness(tt.pod, tt.status, tt.probes, now)
+			if changed != tt.changed {
+				t.Errorf("changed %v, want %v", changed, tt.changed)
+			}
+			if !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("status:\n got %+v\nwant %+v", got, tt.want)
+			}
+			if !reflect.DeepEqual(*before, tt.status) {
+				t.Errorf("the status given was changed")
 			}
 		})
 	}

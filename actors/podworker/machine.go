@@ -9,6 +9,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/actorlet/actorlet/messages"
+	"github.com/actorlet/actorlet/podruntime"
 	"github.com/actorlet/actorlet/prober/results"
 )
 
@@ -96,6 +97,10 @@ type State struct {
 	// probes are the results of the pod's probes, by container instance;
 	// replaced, never changed in place, so that a state stays a value.
 	probes results.Pod
+	// status is the status last reported (CmdReportStatus), never changed
+	// in place: the base of a terminating pod's readiness changes, which
+	// no sync pass reports.
+	status *v1.PodStatus
 }
 
 // Event is what happens to a worker; one type per kind.
@@ -131,6 +136,10 @@ type EvSynced struct {
 	Terminal   bool
 	Observed   map[string]string
 	Status     *v1.PodStatus
+	// Now is when the pass ended: the transition time of a readiness
+	// change the status of a pass a termination cancelled is brought up
+	// to.
+	Now time.Time
 }
 
 // EvStopped: the kill in flight has stopped everything and goes on to
@@ -141,11 +150,12 @@ type EvStopped struct{ Gen uint64 }
 type EvVolumesReady struct{ Volumes messages.PodVolumes }
 
 // EvProbeResult: the prober found a probe's result for a container
-// instance changed.
+// instance changed, at Now.
 type EvProbeResult struct {
 	ContainerID string
 	Kind        results.Kind
 	Result      results.Result
+	Now         time.Time
 }
 
 // EvKilled: a kill ended.
@@ -208,11 +218,13 @@ type CmdScheduleRetry struct {
 type CmdReportStatus struct{ Status *v1.PodStatus }
 
 // CmdSetProbeTargets: tell the prober what to probe: Pod with Status as
-// the current sync pass saw it, or nothing (Pod nil) once the pod
-// terminates.
+// the current sync pass saw it; Terminating, its readiness probes only
+// (the pod is being stopped); nothing (Pod nil) once its containers have
+// stopped.
 type CmdSetProbeTargets struct {
-	Pod    *v1.Pod
-	Status *v1.PodStatus
+	Pod         *v1.Pod
+	Status      *v1.PodStatus
+	Terminating bool
 }
 
 // CmdKillFailed: the current kill failed with Err and will be retried; the
@@ -287,6 +299,19 @@ func Step(s State, ev Event) (State, []Command) {
 			// A failed pass may not have seen the containers at all.
 			s.probes = keepProbes(s.probes, e.Status)
 		}
+		status := e.Status
+		if status != nil && s.Phase == Terminating {
+			// A pass a termination cancelled decided on the readiness
+			// results given when it started; those that came since still
+			// count, and no later pass will show them.
+			if applied, changed := podruntime.ApplyReadiness(s.Pod, *status, s.probes, e.Now); changed {
+				status = &applied
+			}
+		}
+		wasSyncing := s.Phase == Syncing
+		if status != nil {
+			s.status = status
+		}
 		changed := s.changedMeanwhile && !explained(s.observed, s.pending)
 		s.changedMeanwhile, s.pending = false, nil
 		var cmds []Command
@@ -305,10 +330,16 @@ func Step(s State, ev Event) (State, []Command) {
 		case e.Err != nil:
 			s, cmds = s.scheduleRetry(SyncErrorRetry)
 		}
-		if e.Status != nil {
-			cmds = append(cmds, CmdReportStatus{Status: e.Status})
-			if s.Phase == Syncing && hasProbes(s.Pod) {
-				cmds = append(cmds, CmdSetProbeTargets{Pod: s.Pod, Status: e.Status})
+		if status != nil {
+			cmds = append(cmds, CmdReportStatus{Status: status})
+			// The prober probes what the pass saw; a pass that found the
+			// pod terminal has had its termination tell the prober.
+			switch {
+			case !hasProbes(s.Pod):
+			case s.Phase == Syncing:
+				cmds = append(cmds, CmdSetProbeTargets{Pod: s.Pod, Status: status})
+			case s.Phase == Terminating && !wasSyncing && !s.stopped:
+				cmds = append(cmds, CmdSetProbeTargets{Pod: s.Pod, Status: status, Terminating: true})
 			}
 		}
 		return s, cmds
@@ -317,6 +348,11 @@ func Step(s State, ev Event) (State, []Command) {
 			return s, nil
 		}
 		s.stopped = true
+		if hasProbes(s.Pod) {
+			// Nothing runs to probe any more, as upstream's RemovePod
+			// once killPod returned.
+			return s, []Command{CmdSetProbeTargets{}, CmdReportStopped{}}
+		}
 		return s, []Command{CmdReportStopped{}}
 	case EvVolumesReady:
 		if s.volumes != nil {
@@ -327,16 +363,29 @@ func Step(s State, ev Event) (State, []Command) {
 			return s.syncOrMarkDirty()
 		}
 	case EvProbeResult:
-		if s.Phase != Syncing || s.probes.Of(e.ContainerID).Get(e.Kind) == e.Result {
+		if s.probes.Of(e.ContainerID).Get(e.Kind) == e.Result {
 			return s, nil
 		}
-		next := make(results.Pod, len(s.probes)+1)
-		for id, r := range s.probes {
-			next[id] = r
+		switch {
+		case s.Phase == Syncing:
+			s.probes = withResult(s.probes, e)
+			return s.syncOrMarkDirty()
+		case s.Phase == Terminating && e.Kind == results.Readiness && !s.stopped:
+			// A terminating pod is never synced (nor restarted for a
+			// liveness or startup failure), but its readiness still shows,
+			// as upstream's status manager sets it: the new result goes
+			// straight into the last status reported.
+			s.probes = withResult(s.probes, e)
+			if s.status == nil {
+				return s, nil
+			}
+			applied, changed := podruntime.ApplyReadiness(s.Pod, *s.status, s.probes, e.Now)
+			if !changed {
+				return s, nil
+			}
+			s.status = &applied
+			return s, []Command{CmdReportStatus{Status: &applied}}
 		}
-		next[e.ContainerID] = s.probes.Of(e.ContainerID).Set(e.Kind, e.Result)
-		s.probes = next
-		return s.syncOrMarkDirty()
 	case EvKilled:
 		if s.inFlight != opKill || e.Gen != s.gen {
 			return s, nil
@@ -419,9 +468,16 @@ func (s State) terminate(requested *int64) (State, []Command) {
 	s.Phase, s.dirty, s.retryGen = Terminating, false, 0
 	var cmds []Command
 	if first && hasProbes(s.Pod) {
-		// A terminating pod is probed no more: its containers are being
-		// stopped, and a probe's verdict could only restart one.
-		cmds = append(cmds, CmdSetProbeTargets{})
+		// As upstream's SyncTerminatingPod: the liveness and startup
+		// probes stop (their verdict could only restart a container that
+		// is going anyway), the readiness probes go on until the
+		// containers stop, so that a container can show not ready during
+		// its graceful shutdown. Without a status, nothing is known to run.
+		if s.status != nil {
+			cmds = append(cmds, CmdSetProbeTargets{Pod: s.Pod, Status: s.status, Terminating: true})
+		} else {
+			cmds = append(cmds, CmdSetProbeTargets{})
+		}
 	}
 	switch s.inFlight {
 	case opSync:
@@ -450,6 +506,17 @@ func hasProbes(pod *v1.Pod) bool {
 		}
 	}
 	return false
+}
+
+// withResult is probes with e's result, a copy: a state's probes are
+// never changed in place.
+func withResult(probes results.Pod, e EvProbeResult) results.Pod {
+	next := make(results.Pod, len(probes)+1)
+	for id, r := range probes {
+		next[id] = r
+	}
+	next[e.ContainerID] = probes.Of(e.ContainerID).Set(e.Kind, e.Result)
+	return next
 }
 
 // keepProbes drops the results of container instances status no longer

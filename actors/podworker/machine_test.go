@@ -3,6 +3,7 @@ package podworker
 import (
 	"errors"
 	"reflect"
+	"slices"
 	"testing"
 	"time"
 
@@ -60,6 +61,26 @@ var (
 	podP         = withProbe(podA)
 	probedStatus = &v1.PodStatus{Phase: v1.PodRunning, ContainerStatuses: []v1.ContainerStatus{{Name: "c", ContainerID: "containerd://c1"}}}
 )
+
+// readyStatus shows podP's container c1 running, started and ready;
+// notReadyStatus is it after a readiness failure at tNow, readyAgainStatus
+// after a success since.
+var (
+	tNow           = time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	readyStatus    = probeStatus(true, nil)
+	notReadyStatus = probeStatus(false, []v1.PodCondition{
+		{Type: v1.PodReady, Status: v1.ConditionFalse, Reason: "ContainersNotReady", Message: "containers with unready status: [c]", LastTransitionTime: metav1.NewTime(tNow)},
+		{Type: v1.ContainersReady, Status: v1.ConditionFalse, Reason: "ContainersNotReady", Message: "containers with unready status: [c]", LastTransitionTime: metav1.NewTime(tNow)}})
+	readyAgainStatus = probeStatus(true, []v1.PodCondition{
+		{Type: v1.PodReady, Status: v1.ConditionTrue, LastTransitionTime: metav1.NewTime(tNow)},
+		{Type: v1.ContainersReady, Status: v1.ConditionTrue, LastTransitionTime: metav1.NewTime(tNow)}})
+)
+
+func probeStatus(ready bool, conds []v1.PodCondition) *v1.PodStatus {
+	yes := true
+	return &v1.PodStatus{Phase: v1.PodRunning, Conditions: conds, ContainerStatuses: []v1.ContainerStatus{{Name: "c", ContainerID: "containerd://c1",
+		Ready: ready, Started: &yes, State: v1.ContainerState{Running: &v1.ContainerStateRunning{}}}}}
+}
 
 func withProbe(p *v1.Pod) *v1.Pod {
 	p = p.DeepCopy()
@@ -171,20 +192,41 @@ func TestStep(t *testing.T) {
 			[]Command{CmdStartSync{Gen: 3, Pod: podB}}, Syncing},
 
 		// Probes.
-		{"a probe result syncs the pod with it", []Event{EvUpdate{podA}, EvSynced{Gen: 1}, EvProbeResult{"c1", results.Liveness, results.Failure}},
+		{"a probe result syncs the pod with it", []Event{EvUpdate{podA}, EvSynced{Gen: 1}, EvProbeResult{ContainerID: "c1", Kind: results.Liveness, Result: results.Failure}},
 			[]Command{CmdStartSync{Gen: 2, Pod: podA, Probes: results.Pod{"c1": {Liveness: results.Failure}}}}, Syncing},
-		{"a probe result during a sync syncs after it", []Event{EvUpdate{podA}, EvProbeResult{"c1", results.Readiness, results.Success}, EvSynced{Gen: 1}},
+		{"a probe result during a sync syncs after it", []Event{EvUpdate{podA}, EvProbeResult{ContainerID: "c1", Kind: results.Readiness, Result: results.Success}, EvSynced{Gen: 1}},
 			[]Command{CmdStartSync{Gen: 2, Pod: podA, Probes: results.Pod{"c1": {Readiness: results.Success}}}}, Syncing},
-		{"an unchanged probe result does nothing", []Event{EvUpdate{podA}, EvSynced{Gen: 1}, EvProbeResult{"c1", results.Startup, results.Unknown}},
+		{"an unchanged probe result does nothing", []Event{EvUpdate{podA}, EvSynced{Gen: 1}, EvProbeResult{ContainerID: "c1", Kind: results.Startup, Result: results.Unknown}},
 			nil, Syncing},
-		{"probe results of a terminating pod do nothing", []Event{EvUpdate{podA}, EvSynced{Gen: 1}, EvTerminate{}, EvProbeResult{"c1", results.Liveness, results.Failure}},
+		{"probe results of a terminating pod do nothing", []Event{EvUpdate{podA}, EvSynced{Gen: 1}, EvTerminate{}, EvProbeResult{ContainerID: "c1", Kind: results.Liveness, Result: results.Failure}},
 			nil, Terminating},
 		{"a probed pod's status sets the prober's targets", []Event{EvUpdate{podP}, EvSynced{Gen: 1, Status: probedStatus}},
 			[]Command{CmdReportStatus{probedStatus}, CmdSetProbeTargets{Pod: podP, Status: probedStatus}}, Syncing},
-		{"results of instances the status no longer shows are dropped", []Event{EvUpdate{podP}, EvSynced{Gen: 1}, EvProbeResult{"gone", results.Readiness, results.Success}, EvProbeResult{"c1", results.Readiness, results.Success}, EvSynced{Gen: 2, Status: probedStatus}},
+		{"results of instances the status no longer shows are dropped", []Event{EvUpdate{podP}, EvSynced{Gen: 1}, EvProbeResult{ContainerID: "gone", Kind: results.Readiness, Result: results.Success}, EvProbeResult{ContainerID: "c1", Kind: results.Readiness, Result: results.Success}, EvSynced{Gen: 2, Status: probedStatus}},
 			[]Command{CmdStartSync{Gen: 3, Pod: podP, Probes: results.Pod{"c1": {Readiness: results.Success}}}, CmdReportStatus{probedStatus}, CmdSetProbeTargets{Pod: podP, Status: probedStatus}}, Syncing},
-		{"a probed pod's termination stops its probes", []Event{EvUpdate{podP}, EvSynced{Gen: 1}, EvTerminate{}},
+		{"a probed pod's termination before any status stops its probes", []Event{EvUpdate{podP}, EvSynced{Gen: 1}, EvTerminate{}},
 			[]Command{CmdSetProbeTargets{}, CmdStartKill{2, 30}}, Terminating},
+
+		// Probes of a terminating pod: readiness goes on until the
+		// containers stop, and shows in the status without a sync;
+		// liveness and startup neither run nor restart anything.
+		{"a probed pod's termination keeps its readiness probes", []Event{EvUpdate{podP}, EvSynced{Gen: 1, Status: readyStatus}, EvTerminate{}},
+			[]Command{CmdSetProbeTargets{Pod: podP, Status: readyStatus, Terminating: true}, CmdStartKill{2, 30}}, Terminating},
+		{"a readiness failure of a terminating pod shows in its status, without a sync", []Event{EvUpdate{podP}, EvSynced{Gen: 1, Status: readyStatus}, EvTerminate{}, EvProbeResult{ContainerID: "c1", Kind: results.Readiness, Result: results.Failure, Now: tNow}},
+			[]Command{CmdReportStatus{notReadyStatus}}, Terminating},
+		{"and a readiness success after it shows again", []Event{EvUpdate{podP}, EvSynced{Gen: 1, Status: readyStatus}, EvTerminate{}, EvProbeResult{ContainerID: "c1", Kind: results.Readiness, Result: results.Failure, Now: tNow}, EvProbeResult{ContainerID: "c1", Kind: results.Readiness, Result: results.Success, Now: tNow}},
+			[]Command{CmdReportStatus{readyAgainStatus}}, Terminating},
+		{"a liveness failure of a terminating pod restarts nothing", []Event{EvUpdate{podP}, EvSynced{Gen: 1, Status: readyStatus}, EvTerminate{}, EvProbeResult{ContainerID: "c1", Kind: results.Liveness, Result: results.Failure, Now: tNow}},
+			nil, Terminating},
+		{"a startup failure of a terminating pod restarts nothing", []Event{EvUpdate{podP}, EvSynced{Gen: 1, Status: readyStatus}, EvTerminate{}, EvProbeResult{ContainerID: "c1", Kind: results.Startup, Result: results.Failure, Now: tNow}},
+			nil, Terminating},
+		{"the containers' stop ends the probes", []Event{EvUpdate{podP}, EvSynced{Gen: 1, Status: readyStatus}, EvTerminate{}, EvStopped{Gen: 2}},
+			[]Command{CmdSetProbeTargets{}, CmdReportStopped{}}, Terminating},
+		{"a readiness result after the containers stopped changes nothing", []Event{EvUpdate{podP}, EvSynced{Gen: 1, Status: readyStatus}, EvTerminate{}, EvStopped{Gen: 2}, EvProbeResult{ContainerID: "c1", Kind: results.Readiness, Result: results.Failure, Now: tNow}},
+			nil, Terminating},
+		{"a pass a termination cancelled is reported with the readiness that came since", []Event{EvUpdate{podP}, EvSynced{Gen: 1, Status: readyStatus}, EvRuntimeChanged{}, EvTerminate{},
+			EvProbeResult{ContainerID: "c1", Kind: results.Readiness, Result: results.Failure, Now: tNow}, EvSynced{Gen: 2, Status: readyStatus, Now: tNow}},
+			[]Command{CmdStartKill{3, 30}, CmdReportStatus{notReadyStatus}, CmdSetProbeTargets{Pod: podP, Status: notReadyStatus, Terminating: true}}, Terminating},
 
 		// Termination.
 		{"terminate when idle kills with the pod's grace", []Event{EvUpdate{podA}, EvSynced{Gen: 1}, EvTerminate{}},
@@ -270,13 +312,17 @@ func TestStep(t *testing.T) {
 
 // TestAtMostOneOperationInFlight checks, over every sequence of up to four
 // events drawn from a representative set, that the machine never starts an
-// operation while another is in flight and never leaves the terminated phase.
+// operation while another is in flight, never leaves the terminated phase,
+// and never syncs a pod once it terminates (so no probe's verdict restarts
+// a container of a terminating pod).
 func TestAtMostOneOperationInFlight(t *testing.T) {
 	events := []Event{
 		EvUpdate{podA}, EvUpdate{podB}, EvRuntimeChanged{}, EvRuntimeChanged{[]messages.PodLifecycleEvent{started("c1")}}, EvTerminate{}, EvTerminate{Grace: i64(1)},
 		EvSynced{Gen: 1}, EvSynced{Gen: 1, Observed: observed, Status: running}, EvSynced{Gen: 2, RetryAfter: time.Second}, EvSynced{Gen: 1, Err: errBoom}, EvSynced{Gen: 1, Terminal: true},
 		EvStopped{Gen: 1}, EvStopped{Gen: 2},
 		EvKilled{Gen: 1}, EvKilled{Gen: 2}, EvKilled{Gen: 3, Err: errBoom}, EvRetry{Gen: 2}, EvRetry{Gen: 3},
+		EvProbeResult{ContainerID: "c1", Kind: results.Liveness, Result: results.Failure},
+		EvProbeResult{ContainerID: "c1", Kind: results.Readiness, Result: results.Failure},
 	}
 	var walk func(s State, depth int, path []Event)
 	walk = func(s State, depth int, path []Event) {
@@ -298,6 +344,9 @@ func TestAtMostOneOperationInFlight(t *testing.T) {
 			p := append(append([]Event(nil), path...), ev)
 			if starts > 1 || (starts == 1 && before.inFlight != opNone && cancels == 0 && !completes(before, ev)) {
 				t.Fatalf("after %#v: started an operation with one in flight: %#v", p, cmds)
+			}
+			if before.Phase != Syncing && starts > 0 && slices.ContainsFunc(cmds, func(c Command) bool { _, ok := c.(CmdStartSync); return ok }) {
+				t.Fatalf("after %#v: a terminating pod synced (a probe's verdict could restart a container): %#v", p, cmds)
 			}
 			if before.Phase > next.Phase {
 				t.Fatalf("after %#v: phase went back from %v to %v", p, before.Phase, next.Phase)

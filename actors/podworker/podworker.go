@@ -138,7 +138,7 @@ func (a *Actor) Receive(ctx actor.Context) {
 		a.step(ctx, EvRetry{Gen: m.Gen})
 	case *messages.PodSynced:
 		terminal := m.Status.Phase == v1.PodSucceeded || m.Status.Phase == v1.PodFailed
-		a.step(ctx, EvSynced{Gen: m.Gen, RetryAfter: m.RetryAfter, Err: m.Err, Terminal: terminal, Observed: m.Observed, Status: &m.Status})
+		a.step(ctx, EvSynced{Gen: m.Gen, RetryAfter: m.RetryAfter, Err: m.Err, Terminal: terminal, Observed: m.Observed, Status: &m.Status, Now: time.Now()})
 	case *messages.PodStopped:
 		a.step(ctx, EvStopped{Gen: m.Gen})
 	case *messages.InjectPanic:
@@ -154,7 +154,7 @@ func (a *Actor) Receive(ctx actor.Context) {
 	case *messages.VolumesReady:
 		a.step(ctx, EvVolumesReady{Volumes: m.Volumes})
 	case *messages.ProbeResultChanged:
-		a.step(ctx, EvProbeResult{ContainerID: m.ContainerID, Kind: m.Kind, Result: m.Result})
+		a.step(ctx, EvProbeResult{ContainerID: m.ContainerID, Kind: m.Kind, Result: m.Result, Now: time.Now()})
 	}
 }
 
@@ -244,7 +244,7 @@ func (a *Actor) execute(ctx actor.Context, c Command) {
 		a.report(ctx, c.Status)
 	case CmdSetProbeTargets:
 		if a.prober != nil {
-			m := &messages.ProbeTargets{Pod: c.Pod}
+			m := &messages.ProbeTargets{Pod: c.Pod, Terminating: c.Terminating}
 			if c.Status != nil {
 				m.Status = *c.Status
 			}

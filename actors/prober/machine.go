@@ -1,8 +1,10 @@
 package prober
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -56,8 +58,10 @@ type worker struct {
 // State is a prober's state: a value, changed only by Step.
 type State struct {
 	// Pod and Status are the last targets; Pod nil probes nothing.
-	Pod    *v1.Pod
-	Status v1.PodStatus
+	// Terminating: the pod is being stopped (see EvTargets).
+	Pod         *v1.Pod
+	Status      v1.PodStatus
+	Terminating bool
 	// workers are the live probes; replaced, never changed in place.
 	workers map[Key]worker
 	// KubeletStart is when the node agent started: a probe that starts
@@ -75,13 +79,16 @@ type State struct {
 // Event is what happens to a prober; one type per kind.
 type Event interface{ isEvent() }
 
-// EvTargets: the pod-worker's targets after a sync pass. Rand draws the
-// jitter of a probe's first run, in [0, 1).
+// EvTargets: the pod-worker's targets after a sync pass, or as the pod
+// starts terminating. Terminating: only the readiness probes go on, as
+// upstream's, so that a container shows not ready during its graceful
+// shutdown. Rand draws the jitter of a probe's first run, in [0, 1).
 type EvTargets struct {
-	Pod    *v1.Pod
-	Status v1.PodStatus
-	Now    time.Time
-	Rand   func() float64
+	Pod         *v1.Pod
+	Status      v1.PodStatus
+	Terminating bool
+	Now         time.Time
+	Rand        func() float64
 }
 
 // EvTick: the timer of probe Key, gen Gen, fired.
@@ -154,7 +161,7 @@ func Step(s State, ev Event) (State, []Command) {
 	var cmds []Command
 	switch e := ev.(type) {
 	case EvTargets:
-		s.Pod, s.Status = e.Pod, e.Status
+		s.Pod, s.Status, s.Terminating = e.Pod, e.Status, e.Terminating
 		cmds = s.retarget(e.Now, e.Rand)
 	case EvTick:
 		w, ok := s.workers[e.Key]
@@ -251,12 +258,11 @@ func effect(k results.Kind, r results.Result) results.Result {
 // retarget brings the workers in line with the pod's spec and status: a
 // worker per probe of each running container that is probed (regular
 // containers and sidecars), reset when its instance changed; the others
-// stop.
+// stop. A terminating pod keeps its readiness probes only.
 func (s *State) retarget(now time.Time, rand func() float64) []Command {
 	var cmds []Command
 	want := map[Key]bool{}
 	if s.Pod != nil && s.Status.Phase != v1.PodSucceeded && s.Status.Phase != v1.PodFailed {
-		deleting := s.Pod.DeletionTimestamp != nil
 		for _, c := range probedContainers(s.Pod) {
 			cs := s.status(c.Name)
 			id := ""
@@ -265,15 +271,26 @@ func (s *State) retarget(now time.Time, rand func() float64) []Command {
 			}
 			for _, k := range []results.Kind{results.Startup, results.Readiness, results.Liveness} {
 				probe := probeOf(c, k)
-				if probe == nil || id == "" || deleting && k != results.Readiness {
+				if probe == nil || id == "" {
 					// Not running: nothing to probe until it runs again
-					// (as a new instance). A pod being deleted is not
-					// restarted for a probe, as upstream's quiet shutdown.
+					// (as a new instance).
 					continue
 				}
 				key := Key{Container: c.Name, Kind: k}
-				want[key] = true
 				w, ok := s.workers[key]
+				if k != results.Readiness && s.quiet() {
+					// Upstream's quiet shutdown: no liveness or startup
+					// probe of a pod being stopped, whose verdict could
+					// only restart a container that is going anyway. A
+					// startup probe that succeeded for this instance is
+					// kept (it is on hold, nothing runs): the readiness
+					// probe it let run goes on.
+					if k == results.Startup && ok && w.id == id && w.result == results.Success {
+						want[key] = true
+					}
+					continue
+				}
+				want[key] = true
 				if !ok || w.id != id {
 					// A new instance: its probe starts over.
 					w = worker{id: id, startedAt: cs.State.Running.StartedAt.Time, unsure: s.Restarted}
@@ -293,13 +310,25 @@ func (s *State) retarget(now time.Time, rand func() float64) []Command {
 			}
 		}
 	}
-	for key := range s.workers {
+	// In a fixed order (of containers, then kinds), so that a step's
+	// commands are the same every time.
+	for _, key := range slices.SortedFunc(maps.Keys(s.workers), func(a, b Key) int {
+		return cmp.Or(strings.Compare(a.Container, b.Container), cmp.Compare(a.Kind, b.Kind))
+	}) {
 		if !want[key] {
 			delete(s.workers, key)
 			cmds = append(cmds, CmdCancel{Key: key})
 		}
 	}
 	return cmds
+}
+
+// quiet reports whether the pod is being stopped, so that only its
+// readiness probes run: the pod-worker said it terminates, or the pod is
+// being deleted (a pod-worker terminates a deleted pod; the deletion may
+// show in a spec before it does).
+func (s *State) quiet() bool {
+	return s.Terminating || s.Pod != nil && s.Pod.DeletionTimestamp != nil
 }
 
 // ensure schedules probe key's next run unless it has one coming, one

@@ -64,6 +64,13 @@ func targets(pod *v1.Pod, status v1.PodStatus, now time.Time) EvTargets {
 	return EvTargets{Pod: pod, Status: status, Now: now, Rand: func() float64 { return 0.5 }}
 }
 
+// terminating is the targets of a pod that is being stopped.
+func terminating(pod *v1.Pod, status v1.PodStatus, now time.Time) EvTargets {
+	e := targets(pod, status, now)
+	e.Terminating = true
+	return e
+}
+
 func tick(k Key, gen uint64, now time.Time) EvTick { return EvTick{Key: k, Gen: gen, Now: now} }
 
 func result(k Key, gen uint64, r results.Result, now time.Time) EvResult {
@@ -254,6 +261,47 @@ func TestStep(t *testing.T) {
 			name:   "a pod being deleted keeps its readiness probe only",
 			events: []Event{targets(deleting, runA, t0)},
 			want:   []Command{CmdSchedule{Key: ready, Gen: 1, After: 0}},
+		},
+		{
+			name:   "termination stops the liveness and startup probes",
+			events: []Event{targets(podSL, runA, t0), terminating(podSL, runA, at(time.Second))},
+			want:   []Command{CmdCancel{Key: live}, CmdCancel{Key: start}},
+		},
+		{
+			name: "the readiness probe keeps its schedule while the pod terminates",
+			events: []Event{targets(podSL, startedStatus(runA), t0), tick(ready, 1, t0),
+				terminating(podSL, startedStatus(runA), at(100*time.Millisecond)),
+				result(ready, 3, results.Success, at(200*time.Millisecond))},
+			want: []Command{report(ready, "a", results.Success), CmdSchedule{Key: ready, Gen: 4, After: 800 * time.Millisecond}},
+		},
+		{
+			name: "a readiness failure during termination is reported",
+			events: []Event{targets(podR, runA, t0), tick(ready, 1, t0), result(ready, 2, results.Success, t0),
+				terminating(podR, runA, at(100*time.Millisecond)), tick(ready, 3, at(time.Second)),
+				result(ready, 4, results.Failure, at(time.Second))},
+			want: []Command{report(ready, "a", results.Failure), CmdSchedule{Key: ready, Gen: 5, After: time.Second}},
+		},
+		{
+			name: "a liveness run under way as the pod terminates is dropped",
+			events: []Event{targets(podL, runA, t0), tick(live, 1, t0), terminating(podL, runA, at(100*time.Millisecond)),
+				result(live, 2, results.Failure, at(200*time.Millisecond))},
+			want: nil,
+		},
+		{
+			name: "a startup probe that succeeded still lets readiness run while the pod terminates",
+			events: []Event{targets(podSL, runA, t0), tick(start, 1, t0), result(start, 2, results.Success, t0),
+				terminating(podSL, runA, at(100*time.Millisecond)), tick(ready, 3, at(100*time.Millisecond))},
+			want: []Command{run(ready, 5, podSL, runA, "a")},
+		},
+		{
+			name:   "a container the status shows started keeps its readiness probe only",
+			events: []Event{targets(podSL, startedStatus(runA), t0), terminating(podSL, startedStatus(runA), at(time.Second))},
+			want:   []Command{CmdCancel{Key: live}},
+		},
+		{
+			name:   "a terminating pod's container that stopped is probed no more",
+			events: []Event{targets(podR, runA, t0), terminating(podR, runA, t0), terminating(podR, exited("a"), at(time.Second))},
+			want:   []Command{CmdCancel{Key: ready}},
 		},
 		{
 			name:   "a startup probe holds liveness and readiness back",

@@ -126,16 +126,16 @@ func (a *Actor) Receive(ctx actor.Context) {
 		a.stopAll()
 	case *actor.Stopping:
 		a.stopAll()
-		a.forgetMetrics(nil)
+		a.forgetMetrics(nil, false)
 	case *messages.ProbeTargets:
 		if m.Pod != nil {
 			a.pod = podLabels{name: m.Pod.Name, namespace: m.Pod.Namespace, uid: string(m.Pod.UID)}
 		}
-		a.step(ctx, EvTargets{Pod: m.Pod, Status: m.Status, Now: time.Now(), Rand: rand.Float64})
+		a.step(ctx, EvTargets{Pod: m.Pod, Status: m.Status, Terminating: m.Terminating, Now: time.Now(), Rand: rand.Float64})
 		if m.Pod == nil {
-			a.forgetMetrics(nil)
+			a.forgetMetrics(nil, false)
 		} else {
-			a.forgetMetrics(m.Pod)
+			a.forgetMetrics(m.Pod, m.Terminating)
 		}
 	case *probeDue:
 		a.step(ctx, EvTick{Key: m.Key, Gen: m.Gen, Now: time.Now()})
@@ -222,14 +222,15 @@ func observe(kind results.Kind, container string, p podLabels, r results.Result,
 }
 
 // forgetMetrics deletes the metrics of the probes pod no longer has (of
-// every probe when pod is nil), as upstream's workers do when they stop.
-func (a *Actor) forgetMetrics(pod *v1.Pod) {
+// every probe when pod is nil, of its liveness and startup probes when it
+// is terminating), as upstream's workers do when they stop.
+func (a *Actor) forgetMetrics(pod *v1.Pod, terminating bool) {
 	var st State
 	if pod != nil {
 		st.Pod = pod
 	}
 	for k := range a.probed {
-		if pod != nil && probeOf(st.container(k.Container), k.Kind) != nil {
+		if pod != nil && probeOf(st.container(k.Container), k.Kind) != nil && (!terminating || k.Kind == results.Readiness) {
 			continue
 		}
 		delete(a.probed, k)

@@ -128,7 +128,24 @@ func TestProberReportsChangesOnly(t *testing.T) {
 		t.Errorf("no %s actor in the registry", Kind)
 	}
 
-	// The pod terminating stops every probe, and its metrics go.
+	// The pod terminating stops its liveness probe, whose metrics go; its
+	// readiness probe goes on.
+	system.Root.Send(pid, &messages.ProbeTargets{Pod: pod, Status: status, Terminating: true})
+	time.Sleep(200 * time.Millisecond)
+	before := counter(metrics.ProberProbeTotal.WithLabelValues("Readiness", "successful", "c", "prober-test", "default", "uid-prober-test"))
+	if n := series(metrics.ProberProbeTotal); n != 1 {
+		t.Errorf("%d prober_probe_total series while the pod terminates, want the readiness probe's only", n)
+	}
+	readinessRuns := func() float64 {
+		return counter(metrics.ProberProbeTotal.WithLabelValues("Readiness", "successful", "c", "prober-test", "default", "uid-prober-test"))
+	}
+	for end := time.Now().Add(10 * time.Second); readinessRuns() <= before; time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatalf("the readiness probe ran no more while the pod terminates")
+		}
+	}
+
+	// Its containers stopped: every probe stops, and its metrics go.
 	system.Root.Send(pid, &messages.ProbeTargets{})
 	time.Sleep(200 * time.Millisecond)
 	runner.mu.Lock()

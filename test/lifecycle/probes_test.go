@@ -212,6 +212,45 @@ func TestProbes(t *testing.T) {
 		n.Event(t, "startup-fails", "Killing", "Container c failed startup probe, will be restarted")
 	})
 
+	t.Run("readiness goes on while the pod terminates, liveness stops", func(t *testing.T) {
+		t.Parallel()
+		// On SIGTERM the container turns unready (and would fail its
+		// liveness probe), then shuts down for a while before it exits:
+		// as upstream's, its readiness probe keeps running during the
+		// graceful shutdown, so that the API shows it not ready while the
+		// pod terminates (what EndpointSlices' serving condition reads);
+		// its liveness probe stopped at the deletion and restarts nothing.
+		c := n.Busybox("c", "touch /tmp/ready /tmp/alive; trap 'rm -f /tmp/ready /tmp/alive; sleep 12; exit 0' TERM; sleep 3600 & wait")
+		c.ReadinessProbe = execProbe("/tmp/ready", 1)
+		c.LivenessProbe = execProbe("/tmp/alive", 1)
+		n.Create(t, withGrace(n.NewPod("ready-terminating", nil, c), 60))
+		n.waitPod(t, "ready-terminating", "ready", 60*time.Second, readiness(v1.ConditionTrue, 0))
+		deleted := n.deletePod(t, "ready-terminating")
+		n.waitPod(t, "ready-terminating", "not ready while terminating", 9*time.Second, func(p *v1.Pod) error {
+			if p.DeletionTimestamp == nil {
+				return fmt.Errorf("not being deleted yet")
+			}
+			if err := readiness(v1.ConditionFalse, 0)(p); err != nil {
+				return err
+			}
+			if cs := p.Status.ContainerStatuses[0]; cs.State.Running == nil {
+				return fmt.Errorf("container no longer running: %+v", cs.State)
+			}
+			return nil
+		})
+		t.Logf("not ready %v after the deletion, its container still running", time.Since(deleted).Round(100*time.Millisecond))
+		n.gone(t, "ready-terminating", 40*time.Second)
+		evs, err := n.Events("ready-terminating")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, ev := range evs {
+			if strings.Contains(ev.Message, "failed liveness probe") {
+				t.Errorf("a terminating pod's container was killed for its liveness probe: %s: %s", ev.Reason, ev.Message)
+			}
+		}
+	})
+
 	t.Run("readinessGates hold Ready until the pod's condition is set", func(t *testing.T) {
 		t.Parallel()
 		const gate = "example.com/feature-1"
