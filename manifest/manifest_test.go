@@ -7,6 +7,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 const webYAML = `apiVersion: v1
@@ -329,5 +330,20 @@ func TestValidateProcMount(t *testing.T) {
 				t.Fatalf("Validate = %v\nwant %s", err, tc.want)
 			}
 		})
+	}
+}
+
+func TestConfigHash(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		pod  *v1.Pod
+		want string
+	}{
+		{"the annotation", &v1.Pod{ObjectMeta: metav1.ObjectMeta{UID: "u", Annotations: map[string]string{ConfigHashAnnotation: "h"}}}, "h"},
+		{"else the UID", &v1.Pod{ObjectMeta: metav1.ObjectMeta{UID: "u"}}, "u"},
+	} {
+		if got := ConfigHash(tc.pod); got != tc.want {
+			t.Errorf("%s: ConfigHash = %q, want %q", tc.name, got, tc.want)
+		}
 	}
 }

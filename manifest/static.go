@@ -39,6 +39,16 @@ func IsMirror(pod *v1.Pod) bool {
 	return ok
 }
 
+// ConfigHash is a static pod's config hash, which its mirror pod carries
+// in ConfigMirrorAnnotation: its ConfigHashAnnotation, else its UID
+// (upstream's getPodHash). MakeStatic sets the annotation to the UID.
+func ConfigHash(pod *v1.Pod) string {
+	if h, ok := pod.Annotations[ConfigHashAnnotation]; ok {
+		return h
+	}
+	return string(pod.UID)
+}
+
 // Static pod sources, the values of ConfigSourceAnnotation (the same as
 // messages.SourceFile and messages.SourceHTTP).
 const (

@@ -16,8 +16,9 @@ type PodStatusReport struct {
 	// API pod its deletionTimestamp); the receiver must not modify it.
 	Pod    *v1.Pod
 	Status v1.PodStatus
-	// Reconcile: the API shows the pod with another status than Status
-	// (the node-lifecycle controller marks a lost node's pods not Ready,
+	// Reconcile: the API shows the pod (for a static pod: its mirror pod)
+	// with another status than Status (the node-lifecycle controller marks
+	// a lost node's pods not Ready, someone patched a mirror pod's status,
 	// say): write it again, on the pod as the API has it now, even though
 	// it did not change.
 	Reconcile bool

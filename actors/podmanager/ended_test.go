@@ -179,6 +179,51 @@ func TestMirrorsGone(t *testing.T) {
 	}
 }
 
+// mirrorOf is the live mirror pod of a static pod, at resourceVersion rv,
+// showing status.
+func mirrorOf(static *v1.Pod, rv string, status v1.PodStatus) *v1.Pod {
+	p := mirror(static.Name, static.Namespace, "m", false)
+	p.Annotations[manifest.ConfigMirrorAnnotation] = manifest.ConfigHash(static)
+	p.ResourceVersion = rv
+	p.Status = *status.DeepCopy()
+	return p
+}
+
+func TestMirrorStatusDiverged(t *testing.T) {
+	static := testPod("s", "")
+	static.Name = "web-node"
+	readyStatus := v1.PodStatus{Phase: v1.PodRunning, Conditions: []v1.PodCondition{{Type: v1.PodReady, Status: v1.ConditionTrue}}}
+	pending := v1.PodStatus{Phase: v1.PodPending, Conditions: []v1.PodCondition{{Type: v1.PodReady, Status: v1.ConditionFalse}}}
+	v1Ready := mirrorOf(static, "1", readyStatus)
+	v2Pending := mirrorOf(static, "2", pending)
+	with := func(p *v1.Pod, f func(*v1.Pod)) *v1.Pod {
+		p = p.DeepCopy()
+		f(p)
+		return p
+	}
+	for _, tc := range []struct {
+		name     string
+		old, cur *v1.Pod
+		status   v1.PodStatus
+		want     bool
+	}{
+		{"its status changed by someone else", v1Ready, v2Pending, readyStatus, true},
+		{"by someone else, the phase alone", v1Ready, mirrorOf(static, "2", v1.PodStatus{Phase: v1.PodFailed, Conditions: readyStatus.Conditions}), readyStatus, true},
+		{"a new version showing the node's status", v1Ready, mirrorOf(static, "2", readyStatus), readyStatus, false},
+		{"the late echo of an earlier write (read anew before writing)", mirrorOf(static, "1", v1.PodStatus{}), mirrorOf(static, "2", pending), readyStatus, true},
+		{"the same version", v2Pending, v2Pending, readyStatus, false},
+		{"a mirror first seen", nil, v2Pending, readyStatus, false},
+		{"another mirror pod of the same name", with(v1Ready, func(p *v1.Pod) { p.UID = "m0" }), v2Pending, readyStatus, false},
+		{"a mirror being deleted", v1Ready, with(v2Pending, func(p *v1.Pod) { now := metav1.Now(); p.DeletionTimestamp = &now }), readyStatus, false},
+		{"the mirror of another version of the static pod", v1Ready, with(v2Pending, func(p *v1.Pod) { p.Annotations[manifest.ConfigMirrorAnnotation] = "other" }), readyStatus, false},
+		{"no status reported yet", v1Ready, v2Pending, v1.PodStatus{}, false},
+	} {
+		if got := mirrorStatusDiverged(tc.old, tc.cur, static, tc.status); got != tc.want {
+			t.Errorf("%s: mirrorStatusDiverged = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
 // TestMirrorPodsAreNeverRun: the API server's mirror of a static pod is
 // never synced; when it goes, the static pod's mirror is checked at once,
 // and the static pod is left alone.

@@ -151,6 +151,9 @@ func TestStep(t *testing.T) {
 	static := testPod("s", "")
 	static.Name = "web-node"
 	orphanMirror := mirror("web-node", "default", "m", false)
+	// sReports: the static pod s runs and its worker reported it Ready.
+	sReports := then(ready, at{0, set(messages.SourceFile, static)}, at{0, EvWorkerStatus{UID: "s", Status: readyStatus}})
+	notReadyStatus := v1.PodStatus{Phase: v1.PodRunning, Conditions: []v1.PodCondition{{Type: v1.PodReady, Status: v1.ConditionFalse}}}
 	deleteOrphan := []Command{CmdLog{Level: zerolog.InfoLevel, Message: "the static pod of this mirror pod is gone: deleting the mirror pod", Fields: map[string]any{"pod": "default/web-node", "uid": "m"}},
 		CmdDeleteMirror{Pod: orphanMirror}}
 	const absent = Phase(-1)
@@ -349,6 +352,15 @@ func TestStep(t *testing.T) {
 			nil, absent},
 		{"the mirror pod of a static pod removed from its source goes with the static pod's last write", then(ready, at{0, set(messages.SourceFile, static)}, at{0, set(messages.SourceAPI, orphanMirror)}, at{0, set(messages.SourceFile)}),
 			[]Command{tell("s", removedFrom(messages.SourceFile))}, absent},
+		{"a running static pod whose mirror's status someone changed gets its status written again",
+			then(sReports, at{0, set(messages.SourceAPI, mirrorOf(static, "1", readyStatus))}, at{0, set(messages.SourceAPI, mirrorOf(static, "2", notReadyStatus))}),
+			[]Command{CmdReportStatus{Pod: static, Status: readyStatus, Reconcile: true}}, absent},
+		{"not when the mirror shows the static pod's status", then(sReports, at{0, set(messages.SourceAPI, mirrorOf(static, "1", notReadyStatus))}, at{0, set(messages.SourceAPI, mirrorOf(static, "2", readyStatus))}),
+			nil, absent},
+		{"nor for a mirror first seen (made and written by the status-reporter)", then(sReports, at{0, set(messages.SourceAPI, mirrorOf(static, "1", notReadyStatus))}),
+			nil, absent},
+		{"nor for a static pod being removed", then(sReports, at{0, set(messages.SourceAPI, mirrorOf(static, "1", readyStatus))}, at{0, set(messages.SourceFile)}, at{0, set(messages.SourceAPI, mirrorOf(static, "2", notReadyStatus))}),
+			nil, absent},
 		{"a running static pod whose mirror went gets it checked", then(ready, at{0, set(messages.SourceFile, static)}, at{0, set(messages.SourceAPI, mirror("web-node", "default", "m", false))}, at{0, set(messages.SourceAPI)}),
 			[]Command{CmdCheckMirror{UID: "s"}}, absent},
 

@@ -47,15 +47,66 @@ func mirrorsGone(old, cur map[string]*v1.Pod) []string {
 	return gone
 }
 
+// mirrorStatusDiverged reports whether a static pod's status, the one its
+// worker last reported, must be written to its mirror pod again: the API
+// shows a new version (cur) of the same mirror pod as before (old), live,
+// mirroring this very static pod, with a status that differs from the
+// node's in what the node owns (statusDiverged). Someone else wrote it (a
+// PATCH of pods/status), or it is the late echo of an earlier write of
+// ours, which the status-reporter's read before writing turns into no
+// write. A mirror pod first seen is not compared: the status-reporter made
+// it and writes its status in the same step, and after a restart of
+// actorlet the worker's first report writes it anyway.
+func mirrorStatusDiverged(old, cur, static *v1.Pod, status v1.PodStatus) bool {
+	if old == nil || old.UID != cur.UID || old.ResourceVersion == cur.ResourceVersion || cur.DeletionTimestamp != nil {
+		return false
+	}
+	if status.Phase == "" || cur.Annotations[manifest.ConfigMirrorAnnotation] != manifest.ConfigHash(static) {
+		return false
+	}
+	return statusDiverged(cur.Status, status)
+}
+
+// reconcileMirrors hands the status of each running static pod whose
+// mirror pod's status diverged (mirrorStatusDiverged) to the
+// status-reporter again with Reconcile, as it does for an API pod whose
+// status someone else changed: upstream's status manager reconciles a
+// static pod against its mirror pod's status the same way (needsReconcile,
+// through the pod manager's mirror pod), at its next 10 s sync.
+func (m *Machine) reconcileMirrors(old, cur map[string]*v1.Pod) {
+	var changed []string
+	for name, mp := range cur {
+		if prev := old[name]; prev != nil && prev.ResourceVersion != mp.ResourceVersion {
+			changed = append(changed, name)
+		}
+	}
+	slices.Sort(changed)
+	for _, name := range changed {
+		mp := cur[name]
+		// The mirror's hash is its static pod's UID (manifest.MakeStatic);
+		// mirrorStatusDiverged checks that it is.
+		uid := types.UID(mp.Annotations[manifest.ConfigMirrorAnnotation])
+		p := m.pods[uid]
+		if p == nil || p.Phase != Running || p.Terminate != nil || p.Source == messages.SourceAPI || p.Pod == nil || fullName(p.Pod) != name {
+			continue
+		}
+		if mirrorStatusDiverged(old[name], mp, p.Pod, p.Status) {
+			m.emit(CmdReportStatus{Pod: p.Pod, Status: withResizePending(p.Status, m.pending[uid]), Reconcile: true})
+		}
+	}
+}
+
 // setMirrors keeps the API server's mirror pods, and asks the
 // status-reporter to check at once the mirror of each running static pod
 // whose mirror went: it is recreated, and nothing of the static pod is
-// touched.
+// touched. A mirror pod whose status diverged from its static pod's gets
+// the static pod's status again (reconcileMirrors).
 func (m *Machine) setMirrors(mirrors []*v1.Pod) {
 	cur := make(map[string]*v1.Pod, len(mirrors))
 	for _, mp := range mirrors {
 		cur[fullName(mp)] = mp
 	}
+	m.reconcileMirrors(m.mirrors, cur)
 	for _, name := range mirrorsGone(m.mirrors, cur) {
 		for _, uid := range slices.Sorted(maps.Keys(m.pods)) {
 			p := m.pods[uid]

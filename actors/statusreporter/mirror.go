@@ -44,12 +44,7 @@ func mirrorPod(static *v1.Pod, nodeName string, nodeUID types.UID) *v1.Pod {
 
 // podHash is a static pod's config hash: its annotation, else its UID, as
 // upstream's getPodHash.
-func podHash(pod *v1.Pod) string {
-	if h, ok := pod.Annotations[manifest.ConfigHashAnnotation]; ok {
-		return h
-	}
-	return string(pod.UID)
-}
+func podHash(pod *v1.Pod) string { return manifest.ConfigHash(pod) }
 
 // isMirrorOf tells whether an API pod is the current mirror of a static pod.
 func isMirrorOf(mirror, static *v1.Pod) bool {

@@ -104,13 +104,14 @@ func (q *writeQueue) report(pod *v1.Pod, status v1.PodStatus) []podWork {
 	return q.start()
 }
 
-// reconcile records that the API shows the pod with another status than
-// status, the latest its worker reported: someone else wrote it (the
-// node-lifecycle controller marks a lost node's pods not Ready), or it is
-// the late echo of an earlier write of ours. The pod is written again at a
-// new version, after any write in flight, from the pod read anew: a
-// write that finds the API right makes no change. A finished pod's own
-// writes settle it.
+// reconcile records that the API shows the pod (a static pod: its mirror
+// pod) with another status than status, the latest its worker reported:
+// someone else wrote it (the node-lifecycle controller marks a lost node's
+// pods not Ready, someone patches a mirror pod's status), or it is the
+// late echo of an earlier write of ours. The pod is written again at a new
+// version, after any write in flight, from the pod read anew (a static
+// pod's write always lists its mirror): a write that finds the API right
+// makes no change. A finished pod's own writes settle it.
 func (q *writeQueue) reconcile(pod *v1.Pod, status v1.PodStatus) []podWork {
 	e := q.entry(pod.UID)
 	if e.finished {

@@ -169,6 +169,13 @@ func TestWriteQueue(t *testing.T) {
 			{ev: synced("a", 1, "ok")},
 			{ev: reconcile("a", "ready"), start: []string{"a@2"}},
 		}},
+		{"a static pod's mirror showing another status is written again, unchanged", 8, []queueStep{
+			{ev: report("static-s", "ready"), start: []string{"static-s@1"}},
+			{ev: synced("static-s", 1, "ok")},
+			{ev: reconcile("static-s", "ready"), start: []string{"static-s@2"}},
+			{ev: synced("static-s", 2, "ok")},
+			{ev: report("static-s", "ready")},
+		}},
 		{"a reconcile during a write is written after it", 8, []queueStep{
 			{ev: report("a", "ready"), start: []string{"a@1"}},
 			{ev: reconcile("a", "ready")},
@@ -408,6 +415,11 @@ func TestWriteQueueSnapshot(t *testing.T) {
 			q.synced(&messages.PodStatusSynced{UID: "a", Version: 1, APIPod: answered})
 			return q.reconcile(watched, status("ready"))
 		}, podWork{uid: "a", version: 2, pod: watched, status: status("ready"), reported: true}},
+		{"a static pod's reconcile writes its latest status, the mirror listed anew", func(q *writeQueue) []podWork {
+			q.report(testPod("static-s", false), status("ready"))
+			q.synced(&messages.PodStatusSynced{UID: "static-s", Version: 1})
+			return q.reconcile(testPod("static-s", false), status("ready"))
+		}, podWork{uid: "static-s", version: 2, status: status("ready"), reported: true}},
 		{"only the write after a reconcile reads the pod anew", func(q *writeQueue) []podWork {
 			q.report(watched, status("ready"))
 			q.synced(&messages.PodStatusSynced{UID: "a", Version: 1})

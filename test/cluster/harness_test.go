@@ -9,10 +9,18 @@ import (
 	"github.com/actorlet/actorlet/test/agent"
 )
 
-// binary is actorlet, built once for the package.
-var binary string
+var (
+	// binary is actorlet, built once for the package, or the kubelet
+	// CLUSTER_KUBELET names.
+	binary string
+	// upstream: binary is that kubelet. Only the tests that say so are
+	// meant to run against it (TestMirrorPodStatusIsRestored):
+	//
+	//	CLUSTER_KUBELET=$(hack/node-env upstream-kubelet) go test -run TestMirrorPodStatusIsRestored ./test/cluster/
+	upstream bool
+)
 
-func TestMain(m *testing.M) { agent.MainWithBinary(m, &binary) }
+func TestMain(m *testing.M) { agent.MainWithReference(m, "CLUSTER_KUBELET", &binary, &upstream) }
 
 // clusterNode is the environment's node (agent.ClusterNode), with this
 // package's helpers.
