@@ -103,6 +103,13 @@ func (r *Runtime) killPod(ctx context.Context, pod *v1.Pod, gracePeriod *int64, 
 	if stopped != nil {
 		stopped()
 	}
+	// Nothing of the pod runs: what was applied to its containers goes,
+	// that of a pod that ran to completion too (its containers stay for
+	// GC, but no status is made of them any more), or it would stay for
+	// good, in memory and in the checkpoint.
+	if err := r.Opts.Actuated.Forget(uid); err != nil {
+		return fmt.Errorf("kill pod %s/%s: %w", namespace, name, err)
+	}
 	if completed {
 		return nil
 	}
@@ -126,10 +133,6 @@ func (r *Runtime) killPod(ctx context.Context, pod *v1.Pod, gracePeriod *int64, 
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("kill pod %s/%s: %w", namespace, name, err)
-	}
-	// Nothing of the pod runs: what was applied to its containers goes.
-	if err := r.Opts.Actuated.Forget(uid); err != nil {
 		return fmt.Errorf("kill pod %s/%s: %w", namespace, name, err)
 	}
 	return nil

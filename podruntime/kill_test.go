@@ -1,12 +1,17 @@
 package podruntime
 
 import (
+	"context"
 	"slices"
 	"testing"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/actorlet/actorlet/podruntime/fakecri"
 )
 
 // created is a container that was created and never started.
@@ -81,5 +86,80 @@ func TestDeadInstancesBeyond(t *testing.T) {
 		if !slices.Equal(got, tc.want) {
 			t.Errorf("keep %d: %v, want %v", tc.keep, got, tc.want)
 		}
+	}
+}
+
+// TestKillForgetsActuatedResources runs a pod on the fake runtime with the
+// actuated resources checkpointed, kills it and checks that nothing of it
+// is left in the state or the checkpoint: a pod deleted while it runs,
+// one deleted by its worker without its spec (an orphan), and one that
+// ran to completion, whose containers stay for GC.
+func TestKillForgetsActuatedResources(t *testing.T) {
+	const image = "registry.test/app:1"
+	for _, tc := range []struct {
+		name string
+		// exit makes the container exit with this code before the kill;
+		// nil: it still runs.
+		exit           *int32
+		policy         v1.RestartPolicy
+		orphan         bool
+		wantContainers int // left in the runtime after the kill
+	}{
+		{name: "deleted while running", policy: v1.RestartPolicyAlways},
+		{name: "an orphan", policy: v1.RestartPolicyAlways, orphan: true},
+		{name: "ran to completion", policy: v1.RestartPolicyNever, exit: ptrTo(int32(0)), wantContainers: 1},
+		{name: "failed for good", policy: v1.RestartPolicyNever, exit: ptrTo(int32(3)), wantContainers: 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cri := fakecri.New()
+			cri.AddImage(image)
+			root := t.TempDir()
+			actuated, err := NewActuatedResources(root)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rt := &Runtime{RT: cri, Img: cri, Opts: Options{PodLogsDir: t.TempDir(), NodeName: "node", NodeIP: "192.0.2.1",
+				NodeMemoryCapacity: 8 << 30, RuntimeRequestTimeout: 10 * time.Second, Actuated: actuated}}
+			grace := int64(0)
+			pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default", UID: "uid-web"},
+				Spec: v1.PodSpec{NodeName: "node", RestartPolicy: tc.policy, TerminationGracePeriodSeconds: &grace,
+					Containers: []v1.Container{{Name: "app", Image: image, ImagePullPolicy: v1.PullIfNotPresent,
+						Resources: v1.ResourceRequirements{Requests: v1.ResourceList{v1.ResourceCPU: resource.MustParse("100m")}}}}}}
+			ctx := context.Background()
+			res := rt.SyncNewPod(ctx, pod, nil, nil, nil)
+			if res.Err != nil {
+				t.Fatal(res.Err)
+			}
+			id := res.Status.FindContainer("app").ID
+			if actuated.get(pod.UID, "app", id) == nil {
+				t.Fatalf("no actuated resources recorded for %s", id)
+			}
+			if tc.exit != nil {
+				cri.Exit(id, *tc.exit)
+			}
+			k := Kill{Pod: pod, UID: pod.UID, Name: pod.Name, Namespace: pod.Namespace, GracePeriod: &grace}
+			if tc.orphan {
+				k.Pod = nil
+			}
+			if err := rt.Kill(ctx, k); err != nil {
+				t.Fatal(err)
+			}
+			if n := len(cri.Containers()); n != tc.wantContainers {
+				t.Errorf("%d containers left after the kill, want %d", n, tc.wantContainers)
+			}
+			actuated.mu.Lock()
+			left := len(actuated.pods)
+			actuated.mu.Unlock()
+			if left != 0 {
+				t.Errorf("%d pods left in the actuated resources after the kill, want none", left)
+			}
+			reloaded, err := NewActuatedResources(root)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(reloaded.pods) != 0 {
+				t.Errorf("the checkpoint holds %d pods after the kill, want none", len(reloaded.pods))
+			}
+		})
 	}
 }

@@ -765,7 +765,13 @@ func (m *Machine) admitted() []*v1.Pod {
 // period recorded on its containers.
 func (m *Machine) remove(source string, uid types.UID, reason string, now time.Time) {
 	delete(m.bySource[source], uid)
-	delete(m.rejected, uid)
+	if rejected, ok := m.rejected[uid]; ok {
+		// Its Failed status was reported: the status-reporter keeps it
+		// until told the pod is gone. A Failed pod leaves the API at once,
+		// with no update showing its deletion first.
+		delete(m.rejected, uid)
+		m.reportGone(uid, rejected)
+	}
 	delete(m.waiting, uid)
 	p, ok := m.pods[uid]
 	switch {

@@ -148,6 +148,9 @@ func TestStep(t *testing.T) {
 	succeeded := withPhase(testPod("a", ""), v1.PodSucceeded, "")
 	aDeleting := deleting(podA, 5)
 	orphanTerm := &messages.TerminatePod{Reason: "orphaned: no source wants this pod"}
+	rejectedA := podA.DeepCopy()
+	rejectedA.Status = v1.PodStatus{Phase: v1.PodFailed, Reason: "OutOfpods", QOSClass: v1.PodQOSBestEffort,
+		Message: "Pod was rejected: Node didn't have enough resource: pods, requested: 1, used: 3, capacity: 3"}
 	static := testPod("s", "")
 	static.Name = "web-node"
 	orphanMirror := mirror("web-node", "default", "m", false)
@@ -243,6 +246,9 @@ func TestStep(t *testing.T) {
 				CmdReportFinished{Pod: podA}}, absent},
 		{"a rejected pod stays rejected", then(ready, at{0, set(messages.SourceAPI, testPod("x", ""), testPod("y", ""), testPod("z", ""), podA)}, at{0, set(messages.SourceAPI, testPod("x", ""), testPod("y", ""), testPod("z", ""), podA)}),
 			nil, absent},
+		{"a rejected pod that leaves its source is reported gone, for the status-reporter to forget it",
+			then(ready, at{0, set(messages.SourceAPI, testPod("x", ""), testPod("y", ""), testPod("z", ""), podA)}, at{0, set(messages.SourceAPI, testPod("x", ""), testPod("y", ""), testPod("z", ""))}),
+			[]Command{CmdReportFinished{Pod: rejectedA, Removed: true}}, absent},
 		{"a rejected pod removed and given back is admitted anew", then(ready, at{0, set(messages.SourceAPI, testPod("a", "3"))}, at{0, set(messages.SourceAPI)}, at{0, set(messages.SourceAPI, podA)}),
 			[]Command{spawn("a")}, Running},
 

@@ -106,6 +106,11 @@ type probeDone struct {
 	Gen    uint64
 	Result results.Result
 	Err    error
+	// Counted: the run ended by itself, without error, in Took; the prober
+	// counts it in the metrics unless the probe's series were deleted
+	// meanwhile.
+	Counted bool
+	Took    time.Duration
 }
 
 func (m *probeDone) Summary() string {
@@ -123,7 +128,10 @@ func (a *Actor) Receive(ctx actor.Context) {
 		a.state = State{KubeletStart: a.p.KubeletStart, Restarted: n > 1}
 		a.timers, a.runs, a.probed = map[Key]func() bool{}, map[Key]context.CancelFunc{}, map[Key]bool{}
 	case *actor.Restarting:
+		// The next incarnation starts its probes and their series over;
+		// it would not know these to delete them.
 		a.stopAll()
+		a.forgetMetrics(nil)
 	case *actor.Stopping:
 		a.stopAll()
 		a.forgetMetrics(nil, false)
@@ -142,6 +150,12 @@ func (a *Actor) Receive(ctx actor.Context) {
 	case *probeDone:
 		if a.state.workers[m.Key].gen == m.Gen {
 			delete(a.runs, m.Key)
+		}
+		// Counted here, on the mailbox, not by the run: a run that ended
+		// as its probe stopped would make the series again after
+		// forgetMetrics deleted them, and they would stay for good.
+		if m.Counted && a.probed[m.Key] {
+			observe(m.Key.Kind, m.Key.Container, a.pod, m.Result, m.Took)
 		}
 		a.step(ctx, EvResult{Key: m.Key, Gen: m.Gen, Result: m.Result, Err: m.Err, Now: time.Now()})
 	}
@@ -186,17 +200,14 @@ func (a *Actor) execute(ctx actor.Context, c Command) {
 		runCtx, cancel := context.WithTimeout(context.Background(), time.Duration(timeoutOf(c))*time.Second+slack)
 		a.runs[c.Key] = cancel
 		a.probed[c.Key] = true
-		runner, kind, labels := a.p.Runner, c.Key.Kind, a.pod
+		runner, kind := a.p.Runner, c.Key.Kind
 		supervision.Go(ctx, func() messages.Message {
 			defer cancel()
 			start := time.Now()
 			r, err := runner.Probe(runCtx, kind, c.Pod, c.Status, c.Container, c.ContainerID)
-			if err == nil && runCtx.Err() == nil {
-				// A run cut short by its probe's stop is not counted: the
-				// probe's metrics may be gone already.
-				observe(kind, c.Key.Container, labels, r, time.Since(start))
-			}
-			return &probeDone{Key: c.Key, Gen: c.Gen, Result: r, Err: err}
+			// A run cut short by its probe's stop is not counted.
+			counted := err == nil && runCtx.Err() == nil
+			return &probeDone{Key: c.Key, Gen: c.Gen, Result: r, Err: err, Counted: counted, Took: time.Since(start)}
 		})
 	case CmdReport:
 		a.log.Info().Str("pod", a.pod.namespace+"/"+a.pod.name).Str("container", c.ContainerName).

@@ -2,6 +2,7 @@ package prober
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -11,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/actorlet/actorlet/messages"
 	"github.com/actorlet/actorlet/metrics"
@@ -175,4 +177,81 @@ func series(c prometheus.Collector) int {
 	c.Collect(ch)
 	close(ch)
 	return len(ch)
+}
+
+// podSeries counts the prober_probe_total series of the pod with uid.
+func podSeries(uid string) int {
+	ch := make(chan prometheus.Metric, 100)
+	metrics.ProberProbeTotal.Collect(ch)
+	close(ch)
+	n := 0
+	for m := range ch {
+		var d dto.Metric
+		if err := m.Write(&d); err != nil {
+			panic(err)
+		}
+		for _, l := range d.GetLabel() {
+			if l.GetName() == "pod_uid" && l.GetValue() == uid {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// TestProberMetricsGoWithTheProbes runs a readiness probe until it has
+// series, ends its probes in one way or another, and then hands the
+// prober the result of a run that ended meanwhile, as a run racing the
+// end does: the series must not come back, or they would stay after the
+// pod for good.
+func TestProberMetricsGoWithTheProbes(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		end  func(system *actor.ActorSystem, parent, prober *actor.PID)
+	}{
+		{"the pod-worker stops the probes", func(system *actor.ActorSystem, parent, _ *actor.PID) {
+			system.Root.Send(parent, &messages.ProbeTargets{})
+		}},
+		{"the prober restarts", func(system *actor.ActorSystem, _, prober *actor.PID) {
+			system.Root.Send(prober, &messages.InjectPanic{Reason: "test"})
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			system := actor.NewActorSystem()
+			defer system.Shutdown()
+			runner := &fakeRunner{answers: map[results.Kind]results.Result{results.Readiness: results.Success}}
+			parent := &podWorker{props: Props(Params{Runner: runner, KubeletStart: time.Now().Add(-time.Hour), Registry: supervision.NewRegistry()}),
+				reports: make(chan *messages.ProbeResultChanged, 10)}
+			pid := system.Root.Spawn(actor.PropsFromProducer(func() actor.Actor { return parent }))
+			defer system.Root.Stop(pid)
+
+			pod := podWith(nil, probe(0, 1, 1, 1), nil)
+			uid := "uid-metrics-" + strings.ReplaceAll(tc.name, " ", "-")
+			pod.Name, pod.UID = "metrics-test", types.UID(uid)
+			system.Root.Send(pid, &messages.ProbeTargets{Pod: pod, Status: runningAs("abc", time.Now())})
+			deadline := time.Now().Add(10 * time.Second)
+			for podSeries(uid) == 0 {
+				if time.Now().After(deadline) {
+					t.Fatal("no prober_probe_total series after 10 s")
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+
+			tc.end(system, pid, parent.prober)
+			deadline = time.Now().Add(10 * time.Second)
+			for podSeries(uid) != 0 {
+				if time.Now().After(deadline) {
+					t.Fatalf("%d prober_probe_total series left after the probes ended", podSeries(uid))
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+			// The result of a run that ended as the probes did.
+			system.Root.Send(parent.prober, &probeDone{Key: Key{Container: "c", Kind: results.Readiness}, Gen: 1,
+				Result: results.Success, Counted: true, Took: time.Millisecond})
+			time.Sleep(500 * time.Millisecond)
+			if n := podSeries(uid); n != 0 {
+				t.Errorf("%d prober_probe_total series came back after the probes ended", n)
+			}
+		})
+	}
 }

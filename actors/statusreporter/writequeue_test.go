@@ -311,6 +311,16 @@ func TestWriteQueue(t *testing.T) {
 			{ev: synced("a", 2, "done")},
 			{ev: tracked(0)},
 		}},
+		{"a pod finished but not removed (rejected at admission) is kept until reported removed", 8, []queueStep{
+			{ev: report("a", "pending"), start: []string{"a@1"}},
+			{ev: finish("a", false), start: nil},
+			{ev: synced("a", 1, "ok"), start: []string{"a@2"}},
+			{ev: synced("a", 2, "ok")},
+			{ev: tracked(1)},
+			{ev: finish("a", true), start: []string{"a@3"}},
+			{ev: synced("a", 3, "done")},
+			{ev: tracked(0)},
+		}},
 		{"a success with nothing newer writes nothing more", 8, []queueStep{
 			{ev: report("a", "pending"), start: []string{"a@1"}},
 			{ev: synced("a", 1, "ok")},

@@ -51,6 +51,7 @@ func (p *Provider) sandboxNetDevices(ctx context.Context, sb *runtimeapi.PodSand
 		// restarted; the next request asks again.
 		p.pidsMu.Lock()
 		delete(p.sandboxPIDs, sb.GetId())
+		delete(p.sandboxImages, sb.GetId())
 		p.pidsMu.Unlock()
 		return nil, err
 	}
@@ -110,13 +111,18 @@ func (p *Provider) sandboxImage(ctx context.Context, id string) string {
 	return p.sandboxImages[id]
 }
 
-// forgetSandboxPIDs drops the pids of sandboxes no longer listed.
+// forgetSandboxPIDs drops the pids and images of sandboxes no longer
+// listed. Both maps are walked: an image may outlive its pid.
 func (p *Provider) forgetSandboxPIDs(listed map[string]*runtimeapi.PodSandbox) {
 	p.pidsMu.Lock()
 	defer p.pidsMu.Unlock()
 	for id := range p.sandboxPIDs {
 		if _, ok := listed[id]; !ok {
 			delete(p.sandboxPIDs, id)
+		}
+	}
+	for id := range p.sandboxImages {
+		if _, ok := listed[id]; !ok {
 			delete(p.sandboxImages, id)
 		}
 	}

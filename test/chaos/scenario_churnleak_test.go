@@ -3,6 +3,7 @@ package chaos
 import (
 	"flag"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +13,10 @@ import (
 
 var churnLoopsFlag = flag.Int("chaos.churn-loops", 0,
 	"churn-leak: loops instead of the mode's (short 6, full 200), e.g. 40 for a full-sized run that fits in a quarter of an hour")
+
+var heapProfilesFlag = flag.String("chaos.heap-profiles", "",
+	"churn-leak: write actorlet's heap profile (after a GC) to this directory after the warm-up and after every later loop, "+
+		"for go tool pprof -base (off by default)")
 
 // TestChurnLeak creates and deletes pods through the API in loops, and
 // after each loop, once its pods are gone, samples the agent: RssAnon,
@@ -158,6 +163,12 @@ func TestChurnLeak(t *testing.T) {
 		if loop == warmup && debugAddr != "" {
 			if warmDump, err = GoroutineDump(debugAddr); err != nil {
 				t.Logf("goroutine dump after the warm-up: %v", err)
+			}
+		}
+		if loop >= warmup && debugAddr != "" && *heapProfilesFlag != "" {
+			file := filepath.Join(*heapProfilesFlag, fmt.Sprintf("churn-leak-heap-loop%03d.pb.gz", loop))
+			if err := HeapProfile(debugAddr, file); err != nil {
+				t.Logf("heap profile after loop %d: %v", loop, err)
 			}
 		}
 	}
