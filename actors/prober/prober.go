@@ -131,7 +131,7 @@ func (a *Actor) Receive(ctx actor.Context) {
 		// The next incarnation starts its probes and their series over;
 		// it would not know these to delete them.
 		a.stopAll()
-		a.forgetMetrics(nil)
+		a.forgetMetrics(nil, false)
 	case *actor.Stopping:
 		a.stopAll()
 		a.forgetMetrics(nil, false)
