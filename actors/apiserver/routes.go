@@ -131,7 +131,12 @@ func (a *Actor) secureAPI() (*tls.Config, http.Handler, error) {
 	}
 	// HTTP/1.1 only: the streaming endpoints upgrade the connection, which
 	// HTTP/2 cannot.
-	base := &tls.Config{MinVersion: tls.VersionTLS12, NextProtos: []string{"http/1.1"}}
+	// tlsMinVersion, tlsCipherSuites and tlsCurvePreferences, as upstream.
+	base := &tls.Config{MinVersion: a.p.TLS.MinVersion, CipherSuites: a.p.TLS.CipherSuites,
+		CurvePreferences: a.p.TLS.CurvePreferences, NextProtos: []string{"http/1.1"}}
+	if base.MinVersion == 0 {
+		base.MinVersion = tls.VersionTLS12
+	}
 	if a.p.GetServingCert != nil {
 		// Asked at each handshake: a rotated certificate is served from
 		// the next connection on.
