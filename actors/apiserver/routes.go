@@ -20,7 +20,8 @@ func (a *Actor) healthzMux() *http.ServeMux {
 }
 
 // readOnlyMux is the read-only port's: upstream's handlers that need no
-// authentication.
+// authentication. /spec is not among them: upstream v1.37 serves cAdvisor's
+// machine description on no listener.
 func (a *Actor) readOnlyMux() *http.ServeMux {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/healthz", a.healthz)
@@ -32,8 +33,6 @@ func (a *Actor) readOnlyMux() *http.ServeMux {
 		mux.Handle("/stats/summary", a.p.Stats.SummaryHandler())
 		mux.Handle("/metrics/resource", a.p.Stats.ResourceMetricsHandler())
 		mux.Handle("/metrics/cadvisor", a.p.Stats.CadvisorMetricsHandler())
-		mux.Handle("/spec", a.p.Stats.SpecHandler())
-		mux.Handle("/spec/", a.p.Stats.SpecHandler())
 	}
 	return mux
 }
