@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/resource"
+	cliflag "k8s.io/component-base/cli/flag"
 	logsapi "k8s.io/component-base/logs/api/v1"
 	kubeletconfigv1beta1 "k8s.io/kubelet/config/v1beta1"
 
@@ -128,6 +129,18 @@ func Validate(cfg *kubeletconfigv1beta1.KubeletConfiguration, gates *features.Ga
 		v.check(critical < 0 || (critical > 0 && critical < time.Second), "shutdownGracePeriodCriticalPods", critical, "must be either zero or otherwise >= 1 sec")
 	} else {
 		v.check(c.ShutdownGracePeriod.Duration > 0 || c.ShutdownGracePeriodCriticalPods.Duration > 0, "shutdownGracePeriod", c.ShutdownGracePeriod.Duration, "requires feature gate GracefulNodeShutdown")
+	}
+	// The kubelet API's TLS settings, read with component-base's parsers as
+	// upstream's InitializeTLS does (upstream fails at start-up; here the
+	// field is named with the others).
+	if _, err := cliflag.TLSCipherSuites(c.TLSCipherSuites); err != nil {
+		v.add("tlsCipherSuites", c.TLSCipherSuites, err.Error())
+	}
+	if _, err := cliflag.TLSVersion(c.TLSMinVersion); err != nil {
+		v.add("tlsMinVersion", c.TLSMinVersion, fmt.Sprintf("%v; must be one of %s", err, strings.Join(cliflag.TLSPossibleVersions(), ", ")))
+	}
+	if _, err := cliflag.TLSCurvePreferences(c.TLSCurvePreferences); err != nil {
+		v.add("tlsCurvePreferences", c.TLSCurvePreferences, err.Error())
 	}
 	v.check(c.ServerTLSBootstrap && !local.Enabled("RotateKubeletServerCertificate"), "serverTLSBootstrap", c.ServerTLSBootstrap, "requires feature gate RotateKubeletServerCertificate")
 	if local.Enabled("NodeSwap") {

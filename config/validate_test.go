@@ -133,3 +133,38 @@ func TestValidateEnforceNodeAllocatable(t *testing.T) {
 		})
 	}
 }
+
+// TestValidateTLSSettings: the kubelet API's TLS settings are parsed as
+// upstream's InitializeTLS parses them, and a value it would fail on is an
+// error naming the field.
+func TestValidateTLSSettings(t *testing.T) {
+	cases := []struct {
+		name string
+		yaml string
+		want string // "": valid
+	}{
+		{"unset", "", ""},
+		{"TLS 1.3", "tlsMinVersion: VersionTLS13\n", ""},
+		{"known suites", "tlsCipherSuites: [TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256, TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384]\n", ""},
+		{"insecure suite", "tlsCipherSuites: [TLS_RSA_WITH_AES_128_CBC_SHA]\n", ""},
+		{"curves", "tlsCurvePreferences: [29, 23]\n", ""},
+		{"unknown version", "tlsMinVersion: TLS13\n",
+			`tlsMinVersion: Invalid value: "TLS13": unknown tls version "TLS13"; must be one of VersionTLS10, VersionTLS11, VersionTLS12, VersionTLS13`},
+		{"unknown suite", "tlsCipherSuites: [TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256, TLS_NOPE]\n",
+			"tlsCipherSuites: Invalid value: [TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256 TLS_NOPE]: Cipher suite TLS_NOPE not supported or doesn't exist"},
+		{"unknown curve", "tlsCurvePreferences: [29, 4242]\n", "tlsCurvePreferences: Invalid value: [29 4242]: curve preference 4242 is not supported"},
+		{"duplicate curve", "tlsCurvePreferences: [29, 29]\n", "tlsCurvePreferences: Invalid value: [29 29]: duplicate curve preference 29"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			cfg, _ := load(t, "--config", writeFile(t, t.TempDir(), "k.yaml", header+c.yaml))
+			err := Validate(cfg, nil)
+			switch {
+			case c.want == "" && err != nil:
+				t.Errorf("Validate = %v, want no error", err)
+			case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
+				t.Errorf("Validate = %v, want %q", err, c.want)
+			}
+		})
+	}
+}

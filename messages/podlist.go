@@ -20,8 +20,12 @@ type PodList struct {
 	// Active are the UIDs of every pod with a live worker, including
 	// orphans being terminated, which Pods does not list.
 	Active []types.UID
-	// SourcesReady is true once every pod source has sent its pods: only
-	// then does a pod the pod-manager does not know really have no owner.
+	// SourcesReady is true once every pod source has sent its pods and the
+	// runtime's pods have been listed since, each one no source wants
+	// adopted as an orphan (and so in Active): only then does a pod the
+	// pod-manager does not know really have no owner, and its directories
+	// no container using them. A listing that fails keeps it false until
+	// one succeeds.
 	SourcesReady bool
 }
 
@@ -47,6 +51,12 @@ func (m *OrphansFound) Summary() string {
 	}
 	return fmt.Sprintf("%d orphaned pods", len(m.Pods))
 }
+
+// FindOrphansDue: the wait after a failed search for orphans is over; look
+// again. Sender and receiver: the pod-manager (a timer of its own).
+type FindOrphansDue struct{}
+
+func (m *FindOrphansDue) Summary() string { return "look for orphans again" }
 
 // RuntimePodsListed gives the UIDs of the pods that had sandboxes or
 // containers in the runtime when the pod-manager started: a pod from the API

@@ -16,6 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/actorlet/actorlet/atomicfile"
 )
 
 // In-place resize: the pod-manager allocates a resize (its container
@@ -188,7 +190,8 @@ func (a *ActuatedResources) Forget(uid types.UID) error {
 	return a.save()
 }
 
-// save writes the checkpoint atomically; the caller holds the lock.
+// save writes the checkpoint atomically and durably (atomicfile); the
+// caller holds the lock.
 func (a *ActuatedResources) save() error {
 	if a.path == "" {
 		return nil
@@ -197,14 +200,7 @@ func (a *ActuatedResources) save() error {
 	if err != nil {
 		return err
 	}
-	tmp := a.path + ".tmp"
-	// A failed write (a full disk) leaves no partial file behind.
-	if err := os.WriteFile(tmp, raw, 0o600); err != nil {
-		_ = os.Remove(tmp)
-		return fmt.Errorf("checkpoint actuated resources: %w", err)
-	}
-	if err := os.Rename(tmp, a.path); err != nil {
-		_ = os.Remove(tmp)
+	if err := atomicfile.Write(a.path, raw, 0o600); err != nil {
 		return fmt.Errorf("checkpoint actuated resources: %w", err)
 	}
 	return nil

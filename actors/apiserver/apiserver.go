@@ -9,8 +9,8 @@
 //   - the healthz listener (127.0.0.1:10248 by default, plain HTTP):
 //     /healthz only;
 //   - the read-only port (off unless readOnlyPort is set): /healthz, /pods,
-//     /stats/summary, /metrics, /metrics/resource, /metrics/cadvisor and
-//     /spec without authentication;
+//     /stats/summary, /metrics, /metrics/probes, /metrics/resource and
+//     /metrics/cadvisor without authentication;
 //   - the debug listener (off unless --debug-address is set, actorlet
 //     only): the debugging handlers in plain HTTP, for development.
 //
@@ -71,15 +71,16 @@ type Params struct {
 	// certificates.ServingManager); while it fails, handshakes fail and
 	// nothing is served.
 	GetServingCert func(*tls.ClientHelloInfo) (*tls.Certificate, error)
-	Auth           *auth.Filter
-	NodeName       string
+	// TLS are the API's TLS version, cipher suites and curves.
+	TLS      TLSOptions
+	Auth     *auth.Filter
+	NodeName string
 	// Runtime is the CRI runtime service: streaming URLs, container lookups
 	// and logs.
 	Runtime runtimeapi.RuntimeServiceClient
-	// Stats answers /stats/summary, /metrics/resource, /metrics/cadvisor
-	// and /spec; one
-	// provider for every listener, since it keeps the CPU samples that
-	// rates are computed from.
+	// Stats answers /stats/summary, /metrics/resource and
+	// /metrics/cadvisor; one provider for every listener, since it keeps
+	// the CPU samples that rates are computed from.
 	Stats *stats.Provider
 	// SplitLogStreams is the PodLogsQuerySplitStreams feature gate: logs
 	// of one stream (stdout or stderr) only.

@@ -20,7 +20,8 @@ func (a *Actor) healthzMux() *http.ServeMux {
 }
 
 // readOnlyMux is the read-only port's: upstream's handlers that need no
-// authentication.
+// authentication. /spec is not among them: upstream v1.37 serves cAdvisor's
+// machine description on no listener.
 func (a *Actor) readOnlyMux() *http.ServeMux {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/healthz", a.healthz)
@@ -32,8 +33,6 @@ func (a *Actor) readOnlyMux() *http.ServeMux {
 		mux.Handle("/stats/summary", a.p.Stats.SummaryHandler())
 		mux.Handle("/metrics/resource", a.p.Stats.ResourceMetricsHandler())
 		mux.Handle("/metrics/cadvisor", a.p.Stats.CadvisorMetricsHandler())
-		mux.Handle("/spec", a.p.Stats.SpecHandler())
-		mux.Handle("/spec/", a.p.Stats.SpecHandler())
 	}
 	return mux
 }
@@ -131,7 +130,12 @@ func (a *Actor) secureAPI() (*tls.Config, http.Handler, error) {
 	}
 	// HTTP/1.1 only: the streaming endpoints upgrade the connection, which
 	// HTTP/2 cannot.
-	base := &tls.Config{MinVersion: tls.VersionTLS12, NextProtos: []string{"http/1.1"}}
+	// tlsMinVersion, tlsCipherSuites and tlsCurvePreferences, as upstream.
+	base := &tls.Config{MinVersion: a.p.TLS.MinVersion, CipherSuites: a.p.TLS.CipherSuites,
+		CurvePreferences: a.p.TLS.CurvePreferences, NextProtos: []string{"http/1.1"}}
+	if base.MinVersion == 0 {
+		base.MinVersion = tls.VersionTLS12
+	}
 	if a.p.GetServingCert != nil {
 		// Asked at each handshake: a rotated certificate is served from
 		// the next connection on.

@@ -17,6 +17,7 @@ import (
 	"github.com/rs/zerolog"
 	kubeletconfigv1beta1 "k8s.io/kubelet/config/v1beta1"
 
+	"github.com/actorlet/actorlet/actors/apiserver"
 	"github.com/actorlet/actorlet/certificates"
 	"github.com/actorlet/actorlet/config"
 	"github.com/actorlet/actorlet/config/features"
@@ -63,6 +64,11 @@ type Actor struct {
 	// servingCerts is the kubelet API's certificate with serverTLSBootstrap
 	// (then apiCert is nil).
 	servingCerts *certificates.ServingManager
+	// servingFiles is the kubelet API's certificate read from files and
+	// reloaded when they change (then apiCert is nil).
+	servingFiles *certificates.FileServing
+	// apiTLS are the kubelet API's TLS version, cipher suites and curves.
+	apiTLS apiserver.TLSOptions
 
 	// children are the live runtime actors in order of start.
 	children []*actor.PID

@@ -16,11 +16,22 @@ import (
 // CSRs (tlsCertFile/tlsPrivateKeyFile, if given, only stand in until the
 // first one is issued, as upstream's certificate store has them); else the
 // files of tlsCertFile/tlsPrivateKeyFile; else a self-signed certificate.
-// The manager starts here, once the node's API client exists, and stops
-// with the dependencies. (serverTLSBootstrap with the gate off is refused
-// by config.Validate, as upstream.)
+// Either file pair is reloaded when it changes on disk while the
+// ReloadKubeletServerCertificateFile gate is on (its default), as
+// upstream's. The manager or the files' watch starts here, once the node's
+// API client exists, and stops with the dependencies. (serverTLSBootstrap
+// with the gate off is refused by config.Validate, as upstream.) The
+// TLS settings are parsed here too, as upstream's InitializeTLS.
 func (a *Actor) servingCertificate() error {
 	c, o, deps := a.cfg, a.cmdline.Options, a.deps
+	opts, warnings, err := apiserver.ParseTLSOptions(c.TLSMinVersion, c.TLSCipherSuites, c.TLSCurvePreferences)
+	if err != nil {
+		return err
+	}
+	for _, w := range warnings {
+		a.log.Warn().Msg(w)
+	}
+	a.apiTLS = opts
 	if c.ServerTLSBootstrap && a.gates.Enabled("RotateKubeletServerCertificate") {
 		if deps.Kube == nil {
 			a.log.Warn().Msg("serverTLSBootstrap without --kubeconfig: no serving certificate can be requested; " +
@@ -40,6 +51,19 @@ func (a *Actor) servingCertificate() error {
 		m.Start()
 		return nil
 	}
+	if a.gates.Enabled("ReloadKubeletServerCertificateFile") {
+		certFile, keyFile, err := apiserver.ServingCertificateFiles(c.TLSCertFile, c.TLSPrivateKeyFile, o.CertDir, deps.NodeName, deps.NodeIP)
+		if err != nil {
+			return err
+		}
+		f, err := certificates.NewFileServing(certFile, keyFile, a.log.With().Str("component", "serving-certificate").Logger())
+		if err != nil {
+			return err
+		}
+		a.servingFiles = f
+		f.Start()
+		return nil
+	}
 	cert, err := apiserver.ServingCertificate(c.TLSCertFile, c.TLSPrivateKeyFile, o.CertDir, deps.NodeName, deps.NodeIP)
 	if err != nil {
 		return err
@@ -49,18 +73,24 @@ func (a *Actor) servingCertificate() error {
 }
 
 // getServingCert is the kubelet API's GetServingCert: nil unless the
-// certificate comes from CSRs.
+// certificate comes from CSRs or from files that are reloaded.
 func (a *Actor) getServingCert() func(*tls.ClientHelloInfo) (*tls.Certificate, error) {
-	if a.servingCerts == nil {
-		return nil
+	switch {
+	case a.servingCerts != nil:
+		return a.servingCerts.GetCertificate
+	case a.servingFiles != nil:
+		return a.servingFiles.GetCertificate
 	}
-	return a.servingCerts.GetCertificate
+	return nil
 }
 
 // stopServingCertificate stops the serving certificate's requests and
-// rotation, before the client they use goes.
+// rotation, before the client they use goes, and the watch of its files.
 func (a *Actor) stopServingCertificate() {
 	if a.servingCerts != nil {
 		a.servingCerts.Stop()
+	}
+	if a.servingFiles != nil {
+		a.servingFiles.Stop()
 	}
 }

@@ -349,7 +349,7 @@ var runtimeActors = []struct {
 		return a.p.System.Registry.Props(apiserver.Kind, apiserver.New(apiserver.Params{
 			HealthzAddress: c.HealthzBindAddress, HealthzPort: deref(c.HealthzPort),
 			Address: c.Address, Port: port, ReadOnlyPort: c.ReadOnlyPort,
-			ServingCert: a.apiCert, GetServingCert: a.getServingCert(), Auth: a.apiAuth,
+			ServingCert: a.apiCert, GetServingCert: a.getServingCert(), TLS: a.apiTLS, Auth: a.apiAuth,
 			NodeName:        a.deps.NodeName,
 			Stats:           env.stats,
 			Runtime:         a.deps.Runtime,

@@ -14,6 +14,7 @@ import (
 
 	"github.com/actorlet/actorlet/messages"
 	"github.com/actorlet/actorlet/podruntime"
+	"github.com/actorlet/actorlet/retry"
 )
 
 // recentlyDoneFor is how long the UID of a pod whose worker finished is
@@ -135,6 +136,13 @@ type Machine struct {
 	seen     map[string]bool
 	// ready: every source has sent its first set.
 	ready bool
+	// orphansListed: the runtime's pods have been listed since ready, and
+	// those no source wants adopted as orphans. Until then a pod the
+	// runtime still runs may have no worker, so nothing is said to be
+	// complete (List). orphanFailures counts the listings that failed in
+	// a row, for the retry's backoff.
+	orphansListed  bool
+	orphanFailures int
 	// recentlyDone holds when each recently forgotten pod was forgotten.
 	recentlyDone map[types.UID]time.Time
 	// mirrors are the mirror pods in the API server's last set, by full
@@ -224,8 +232,14 @@ type EvWorkerDone struct{ UID types.UID }
 type EvRuntimeEvents struct{ Events []messages.PodLifecycleEvent }
 
 // EvOrphansFound: the pods the runtime held that no source wanted once
-// every source had sent its set.
-type EvOrphansFound struct{ Pods []messages.PodRef }
+// every source had sent its set; Err: the runtime could not be listed.
+type EvOrphansFound struct {
+	Pods []messages.PodRef
+	Err  error
+}
+
+// EvFindOrphansDue: the wait after a failed search for orphans is over.
+type EvFindOrphansDue struct{}
 
 // EvSpawnFailed: a worker could not be spawned (one of the same UID is
 // still stopping); the pod's next update brings it back.
@@ -243,17 +257,18 @@ type EvVolumeManagerRestarted struct{}
 // EvVolumesUnmounted: the volume-manager tore the pod's volumes down.
 type EvVolumesUnmounted struct{ UID types.UID }
 
-func (EvStarted) isEvent()       {}
-func (EvRuntimeListed) isEvent() {}
-func (EvSourceSet) isEvent()     {}
-func (EvWorkerStarted) isEvent() {}
-func (EvWorkerStatus) isEvent()  {}
-func (EvWorkerStopped) isEvent() {}
-func (EvWorkerDone) isEvent()    {}
-func (EvRuntimeEvents) isEvent() {}
-func (EvOrphansFound) isEvent()  {}
-func (EvSpawnFailed) isEvent()   {}
-func (EvVolumesReady) isEvent()  {}
+func (EvStarted) isEvent()        {}
+func (EvRuntimeListed) isEvent()  {}
+func (EvSourceSet) isEvent()      {}
+func (EvWorkerStarted) isEvent()  {}
+func (EvWorkerStatus) isEvent()   {}
+func (EvWorkerStopped) isEvent()  {}
+func (EvWorkerDone) isEvent()     {}
+func (EvRuntimeEvents) isEvent()  {}
+func (EvOrphansFound) isEvent()   {}
+func (EvFindOrphansDue) isEvent() {}
+func (EvSpawnFailed) isEvent()    {}
+func (EvVolumesReady) isEvent()   {}
 
 // EvNode: the Node admission decides against changed (or was read again
 // on CmdRefreshNode). FromAPI: it was read from the API server; otherwise
@@ -283,6 +298,10 @@ type CmdListRuntime struct{}
 // CmdFindOrphans: list the runtime's pods and send back, as
 // EvOrphansFound, those not in Desired.
 type CmdFindOrphans struct{ Desired map[types.UID]bool }
+
+// CmdFindOrphansLater: the runtime could not be listed; EvFindOrphansDue
+// after After.
+type CmdFindOrphansLater struct{ After time.Duration }
 
 // CmdSpawnWorker: spawn the pod's worker. Orphan: no spec, the grace
 // periods recorded on the containers apply. Fresh: the runtime holds
@@ -351,21 +370,22 @@ type CmdLog struct {
 	Fields  map[string]any
 }
 
-func (CmdRefreshNode) isCommand()    {}
-func (CmdEvent) isCommand()          {}
-func (CmdResendPods) isCommand()     {}
-func (CmdListRuntime) isCommand()    {}
-func (CmdFindOrphans) isCommand()    {}
-func (CmdSpawnWorker) isCommand()    {}
-func (CmdStopWorker) isCommand()     {}
-func (CmdTell) isCommand()           {}
-func (CmdReportStatus) isCommand()   {}
-func (CmdReportFinished) isCommand() {}
-func (CmdCheckMirror) isCommand()    {}
-func (CmdDeleteMirror) isCommand()   {}
-func (CmdLog) isCommand()            {}
-func (CmdMountVolumes) isCommand()   {}
-func (CmdUnmountVolumes) isCommand() {}
+func (CmdRefreshNode) isCommand()      {}
+func (CmdEvent) isCommand()            {}
+func (CmdResendPods) isCommand()       {}
+func (CmdListRuntime) isCommand()      {}
+func (CmdFindOrphans) isCommand()      {}
+func (CmdFindOrphansLater) isCommand() {}
+func (CmdSpawnWorker) isCommand()      {}
+func (CmdStopWorker) isCommand()       {}
+func (CmdTell) isCommand()             {}
+func (CmdReportStatus) isCommand()     {}
+func (CmdReportFinished) isCommand()   {}
+func (CmdCheckMirror) isCommand()      {}
+func (CmdDeleteMirror) isCommand()     {}
+func (CmdLog) isCommand()              {}
+func (CmdMountVolumes) isCommand()     {}
+func (CmdUnmountVolumes) isCommand()   {}
 
 // Step is the pod-manager's transition function: it applies one event at
 // time now and returns the commands to carry out, in order. It does no I/O
@@ -435,8 +455,25 @@ func (m *Machine) Step(ev Event, now time.Time) []Command {
 	case EvRuntimeEvents:
 		m.route(e.Events, now)
 	case EvOrphansFound:
+		if e.Err != nil {
+			// A pod the runtime still runs, that no source wants, has no
+			// worker yet: its directories must not be taken for an
+			// orphaned pod's and torn down under its containers. List
+			// says the set is incomplete until a listing succeeds.
+			m.orphanFailures++
+			after := orphanSearchBackoff.After(m.orphanFailures)
+			m.log(zerolog.WarnLevel, "listing the runtime's pods failed: orphaned pods and their directories are left alone until it succeeds",
+				map[string]any{"error": e.Err.Error(), "retryIn": after.String()})
+			m.emit(CmdFindOrphansLater{After: after})
+			break
+		}
+		m.orphansListed, m.orphanFailures = true, 0
 		for _, o := range e.Pods {
 			m.adoptOrphan(o.UID, o.Name, o.Namespace)
+		}
+	case EvFindOrphansDue:
+		if !m.orphansListed {
+			m.emit(CmdFindOrphans{Desired: m.desired()})
 		}
 	case EvSpawnFailed:
 		if p, ok := m.pods[e.UID]; ok {
@@ -987,6 +1024,11 @@ func (m *Machine) adoptOrphan(uid types.UID, name, namespace string) {
 	m.spawn(&PodState{Phase: Orphaned, Terminate: &messages.TerminatePod{Reason: "orphaned: no source wants this pod"}}, uid, name, namespace)
 }
 
+// orphanSearchBackoff spaces the searches for orphans after a failed
+// listing of the runtime: upstream's housekeeping tries again every two
+// seconds; a runtime that keeps failing is asked less often.
+var orphanSearchBackoff = retry.Backoff{Initial: 2 * time.Second, Max: 30 * time.Second}
+
 // markReadyIfAllSeen looks for orphans once every source has sent its first
 // set: only then is the desired set complete.
 func (m *Machine) markReadyIfAllSeen() {
@@ -999,13 +1041,6 @@ func (m *Machine) markReadyIfAllSeen() {
 		}
 	}
 	m.ready = true
-	desired := make(map[types.UID]bool, len(m.pods))
-	for uid := range m.pods {
-		desired[uid] = true
-	}
-	for uid := range m.waiting {
-		desired[uid] = true
-	}
 	// The allocations of an earlier run's pods that no source gave back
 	// go, as upstream's RemoveOrphanedPods (a pod waiting for admission
 	// keeps its own).
@@ -1022,13 +1057,26 @@ func (m *Machine) markReadyIfAllSeen() {
 	if pruned {
 		m.saveAllocations()
 	}
-	m.emit(CmdFindOrphans{Desired: desired})
+	m.emit(CmdFindOrphans{Desired: m.desired()})
 	m.deleteOrphanedMirrors()
+}
+
+// desired are the UIDs of the pods some source wants: the pods known and
+// those waiting for admission.
+func (m *Machine) desired() map[types.UID]bool {
+	desired := make(map[types.UID]bool, len(m.pods)+len(m.waiting))
+	for uid := range m.pods {
+		desired[uid] = true
+	}
+	for uid := range m.waiting {
+		desired[uid] = true
+	}
+	return desired
 }
 
 // List returns the pods with their latest status, for /pods.
 func (m *Machine) List() *messages.PodList {
-	out := &messages.PodList{SourcesReady: m.ready}
+	out := &messages.PodList{SourcesReady: m.ready && m.orphansListed}
 	for uid, p := range m.pods {
 		if p.hasWorker() {
 			out.Active = append(out.Active, uid)

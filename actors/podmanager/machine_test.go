@@ -1,6 +1,7 @@
 package podmanager
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"math/rand/v2"
@@ -144,6 +145,45 @@ func ending(p *v1.Pod) *messages.TerminatePod {
 
 // TestStep drives the machine through events and checks the commands of the
 // last one, and where pod a is after it (absent: -1).
+// errNoList is a runtime's failure to list its pods.
+var errNoList = errors.New("rpc error: code = Unavailable desc = list sandboxes")
+
+// TestListCompleteOnlyOnceTheRuntimeWasListed: the pod list says it is
+// complete (SourcesReady, on which the volume-manager removes the
+// directories of pods it does not list) only once the runtime's pods have
+// been listed and its orphans adopted: while the listing fails, a pod the
+// runtime still runs has no worker and would be taken for gone.
+func TestListCompleteOnlyOnceTheRuntimeWasListed(t *testing.T) {
+	orphan := EvOrphansFound{Pods: []messages.PodRef{{UID: "o", Name: "p-o", Namespace: "default"}}}
+	cases := []struct {
+		name     string
+		events   []Event
+		complete bool
+		active   []types.UID
+	}{
+		{"sources not all heard", []Event{EvStarted{First: true}, set(messages.SourceFile)}, false, nil},
+		{"sources heard, runtime not listed yet", []Event{EvStarted{First: true}, set(messages.SourceFile), set(messages.SourceAPI)}, false, nil},
+		{"runtime listing failed", []Event{EvStarted{First: true}, set(messages.SourceFile), set(messages.SourceAPI), EvOrphansFound{Err: errNoList}}, false, nil},
+		{"failed, then tried again and failed", []Event{EvStarted{First: true}, set(messages.SourceFile), set(messages.SourceAPI), EvOrphansFound{Err: errNoList},
+			EvFindOrphansDue{}, EvOrphansFound{Err: errNoList}}, false, nil},
+		{"failed, then listed with an orphan", []Event{EvStarted{First: true}, set(messages.SourceFile), set(messages.SourceAPI), EvOrphansFound{Err: errNoList},
+			EvFindOrphansDue{}, orphan}, true, []types.UID{"o"}},
+		{"listed at once", []Event{EvStarted{First: true}, set(messages.SourceFile), set(messages.SourceAPI), orphan}, true, []types.UID{"o"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			m := NewMachine(Config{Sources: []string{messages.SourceFile, messages.SourceAPI}})
+			for _, ev := range c.events {
+				m.Step(ev, time.Unix(0, 0))
+			}
+			l := m.List()
+			if l.SourcesReady != c.complete || !slices.Equal(l.Active, c.active) {
+				t.Errorf("SourcesReady %v, Active %v; want %v, %v", l.SourcesReady, l.Active, c.complete, c.active)
+			}
+		})
+	}
+}
+
 func TestStep(t *testing.T) {
 	succeeded := withPhase(testPod("a", ""), v1.PodSucceeded, "")
 	aDeleting := deleting(podA, 5)
@@ -342,6 +382,19 @@ func TestStep(t *testing.T) {
 			[]Command{tell("a", orphanTerm)}, Orphaned},
 		{"an orphan is forgotten unreported, its volumes torn down", then(ready, at{0, EvOrphansFound{Pods: []messages.PodRef{{UID: "a", Name: "p-a", Namespace: "default"}}}}, at{0, EvWorkerDone{UID: "a"}}),
 			[]Command{CmdStopWorker{UID: "a"}, CmdUnmountVolumes{UID: "a"}}, absent},
+		{"a failed search for orphans is tried again after a while", then(ready, at{0, EvOrphansFound{Err: errNoList}}),
+			[]Command{CmdLog{Level: zerolog.WarnLevel, Message: "listing the runtime's pods failed: orphaned pods and their directories are left alone until it succeeds",
+				Fields: map[string]any{"error": errNoList.Error(), "retryIn": "2s"}}, CmdFindOrphansLater{After: 2 * time.Second}}, absent},
+		{"and again, later", then(ready, at{0, EvOrphansFound{Err: errNoList}}, at{0, EvFindOrphansDue{}}, at{0, EvOrphansFound{Err: errNoList}}),
+			[]Command{CmdLog{Level: zerolog.WarnLevel, Message: "listing the runtime's pods failed: orphaned pods and their directories are left alone until it succeeds",
+				Fields: map[string]any{"error": errNoList.Error(), "retryIn": "4s"}}, CmdFindOrphansLater{After: 4 * time.Second}}, absent},
+		{"when it is due, with the pods wanted now", then(ready, at{0, EvOrphansFound{Err: errNoList}}, at{0, set(messages.SourceAPI, podA)}, at{0, EvFindOrphansDue{}}),
+			[]Command{CmdFindOrphans{Desired: map[types.UID]bool{"a": true}}}, Running},
+		{"its orphans are adopted once it succeeds", then(ready, at{0, EvOrphansFound{Err: errNoList}}, at{0, EvFindOrphansDue{}}, at{0, EvOrphansFound{Pods: []messages.PodRef{{UID: "a", Name: "p-a", Namespace: "default"}}}}),
+			[]Command{CmdLog{Level: zerolog.InfoLevel, Message: "no source wants this pod any more: terminating it", Fields: map[string]any{"pod": "default/p-a", "uid": "a"}},
+				CmdSpawnWorker{UID: "a", Name: "p-a", Namespace: "default", Orphan: true}}, Orphaned},
+		{"a search that succeeded is not repeated", then(ready, at{0, EvOrphansFound{}}, at{0, EvFindOrphansDue{}}),
+			nil, absent},
 
 		// Mirror pods.
 		{"a mirror pod is never run", then(ready, at{0, set(messages.SourceFile, static)}, at{0, set(messages.SourceAPI, mirror("web-node", "default", "m", false))}),

@@ -162,7 +162,9 @@ func (a *Actor) Receive(ctx actor.Context) {
 	case *messages.PodLifecycleEvents:
 		a.step(ctx, EvRuntimeEvents{Events: m.Events})
 	case *messages.OrphansFound:
-		a.step(ctx, EvOrphansFound{Pods: m.Pods})
+		a.step(ctx, EvOrphansFound{Pods: m.Pods, Err: m.Err})
+	case *messages.FindOrphansDue:
+		a.step(ctx, EvFindOrphansDue{})
 	case *messages.VolumesReady:
 		a.step(ctx, EvVolumesReady{UID: m.UID, Volumes: m.Volumes})
 	case *messages.VolumeManagerRestarted:
@@ -208,6 +210,8 @@ func (a *Actor) execute(ctx actor.Context, c Command) (types.UID, bool) {
 		a.listRuntime(ctx)
 	case CmdFindOrphans:
 		a.findOrphans(ctx, c.Desired)
+	case CmdFindOrphansLater:
+		supervision.After(ctx, c.After, &messages.FindOrphansDue{})
 	case CmdSpawnWorker:
 		if !a.spawn(ctx, c) {
 			return c.UID, false

@@ -32,6 +32,9 @@ type fakeRuntime struct {
 	running []*podruntime.PodStatus
 	// firstPass records, per pod, whether its first pass was SyncNewPod.
 	firstPass map[types.UID]string
+	// listFailures is how many of the next ListPods fail, as a runtime
+	// whose ListPodSandbox fails.
+	listFailures int
 }
 
 func (f *fakeRuntime) SyncPod(ctx context.Context, pod *v1.Pod, _ map[string]volume.Mounted, b *podruntime.Backoff, _ results.Pod) podruntime.SyncResult {
@@ -79,6 +82,10 @@ func (f *fakeRuntime) Kill(_ context.Context, k podruntime.Kill) error {
 func (f *fakeRuntime) ListPods(context.Context) ([]*podruntime.PodStatus, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.listFailures > 0 {
+		f.listFailures--
+		return nil, fmt.Errorf("list sandboxes: rpc error: code = Unavailable desc = connection refused")
+	}
 	return f.running, nil
 }
 
@@ -368,6 +375,57 @@ func TestOrphansAreTerminatedOnceAllSourcesReported(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// TestFailedRuntimeListingIsRetried: when listing the runtime's pods fails
+// once every source has reported (a restart while the runtime is busy),
+// the pod-manager tries again until it succeeds, and until then its pod
+// list does not say it is complete, so that the volume-manager takes the
+// directories of a still-running orphan for no gone pod's. Then the orphan
+// is terminated as any other.
+func TestFailedRuntimeListingIsRetried(t *testing.T) {
+	orphan := &podruntime.PodStatus{UID: "orphan", Name: "gone", Namespace: "default"}
+	h := newHarness(t, 10, orphan)
+	h.rt.mu.Lock()
+	h.rt.listFailures = 2
+	h.rt.mu.Unlock()
+	h.send(messages.SourceFile)
+	h.send(messages.SourceAPI)
+	complete := func() (bool, []types.UID) {
+		res, err := h.system.Root.RequestFuture(h.pm, &messages.ListPods{}, 5*time.Second).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		l := res.(*messages.PodList)
+		return l.SourcesReady, l.Active
+	}
+	// The first retry comes after orphanSearchBackoff's first delay: look
+	// before it.
+	time.Sleep(orphanSearchBackoff.Initial / 2)
+	if ready, active := complete(); ready || len(active) != 0 {
+		t.Fatalf("after a failed listing: SourcesReady %v, Active %v; want an incomplete list", ready, active)
+	}
+	if _, killed := h.rt.state(); len(killed) != 0 {
+		t.Fatalf("killed %v before the runtime was listed", killed)
+	}
+	// Two failures: retried after the first and second delays; slack 3x.
+	deadline := time.Now().Add(3 * (orphanSearchBackoff.After(1) + orphanSearchBackoff.After(2)))
+	for {
+		ready, active := complete()
+		_, killed := h.rt.state()
+		if ready && len(active) <= 1 && killed["orphan"] == "recorded" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the listing was not retried: SourcesReady %v, Active %v, killed %v", ready, active, killed)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	h.rt.mu.Lock()
+	defer h.rt.mu.Unlock()
+	if h.rt.listFailures != 0 {
+		t.Errorf("%d failures left: not retried until it succeeded", h.rt.listFailures)
+	}
 }
 
 func TestCompletedPodIsTerminatedAndNotStartedAgain(t *testing.T) {

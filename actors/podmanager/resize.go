@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	resourcehelper "k8s.io/component-helpers/resource"
 
+	"github.com/actorlet/actorlet/atomicfile"
 	"github.com/actorlet/actorlet/messages"
 	"github.com/actorlet/actorlet/podruntime"
 )
@@ -208,8 +209,9 @@ func LoadAllocations(rootDir string) (Allocations, error) {
 	return f.Entries, nil
 }
 
-// SaveAllocations writes the checkpoint atomically (a new file renamed
-// over the old), so that a crash leaves the old or the new one.
+// SaveAllocations writes the checkpoint atomically and durably
+// (atomicfile), so that a crash or a power cut leaves the old or the new
+// one.
 func SaveAllocations(rootDir string, all Allocations) error {
 	entries, err := json.Marshal(all)
 	if err != nil {
@@ -219,17 +221,7 @@ func SaveAllocations(rootDir string, all Allocations) error {
 	if err != nil {
 		return err
 	}
-	path := filepath.Join(rootDir, AllocatedPodsStateFile)
-	tmp := path + ".tmp"
-	// A failed write (a full disk) leaves neither a partial file behind,
-	// taking the space that the next write needs, nor the old one
-	// changed.
-	if err := os.WriteFile(tmp, raw, 0o600); err != nil {
-		_ = os.Remove(tmp)
-		return fmt.Errorf("write the pods' allocations: %w", err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		_ = os.Remove(tmp)
+	if err := atomicfile.Write(filepath.Join(rootDir, AllocatedPodsStateFile), raw, 0o600); err != nil {
 		return fmt.Errorf("write the pods' allocations: %w", err)
 	}
 	return nil

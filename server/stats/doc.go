@@ -2,9 +2,8 @@
 // /stats/summary (k8s.io/kubelet/pkg/apis/stats/v1alpha1), /metrics/resource
 // (upstream's resource metrics, scraped by metrics-server), /metrics/cadvisor
 // (cAdvisor's container metrics, from the same cgroup readers and CRI
-// listing; docs/api.md says what differs) and /spec (a machine description
-// with cAdvisor's JSON field names). There is no
-// cAdvisor: the node's figures come from the host's /proc, /sys and root
+// listing, and cAdvisor's machine metrics; docs/api.md says what differs).
+// There is no cAdvisor: the node's figures come from the host's /proc, /sys and root
 // cgroup, the pods' and containers' from CRI.
 //
 // Where each figure comes from:

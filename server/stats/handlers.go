@@ -32,25 +32,6 @@ func (p *Provider) SummaryHandler() http.Handler {
 	})
 }
 
-// SpecHandler serves /spec: the machine's description (MachineInfo) as
-// JSON. Upstream served cAdvisor's MachineInfo here; v1.37 no longer
-// registers the path.
-func (p *Provider) SpecHandler() http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodGet {
-			w.Header().Set("Allow", "GET")
-			http.Error(w, fmt.Sprintf("method %s not allowed on /spec", r.Method), http.StatusMethodNotAllowed)
-			return
-		}
-		m, err := p.Spec()
-		if err != nil {
-			p.internalError(w, r, err)
-			return
-		}
-		p.writeJSON(w, r, m)
-	})
-}
-
 // internalError answers as go-restful's WriteErrorString does for
 // upstream's stats handlers.
 func (p *Provider) internalError(w http.ResponseWriter, r *http.Request, err error) {

@@ -80,26 +80,3 @@ func TestSummaryJSONShape(t *testing.T) {
 	}
 }
 
-func TestSpecHandler(t *testing.T) {
-	p := &Provider{HostRoot: "testdata/v1", RootDir: t.TempDir()}
-	rec := httptest.NewRecorder()
-	p.SpecHandler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/spec", nil))
-	if rec.Code != http.StatusOK {
-		t.Fatalf("status %d: %s", rec.Code, rec.Body)
-	}
-	var m map[string]any
-	if err := json.Unmarshal(rec.Body.Bytes(), &m); err != nil {
-		t.Fatal(err)
-	}
-	for _, field := range []string{"num_cores", "memory_capacity", "machine_id", "boot_id", "system_uuid", "cpu_frequency_khz", "network_devices"} {
-		if _, ok := m[field]; !ok {
-			t.Errorf("field %s missing in %s", field, rec.Body)
-		}
-	}
-
-	rec = httptest.NewRecorder()
-	(&Provider{HostRoot: t.TempDir()}).SpecHandler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/spec", nil))
-	if rec.Code != http.StatusInternalServerError || !strings.Contains(rec.Body.String(), "cpuinfo") {
-		t.Errorf("without /proc: status %d body %q, want 500 naming cpuinfo", rec.Code, rec.Body)
-	}
-}

@@ -13,9 +13,10 @@ import (
 	"time"
 )
 
-// MachineInfo is what /spec serves: the fields of cAdvisor's MachineInfo
-// that can be read honestly from /proc, /sys and /etc, under cAdvisor's
-// JSON names. A field that could not be read is left out rather than
+// MachineInfo is the machine's description that /metrics/cadvisor's
+// machine metrics report: the fields of cAdvisor's MachineInfo that can be
+// read honestly from /proc, /sys and /etc, under cAdvisor's JSON names (no
+// listener serves it as JSON: upstream v1.37 dropped /spec). A field that could not be read is left out rather than
 // given as zero (except num_cores, memory_capacity and swap_capacity,
 // which are always read).
 type MachineInfo struct {
