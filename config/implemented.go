@@ -97,6 +97,11 @@ var Implemented = map[string]bool{
 	"evictionPressureTransitionPeriod": true,
 	"evictionMaxPodGracePeriod":        true,
 	"localStorageCapacityIsolation":    true,
+
+	// The records of pulled images' credentials (imagepull), with
+	// KubeletEnsureSecretPulledImages.
+	"imagePullCredentialsVerificationPolicy": true,
+	"preloadedImagesVerificationAllowlist":   true,
 }
 
 // IsImplemented reports whether actorlet acts on the field at path.

@@ -15,6 +15,7 @@ import (
 	kubeletconfigv1beta1 "k8s.io/kubelet/config/v1beta1"
 
 	"github.com/actorlet/actorlet/config/features"
+	"github.com/actorlet/actorlet/imagepull"
 )
 
 // Problem is one invalid field of the configuration.
@@ -158,8 +159,14 @@ func Validate(cfg *kubeletconfigv1beta1.KubeletConfiguration, gates *features.Ga
 	if local.Enabled("KubeletEnsureSecretPulledImages") {
 		v.checkOneOf("imagePullCredentialsVerificationPolicy", string(c.ImagePullCredentialsVerificationPolicy), string(kubeletconfigv1beta1.NeverVerify),
 			string(kubeletconfigv1beta1.NeverVerifyPreloadedImages), string(kubeletconfigv1beta1.NeverVerifyAllowlistedImages), string(kubeletconfigv1beta1.AlwaysVerify))
+		if allow := c.PreloadedImagesVerificationAllowlist; len(allow) > 0 && c.ImagePullCredentialsVerificationPolicy != kubeletconfigv1beta1.NeverVerifyAllowlistedImages {
+			v.add("preloadedImagesVerificationAllowlist", allow, "must not be set unless imagePullCredentialsVerificationPolicy is NeverVerifyAllowlistedImages")
+		} else if err := imagepull.ValidateAllowlist(allow); err != nil {
+			v.add("preloadedImagesVerificationAllowlist", allow, "invalid image pattern: "+err.Error())
+		}
 	} else {
 		v.check(c.ImagePullCredentialsVerificationPolicy != "", "imagePullCredentialsVerificationPolicy", string(c.ImagePullCredentialsVerificationPolicy), "must not be set unless feature gate KubeletEnsureSecretPulledImages is enabled")
+		v.check(len(c.PreloadedImagesVerificationAllowlist) > 0, "preloadedImagesVerificationAllowlist", c.PreloadedImagesVerificationAllowlist, "must not be set unless feature gate KubeletEnsureSecretPulledImages is enabled")
 	}
 	if f := c.MemoryThrottlingFactor; f != nil {
 		v.check(*f <= 0 || *f > 1, "memoryThrottlingFactor", *f, "must be greater than 0 and less than or equal to 1.0")

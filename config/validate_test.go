@@ -168,3 +168,32 @@ func TestValidateTLSSettings(t *testing.T) {
 		})
 	}
 }
+
+// TestValidatePullCredentialsPolicy follows upstream's validation of
+// imagePullCredentialsVerificationPolicy and
+// preloadedImagesVerificationAllowlist.
+func TestValidatePullCredentialsPolicy(t *testing.T) {
+	for _, tc := range []struct {
+		name, yaml string
+		want       string // "": valid
+	}{
+		{"default", "", ""},
+		{"always", "imagePullCredentialsVerificationPolicy: AlwaysVerify\n", ""},
+		{"allowlisted", "imagePullCredentialsVerificationPolicy: NeverVerifyAllowlistedImages\npreloadedImagesVerificationAllowlist: [registry.example/*, busybox]\n", ""},
+		{"unknown policy", "imagePullCredentialsVerificationPolicy: Sometimes\n", `imagePullCredentialsVerificationPolicy: Invalid value: "Sometimes"`},
+		{"allowlist without its policy", "preloadedImagesVerificationAllowlist: [busybox]\n", "preloadedImagesVerificationAllowlist: Invalid value: [busybox]: must not be set unless imagePullCredentialsVerificationPolicy is NeverVerifyAllowlistedImages"},
+		{"bad pattern", "imagePullCredentialsVerificationPolicy: NeverVerifyAllowlistedImages\npreloadedImagesVerificationAllowlist: [\"busybox:1.36\"]\n", "invalid image pattern: neither tag nor digest is accepted"},
+		{"gate off", "featureGates: {KubeletEnsureSecretPulledImages: false}\nimagePullCredentialsVerificationPolicy: AlwaysVerify\n", "must not be set unless feature gate KubeletEnsureSecretPulledImages is enabled"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, _ := load(t, "--config", writeFile(t, t.TempDir(), "k.yaml", header+tc.yaml))
+			err := Validate(cfg, nil)
+			switch {
+			case tc.want == "" && err != nil:
+				t.Errorf("Validate = %v, want valid", err)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+				t.Errorf("Validate = %v, want %q", err, tc.want)
+			}
+		})
+	}
+}

@@ -4,10 +4,14 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/actorlet/actorlet/imagepull"
+	"github.com/actorlet/actorlet/registryauth"
 )
 
 // WaitingReason is why a container waits, shown as its state.waiting.
@@ -37,6 +41,21 @@ type pullOutcome struct {
 	waiting *WaitingReason    // why the container cannot be created yet
 	retry   time.Duration     // when a pull may be tried again
 	err     error
+}
+
+// credLookup is what pullCredentials found.
+type credLookup struct {
+	creds   []registryauth.Credential
+	missing []string
+}
+
+// PullRecords keeps the records of pulled images and of their credentials
+// (imagepull.Manager).
+type PullRecords interface {
+	MustPull(image, imageRef string, podSecrets func() ([]imagepull.Secret, error)) (bool, error)
+	PullIntent(image string) error
+	Pulled(image, imageRef string, creds *imagepull.Credentials)
+	PullFailed(image string)
 }
 
 // PullPolicy is the container's pull policy, defaulted as the API server
@@ -87,23 +106,50 @@ func (r *Runtime) ensureImage(ctx context.Context, pod *v1.Pod, c *v1.Container,
 		return pullOutcome{waiting: &WaitingReason{ReasonErrImageInspect, err.Error()}, err: err}
 	}
 	present := st.GetImage() != nil
+	// As upstream, the credentials are looked up once, when a pull or the
+	// check of a pulled image's records needs them. A pull secret that
+	// does not decode fails every sync the same way, with its error as
+	// the reason.
+	lookup := sync.OnceValues(func() (credLookup, error) {
+		creds, missing, err := r.pullCredentials(ctx, pod, c.Image)
+		return credLookup{creds, missing}, err
+	})
+	credsFailed := func(err error) pullOutcome {
+		return pullOutcome{waiting: &WaitingReason{err.Error(), err.Error()},
+			err: fmt.Errorf("credentials to pull image %q for container %s of pod %s/%s: %w", c.Image, c.Name, pod.Namespace, pod.Name, err)}
+	}
+	records := r.Opts.PullRecords
 	if present && policy != v1.PullAlways {
-		event(v1.EventTypeNormal, EventPulled, fmt.Sprintf("Container image %q already present on machine", c.Image))
-		return pullOutcome{ref: st.Image.Id, image: st.Image}
+		if records == nil {
+			event(v1.EventTypeNormal, EventPulled, fmt.Sprintf("Container image %q already present on machine", c.Image))
+			return pullOutcome{ref: st.Image.Id, image: st.Image}
+		}
+		// KubeletEnsureSecretPulledImages: an image pulled with some
+		// pod's pull secrets is this pod's only if it has the same
+		// credentials, or if the registry accepts its own.
+		must, err := records.MustPull(c.Image, st.Image.Id, func() ([]imagepull.Secret, error) {
+			l, err := lookup()
+			return podPullSecrets(l.creds), err
+		})
+		if err != nil {
+			return credsFailed(err)
+		}
+		if !must {
+			event(v1.EventTypeNormal, EventPulled, fmt.Sprintf("Container image %q already present on machine and can be accessed by the pod", c.Image))
+			return pullOutcome{ref: st.Image.Id, image: st.Image}
+		}
 	}
 	if policy == v1.PullNever {
+		// Also when the image is present but the pod may not use it
+		// without a pull: as upstream, the pod is not told it is there.
 		msg := fmt.Sprintf("Container image %q is not present with pull policy of Never", c.Image)
 		event(v1.EventTypeWarning, EventErrImageNeverPull, msg)
 		return pullOutcome{waiting: &WaitingReason{ReasonErrImageNeverPull, msg},
 			err: fmt.Errorf("container %s of pod %s/%s: %s", c.Name, pod.Namespace, pod.Name, msg)}
 	}
-	// As upstream, the credentials are looked up once a pull is needed,
-	// before the backoff: a pull secret that does not decode fails every
-	// sync the same way, with its error as the reason.
-	auths, missing, err := r.pullCredentials(ctx, pod, c.Image)
+	l, err := lookup()
 	if err != nil {
-		return pullOutcome{waiting: &WaitingReason{err.Error(), err.Error()},
-			err: fmt.Errorf("credentials to pull image %q for container %s of pod %s/%s: %w", c.Image, c.Name, pod.Namespace, pod.Name, err)}
+		return credsFailed(err)
 	}
 	key := ImagePullBackoffKey(pod, c.Image)
 	if backoff != nil {
@@ -114,15 +160,28 @@ func (r *Runtime) ensureImage(ctx context.Context, pod *v1.Pod, c *v1.Container,
 				err: fmt.Errorf("container %s of pod %s/%s: %s", c.Name, pod.Namespace, pod.Name, msg)}
 		}
 	}
+	if records != nil {
+		if err := records.PullIntent(c.Image); err != nil {
+			err = fmt.Errorf("failed to record image pull intent for container image %q: %w", c.Image, err)
+			return pullOutcome{waiting: &WaitingReason{ReasonErrImagePull, err.Error()}, err: err}
+		}
+	}
 	event(v1.EventTypeNormal, EventPulling, fmt.Sprintf("Pulling image %q", c.Image))
 	start := time.Now()
-	ref, err := r.pullImage(ctx, spec, sandbox, auths)
+	ref, used, err := r.pullImage(ctx, spec, sandbox, l.creds)
+	if records != nil {
+		if err != nil {
+			records.PullFailed(c.Image)
+		} else {
+			records.Pulled(c.Image, ref, pulledWith(used))
+		}
+	}
 	if err != nil {
 		if ctx.Err() != nil {
 			return pullOutcome{err: fmt.Errorf("pull image %q for pod %s/%s aborted: %w", c.Image, pod.Namespace, pod.Name, ctx.Err())}
 		}
 		event(v1.EventTypeWarning, EventFailed, fmt.Sprintf("Failed to pull image %q: %v", c.Image, err))
-		r.missingSecretsEvent(pod, missing)
+		r.missingSecretsEvent(pod, l.missing)
 		var retry time.Duration
 		if backoff != nil {
 			backoff.Next(key, backoff.Now())

@@ -10,6 +10,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/klog/v2"
 
+	"github.com/actorlet/actorlet/imagepull"
 	"github.com/actorlet/actorlet/registryauth"
 )
 
@@ -26,7 +27,7 @@ const EventFailedToRetrieveImagePullSecret = "FailedToRetrieveImagePullSecret"
 // config does not decode is an error, as upstream's MakeDockerKeyring.
 // Without Objects (no API server) there is nothing to read: only static
 // pods run then, and they cannot refer to secrets.
-func (r *Runtime) pullCredentials(ctx context.Context, pod *v1.Pod, image string) (auths []*runtimeapi.AuthConfig, missing []string, err error) {
+func (r *Runtime) pullCredentials(ctx context.Context, pod *v1.Pod, image string) (creds []registryauth.Credential, missing []string, err error) {
 	if r.Opts.Objects == nil || len(pod.Spec.ImagePullSecrets) == 0 {
 		return nil, nil, nil
 	}
@@ -51,31 +52,53 @@ func (r *Runtime) pullCredentials(ctx context.Context, pod *v1.Pod, image string
 	if err != nil {
 		return nil, missing, err
 	}
-	return keyring.Lookup(image), missing, nil
+	return keyring.LookupTracked(image), missing, nil
+}
+
+// podPullSecrets are the pull secrets among creds, as the records of
+// pulled images name them (upstream's getPodCredentials).
+func podPullSecrets(creds []registryauth.Credential) []imagepull.Secret {
+	var out []imagepull.Secret
+	for _, c := range creds {
+		out = append(out, imagepull.Secret{UID: c.Secret.UID, Namespace: c.Secret.Namespace, Name: c.Secret.Name, CredentialHash: c.Hash})
+	}
+	return out
+}
+
+// pulledWith is what the record of a pull says it was pulled with, as
+// upstream's trackedToImagePullCreds: the pull secret whose credentials
+// the registry accepted, or, for a pull without credentials, that every
+// pod of the node may use the image.
+func pulledWith(used *registryauth.Credential) *imagepull.Credentials {
+	if used == nil {
+		return &imagepull.Credentials{NodePodsAccessible: true}
+	}
+	return &imagepull.Credentials{KubernetesSecrets: podPullSecrets([]registryauth.Credential{*used})}
 }
 
 // pullImage pulls as upstream's runtime manager does: anonymously when
-// there are no credentials, else with each in turn until one succeeds.
-// The failure is that of every try, aggregated as upstream (the
-// registry's answer to each); the runtime's errors name the image and
-// the registry, never the credentials.
-func (r *Runtime) pullImage(ctx context.Context, spec *runtimeapi.ImageSpec, sandbox *runtimeapi.PodSandboxConfig, auths []*runtimeapi.AuthConfig) (string, error) {
-	if len(auths) == 0 {
+// there are no credentials, else with each in turn until one succeeds,
+// which it returns (nil: the pull was anonymous). The failure is that of
+// every try, aggregated as upstream (the registry's answer to each); the
+// runtime's errors name the image and the registry, never the
+// credentials.
+func (r *Runtime) pullImage(ctx context.Context, spec *runtimeapi.ImageSpec, sandbox *runtimeapi.PodSandboxConfig, creds []registryauth.Credential) (string, *registryauth.Credential, error) {
+	if len(creds) == 0 {
 		resp, err := r.Img.PullImage(ctx, &runtimeapi.PullImageRequest{Image: spec, SandboxConfig: sandbox})
-		return resp.GetImageRef(), err
+		return resp.GetImageRef(), nil, err
 	}
 	var errs []error
-	for _, auth := range auths {
-		resp, err := r.Img.PullImage(ctx, &runtimeapi.PullImageRequest{Image: spec, Auth: auth, SandboxConfig: sandbox})
+	for i := range creds {
+		resp, err := r.Img.PullImage(ctx, &runtimeapi.PullImageRequest{Image: spec, Auth: creds[i].Auth, SandboxConfig: sandbox})
 		if err == nil {
-			return resp.GetImageRef(), nil
+			return resp.GetImageRef(), &creds[i], nil
 		}
 		errs = append(errs, err)
 		if ctx.Err() != nil {
 			break
 		}
 	}
-	return "", utilerrors.NewAggregate(errs)
+	return "", nil, utilerrors.NewAggregate(errs)
 }
 
 // missingSecretsEvent records upstream's event after a failed pull when

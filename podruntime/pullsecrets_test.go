@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rs/zerolog"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -15,9 +16,11 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/actorlet/actorlet/imagepull"
 	"github.com/actorlet/actorlet/podruntime/fakecri"
 )
 
@@ -213,4 +216,82 @@ func TestEnsureImagePullSecrets(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestEnsureImagePulledCredentials: with the records of pulled images
+// (KubeletEnsureSecretPulledImages), an image that a pod of namespace a
+// pulled with its secret is pulled again, with their own credentials, for
+// the pods of namespace b that lack them (and refused by the registry),
+// is not present for a pod with pull policy Never, and is used without a
+// pull by a pod whose own secret holds the same credentials.
+func TestEnsureImagePulledCredentials(t *testing.T) {
+	good := func(ns, name, uid string) *v1.Secret {
+		s := configJSON(name, "registry.example.com:5000", goodPassword)
+		s.Namespace, s.UID = ns, types.UID(uid)
+		return s
+	}
+	bad := configJSON("bad", "registry.example.com:5000", badPassword)
+	bad.Namespace = "b"
+	objs := secretObjects{"a/s": good("a", "s", "uid-a"), "b/s": good("b", "s", "uid-b"), "b/bad": bad}
+	img := &authRegistry{Runtime: fakecri.New()}
+	records, err := imagepull.New(context.Background(), "", mustPullPolicy(t), nil, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cred := func(p string) *runtimeapi.AuthConfig { return &runtimeapi.AuthConfig{Username: "user", Password: p} }
+	for i, step := range []struct {
+		name       string
+		ns         string
+		policy     v1.PullPolicy
+		refs       []string
+		wantPulls  []*runtimeapi.AuthConfig
+		wantReason string
+		wantEvents []string
+	}{
+		{name: "a pulls with its secret", ns: "a", policy: v1.PullAlways, refs: []string{"s"},
+			wantPulls: []*runtimeapi.AuthConfig{cred(goodPassword)}, wantEvents: []string{"Normal Pulling .*", "Normal Pulled Successfully pulled .*"}},
+		{name: "b without a secret pulls, refused", ns: "b", policy: v1.PullIfNotPresent,
+			wantPulls: []*runtimeapi.AuthConfig{nil}, wantReason: ReasonErrImagePull,
+			wantEvents: []string{"Normal Pulling .*", "Warning Failed Failed to pull image .*401 Unauthorized"}},
+		{name: "b with a wrong secret pulls, refused", ns: "b", policy: v1.PullIfNotPresent, refs: []string{"bad"},
+			wantPulls: []*runtimeapi.AuthConfig{cred(badPassword)}, wantReason: ReasonErrImagePull,
+			wantEvents: []string{"Normal Pulling .*", "Warning Failed Failed to pull image .*401 Unauthorized"}},
+		{name: "b with Never is told the image is not present", ns: "b", policy: v1.PullNever, wantReason: ReasonErrImageNeverPull,
+			wantEvents: []string{`Warning ErrImageNeverPull Container image "` + privateImage + `" is not present with pull policy of Never`}},
+		{name: "b with the same credentials uses the image", ns: "b", policy: v1.PullIfNotPresent, refs: []string{"s"},
+			wantEvents: []string{`Normal Pulled Container image "` + privateImage + `" already present on machine and can be accessed by the pod`}},
+		{name: "a again", ns: "a", policy: v1.PullIfNotPresent, refs: []string{"s"},
+			wantEvents: []string{`Normal Pulled Container image "` + privateImage + `" already present on machine and can be accessed by the pod`}},
+	} {
+		t.Run(step.name, func(t *testing.T) {
+			img.pulls = nil
+			rec := record.NewFakeRecorder(20)
+			r := &Runtime{Img: img, Opts: Options{Recorder: rec, Objects: objs, PullRecords: records}}
+			pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: step.ns, Name: "p", UID: types.UID(fmt.Sprint("uid-", i))},
+				Spec: v1.PodSpec{Containers: []v1.Container{{Name: "app", Image: privateImage, ImagePullPolicy: step.policy}}}}
+			for _, ref := range step.refs {
+				pod.Spec.ImagePullSecrets = append(pod.Spec.ImagePullSecrets, v1.LocalObjectReference{Name: ref})
+			}
+			out := r.ensureImage(context.Background(), pod, &pod.Spec.Containers[0], nil, NewCrashLoopBackoff(0, nil))
+			if fmt.Sprint(img.pulls) != fmt.Sprint(step.wantPulls) {
+				t.Errorf("pulls with %v, want %v", img.pulls, step.wantPulls)
+			}
+			switch {
+			case step.wantReason == "" && (out.err != nil || out.ref == ""):
+				t.Errorf("image not usable: %v", out.err)
+			case step.wantReason != "" && (out.waiting == nil || out.waiting.Reason != step.wantReason):
+				t.Errorf("waiting %+v (%v), want reason %q", out.waiting, out.err, step.wantReason)
+			}
+			expectEvents(t, rec, step.wantEvents...)
+		})
+	}
+}
+
+func mustPullPolicy(t *testing.T) *imagepull.Policy {
+	t.Helper()
+	p, err := imagepull.NewPolicy("", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
 }

@@ -65,6 +65,12 @@ type Options struct {
 	// (ImagePullBackOff). Nil: the backoff passed to SyncPod is used for
 	// them too, under keys of their own.
 	PullBackoff *Backoff
+	// PullRecords, when set (KubeletEnsureSecretPulledImages), records
+	// the credentials each image was pulled with, and makes a pod pull an
+	// image on the node again, with its own credentials, when the
+	// records do not show it may use it; nil lets any pod use any image
+	// on the node, as upstream with the gate off.
+	PullRecords PullRecords
 	// Subpaths prepares the bind mounts of subPath volume mounts; nil
 	// refuses them.
 	Subpaths Subpaths

@@ -39,10 +39,34 @@ func (e *entry) UnmarshalJSON(data []byte) error {
 	return err
 }
 
+// configEntry is an entry as a docker config holds it, with the email
+// that upstream keeps beside the credentials: it does not authenticate,
+// but it is part of the credentials' hash (CredentialHash) in the records
+// of pulled images.
+type configEntry struct {
+	entry
+	Email string
+}
+
+// UnmarshalJSON decodes the entry and its email.
+func (e *configEntry) UnmarshalJSON(data []byte) error {
+	if err := json.Unmarshal(data, &e.entry); err != nil {
+		return err
+	}
+	var raw struct {
+		Email string `json:"email,omitempty"`
+	}
+	if err := json.Unmarshal(data, &raw); err != nil {
+		return err
+	}
+	e.Email = raw.Email
+	return nil
+}
+
 // dockerConfig maps a registry (host, host/path, with or without scheme,
 // possibly with wildcards in the host) to its credentials: the content of
 // a .dockercfg, and the "auths" of a .dockerconfigjson.
-type dockerConfig map[string]entry
+type dockerConfig map[string]configEntry
 
 // dockerConfigJSON is the content of a .dockerconfigjson.
 type dockerConfigJSON struct {

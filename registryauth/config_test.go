@@ -14,9 +14,9 @@ func TestEntryDecode(t *testing.T) {
 		want  entry
 		fail  bool
 	}{
-		{"fields", `{"username": "foo", "password": "bar", "email": "foo@example.com"}`, entry{"foo", "bar"}, false},
-		{"auth gives username and password", `{"auth": "Zm9vOmJhcg==", "email": "foo@example.com"}`, entry{"foo", "bar"}, false},
-		{"auth wins over username and password", `{"username": "foo", "password": "bar", "auth": "cGluZzpwb25n"}`, entry{"ping", "pong"}, false},
+		{"fields", `{"username": "foo", "password": "bar", "email": "foo@example.com"}`, entry{Username: "foo", Password: "bar"}, false},
+		{"auth gives username and password", `{"auth": "Zm9vOmJhcg==", "email": "foo@example.com"}`, entry{Username: "foo", Password: "bar"}, false},
+		{"auth wins over username and password", `{"username": "foo", "password": "bar", "auth": "cGluZzpwb25n"}`, entry{Username: "ping", Password: "pong"}, false},
 		{"tokens are not read", `{"identitytoken": "tok", "registrytoken": "rtok"}`, entry{}, false},
 		{"auth not base64", `{"auth": "pants", "email": "foo@example.com"}`, entry{}, true},
 		{"wrong JSON type", `{"email": false}`, entry{}, true},

@@ -7,6 +7,8 @@
 package registryauth
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -27,7 +29,33 @@ type Keyring struct {
 	// specific of two overlapping registries (quay.io/coreos, quay.io)
 	// is looked at first.
 	index []string
-	creds map[string][]entry
+	creds map[string][]tracked
+}
+
+// tracked is an entry with where it comes from, as upstream's
+// TrackedAuthConfig.
+type tracked struct {
+	entry
+	source SecretRef
+	hash   string
+}
+
+// SecretRef names the pull secret a credential comes from: its
+// coordinates in the records of pulled images (ImagePullSecret).
+type SecretRef struct {
+	UID, Namespace, Name string
+}
+
+// Credential is one credential to pull an image with, and where it comes
+// from.
+type Credential struct {
+	Auth *runtimeapi.AuthConfig
+	// Secret is the pull secret that holds it.
+	Secret SecretRef
+	// Hash is upstream's CredentialHash of it (hashAuthConfig): the
+	// SHA-256, in hex, of the JSON of its username, password and email.
+	// Two secrets with the same credentials have the same hash.
+	Hash string
 }
 
 // FromSecrets builds the keyring of a pod's pull secrets, in the order
@@ -56,7 +84,7 @@ func FromSecrets(secrets []v1.Secret) (*Keyring, error) {
 		default:
 			continue
 		}
-		k.add(cfg)
+		k.add(cfg, SecretRef{UID: string(s.UID), Namespace: s.Namespace, Name: s.Name})
 	}
 	return k, nil
 }
@@ -68,9 +96,9 @@ func FromSecrets(secrets []v1.Secret) (*Keyring, error) {
 // of one secret are taken in the order of their names, so that two names
 // for the same registry (https://r and r) give their credentials in a
 // stable order.
-func (k *Keyring) add(cfg dockerConfig) {
+func (k *Keyring) add(cfg dockerConfig, src SecretRef) {
 	if k.creds == nil {
-		k.creds = map[string][]entry{}
+		k.creds = map[string][]tracked{}
 	}
 	names := make([]string, 0, len(cfg))
 	for name := range cfg {
@@ -85,7 +113,8 @@ func (k *Keyring) add(cfg dockerConfig) {
 		if _, seen := k.creds[key]; !seen {
 			k.index = append(k.index, key)
 		}
-		k.creds[key] = append(k.creds[key], cfg[name])
+		e := cfg[name]
+		k.creds[key] = append(k.creds[key], tracked{entry: e.entry, source: src, hash: credentialHash(e)})
 	}
 	sort.Sort(sort.Reverse(sort.StringSlice(k.index)))
 }
@@ -122,18 +151,38 @@ const defaultRegistryKey = "index.docker.io"
 // new AuthConfigs.
 func (k *Keyring) Lookup(image string) []*runtimeapi.AuthConfig {
 	var out []*runtimeapi.AuthConfig
-	for _, e := range k.lookup(repository(image)) {
-		out = append(out, &runtimeapi.AuthConfig{Username: e.Username, Password: e.Password})
+	for _, c := range k.LookupTracked(image) {
+		out = append(out, c.Auth)
 	}
 	return out
 }
 
-// lookup is upstream's BasicDockerKeyring.Lookup on a repository name.
+// LookupTracked is Lookup with where each credential comes from.
+func (k *Keyring) LookupTracked(image string) []Credential {
+	var out []Credential
+	for _, t := range k.lookupTracked(repository(image)) {
+		out = append(out, Credential{Auth: &runtimeapi.AuthConfig{Username: t.Username, Password: t.Password},
+			Secret: t.source, Hash: t.hash})
+	}
+	return out
+}
+
+// lookup is lookupTracked without the sources.
 func (k *Keyring) lookup(repo string) []entry {
+	var out []entry
+	for _, t := range k.lookupTracked(repo) {
+		out = append(out, t.entry)
+	}
+	return out
+}
+
+// lookupTracked is upstream's BasicDockerKeyring.Lookup on a repository
+// name.
+func (k *Keyring) lookupTracked(repo string) []tracked {
 	if k == nil {
 		return nil
 	}
-	var out []entry
+	var out []tracked
 	for _, key := range k.index {
 		if urlsMatch(key, repo) {
 			out = append(out, k.creds[key]...)
@@ -196,4 +245,22 @@ func splitHost(hostport string) (labels []string, port string) {
 		host, port = hostport, ""
 	}
 	return strings.Split(host, "."), port
+}
+
+// credentialHash is upstream's hashAuthConfig of a pull secret's entry:
+// the SHA-256 of the JSON of the AuthConfig upstream's keyring makes of
+// it (username, password and email; empty fields left out), so that a
+// record written by either kubelet matches the same secret in the other.
+func credentialHash(e configEntry) string {
+	raw, err := json.Marshal(struct {
+		Username string `json:"username,omitempty"`
+		Password string `json:"password,omitempty"`
+		Auth     string `json:"auth,omitempty"`
+		Email    string `json:"email,omitempty"`
+	}{Username: e.Username, Password: e.Password, Email: e.Email})
+	if err != nil {
+		return ""
+	}
+	sum := sha256.Sum256(raw)
+	return hex.EncodeToString(sum[:])
 }

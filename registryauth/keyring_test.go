@@ -122,7 +122,7 @@ func TestKeyringGlobs(t *testing.T) {
 			got := k.lookup(tc.repo + "/foo/bar")
 			want := []entry(nil)
 			if tc.hit {
-				want = []entry{{"user", "pass"}}
+				want = []entry{{Username: "user", Password: "pass"}}
 			}
 			if !reflect.DeepEqual(got, want) {
 				t.Errorf("lookup = %+v, want %+v", got, want)
@@ -135,7 +135,7 @@ func TestKeyringGlobs(t *testing.T) {
 // TestIssue3797: every matching registry's credentials, the most
 // specific first.
 func TestKeyringOrder(t *testing.T) {
-	ada, grace, rex := entry{"ada", "smash"}, entry{"grace", "squash"}, entry{"rex", "tiny arms"}
+	ada, grace, rex := entry{Username: "ada", Password: "smash"}, entry{Username: "grace", Password: "squash"}, entry{Username: "rex", Password: "tiny arms"}
 	k := mustKeyring(t,
 		dockercfg("a", `{"bar.example.com/pong": {"username": "grace", "password": "squash"},
 			"bar.example.com": {"username": "ada", "password": "smash"}}`),
@@ -330,5 +330,30 @@ func TestNilKeyring(t *testing.T) {
 	var k *Keyring
 	if got := k.Lookup("busybox"); got != nil {
 		t.Errorf("nil keyring: %v", got)
+	}
+}
+
+// TestLookupTracked: each credential names the secret it comes from and
+// carries upstream's CredentialHash of it (the SHA-256 of the JSON of
+// username, password and email, as upstream's hashAuthConfig), the same
+// for the same credentials in two secrets, whether given as fields or as
+// "auth".
+func TestLookupTracked(t *testing.T) {
+	withEmail := "353258b53f5e9a57b059eab3f05312fc35bbeb874f08ce101e7bf0bf46977423" // {"username":"ada","password":"smash","email":"ada@example.com"}
+	without := "bac1a56db7792e645a376c8b3118a76901badd0dc56ffd570f246a31a8002c10"   // {"username":"ada","password":"smash"}
+	a := dockerconfigjson("a", `{"auths": {"registry.example": {"username": "ada", "password": "smash", "email": "ada@example.com"}}}`)
+	a.UID = "uid-a"
+	b := dockercfg("b", cfgFor("registry.example", "ada", "smash"))
+	b.UID = "uid-b"
+	c := dockerconfigjson("c", `{"auths": {"registry.example": {"username": "ada", "password": "smash"}}}`)
+	c.UID = "uid-c"
+	got := mustKeyring(t, a, b, c).LookupTracked("registry.example/app:1")
+	want := []Credential{
+		{Auth: &runtimeapi.AuthConfig{Username: "ada", Password: "smash"}, Secret: SecretRef{UID: "uid-a", Namespace: "ns", Name: "a"}, Hash: withEmail},
+		{Auth: &runtimeapi.AuthConfig{Username: "ada", Password: "smash"}, Secret: SecretRef{UID: "uid-b", Namespace: "ns", Name: "b"}, Hash: withEmail},
+		{Auth: &runtimeapi.AuthConfig{Username: "ada", Password: "smash"}, Secret: SecretRef{UID: "uid-c", Namespace: "ns", Name: "c"}, Hash: without},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("LookupTracked = %+v, want %+v", got, want)
 	}
 }

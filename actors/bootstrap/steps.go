@@ -29,6 +29,7 @@ import (
 	"github.com/actorlet/actorlet/config"
 	"github.com/actorlet/actorlet/dependencies"
 	evictionpkg "github.com/actorlet/actorlet/eviction"
+	"github.com/actorlet/actorlet/imagepull"
 	"github.com/actorlet/actorlet/lifecycle"
 	"github.com/actorlet/actorlet/logging"
 	"github.com/actorlet/actorlet/machine"
@@ -159,9 +160,6 @@ func (a *Actor) featureGates(actor.Context) (outcome, error) {
 var gatesNotImplemented = map[string]string{
 	// Alpha, off by default: said only when turned on.
 	"RuntimeClassInImageCriAPI": "images are pulled, listed and collected without the runtime handler of their pods' RuntimeClass",
-	"KubeletEnsureSecretPulledImages": "an image pulled with a pod's pull secrets can be used by another pod of the node " +
-		"without them (pull policy IfNotPresent or Never), as before Kubernetes 1.33; " +
-		"imagePullCredentialsVerificationPolicy has no effect",
 }
 
 // validate checks the final configuration, then switches to the configured
@@ -329,7 +327,7 @@ var runtimeActors = []struct {
 			ContainerLogsDir: podruntime.DefaultContainerLogsDir,
 			Events:           a.deps.Events, NodeName: a.deps.NodeName, Registry: a.p.System.Registry,
 			CgroupRoot: "/sys/fs/cgroup", PodCgroupParents: env.cgroups.PodParents(), CgroupDriver: env.runtime.Opts.CgroupDriver,
-			StopSlice: podruntime.StopSystemdUnit,
+			StopSlice: podruntime.StopSystemdUnit, PulledImages: env.pulledImages(),
 		}), nil)
 	}},
 	{evictionactor.Kind, func(a *Actor, env *runtimeEnv) *actor.Props {
@@ -405,6 +403,18 @@ type runtimeEnv struct {
 	stats *stats.Provider
 	// eviction is the eviction manager's configuration, parsed.
 	eviction evictionpkg.Config
+	// pullRecords are the records of pulled images' credentials; nil
+	// with KubeletEnsureSecretPulledImages off.
+	pullRecords *imagepull.Manager
+}
+
+// pulledImages is what the image GC prunes the records of removed images
+// with: none without records (and no typed nil in the interface).
+func (e *runtimeEnv) pulledImages() gc.PulledImages {
+	if e.pullRecords == nil {
+		return nil
+	}
+	return e.pullRecords
 }
 
 // child is the PID of the runtime actor of kind; children are named by kind.
@@ -502,6 +512,21 @@ func (a *Actor) runtimeEnv() (*runtimeEnv, error) {
 		RootDir:               a.deps.RootDir,
 		Hooks:                 &lifecycle.Runner{RT: a.deps.Runtime, Recorder: a.deps.Events},
 	}}
+	if a.gates.Enabled("KubeletEnsureSecretPulledImages") {
+		// The credentials each image was pulled with, so that a pod
+		// uses an image on the node only with credentials that pulled
+		// it, or after pulling it with its own.
+		policy, err := imagepull.NewPolicy(c.ImagePullCredentialsVerificationPolicy, c.PreloadedImagesVerificationAllowlist)
+		if err != nil {
+			return nil, err
+		}
+		records, err := imagepull.New(context.Background(), a.deps.RootDir, policy, a.deps.Images,
+			a.log.With().Str("component", "imagepull").Logger())
+		if err != nil {
+			return nil, err
+		}
+		env.runtime.Opts.PullRecords, env.pullRecords = records, records
+	}
 	// What was applied to each container, for in-place resizes.
 	actuated, err := podruntime.NewActuatedResources(a.deps.RootDir)
 	if err != nil {

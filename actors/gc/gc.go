@@ -83,6 +83,9 @@ type Params struct {
 	PodCgroupParents         []string
 	StopSlice                func(unit string) error
 	RootDir                  string // not used yet (see docs/gc.md)
+	// PulledImages, when set, forgets the credentials of the images
+	// removed after each image pass (imagepull.Manager).
+	PulledImages PulledImages
 	// Events receives upstream's GC events about the node NodeName
 	// (ContainerGCFailed, ImageGCFailed, FreeDiskSpaceFailed,
 	// InvalidDiskCapacity); they are logged in any case.
@@ -92,6 +95,13 @@ type Params struct {
 	// actor's state.
 	Registry *supervision.Registry
 	Log      zerolog.Logger
+}
+
+// PulledImages keeps the records of pulled images (imagepull.Manager):
+// Prune drops those of images not in remaining, the image IDs on the node
+// after a pass, last updated before until, the pass's start.
+type PulledImages interface {
+	Prune(remaining []string, until time.Time)
 }
 
 // Actor is the gc actor.

@@ -54,7 +54,28 @@ func (a *Actor) imagesDetected(ctx actor.Context, m *messages.ImagesDetected) {
 	if m.CapacityBytes > 0 {
 		a.imageUsage = 100 - int(m.AvailableBytes*100/m.CapacityBytes)
 	}
+	pulled, listed := a.p.PulledImages, m.Images
+	// prune forgets the credentials of the images that are gone, as
+	// upstream's post-GC hook PruneUnknownRecords, except that remaining
+	// is every image still on the node.
+	prune := func(removed []string) {
+		if pulled == nil {
+			return
+		}
+		gone := map[string]bool{}
+		for _, id := range removed {
+			gone[id] = true
+		}
+		var remaining []string
+		for _, img := range listed {
+			if !gone[img.Id] {
+				remaining = append(remaining, img.Id)
+			}
+		}
+		pulled.Prune(remaining, m.At)
+	}
 	if len(choices) == 0 {
+		prune(nil)
 		a.imageDone(ctx, &messages.ImageGCDone{Started: m.At, Duration: time.Since(m.At)})
 		return
 	}
@@ -75,6 +96,7 @@ func (a *Actor) imagesDetected(ctx actor.Context, m *messages.ImagesDetected) {
 			done.ImagesRemoved = append(done.ImagesRemoved, c.id)
 			done.BytesFreed += c.size
 		}
+		prune(done.ImagesRemoved)
 		done.Duration = time.Since(m.At)
 		return done
 	})
