@@ -9,6 +9,7 @@
 package atomicfile
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -62,4 +63,17 @@ func syncDir(dir string) error {
 	}
 	defer d.Close()
 	return d.Sync()
+}
+
+// Remove deletes path, if it is there, and syncs its directory, so that a
+// crash after Remove does not bring the file back.
+func Remove(path string) error {
+	err := os.Remove(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return syncDir(filepath.Dir(path))
 }

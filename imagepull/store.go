@@ -11,8 +11,9 @@ import (
 	"path/filepath"
 	"strings"
 
-	"golang.org/x/sys/unix"
 	kubeletconfigv1beta1 "k8s.io/kubelet/config/v1beta1"
+
+	"github.com/actorlet/actorlet/atomicfile"
 )
 
 // Intent is upstream's ImagePullIntent: an image (a container's image
@@ -123,12 +124,12 @@ func (s *store) writePulled(r *Record) error {
 	if err != nil {
 		return err
 	}
-	return writeAtomic(s.pulled, fileName(r.ImageRef), raw)
+	return atomicfile.Write(filepath.Join(s.pulled, fileName(r.ImageRef)), raw, 0o600)
 }
 
 // deletePulled removes the record of imageRef.
 func (s *store) deletePulled(imageRef string) error {
-	return remove(s.pulled, fileName(imageRef))
+	return atomicfile.Remove(filepath.Join(s.pulled, fileName(imageRef)))
 }
 
 // listPulled reads every record; the files that do not decode are
@@ -152,12 +153,12 @@ func (s *store) writeIntent(image string) error {
 	if err != nil {
 		return err
 	}
-	return writeAtomic(s.pulling, fileName(image), raw)
+	return atomicfile.Write(filepath.Join(s.pulling, fileName(image)), raw, 0o600)
 }
 
 // deleteIntent removes the intent of image.
 func (s *store) deleteIntent(image string) error {
-	return remove(s.pulling, fileName(image))
+	return atomicfile.Remove(filepath.Join(s.pulling, fileName(image)))
 }
 
 // listIntents reads every intent; the files that do not decode are
@@ -197,55 +198,4 @@ func (s *store) walk(dir string, fn func(name string, raw []byte) error) error {
 		}
 	}
 	return errors.Join(errs...)
-}
-
-// writeAtomic replaces dir/name with content: written to a temporary
-// file, synced, renamed over the old one, and the directory synced, so
-// that a crash leaves the old record or the new one, never a part.
-func writeAtomic(dir, name string, content []byte) error {
-	target := filepath.Join(dir, name)
-	tmp := target + tmpSuffix
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|unix.O_NOFOLLOW, 0o600)
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(content)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, target)
-	}
-	if err != nil {
-		_ = os.Remove(tmp)
-		return err
-	}
-	return syncDir(dir)
-}
-
-// remove deletes dir/name, if it is there, and syncs the directory.
-func remove(dir, name string) error {
-	err := os.Remove(filepath.Join(dir, name))
-	if errors.Is(err, os.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	return syncDir(dir)
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	return err
 }
