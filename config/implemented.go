@@ -71,6 +71,9 @@ var Implemented = map[string]bool{
 	"kubeReserved":         true,
 	"systemReserved":       true,
 	"evictionHard":         true,
+	// Fills evictionHard's unset signals with the defaults as a --config
+	// file is loaded (applyEvictionHardDefault).
+	"mergeDefaultEvictionSettings": true,
 	// The node's cgroup tree (podcgroups): QoS and pod cgroups, kubepods
 	// bounded by allocatable, pids.max of pod cgroups, the reserved
 	// cgroups' limits when enforced.

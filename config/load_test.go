@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -326,5 +327,31 @@ func TestDebuggingSwitchesAndDebugAddress(t *testing.T) {
 	c, err := ParseCommandLine(nil)
 	if err != nil || c.Options.DebugAddress != "" {
 		t.Errorf("--debug-address defaults to %q (%v), want empty: off", c.Options.DebugAddress, err)
+	}
+}
+
+// TestMergeDefaultEvictionSettings: mergeDefaultEvictionSettings fills the
+// signals evictionHard leaves unset with upstream's defaults, and is not
+// reported as ignored.
+func TestMergeDefaultEvictionSettings(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		name, body string
+		want       map[string]string
+	}{
+		{"merged", "evictionHard: {memory.available: 200Mi}\nmergeDefaultEvictionSettings: true\n", map[string]string{
+			"memory.available": "200Mi", "nodefs.available": "10%", "nodefs.inodesFree": "5%", "imagefs.available": "15%", "imagefs.inodesFree": "5%"}},
+		{"not merged", "evictionHard: {memory.available: 200Mi}\nmergeDefaultEvictionSettings: false\n", map[string]string{
+			"memory.available": "200Mi"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, warnings := load(t, "--config", writeFile(t, dir, strings.ReplaceAll(tc.name, " ", "-")+".yaml", header+tc.body))
+			if len(warnings) != 0 {
+				t.Errorf("warnings: %q", warnings)
+			}
+			if !reflect.DeepEqual(cfg.EvictionHard, tc.want) {
+				t.Errorf("evictionHard %v, want %v", cfg.EvictionHard, tc.want)
+			}
+		})
 	}
 }

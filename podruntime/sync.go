@@ -134,6 +134,12 @@ func (r *Runtime) result(ctx context.Context, pod *v1.Pod, waiting map[string]Wa
 	if r.Opts.NodeIP != "" {
 		api.HostIP = r.Opts.NodeIP
 		api.HostIPs = []v1.HostIP{{IP: r.Opts.NodeIP}}
+		// A host-network pod has the node's IPs, as upstream's
+		// generateAPIPodStatus gives it: once set, they stay.
+		if pod.Spec.HostNetwork && api.PodIP == "" {
+			api.PodIP = r.Opts.NodeIP
+			api.PodIPs = []v1.PodIP{{IP: r.Opts.NodeIP}}
+		}
 	}
 	return SyncResult{Status: status, APIStatus: api, RetryAfter: retry, Err: err}
 }
@@ -314,6 +320,18 @@ func (s *syncPass) createSandbox(ctx context.Context) bool {
 	return true
 }
 
+// containerPodIPs are the pod's IPs as its containers' status.podIP(s)
+// show them: the sandbox's, or for a host-network pod (whose sandbox has
+// none) the node's, as upstream's SyncPod takes them from the API status
+// it made. Hooks keep the sandbox's alone, as upstream's handler runner
+// asks the runtime.
+func (s *syncPass) containerPodIPs() []string {
+	if len(s.podIPs) == 0 && s.pod.Spec.HostNetwork && s.r.Opts.NodeIP != "" {
+		return []string{s.r.Opts.NodeIP}
+	}
+	return s.podIPs
+}
+
 // startContainer pulls, creates and starts one container instance, runs
 // its postStart hook, and reports whether it runs.
 func (s *syncPass) startContainer(ctx context.Context, c *v1.Container) bool {
@@ -356,7 +374,7 @@ func (s *syncPass) startContainer(ctx context.Context, c *v1.Container) bool {
 	}
 	var cfg *runtimeapi.ContainerConfig
 	if err == nil {
-		cfg, err = ContainerConfig(ctx, pod, c, restartCount, s.podIPs, img.ref, s.vols, r.Opts)
+		cfg, err = ContainerConfig(ctx, pod, c, restartCount, s.containerPodIPs(), img.ref, s.vols, r.Opts)
 	}
 	if err == nil {
 		targetPIDNamespace(cfg, target)

@@ -87,12 +87,16 @@ type Admission struct {
 // admit handlers in their order: the eviction manager's, the sysctls', then
 // the predicate handler's (the OS label and field, then resources, node
 // affinity, node name and host ports, then NoExecute taints), then
-// AppArmor's. The first refusal is the pod's.
+// AppArmor's, then the declared features' (what actorlet does not
+// implement). The first refusal is the pod's.
 func admit(pod *v1.Pod, admitted []*v1.Pod, a Admission) *Rejection {
 	if r := admitPredicates(pod, admitted, a); r != nil {
 		return r
 	}
-	return admitAppArmor(pod, a.AppArmor)
+	if r := admitAppArmor(pod, a.AppArmor); r != nil {
+		return r
+	}
+	return admitFeatures(pod)
 }
 
 func admitPredicates(pod *v1.Pod, admitted []*v1.Pod, a Admission) *Rejection {

@@ -34,7 +34,8 @@ func (r *Runtime) Status(ctx context.Context, _ *runtimeapi.StatusRequest, _ ...
 	}}}, nil
 }
 
-// RunPodSandbox creates a ready sandbox with an IP of its own.
+// RunPodSandbox creates a ready sandbox with an IP of its own, unless it
+// is in the node's network namespace.
 func (r *Runtime) RunPodSandbox(ctx context.Context, in *runtimeapi.RunPodSandboxRequest, _ ...grpc.CallOption) (*runtimeapi.RunPodSandboxResponse, error) {
 	if err := r.begin(ctx, "RunPodSandbox"); err != nil {
 		return nil, err
@@ -45,12 +46,18 @@ func (r *Runtime) RunPodSandbox(ctx context.Context, in *runtimeapi.RunPodSandbo
 		return nil, status.Error(codes.InvalidArgument, "sandbox config without metadata")
 	}
 	id := r.nextID("sandbox")
+	// A sandbox in the node's network namespace has no IP of its own, as
+	// containerd reports it.
+	ip := fmt.Sprintf("10.88.%d.%d", r.seq/250, r.seq%250+1)
+	if cfg.GetLinux().GetSecurityContext().GetNamespaceOptions().GetNetwork() == runtimeapi.NamespaceMode_NODE {
+		ip = ""
+	}
 	r.sandboxes[id] = &runtimeapi.PodSandboxStatus{
 		Id:             id,
 		Metadata:       proto.Clone(cfg.Metadata).(*runtimeapi.PodSandboxMetadata),
 		State:          runtimeapi.PodSandboxState_SANDBOX_READY,
 		CreatedAt:      r.now(),
-		Network:        &runtimeapi.PodSandboxNetworkStatus{Ip: fmt.Sprintf("10.88.%d.%d", r.seq/250, r.seq%250+1)},
+		Network:        &runtimeapi.PodSandboxNetworkStatus{Ip: ip},
 		Labels:         maps.Clone(cfg.Labels),
 		Annotations:    maps.Clone(cfg.Annotations),
 		RuntimeHandler: in.GetRuntimeHandler(),

@@ -185,6 +185,33 @@ func TestEnv(t *testing.T) {
 			fmt.Sprintf("64|64|%d|%d|%d", cpu, (cpu+999)/1000, alloc.Memory().Value()))
 	})
 
+	t.Run("fieldRef on the host network", func(t *testing.T) {
+		// A host-network pod's IPs are the node's InternalIPs, in its
+		// status and its downward-API variables (issue #33).
+		node, err := n.NodeObject()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var nodeIP string
+		for _, a := range node.Status.Addresses {
+			if a.Type == v1.NodeInternalIP && nodeIP == "" {
+				nodeIP = a.Address
+			}
+		}
+		if nodeIP == "" {
+			t.Fatalf("the node has no InternalIP: %v", node.Status.Addresses)
+		}
+		c := n.Sleeper("c")
+		c.Env = []v1.EnvVar{field("POD_IP", "status.podIP"), field("POD_IPS", "status.podIPs"), field("HOST_IP", "status.hostIP")}
+		p := n.NewPod("hostnet-ip", nil, c)
+		p.Spec.HostNetwork = true
+		p = n.Run(t, p)
+		if p.Status.PodIP != nodeIP || len(p.Status.PodIPs) != 1 || p.Status.PodIPs[0].IP != nodeIP {
+			t.Errorf("podIP %q podIPs %v, want the node's InternalIP %s", p.Status.PodIP, p.Status.PodIPs, nodeIP)
+		}
+		n.Expect(t, "hostnet-ip", "c", `echo "$POD_IP|$POD_IPS|$HOST_IP"`, nodeIP+"|"+nodeIP+"|"+nodeIP)
+	})
+
 	t.Run("$(VAR) expansion", func(t *testing.T) {
 		n.ConfigMap(t, "exp", map[string]string{"FROMCM": "cmval"})
 		c := n.Busybox("c", `echo '$(DERIVED) $$(BASE) $(NOPE)' > /tmp/cmd; printf '%s\n' "$@" > /tmp/args; exec sleep 3600`)
