@@ -184,6 +184,7 @@ func containerSecurityContext(pod *v1.Pod, c *v1.Container, opts Options) (*runt
 	if out.Seccomp.ProfileType == runtimeapi.SecurityProfile_Localhost && root == "" {
 		return nil, errNoSeccompRoot
 	}
+	//lint:ignore SA1019 upstream still sets the deprecated string, the only one containerd 1.x reads
 	if out.Apparmor, out.ApparmorProfile, err = appArmorProfile(pod, c); err != nil {
 		return nil, err
 	}

@@ -148,8 +148,10 @@ func TestContainerConfigSecurityProfiles(t *testing.T) {
 			if !proto.Equal(sc.Seccomp, wantSeccomp) {
 				t.Errorf("seccomp %v, want %v", sc.Seccomp, wantSeccomp)
 			}
-			if !proto.Equal(sc.Apparmor, tc.apparmor) || sc.ApparmorProfile != tc.aaString {
-				t.Errorf("apparmor %v %q, want %v %q", sc.Apparmor, sc.ApparmorProfile, tc.apparmor, tc.aaString)
+			//lint:ignore SA1019 the deprecated string is what containerd 1.x reads
+			aaString := sc.ApparmorProfile
+			if !proto.Equal(sc.Apparmor, tc.apparmor) || aaString != tc.aaString {
+				t.Errorf("apparmor %v %q, want %v %q", sc.Apparmor, aaString, tc.apparmor, tc.aaString)
 			}
 			if sc.SupplementalGroupsPolicy != tc.policy {
 				t.Errorf("container's supplementalGroupsPolicy %s, want %s", sc.SupplementalGroupsPolicy, tc.policy)
