@@ -333,6 +333,62 @@ func TestValidateProcMount(t *testing.T) {
 	}
 }
 
+// TestValidateSeccompProfile checks that a static pod's Localhost seccomp
+// profile is refused as the API server refuses it: an absolute name or
+// one with "..", which the kubelet would otherwise join to its seccomp
+// root and so reach a file outside it.
+func TestValidateSeccompProfile(t *testing.T) {
+	localhost := func(name string) *v1.SeccompProfile {
+		return &v1.SeccompProfile{Type: v1.SeccompProfileTypeLocalhost, LocalhostProfile: &name}
+	}
+	const c = "spec.containers[0].securityContext.seccompProfile."
+	tests := []struct {
+		name           string
+		pod, container *v1.SeccompProfile
+		want           string
+	}{
+		{name: "none"},
+		{name: "runtime default", pod: &v1.SeccompProfile{Type: v1.SeccompProfileTypeRuntimeDefault}},
+		{name: "a relative name", container: localhost("profiles/audit.json")},
+		{name: "a name with dots", container: localhost("a..b/..c.json")},
+		{name: "an absolute name", container: localhost("/etc/profile.json"),
+			want: c + `localhostProfile: Invalid value: "/etc/profile.json": must be a relative path`},
+		{name: "dot-dot", container: localhost("../../../etc/profile.json"),
+			want: c + `localhostProfile: Invalid value: "../../../etc/profile.json": must not contain '..'`},
+		{name: "dot-dot inside", pod: localhost("a/../../b.json"),
+			want: `spec.securityContext.seccompProfile.localhostProfile: Invalid value: "a/../../b.json": must not contain '..'`},
+		{name: "localhost without a name", container: &v1.SeccompProfile{Type: v1.SeccompProfileTypeLocalhost},
+			want: c + "localhostProfile: Required value: must be set when seccomp type is Localhost"},
+		{name: "no type", container: &v1.SeccompProfile{},
+			want: c + "type: Required value: type is required when seccompProfile is set"},
+		{name: "unknown type", container: &v1.SeccompProfile{Type: "Bogus"},
+			want: c + `type: Unsupported value: "Bogus": supported values: "Localhost", "RuntimeDefault", "Unconfined"`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			pod := &v1.Pod{}
+			pod.Name, pod.Namespace = "web", "default"
+			pod.Spec = v1.PodSpec{
+				RestartPolicy: v1.RestartPolicyAlways, DNSPolicy: v1.DNSClusterFirst,
+				SecurityContext: &v1.PodSecurityContext{SeccompProfile: tc.pod},
+				Containers: []v1.Container{{Name: "a", Image: "busybox", ImagePullPolicy: v1.PullAlways,
+					TerminationMessagePolicy: v1.TerminationMessageReadFile,
+					SecurityContext:          &v1.SecurityContext{SeccompProfile: tc.container}}},
+			}
+			err := Validate(pod)
+			if tc.want == "" {
+				if err != nil {
+					t.Fatalf("Validate = %v, want nil", err)
+				}
+				return
+			}
+			if err == nil || err.Error() != tc.want {
+				t.Fatalf("Validate = %v\nwant %s", err, tc.want)
+			}
+		})
+	}
+}
+
 func TestConfigHash(t *testing.T) {
 	for _, tc := range []struct {
 		name string

@@ -2,6 +2,9 @@ package manifest
 
 import (
 	"fmt"
+	gopath "path"
+	"path/filepath"
+	"slices"
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
@@ -98,12 +101,63 @@ func validateSpec(spec *v1.PodSpec, path *field.Path) field.ErrorList {
 	if d := spec.ActiveDeadlineSeconds; d != nil && *d <= 0 {
 		errs = append(errs, field.Invalid(path.Child("activeDeadlineSeconds"), *d, "must be greater than 0"))
 	}
+	if sc := spec.SecurityContext; sc != nil {
+		errs = append(errs, validateSeccompProfile(sc.SeccompProfile, path.Child("securityContext", "seccompProfile"))...)
+	}
+	for _, cs := range []struct {
+		name string
+		list []v1.Container
+	}{{"initContainers", spec.InitContainers}, {"containers", spec.Containers}} {
+		for i, c := range cs.list {
+			if c.SecurityContext != nil {
+				errs = append(errs, validateSeccompProfile(c.SecurityContext.SeccompProfile, path.Child(cs.name).Index(i).Child("securityContext", "seccompProfile"))...)
+			}
+		}
+	}
 	hostUsers := spec.HostUsers == nil || *spec.HostUsers
 	for i := range spec.InitContainers {
 		errs = append(errs, validateProcMount(spec.InitContainers[i].SecurityContext, hostUsers, path.Child("initContainers").Index(i))...)
 	}
 	for i := range spec.Containers {
 		errs = append(errs, validateProcMount(spec.Containers[i].SecurityContext, hostUsers, path.Child("containers").Index(i))...)
+	}
+	return errs
+}
+
+var seccompTypes = []v1.SeccompProfileType{v1.SeccompProfileTypeLocalhost, v1.SeccompProfileTypeRuntimeDefault, v1.SeccompProfileTypeUnconfined}
+
+// validateSeccompProfile is upstream's validateSeccompProfileField, with
+// the API server's messages: a Localhost profile names a file below the
+// node's seccomp root (ROOT/seccomp), so its name is a relative path
+// without "..", as for pods from the API. The kubelet joins the name to
+// its root without checking it again.
+func validateSeccompProfile(sp *v1.SeccompProfile, path *field.Path) field.ErrorList {
+	if sp == nil {
+		return nil
+	}
+	var errs field.ErrorList
+	switch {
+	case sp.Type == "":
+		errs = append(errs, field.Required(path.Child("type"), "type is required when seccompProfile is set"))
+	case !slices.Contains(seccompTypes, sp.Type):
+		errs = append(errs, field.NotSupported(path.Child("type"), sp.Type, seccompTypes))
+	}
+	p := path.Child("localhostProfile")
+	if sp.Type != v1.SeccompProfileTypeLocalhost {
+		if sp.LocalhostProfile != nil {
+			errs = append(errs, field.Invalid(p, sp, "can only be set when seccomp type is Localhost"))
+		}
+		return errs
+	}
+	if sp.LocalhostProfile == nil {
+		return append(errs, field.Required(p, "must be set when seccomp type is Localhost"))
+	}
+	name := *sp.LocalhostProfile
+	if gopath.IsAbs(name) {
+		errs = append(errs, field.Invalid(p, name, "must be a relative path"))
+	}
+	if slices.Contains(strings.Split(filepath.ToSlash(name), "/"), "..") {
+		errs = append(errs, field.Invalid(p, name, "must not contain '..'"))
 	}
 	return errs
 }

@@ -479,6 +479,7 @@ func toAPIContainerStatus(cs *ContainerStatus, isInit bool) v1.ContainerStatus {
 		ImageID:      cs.ImageRef,
 		ContainerID:  id,
 		Started:      ptrTo(false),
+		User:         cs.User,
 	}
 	switch cs.State {
 	case runtimeapi.ContainerState_CONTAINER_RUNNING:

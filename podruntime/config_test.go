@@ -90,7 +90,7 @@ func TestSandboxConfigHostNamespacesAndSecurity(t *testing.T) {
 	if sc.NamespaceOptions.Network != runtimeapi.NamespaceMode_NODE || sc.NamespaceOptions.Pid != runtimeapi.NamespaceMode_NODE || sc.NamespaceOptions.Ipc != runtimeapi.NamespaceMode_NODE {
 		t.Errorf("host namespaces %v", sc.NamespaceOptions)
 	}
-	if sc.RunAsUser.GetValue() != 1000 || sc.RunAsGroup.GetValue() != 2000 || !reflect.DeepEqual(sc.SupplementalGroups, []int64{5, 3000}) {
+	if sc.RunAsUser.GetValue() != 1000 || sc.RunAsGroup.GetValue() != 2000 || !reflect.DeepEqual(sc.SupplementalGroups, []int64{3000, 5}) {
 		t.Errorf("security context %v", sc)
 	}
 	if cfg.Linux.Sysctls["net.core.somaxconn"] != "1024" || cfg.Linux.CgroupParent != "/custom/poduid-1" || cfg.Hostname != "" {

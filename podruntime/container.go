@@ -2,6 +2,7 @@ package podruntime
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strconv"
@@ -100,10 +101,23 @@ func containerLinuxConfig(pod *v1.Pod, c *v1.Container, opts Options) (*runtimea
 	if err != nil {
 		return nil, err
 	}
-	return &runtimeapi.LinuxContainerConfig{Resources: res, SecurityContext: containerSecurityContext(pod, c)}, nil
+	sc, err := containerSecurityContext(pod, c, opts)
+	if err != nil {
+		return nil, err
+	}
+	return &runtimeapi.LinuxContainerConfig{Resources: res, SecurityContext: sc}, nil
 }
 
-func containerSecurityContext(pod *v1.Pod, c *v1.Container) *runtimeapi.LinuxContainerSecurityContext {
+// errNoSeccompRoot refuses a Localhost seccomp profile without the root
+// directory it is looked for under: a bare name would resolve against the
+// runtime's working directory.
+var errNoSeccompRoot = errors.New("a Localhost seccomp profile needs the kubelet's root directory, which is not set")
+
+// containerSecurityContext is upstream's determineEffectiveSecurityContext
+// (the runAsUser of the image aside): the container's fields over the
+// pod's, its seccomp and AppArmor profiles, and the pod's supplemental
+// groups and their policy.
+func containerSecurityContext(pod *v1.Pod, c *v1.Container, opts Options) (*runtimeapi.LinuxContainerSecurityContext, error) {
 	out := &runtimeapi.LinuxContainerSecurityContext{
 		NamespaceOptions:   namespaceOptions(pod),
 		SupplementalGroups: podSupplementalGroups(pod),
@@ -159,6 +173,23 @@ func containerSecurityContext(pod *v1.Pod, c *v1.Container) *runtimeapi.LinuxCon
 			out.SelinuxOptions = &runtimeapi.SELinuxOption{User: o.User, Role: o.Role, Type: o.Type, Level: o.Level}
 		}
 	}
-	out.Seccomp = seccompProfile(podSeccomp, cSeccomp)
-	return out
+	root := SeccompProfileRoot(opts.RootDir)
+	if opts.RootDir == "" {
+		root = ""
+	}
+	var err error
+	if out.Seccomp, err = seccompProfile(podSeccomp, cSeccomp, root); err != nil {
+		return nil, err
+	}
+	if out.Seccomp.ProfileType == runtimeapi.SecurityProfile_Localhost && root == "" {
+		return nil, errNoSeccompRoot
+	}
+	//lint:ignore SA1019 upstream still sets the deprecated string, the only one containerd 1.x reads
+	if out.Apparmor, out.ApparmorProfile, err = appArmorProfile(pod, c); err != nil {
+		return nil, err
+	}
+	if out.SupplementalGroupsPolicy, err = supplementalGroupsPolicy(pod); err != nil {
+		return nil, err
+	}
+	return out, nil
 }

@@ -199,7 +199,11 @@ func TestEphemeralTarget(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			cfg := &runtimeapi.ContainerConfig{Linux: &runtimeapi.LinuxContainerConfig{SecurityContext: containerSecurityContext(tt.pod, c)}}
+			sc, err := containerSecurityContext(tt.pod, c, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg := &runtimeapi.ContainerConfig{Linux: &runtimeapi.LinuxContainerConfig{SecurityContext: sc}}
 			targetPIDNamespace(cfg, id)
 			ns := cfg.Linux.SecurityContext.NamespaceOptions
 			if ns.Pid != tt.wantPID || ns.TargetId != tt.wantID {

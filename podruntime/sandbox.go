@@ -53,7 +53,9 @@ func SandboxConfig(pod *v1.Pod, attempt uint32, opts Options) (*runtimeapi.PodSa
 			})
 		}
 	}
-	cfg.Linux = sandboxLinuxConfig(pod, opts)
+	if cfg.Linux, err = sandboxLinuxConfig(pod, opts); err != nil {
+		return nil, err
+	}
 	return cfg, nil
 }
 
@@ -78,18 +80,23 @@ func CgroupParent(opts Options, pod *v1.Pod) string {
 	return PodCgroupName(opts.cgroupParentRoot(), opts.CgroupDriver, pod.UID)
 }
 
-func sandboxLinuxConfig(pod *v1.Pod, opts Options) *runtimeapi.LinuxPodSandboxConfig {
+// sandboxLinuxConfig is upstream's generatePodSandboxLinuxConfig. The
+// sandbox's own process runs under the runtime's default seccomp profile
+// whatever the pod asks for, as upstream: the pod's profile is its
+// containers', and a Localhost profile written for them need not allow
+// what the sandbox's process does.
+func sandboxLinuxConfig(pod *v1.Pod, opts Options) (*runtimeapi.LinuxPodSandboxConfig, error) {
 	lc := &runtimeapi.LinuxPodSandboxConfig{
 		CgroupParent: CgroupParent(opts, pod),
 		SecurityContext: &runtimeapi.LinuxSandboxSecurityContext{
 			Privileged:       anyPrivileged(pod),
 			NamespaceOptions: namespaceOptions(pod),
-			Seccomp:          &runtimeapi.SecurityProfile{ProfileType: runtimeapi.SecurityProfile_Unconfined},
+			Seccomp:          &runtimeapi.SecurityProfile{ProfileType: runtimeapi.SecurityProfile_RuntimeDefault},
 		},
 	}
 	sc := pod.Spec.SecurityContext
 	if sc == nil {
-		return lc
+		return lc, nil
 	}
 	if len(sc.Sysctls) > 0 {
 		lc.Sysctls = make(map[string]string, len(sc.Sysctls))
@@ -110,43 +117,27 @@ func sandboxLinuxConfig(pod *v1.Pod, opts Options) *runtimeapi.LinuxPodSandboxCo
 			Type: sc.SELinuxOptions.Type, Level: sc.SELinuxOptions.Level,
 		}
 	}
-	lc.SecurityContext.Seccomp = seccompProfile(sc.SeccompProfile, nil)
-	return lc
+	policy, err := supplementalGroupsPolicy(pod)
+	if err != nil {
+		return nil, err
+	}
+	lc.SecurityContext.SupplementalGroupsPolicy = policy
+	return lc, nil
 }
 
+// podSupplementalGroups are the groups the pod's processes get besides
+// their primary one, in upstream's order: fsGroup, then
+// supplementalGroups.
 func podSupplementalGroups(pod *v1.Pod) []int64 {
 	sc := pod.Spec.SecurityContext
 	if sc == nil {
 		return nil
 	}
-	groups := append([]int64(nil), sc.SupplementalGroups...)
+	var groups []int64
 	if sc.FSGroup != nil {
 		groups = append(groups, *sc.FSGroup)
 	}
-	return groups
-}
-
-// seccompProfile is the container's profile, else the pod's; none is
-// Unconfined, the kubelet's default without SeccompDefault.
-func seccompProfile(pod, container *v1.SeccompProfile) *runtimeapi.SecurityProfile {
-	p := pod
-	if container != nil {
-		p = container
-	}
-	if p == nil {
-		return &runtimeapi.SecurityProfile{ProfileType: runtimeapi.SecurityProfile_Unconfined}
-	}
-	switch p.Type {
-	case v1.SeccompProfileTypeRuntimeDefault:
-		return &runtimeapi.SecurityProfile{ProfileType: runtimeapi.SecurityProfile_RuntimeDefault}
-	case v1.SeccompProfileTypeLocalhost:
-		lp := ""
-		if p.LocalhostProfile != nil {
-			lp = *p.LocalhostProfile
-		}
-		return &runtimeapi.SecurityProfile{ProfileType: runtimeapi.SecurityProfile_Localhost, LocalhostRef: lp}
-	}
-	return &runtimeapi.SecurityProfile{ProfileType: runtimeapi.SecurityProfile_Unconfined}
+	return append(groups, sc.SupplementalGroups...)
 }
 
 // namespaceOptions are the namespaces of a pod that shares the host's

@@ -207,7 +207,7 @@ func TestProcMountUnmasked(t *testing.T) {
 	}
 	// Outside a user namespace the security context never unmasks /proc.
 	pod.Spec.Containers[0].SecurityContext.ProcMount = &unmasked
-	if sc := containerSecurityContext(pod, &pod.Spec.Containers[0]); len(sc.MaskedPaths) == 0 || len(sc.ReadonlyPaths) == 0 {
+	if sc, err := containerSecurityContext(pod, &pod.Spec.Containers[0], Options{}); err != nil || len(sc.MaskedPaths) == 0 || len(sc.ReadonlyPaths) == 0 {
 		t.Errorf("unmasked in the host's user namespace: masked %v, read-only %v", sc.MaskedPaths, sc.ReadonlyPaths)
 	}
 }

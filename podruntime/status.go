@@ -42,6 +42,9 @@ type ContainerStatus struct {
 	// Resources are the CPU and memory last applied to this instance (at
 	// its creation or by an in-place resize); nil when not known.
 	Resources *v1.ResourceRequirements
+	// User is the identity the runtime reports the container's first
+	// process started with; nil when it reports none.
+	User *v1.ContainerUser
 
 	// gracePeriod is the pod's grace period recorded on the container.
 	gracePeriod *int64
@@ -277,6 +280,7 @@ func toContainerStatus(s *runtimeapi.ContainerStatus) *ContainerStatus {
 		Image:      s.GetImage().GetUserSpecifiedImage(),
 		ImageRef:   s.ImageRef,
 		LogPath:    s.LogPath,
+		User:       containerUser(s.GetUser()),
 	}
 	if cs.Image == "" {
 		cs.Image = s.GetImage().GetImage()

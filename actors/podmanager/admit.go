@@ -28,6 +28,9 @@ const (
 	ReasonNodeName        = "NodeName"
 	ReasonNodePorts       = "NodePorts"
 	ReasonTaintToleration = "TaintToleration"
+	// ReasonSupplementalGroupsPolicy is upstream's
+	// SupplementalGroupsPolicyNotSupported.
+	ReasonSupplementalGroupsPolicy = "SupplementalGroupsPolicyNotSupported"
 	// ReasonUnexpected is upstream's UnexpectedAdmissionError: a panic in
 	// admission rejects the pod rather than killing the pod-manager.
 	ReasonUnexpected = "UnexpectedAdmissionError"
@@ -85,10 +88,10 @@ type Admission struct {
 
 // admit decides whether pod may run beside the admitted pods, as upstream's
 // admit handlers in their order: the eviction manager's, the sysctls', then
-// the predicate handler's (the OS label and field, then resources, node
-// affinity, node name and host ports, then NoExecute taints), then
-// AppArmor's, then the declared features' (what actorlet does not
-// implement). The first refusal is the pod's.
+// the predicate handler's (the OS label and field, the supplemental groups
+// policy, then resources, node affinity, node name and host ports, then
+// NoExecute taints), then AppArmor's, then the declared features' (what
+// actorlet does not implement). The first refusal is the pod's.
 func admit(pod *v1.Pod, admitted []*v1.Pod, a Admission) *Rejection {
 	if r := admitPredicates(pod, admitted, a); r != nil {
 		return r
@@ -115,6 +118,10 @@ func admitPredicates(pod *v1.Pod, admitted []*v1.Pod, a Admission) *Rejection {
 	}
 	if pod.Spec.OS != nil && string(pod.Spec.OS.Name) != runtime.GOOS {
 		return &Rejection{Reason: ReasonOSNotSupported, Message: "Failed to admit pod as the OS field doesn't match node OS"}
+	}
+	if strictGroupsUnsupported(pod, node) {
+		return &Rejection{Reason: ReasonSupplementalGroupsPolicy,
+			Message: fmt.Sprintf("SupplementalGroupsPolicy=%s is not supported in this node", v1.SupplementalGroupsPolicyStrict)}
 	}
 	var reasons []*Rejection
 	reasons = append(reasons, fitsResources(pod, admitted, a.MaxPods, allocatable(node, a.Allocatable))...)
@@ -179,6 +186,22 @@ func osSelectorMismatch(pod *v1.Pod, node *v1.Node) bool {
 		have = runtime.GOOS
 	}
 	return want != have
+}
+
+// strictGroupsUnsupported is upstream's
+// rejectPodAdmissionBasedOnSupplementalGroupsPolicy (the feature is GA): a
+// pod asking for supplementalGroupsPolicy: Strict is refused unless the
+// Node says the runtime honours it (status.features, which the status
+// reporter copies from the runtime's Status answer). A runtime that does
+// not report the feature (containerd before 2.0) would run the container
+// with the image's groups merged in, silently.
+func strictGroupsUnsupported(pod *v1.Pod, node *v1.Node) bool {
+	sc := pod.Spec.SecurityContext
+	if sc == nil || sc.SupplementalGroupsPolicy == nil || *sc.SupplementalGroupsPolicy != v1.SupplementalGroupsPolicyStrict {
+		return false
+	}
+	f := node.Status.Features
+	return f == nil || f.SupplementalGroupsPolicy == nil || !*f.SupplementalGroupsPolicy
 }
 
 // allocatable is the Node's allocatable resources over the configured ones.

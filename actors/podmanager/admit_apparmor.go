@@ -1,35 +1,42 @@
 package podmanager
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/actorlet/actorlet/podruntime"
 )
 
 // ReasonAppArmor is upstream's AppArmorNotAdmittedReason.
 const ReasonAppArmor = "AppArmor"
 
-// errAppArmorNotPassed is why a host with AppArmor still cannot enforce a
-// profile: actorlet does not hand AppArmor profiles to the runtime, and a
-// pod asking for one is refused rather than run unconfined.
-var errAppArmorNotPassed = errors.New("actorlet does not pass AppArmor profiles to the container runtime")
+// errAppArmorDisabled is upstream's validateHost refusal.
+var errAppArmorDisabled = errors.New("AppArmor is not enabled on the host")
 
 // AppArmorHost tells whether this host can enforce AppArmor profiles, as
-// upstream's validateHost: nil when it can, else why not. The kernel must
-// have AppArmor enabled (runc's check); actorlet must then also pass the
-// profiles on, which it does not.
+// upstream's validateHost (runc's IsEnabled): nil when it can, else why
+// not. As upstream, it is read once at start-up: enabling or disabling
+// AppArmor takes a restart of the kubelet. Where it can, the profiles go
+// to the runtime with each container (podruntime's appArmorProfile).
 func AppArmorHost() error {
-	if _, err := os.Stat("/sys/kernel/security/apparmor"); err != nil {
-		return errors.New("AppArmor is not enabled on the host")
+	return appArmorHost("/sys")
+}
+
+// appArmorHost is AppArmorHost on the sysfs mounted at sys.
+func appArmorHost(sys string) error {
+	if _, err := os.Stat(filepath.Join(sys, "kernel/security/apparmor")); err != nil {
+		return errAppArmorDisabled
 	}
-	if b, err := os.ReadFile("/sys/module/apparmor/parameters/enabled"); err != nil || !bytes.HasPrefix(b, []byte("Y")) {
-		return errors.New("AppArmor is not enabled on the host")
+	b, err := os.ReadFile(filepath.Join(sys, "module/apparmor/parameters/enabled"))
+	if err != nil || len(b) < 2 || b[0] != 'Y' {
+		return errAppArmorDisabled
 	}
-	return errAppArmorNotPassed
+	return nil
 }
 
 // admitAppArmor is upstream's AppArmor admit handler: a pending pod that
@@ -49,9 +56,14 @@ func admitAppArmor(pod *v1.Pod, host error) *Rejection {
 	if host != nil {
 		return reject(host)
 	}
-	for _, cs := range [][]v1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
+	// As upstream's VisitContainers over all containers: ephemeral ones too.
+	all := append(append([]v1.Container(nil), pod.Spec.InitContainers...), pod.Spec.Containers...)
+	for _, ec := range pod.Spec.EphemeralContainers {
+		all = append(all, v1.Container(ec.EphemeralContainerCommon))
+	}
+	for _, cs := range [][]v1.Container{all} {
 		for i := range cs {
-			p := appArmorProfile(pod, &cs[i])
+			p := podruntime.AppArmorProfile(pod, &cs[i])
 			if p != nil && p.Type == v1.AppArmorProfileTypeLocalhost && (p.LocalhostProfile == nil || strings.TrimSpace(*p.LocalhostProfile) == "") {
 				return reject(fmt.Errorf("invalid empty AppArmor profile name: %q", p))
 			}
@@ -85,27 +97,4 @@ func appArmorRequired(pod *v1.Pod) bool {
 		}
 	}
 	return false
-}
-
-// appArmorProfile is upstream's GetProfile: the container's, the
-// deprecated annotation's, or the pod's.
-func appArmorProfile(pod *v1.Pod, c *v1.Container) *v1.AppArmorProfile {
-	if c.SecurityContext != nil && c.SecurityContext.AppArmorProfile != nil {
-		return c.SecurityContext.AppArmorProfile
-	}
-	if val, ok := pod.Annotations[v1.DeprecatedAppArmorBetaContainerAnnotationKeyPrefix+c.Name]; ok {
-		switch {
-		case val == v1.DeprecatedAppArmorBetaProfileRuntimeDefault:
-			return &v1.AppArmorProfile{Type: v1.AppArmorProfileTypeRuntimeDefault}
-		case val == v1.DeprecatedAppArmorBetaProfileNameUnconfined:
-			return &v1.AppArmorProfile{Type: v1.AppArmorProfileTypeUnconfined}
-		case strings.HasPrefix(val, v1.DeprecatedAppArmorBetaProfileNamePrefix):
-			name := strings.TrimPrefix(val, v1.DeprecatedAppArmorBetaProfileNamePrefix)
-			return &v1.AppArmorProfile{Type: v1.AppArmorProfileTypeLocalhost, LocalhostProfile: &name}
-		}
-	}
-	if sc := pod.Spec.SecurityContext; sc != nil && sc.AppArmorProfile != nil {
-		return sc.AppArmorProfile
-	}
-	return nil
 }

@@ -2,6 +2,8 @@ package podmanager
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
 	"reflect"
 	"runtime"
 	"testing"
@@ -242,6 +244,11 @@ func TestAdmitAppArmor(t *testing.T) {
 		{name: "a host that enforces", pod: containerProfile(profile(v1.AppArmorProfileTypeLocalhost, "k8s-x"))},
 		{name: "an empty localhost profile", pod: containerProfile(profile(v1.AppArmorProfileTypeLocalhost, " ")),
 			message: `Cannot enforce AppArmor: invalid empty AppArmor profile name: "&AppArmorProfile{Type:Localhost,LocalhostProfile:* ,}"`},
+		{name: "an ephemeral container's empty localhost profile", pod: mutate(podWith("", ""), func(p *v1.Pod) {
+			p.Spec.SecurityContext = &v1.PodSecurityContext{AppArmorProfile: profile(v1.AppArmorProfileTypeRuntimeDefault, "")}
+			p.Spec.EphemeralContainers = []v1.EphemeralContainer{{EphemeralContainerCommon: v1.EphemeralContainerCommon{Name: "debug",
+				SecurityContext: &v1.SecurityContext{AppArmorProfile: profile(v1.AppArmorProfileTypeLocalhost, "")}}}}
+		}), message: `Cannot enforce AppArmor: invalid empty AppArmor profile name: "&AppArmorProfile{Type:Localhost,LocalhostProfile:*,}"`},
 		{name: "a running pod is not checked again", pod: mutate(podProfile(profile(v1.AppArmorProfileTypeRuntimeDefault, "")), func(p *v1.Pod) { p.Status.Phase = v1.PodRunning }),
 			host: notEnabled},
 	} {
@@ -252,6 +259,93 @@ func TestAdmitAppArmor(t *testing.T) {
 				t.Errorf("rejected: %+v", r)
 			case tc.message != "" && (r == nil || r.Reason != "AppArmor" || r.Message != tc.message):
 				t.Errorf("got %+v, want AppArmor: %s", r, tc.message)
+			}
+		})
+	}
+}
+
+// TestAdmitSupplementalGroupsPolicy checks upstream's refusal of
+// supplementalGroupsPolicy: Strict on a node whose status.features does
+// not say the runtime honours it, before the resources are looked at.
+func TestAdmitSupplementalGroupsPolicy(t *testing.T) {
+	policy := func(p v1.SupplementalGroupsPolicy) *v1.Pod {
+		return mutate(podWith("", ""), func(pod *v1.Pod) {
+			pod.Spec.SecurityContext = &v1.PodSecurityContext{SupplementalGroupsPolicy: &p}
+		})
+	}
+	node := func(f *v1.NodeFeatures) *v1.Node { return &v1.Node{Status: v1.NodeStatus{Features: f}} }
+	const message = "SupplementalGroupsPolicy=Strict is not supported in this node"
+	for _, tc := range []struct {
+		name     string
+		pod      *v1.Pod
+		node     *v1.Node
+		rejected bool
+	}{
+		{name: "no policy", pod: podWith("", ""), node: node(nil)},
+		{name: "Merge on a node without features", pod: policy(v1.SupplementalGroupsPolicyMerge), node: node(nil)},
+		{name: "Strict on a node without features", pod: policy(v1.SupplementalGroupsPolicyStrict), node: node(nil), rejected: true},
+		{name: "Strict without a Node", pod: policy(v1.SupplementalGroupsPolicyStrict), rejected: true},
+		{name: "Strict on a node whose features leave it unset", pod: policy(v1.SupplementalGroupsPolicyStrict), node: node(&v1.NodeFeatures{}), rejected: true},
+		{name: "Strict on a node without support", pod: policy(v1.SupplementalGroupsPolicyStrict),
+			node: node(&v1.NodeFeatures{SupplementalGroupsPolicy: new(false)}), rejected: true},
+		{name: "Strict on a node with support", pod: policy(v1.SupplementalGroupsPolicyStrict),
+			node: node(&v1.NodeFeatures{SupplementalGroupsPolicy: new(true)})},
+		// The policy is checked before the resources, as upstream.
+		{name: "Strict and too much cpu", pod: mutate(policy(v1.SupplementalGroupsPolicyStrict), func(p *v1.Pod) {
+			p.Spec.Containers[0].Resources.Requests = v1.ResourceList{v1.ResourceCPU: resource.MustParse("100")}
+		}), node: node(nil), rejected: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := admit(tc.pod, nil, Admission{Node: tc.node, MaxPods: 10, Allocatable: v1.ResourceList{v1.ResourceCPU: resource.MustParse("1")}})
+			switch {
+			case !tc.rejected && r != nil:
+				t.Errorf("rejected: %+v", r)
+			case tc.rejected && (r == nil || r.Reason != "SupplementalGroupsPolicyNotSupported" || r.Message != message):
+				t.Errorf("got %+v, want SupplementalGroupsPolicyNotSupported: %s", r, message)
+			}
+		})
+	}
+}
+
+// TestAppArmorHost checks upstream's (runc's) test of a host's AppArmor on
+// a sysfs made for the test: the securityfs directory and the module's
+// enabled parameter, "Y" followed by more.
+func TestAppArmorHost(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		securityf bool
+		enabled   string // "" : no parameter file
+		ok        bool
+	}{
+		{name: "no AppArmor at all"},
+		{name: "no securityfs entry", enabled: "Y\n"},
+		{name: "no module parameter", securityf: true},
+		{name: "disabled", securityf: true, enabled: "N\n"},
+		{name: "a lone Y", securityf: true, enabled: "Y"},
+		{name: "enabled", securityf: true, enabled: "Y\n", ok: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sys := t.TempDir()
+			if tc.securityf {
+				if err := os.MkdirAll(filepath.Join(sys, "kernel/security/apparmor"), 0o755); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if tc.enabled != "" {
+				dir := filepath.Join(sys, "module/apparmor/parameters")
+				if err := os.MkdirAll(dir, 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(filepath.Join(dir, "enabled"), []byte(tc.enabled), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			err := appArmorHost(sys)
+			switch {
+			case tc.ok && err != nil:
+				t.Errorf("refused: %v", err)
+			case !tc.ok && (err == nil || err.Error() != "AppArmor is not enabled on the host"):
+				t.Errorf("error %v, want AppArmor is not enabled on the host", err)
 			}
 		})
 	}

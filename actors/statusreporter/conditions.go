@@ -28,6 +28,10 @@ type health struct {
 	// Pressure are the conditions under pressure, as the eviction actor
 	// last said (NodePressure).
 	Pressure []v1.NodeConditionType
+	// Features are the runtime's features, as its Status answer gave
+	// them; nil when it gave none (containerd before 2.0) or could not be
+	// asked: the Node's status.features is then left as it is.
+	Features *runtimeapi.RuntimeFeatures
 }
 
 // runtimeProblems turns a CRI Status answer into upstream's runtime and

@@ -52,12 +52,27 @@ func (s *nodeSpec) updateNode(original *v1.Node, h health, now time.Time) (*v1.N
 		}
 	}
 	s.setStaticStatus(node)
+	setFeatures(node, h.Features)
 	if h.ImagesKnown {
 		node.Status.Images = h.Images
 	}
 	transition := setConditions(node, h, now)
 	return node, labelsChanged || nodeStatusChanged(&original.Status, &node.Status), transition
 }
+
+// setFeatures is upstream's NodeFeatures setter: status.features says
+// whether the runtime honours supplementalGroupsPolicy: Strict, which
+// admission reads. A runtime that reports no features leaves the Node's
+// as they are (none, on a Node this kubelet registered), which admission
+// reads as "not supported".
+func setFeatures(node *v1.Node, f *runtimeapi.RuntimeFeatures) {
+	if f == nil {
+		return
+	}
+	node.Status.Features = &v1.NodeFeatures{SupplementalGroupsPolicy: ptrTo(f.GetSupplementalGroupsPolicy())}
+}
+
+func ptrTo[T any](v T) *T { return &v }
 
 // nodeStatusPatch is upstream's PatchNodeStatus patch: a strategic merge
 // patch from oldNode to newNode, leaving the spec alone, with the addresses
@@ -123,6 +138,7 @@ func probe(ctx context.Context, system *actor.ActorSystem, p *Params, maxImages 
 			h.Problems = append(h.Problems, "container runtime is down: "+err.Error())
 		} else {
 			h.Problems = append(h.Problems, runtimeProblems(st.Status)...)
+			h.Features = st.GetFeatures()
 		}
 	}
 	if p.PLEG != nil {

@@ -3,6 +3,7 @@ package statusreporter
 import (
 	"encoding/json"
 	"net"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -466,5 +467,39 @@ func TestMergePodStatusDisruptionTarget(t *testing.T) {
 		if got != tt.want {
 			t.Errorf("%s: DisruptionTarget written %v, want %v (%+v)", tt.name, got, tt.want, merged.Conditions)
 		}
+	}
+}
+
+// TestNodeFeatures checks upstream's NodeFeatures setter: status.features
+// follows the runtime's reported features, and a runtime that reports
+// none (containerd before 2.0) leaves the Node's as they are.
+func TestNodeFeatures(t *testing.T) {
+	supported := &v1.NodeFeatures{SupplementalGroupsPolicy: new(true)}
+	for _, tc := range []struct {
+		name     string
+		existing *v1.NodeFeatures
+		runtime  *runtimeapi.RuntimeFeatures
+		want     *v1.NodeFeatures
+		changed  bool
+	}{
+		{name: "no features reported"},
+		{name: "no features reported keeps the Node's", existing: supported, want: supported},
+		{name: "supported", runtime: &runtimeapi.RuntimeFeatures{SupplementalGroupsPolicy: true}, want: supported, changed: true},
+		{name: "not supported", runtime: &runtimeapi.RuntimeFeatures{}, want: &v1.NodeFeatures{SupplementalGroupsPolicy: new(false)}, changed: true},
+		{name: "no longer supported", existing: supported, runtime: &runtimeapi.RuntimeFeatures{},
+			want: &v1.NodeFeatures{SupplementalGroupsPolicy: new(false)}, changed: true},
+		{name: "unchanged", existing: supported, runtime: &runtimeapi.RuntimeFeatures{SupplementalGroupsPolicy: true}, want: supported},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			spec := testSpec()
+			t0 := time.Now()
+			original := spec.initialNode()
+			setConditions(original, health{}, t0)
+			original.Status.Features = tc.existing
+			node, changed, _ := spec.updateNode(original, health{Features: tc.runtime}, t0)
+			if !reflect.DeepEqual(node.Status.Features, tc.want) || changed != tc.changed {
+				t.Errorf("features %v (changed %v), want %v (changed %v)", node.Status.Features, changed, tc.want, tc.changed)
+			}
+		})
 	}
 }

@@ -22,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/actorlet/actorlet/test/agent"
 )
@@ -140,8 +141,24 @@ func TestAdmission(t *testing.T) {
 		{pod("apparmor", func(p *v1.Pod) {
 			p.Spec.Containers[0].SecurityContext = &v1.SecurityContext{AppArmorProfile: &v1.AppArmorProfile{Type: v1.AppArmorProfileTypeRuntimeDefault}}
 		}), "AppArmor", "Cannot enforce AppArmor: AppArmor is not enabled on the host"},
+		{pod("apparmor-annotation", func(p *v1.Pod) {
+			p.Annotations = map[string]string{v1.DeprecatedAppArmorBetaContainerAnnotationKeyPrefix + "c": "localhost/k8s-apparmor-example"}
+		}), "AppArmor", "Cannot enforce AppArmor: AppArmor is not enabled on the host"},
 		// A sysctl of a namespace shared with the host (hostNetwork,
 		// hostIPC) is refused by the API's validation already.
+	}
+	// containerd 1.x does not report that it honours
+	// supplementalGroupsPolicy: Strict (the Node's status.features):
+	// upstream refuses such pods there.
+	ver, err := n.RT.Version(ctx, &runtimeapi.VersionRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.HasPrefix(ver.RuntimeVersion, "1.") {
+		rejections = append(rejections, rejection{pod("strict-groups", func(p *v1.Pod) {
+			strict := v1.SupplementalGroupsPolicyStrict
+			p.Spec.SecurityContext = &v1.PodSecurityContext{SupplementalGroupsPolicy: &strict}
+		}), "SupplementalGroupsPolicyNotSupported", "SupplementalGroupsPolicy=Strict is not supported in this node"})
 	}
 	for _, r := range rejections {
 		n.Create(t, r.pod)
