@@ -44,9 +44,14 @@ func ReadNames(fd int) ([]string, error) {
 func Chmod(fd int, mode uint32) error {
 	err := unix.Fchmodat(fd, "", mode, unix.AT_EMPTY_PATH)
 	if errors.Is(err, unix.EOPNOTSUPP) || errors.Is(err, unix.ENOSYS) || errors.Is(err, unix.EINVAL) {
-		err = unix.Chmod(fmt.Sprintf("/proc/self/fd/%d", fd), mode)
+		err = chmodProc(fd, mode)
 	}
 	return err
+}
+
+// chmodProc is Chmod where the kernel has no fchmodat2.
+func chmodProc(fd int, mode uint32) error {
+	return unix.Chmod(fmt.Sprintf("/proc/self/fd/%d", fd), mode)
 }
 
 // Chgrp gives the file fd refers to (an O_PATH descriptor, a symlink
