@@ -18,9 +18,41 @@ const emptyDirPerm os.FileMode = 0o777
 
 // setUpEmptyDir sets up an emptyDir: a directory of mode 0777 on disk, or
 // a tmpfs sized as upstream for medium Memory; fsGroup ownership.
+//
+// As upstream's SetUpAt, it does so once: a volume with its ready mark
+// is returned as it is (on disk while its directory exists; in memory
+// while its tmpfs is mounted), so that the pod's files are never walked
+// again. The volume-manager calls SetUp on every change of the pod and
+// every resync; a second fsGroup walk would widen the mode of the files
+// the pod made since (a 0600 file would become 0660). A ready mark whose
+// directory is gone is removed and the volume set up afresh; a memory
+// volume whose tmpfs is gone is mounted and walked again, as upstream.
 func (h *Host) setUpEmptyDir(pod *v1.Pod, vol *v1.Volume) (Mounted, error) {
 	dir := VolumeDir(h.RootDir, pod.UID, PluginEmptyDir, vol.Name)
 	src := vol.EmptyDir
+	ready := h.readyDir(pod, PluginEmptyDir, vol.Name)
+	if isReady(ready) {
+		switch src.Medium {
+		case v1.StorageMediumMemory:
+			if h.Mounter != nil {
+				notMnt, err := h.Mounter.IsLikelyNotMountPoint(dir)
+				if err != nil && !os.IsNotExist(err) {
+					return Mounted{}, err
+				}
+				if err == nil && !notMnt {
+					return Mounted{Path: dir, SELinuxRelabel: true}, nil
+				}
+			}
+		case v1.StorageMediumDefault:
+			if _, err := os.Stat(dir); err == nil {
+				return Mounted{Path: dir, SELinuxRelabel: true}, nil
+			}
+			// Upstream: "This situation should not happen unless user
+			// manually delete volume dir." Its error is ignored, as
+			// upstream's: the set-up below rewrites the mark.
+			_ = os.RemoveAll(ready)
+		}
+	}
 	switch {
 	case src.Medium == v1.StorageMediumDefault:
 		if err := makeWorldWritableDir(dir); err != nil {
@@ -46,7 +78,7 @@ func (h *Host) setUpEmptyDir(pod *v1.Pod, vol *v1.Volume) (Mounted, error) {
 	// Upstream ignores the emptyDir's ownership error, and applies no
 	// fsGroupChangePolicy to it: the volume is the pod's own.
 	_ = localVolumeOwnership(dir, fsGroupOf(pod), nil)
-	if err := setReady(h.readyDir(pod, PluginEmptyDir, vol.Name)); err != nil {
+	if err := setReady(ready); err != nil {
 		return Mounted{}, err
 	}
 	return Mounted{Path: dir, SELinuxRelabel: true}, nil
@@ -131,6 +163,13 @@ func isHugePageMedium(m v1.StorageMedium) bool {
 // the node finds the volume as its own.
 func (h *Host) readyDir(pod *v1.Pod, plugin, name string) string {
 	return filepath.Join(PodDir(h.RootDir, pod.UID), "plugins", plugin, name)
+}
+
+// isReady is upstream's volumeutil.IsReady: dir holds a regular file
+// "ready".
+func isReady(dir string) bool {
+	fi, err := os.Stat(filepath.Join(dir, "ready"))
+	return err == nil && fi.Mode().IsRegular()
 }
 
 // setReady writes upstream's ready mark (volumeutil.SetReady: a directory

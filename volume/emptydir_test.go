@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
@@ -205,4 +206,78 @@ func TestEmptyDirTmpfs(t *testing.T) {
 	if _, err := os.Stat(PodDir(h.RootDir, pod.UID)); !os.IsNotExist(err) {
 		t.Fatalf("pod directory left: %v", err)
 	}
+}
+
+// TestEmptyDirSetUpOnce: an emptyDir is set up, and given to the pod's
+// fsGroup, once, as upstream's: a second SetUp (the volume-manager's, on
+// any change of the pod) leaves the files the pod made since as they
+// are. A memory volume whose tmpfs is gone is set up, and walked, again,
+// as upstream.
+func TestEmptyDirSetUpOnce(t *testing.T) {
+	localNeedsRoot(t)
+	tests := []struct {
+		name   string
+		medium v1.StorageMedium
+		// change runs after the pod wrote its file, before SetUp again.
+		change func(t *testing.T, fm *mount.FakeMounter, dir string)
+		want   os.FileMode // the pod's file's mode after SetUp again
+	}{
+		{name: "on disk", want: 0o600},
+		{name: "in memory", medium: v1.StorageMediumMemory, want: 0o600},
+		{name: "in memory, its tmpfs gone", medium: v1.StorageMediumMemory, want: 0o660,
+			change: func(t *testing.T, fm *mount.FakeMounter, dir string) { localMust(t, fm.Unmount(dir)) }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fm := mount.NewFakeMounter(nil)
+			h := &Host{RootDir: t.TempDir(), Mounter: fm, NodeAllocatable: memLimits("8Gi")}
+			pod := fsGroupPod(2000)
+			vol := &v1.Volume{Name: "v", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{Medium: tt.medium}}}
+			m, err := h.SetUp(t.Context(), pod, vol)
+			localMust(t, err)
+			f := filepath.Join(m.Path, "k")
+			localMust(t, os.WriteFile(f, nil, 0o600))
+			localMust(t, os.Chmod(f, 0o600))
+			if tt.change != nil {
+				tt.change(t, fm, m.Path)
+			}
+			if _, err := h.SetUp(t.Context(), pod, vol); err != nil {
+				t.Fatal(err)
+			}
+			fi, err := os.Stat(f)
+			localMust(t, err)
+			if fi.Mode().Perm() != tt.want {
+				t.Fatalf("the pod's file is %v after SetUp again, want %v", fi.Mode().Perm(), tt.want)
+			}
+		})
+	}
+}
+
+// TestEmptyDirReadyWithoutDir: a ready mark whose directory is gone is
+// dropped and the volume set up afresh, with the pod's group, as upstream.
+func TestEmptyDirReadyWithoutDir(t *testing.T) {
+	localNeedsRoot(t)
+	h := &Host{RootDir: t.TempDir(), Mounter: mount.NewFakeMounter(nil)}
+	pod := fsGroupPod(2000)
+	vol := &v1.Volume{Name: "v", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{}}}
+	m, err := h.SetUp(t.Context(), pod, vol)
+	localMust(t, err)
+	localMust(t, os.RemoveAll(m.Path))
+	if _, err := h.SetUp(t.Context(), pod, vol); err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Stat(m.Path)
+	localMust(t, err)
+	if fi.Mode().Perm() != 0o777 || fi.Mode()&os.ModeSetgid == 0 || fi.Sys().(*syscall.Stat_t).Gid != 2000 {
+		t.Fatalf("directory set up again %v gid %d, want 2777 and the pod's group", fi.Mode(), fi.Sys().(*syscall.Stat_t).Gid)
+	}
+	if !isReady(h.readyDir(pod, PluginEmptyDir, "v")) {
+		t.Fatal("no ready mark")
+	}
+}
+
+func fsGroupPod(gid int64) *v1.Pod {
+	pod := localTestPod("fsgroup")
+	pod.Spec.SecurityContext = &v1.PodSecurityContext{FSGroup: &gid}
+	return pod
 }

@@ -1,14 +1,15 @@
 package volume
 
 import (
+	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
-	"syscall"
 
 	"golang.org/x/sys/unix"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/actorlet/actorlet/volume/fdwalk"
 )
 
 // PodVolume is one of a pod's volumes as found on disk, at
@@ -117,46 +118,95 @@ type Usage struct {
 // blocks and inodes of path and everything under it on the same
 // filesystem (like du -x: a mount inside is not entered), each hard link
 // counted once, files that vanish during the walk skipped.
+//
+// It works on file descriptors, as every walk over a directory a container
+// can write: each directory is opened with O_NOFOLLOW relative to its
+// parent's descriptor and its entries are stat'ed relative to it, so that
+// a directory swapped for a symlink is counted as the link and never
+// entered.
 func DiskUsage(path string) (Usage, error) {
-	var top unix.Stat_t
-	if err := unix.Stat(path, &top); err != nil {
-		return Usage{}, err
+	fd, err := unix.Open(path, fdwalk.Dir, 0)
+	if err != nil {
+		return Usage{}, &os.PathError{Op: "open", Path: path, Err: err}
 	}
-	var u Usage
-	seen := map[uint64]struct{}{}
-	err := filepath.WalkDir(path, func(p string, d fs.DirEntry, err error) error {
-		if os.IsNotExist(err) {
+	defer unix.Close(fd)
+	var top unix.Stat_t
+	if err := unix.Fstat(fd, &top); err != nil {
+		return Usage{}, &os.PathError{Op: "fstat", Path: path, Err: err}
+	}
+	d := du{dev: top.Dev, seen: map[uint64]struct{}{}}
+	d.count(&top)
+	err = d.walk(fd, path)
+	return d.u, err
+}
+
+// testHookDuBeforeDescend, when set, is called once the disk usage walk has
+// counted the directory name of dir, before it opens it: a test swaps the
+// entry there, as a container could.
+var testHookDuBeforeDescend func(dir, name string)
+
+// du is one DiskUsage walk.
+type du struct {
+	dev  uint64
+	seen map[uint64]struct{}
+	u    Usage
+}
+
+func (d *du) count(st *unix.Stat_t) {
+	if st.Nlink > 1 && !fdwalk.IsDir(st) {
+		if _, dup := d.seen[st.Ino]; dup {
+			return
+		}
+		d.seen[st.Ino] = struct{}{}
+	}
+	d.u.Bytes += uint64(st.Blocks) * 512
+	d.u.Inodes++
+}
+
+// walk counts what the directory fd, at path, holds.
+func (d *du) walk(fd int, path string) error {
+	names, err := fdwalk.ReadNames(fd)
+	if err != nil {
+		if errors.Is(err, unix.ENOENT) {
 			return nil
+		}
+		return fmt.Errorf("unable to count inodes for %s: %w", path, err)
+	}
+	for _, name := range names {
+		var st unix.Stat_t
+		err := unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW)
+		if errors.Is(err, unix.ENOENT) {
+			continue
 		}
 		if err != nil {
-			return fmt.Errorf("unable to count inodes for %s: %w", p, err)
+			return &os.PathError{Op: "lstat", Path: filepath.Join(path, name), Err: err}
 		}
-		fi, err := d.Info()
-		if os.IsNotExist(err) {
-			return nil
+		if st.Dev != d.dev {
+			continue // another filesystem, mounted here: not entered
+		}
+		d.count(&st)
+		if !fdwalk.IsDir(&st) {
+			continue
+		}
+		if testHookDuBeforeDescend != nil {
+			testHookDuBeforeDescend(path, name)
+		}
+		child, err := unix.Openat(fd, name, fdwalk.Dir, 0)
+		if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ELOOP) || errors.Is(err, unix.ENOTDIR) {
+			continue // removed or replaced meanwhile
 		}
 		if err != nil {
-			return err
+			return &os.PathError{Op: "open", Path: filepath.Join(path, name), Err: err}
 		}
-		s, ok := fi.Sys().(*syscall.Stat_t)
-		if !ok {
-			return fmt.Errorf("unsupported fileinfo for %s", p)
-		}
-		if s.Dev != top.Dev {
-			if d.IsDir() {
-				return filepath.SkipDir
+		var cst unix.Stat_t
+		if err := unix.Fstat(child, &cst); err == nil && cst.Dev == d.dev {
+			err = d.walk(child, filepath.Join(path, name))
+			if err != nil {
+				_ = unix.Close(child)
+				return err
 			}
-			return nil
 		}
-		if s.Nlink > 1 {
-			if _, dup := seen[s.Ino]; dup {
-				return nil
-			}
-			seen[s.Ino] = struct{}{}
-		}
-		u.Bytes += uint64(s.Blocks) * 512
-		u.Inodes++
-		return nil
-	})
-	return u, err
+		_ = unix.Close(child)
+	}
+	return nil
 }

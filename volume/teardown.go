@@ -3,12 +3,14 @@ package volume
 import (
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 
+	"golang.org/x/sys/unix"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/mount-utils"
+
+	"github.com/actorlet/actorlet/volume/fdwalk"
 )
 
 // maxStackedMounts bounds the unmounts of one directory: a directory
@@ -113,20 +115,70 @@ func (h *Host) unmountAll(path string) error {
 // mount point, whose files belong to another filesystem (a tmpfs still
 // mounted, a container's mount propagated back, the node's own data bound
 // in). It removes what it can and returns the first error.
+//
+// It works on file descriptors, as every walk over a directory a container
+// can write: each directory is opened with O_NOFOLLOW relative to its
+// parent's descriptor and its entries are removed with unlinkat relative
+// to it, so that a directory swapped for a symlink is removed as the link
+// and never entered. A directory whose device or mount differs from its
+// parent's is a mount point, as the mounter's check by path also says.
 func removeAllOneFilesystem(m mount.Interface, path string) error {
-	err := os.Remove(path)
-	if err == nil || os.IsNotExist(err) {
-		return nil
-	}
-	fi, serr := os.Lstat(path)
-	if serr != nil {
-		if os.IsNotExist(serr) {
+	path = filepath.Clean(path)
+	parent, err := unix.Open(filepath.Dir(path), fdwalk.Dir, 0)
+	if err != nil {
+		if errors.Is(err, unix.ENOENT) {
 			return nil
 		}
-		return serr
+		return &os.PathError{Op: "open", Path: filepath.Dir(path), Err: err}
 	}
-	if !fi.IsDir() {
-		return err
+	defer unix.Close(parent)
+	pm, err := mountOf(parent)
+	if err != nil {
+		return &os.PathError{Op: "statx", Path: filepath.Dir(path), Err: err}
+	}
+	return removeAt(m, parent, pm, path, filepath.Base(path))
+}
+
+// testHookBeforeDescend, when set, is called once removeAt has found name
+// in parent to be a directory and no mount point, before it opens it: a
+// test swaps the entry there, as a container could.
+var testHookBeforeDescend func(path string)
+
+// fsMount identifies the filesystem and the mount a directory is on.
+type fsMount struct {
+	dev   uint64
+	mntID uint64 // 0 where the kernel does not tell (before Linux 5.8)
+}
+
+// mountOf is the filesystem and mount of the file fd refers to.
+func mountOf(fd int) (fsMount, error) {
+	var stx unix.Statx_t
+	if err := unix.Statx(fd, "", unix.AT_EMPTY_PATH|unix.AT_SYMLINK_NOFOLLOW, unix.STATX_BASIC_STATS|unix.STATX_MNT_ID, &stx); err != nil {
+		return fsMount{}, err
+	}
+	m := fsMount{dev: unix.Mkdev(stx.Dev_major, stx.Dev_minor)}
+	if stx.Mask&unix.STATX_MNT_ID != 0 {
+		m.mntID = stx.Mnt_id
+	}
+	return m, nil
+}
+
+// removeAt removes name, at path, in the directory parent (on parentMnt)
+// and everything under it on the same filesystem.
+func removeAt(m mount.Interface, parent int, parentMnt fsMount, path, name string) error {
+	err := removeEntry(parent, name)
+	if err == nil || errors.Is(err, unix.ENOENT) {
+		return nil
+	}
+	var st unix.Stat_t
+	if serr := unix.Fstatat(parent, name, &st, unix.AT_SYMLINK_NOFOLLOW); serr != nil {
+		if errors.Is(serr, unix.ENOENT) || errors.Is(serr, unix.ENOTDIR) {
+			return nil
+		}
+		return &os.PathError{Op: "lstat", Path: path, Err: serr}
+	}
+	if !fdwalk.IsDir(&st) {
+		return &os.PathError{Op: "remove", Path: path, Err: err}
 	}
 	isMnt, merr := m.IsMountPoint(path)
 	if merr != nil {
@@ -135,34 +187,62 @@ func removeAllOneFilesystem(m mount.Interface, path string) error {
 	if isMnt {
 		return fmt.Errorf("cannot delete directory %s: it is a mount point", path)
 	}
-	f, err := os.Open(path)
+	if testHookBeforeDescend != nil {
+		testHookBeforeDescend(path)
+	}
+	dir, err := unix.Openat(parent, name, fdwalk.Dir, 0)
+	switch {
+	case errors.Is(err, unix.ENOENT):
+		return nil // removed meanwhile
+	case errors.Is(err, unix.ELOOP), errors.Is(err, unix.ENOTDIR):
+		// No longer a directory (a symlink put in its place): remove
+		// the entry itself, never what it points to.
+		if err := unix.Unlinkat(parent, name, 0); err != nil && !errors.Is(err, unix.ENOENT) {
+			return &os.PathError{Op: "remove", Path: path, Err: err}
+		}
+		return nil
+	case err != nil:
+		return &os.PathError{Op: "open", Path: path, Err: err}
+	}
+	dm, err := mountOf(dir)
 	if err != nil {
-		if os.IsNotExist(err) {
-			return nil
-		}
-		return err
+		_ = unix.Close(dir)
+		return &os.PathError{Op: "statx", Path: path, Err: err}
 	}
-	var first error
-	for {
-		names, rerr := f.Readdirnames(100)
-		for _, name := range names {
-			if err := removeAllOneFilesystem(m, filepath.Join(path, name)); err != nil && first == nil {
-				first = err
-			}
-		}
-		if rerr == io.EOF || len(names) == 0 {
-			break
-		}
-		if rerr != nil {
-			if first == nil {
-				first = rerr
-			}
-			break
+	if dm.dev != parentMnt.dev || dm.mntID != parentMnt.mntID {
+		_ = unix.Close(dir)
+		return fmt.Errorf("cannot delete directory %s: it is a mount point", path)
+	}
+	names, first := fdwalk.ReadNames(dir)
+	if first != nil {
+		first = &os.PathError{Op: "readdir", Path: path, Err: first}
+	}
+	for _, n := range names {
+		if err := removeAt(m, dir, dm, filepath.Join(path, n), n); err != nil && first == nil {
+			first = err
 		}
 	}
-	_ = f.Close()
-	if err := os.Remove(path); err != nil && !os.IsNotExist(err) && first == nil {
-		first = err
+	_ = unix.Close(dir)
+	if err := unix.Unlinkat(parent, name, unix.AT_REMOVEDIR); err != nil && !errors.Is(err, unix.ENOENT) && first == nil {
+		first = &os.PathError{Op: "remove", Path: path, Err: err}
 	}
 	return first
+}
+
+// removeEntry is os.Remove relative to the directory parent: unlink, else
+// rmdir, with the error that says why.
+func removeEntry(parent int, name string) error {
+	e := unix.Unlinkat(parent, name, 0)
+	if e == nil || errors.Is(e, unix.ENOENT) {
+		return e
+	}
+	e1 := unix.Unlinkat(parent, name, unix.AT_REMOVEDIR)
+	if e1 == nil || errors.Is(e1, unix.ENOENT) {
+		return e1
+	}
+	// Both failed: unlink's error unless it was only "a directory".
+	if !errors.Is(e1, unix.ENOTDIR) {
+		e = e1
+	}
+	return e
 }

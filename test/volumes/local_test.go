@@ -14,6 +14,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 
 	"github.com/actorlet/actorlet/test/agent"
@@ -177,6 +179,32 @@ func TestLocalVolumes(t *testing.T) {
 		}
 		// A configMap's files: group fsGroup, read-only masks (0644|0440).
 		n.Expect(t, "fsgroup", "c", "stat -L -c '%g %a' /cfg/a", "2000 644")
+	})
+
+	t.Run("fsGroup applied once to an emptyDir", func(t *testing.T) {
+		// Upstream sets an emptyDir up once (its ready mark) and never
+		// gives it to fsGroup again: a file the pod made private stays
+		// private when the pod changes and at every resync (issue #33).
+		// The downwardAPI volume shows when the node has seen the change.
+		fsGroup := int64(2000)
+		p := n.NewPod("fsgroup-once", []v1.Volume{
+			{Name: "disk", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{}}},
+			{Name: "mem", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{Medium: v1.StorageMediumMemory}}},
+			{Name: "info", VolumeSource: v1.VolumeSource{DownwardAPI: &v1.DownwardAPIVolumeSource{Items: []v1.DownwardAPIVolumeFile{
+				{Path: "labels", FieldRef: &v1.ObjectFieldSelector{FieldPath: "metadata.labels"}}}}}},
+		}, n.Busybox("c", "umask 077; echo k > /disk/k; echo k > /mem/k; exec sleep 3600",
+			mnt("disk", "/disk"), mnt("mem", "/mem"), mnt("info", "/info")))
+		p.Spec.SecurityContext = &v1.PodSecurityContext{FSGroup: &fsGroup}
+		n.Run(t, p)
+		n.EventuallySees(t, "fsgroup-once", "c", "stat -c %a /disk/k /mem/k", "600\n600", 30*time.Second)
+		if _, err := n.Admin.CoreV1().Pods(n.NS).Patch(context.Background(), "fsgroup-once", types.MergePatchType,
+			[]byte(`{"metadata":{"labels":{"poke":"1"}}}`), metav1.PatchOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		n.EventuallySees(t, "fsgroup-once", "c", "grep -c poke /info/labels", "1", 3*syncFrequency+15*time.Second)
+		// One more pod sync after the change: the periodic resync.
+		time.Sleep(syncFrequency + 5*time.Second)
+		n.Expect(t, "fsgroup-once", "c", "stat -c '%a %g' /disk/k /mem/k", "600 2000\n600 2000")
 	})
 
 	t.Run("volume stats in /stats/summary", func(t *testing.T) {

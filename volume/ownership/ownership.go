@@ -12,7 +12,10 @@ import (
 	"path/filepath"
 	"syscall"
 
+	"golang.org/x/sys/unix"
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/actorlet/actorlet/volume/fdwalk"
 )
 
 // Upstream's masks: what a file's mode gains.
@@ -40,27 +43,29 @@ func Set(dir string, fsGroup *int64, policy *v1.PodFSGroupChangePolicy, readOnly
 	if policy != nil && *policy == v1.FSGroupChangeOnRootMismatch && !RequiresChange(dir, *fsGroup, readOnly) {
 		return nil
 	}
-	return walkDeep(dir, func(path string, info fs.FileInfo) {
-		changeFile(path, *fsGroup, readOnly, info)
+	return walkDeep(dir, func(fd int, st *unix.Stat_t) {
+		changeFile(fd, st, *fsGroup, readOnly)
 	})
 }
 
-// changeFile is upstream's changeFilePermission.
-func changeFile(path string, fsGroup int64, readOnly bool, info fs.FileInfo) {
-	_ = os.Lchown(path, -1, int(fsGroup))
-	// chmod follows symlinks: the mode of a symlink (0777) given to its
-	// target would override the mode the volume gave the target.
-	if info.Mode()&os.ModeSymlink != 0 {
+// changeFile is upstream's changeFilePermission, on the file fd pins
+// (st is its stat): the group, then the mode with the mask added.
+func changeFile(fd int, st *unix.Stat_t, fsGroup int64, readOnly bool) {
+	_ = fdwalk.Chgrp(fd, int(fsGroup))
+	// A symlink's own mode means nothing, and upstream never chmods one:
+	// chmod would follow it and override the mode the volume gave the
+	// target.
+	if fdwalk.IsSymlink(st) {
 		return
 	}
-	mask := rwMask
+	mask := uint32(rwMask)
 	if readOnly {
-		mask = roMask
+		mask = uint32(roMask)
 	}
-	if info.IsDir() {
-		mask |= os.ModeSetgid | execMask
+	if fdwalk.IsDir(st) {
+		mask |= unix.S_ISGID | uint32(execMask)
 	}
-	_ = os.Chmod(path, info.Mode()|mask)
+	_ = fdwalk.Chmod(fd, st.Mode&0o7777|mask)
 }
 
 // RequiresChange is upstream's requiresPermissionChange: whether dir is not
@@ -86,42 +91,55 @@ func RequiresChange(dir string, fsGroup int64, readOnly bool) bool {
 	return info.Mode().Perm()&want != want || info.Mode()&os.ModeSetgid == 0
 }
 
+// testHookInspected, when set, is called once the walk has pinned the
+// entry name of dir and read its stat, before it descends into it or
+// changes it: a test swaps the entry there, as a container could.
+var testHookInspected func(dir, name string)
+
 // walkDeep calls fn on every file under root without following symlinks,
 // on a directory after its contents (so that a directory made read-only
-// is still entered), and unsorted, as upstream's walkDeep.
-func walkDeep(root string, fn func(string, fs.FileInfo)) error {
-	info, err := os.Lstat(root)
+// is still entered), and unsorted, as upstream's walkDeep. It works on
+// file descriptors: each entry is pinned with O_PATH|O_NOFOLLOW relative
+// to its parent's descriptor, and fn gets that descriptor with its stat,
+// so that a container swapping a directory for a symlink meanwhile cannot
+// lead the walk, or the change, out of the tree.
+func walkDeep(root string, fn func(fd int, st *unix.Stat_t)) error {
+	fd, err := unix.Open(root, fdwalk.Path, 0)
 	if err != nil {
-		return err
+		return &fs.PathError{Op: "open", Path: root, Err: err}
 	}
-	return walk(root, info, fn)
+	defer unix.Close(fd)
+	return walk(root, fd, fn)
 }
 
-func walk(path string, info fs.FileInfo, fn func(string, fs.FileInfo)) error {
-	if info.IsDir() {
-		f, err := os.Open(path)
+func walk(path string, fd int, fn func(int, *unix.Stat_t)) error {
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return &fs.PathError{Op: "fstat", Path: path, Err: err}
+	}
+	if fdwalk.IsDir(&st) {
+		names, err := fdwalk.ReadNames(fd)
 		if err != nil {
-			return err
-		}
-		names, err := f.Readdirnames(-1)
-		f.Close()
-		if err != nil {
-			return err
+			return &fs.PathError{Op: "readdir", Path: path, Err: err}
 		}
 		for _, name := range names {
-			child := filepath.Join(path, name)
-			ci, err := os.Lstat(child)
-			if errors.Is(err, fs.ErrNotExist) {
+			child, err := unix.Openat(fd, name, fdwalk.Path, 0)
+			if errors.Is(err, unix.ENOENT) {
 				continue // removed meanwhile
 			}
 			if err != nil {
-				return err
+				return &fs.PathError{Op: "open", Path: filepath.Join(path, name), Err: err}
 			}
-			if err := walk(child, ci, fn); err != nil {
+			if testHookInspected != nil {
+				testHookInspected(path, name)
+			}
+			err = walk(filepath.Join(path, name), child, fn)
+			_ = unix.Close(child)
+			if err != nil {
 				return err
 			}
 		}
 	}
-	fn(path, info)
+	fn(fd, &st)
 	return nil
 }

@@ -169,3 +169,76 @@ func TestRequiresChangeNotADir(t *testing.T) {
 		t.Error("a missing root must be changed")
 	}
 }
+
+// TestSetEntrySwappedMidWalk swaps an entry of the volume for a symlink
+// to a path outside it once the walk has looked at the entry and before
+// it descends into it or changes it, as a container writing the volume
+// could: nothing outside the volume may get the group or the mode.
+func TestSetEntrySwappedMidWalk(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("chown to another group needs root")
+	}
+	tests := []struct {
+		name string
+		// entry is swapped for a symlink to target (outside the volume).
+		entry, target string
+	}{
+		{name: "a directory swapped for a symlink to a directory outside", entry: "d", target: "out"},
+		{name: "a file swapped for a symlink to a file outside", entry: "f", target: "out/secret"},
+		{name: "a directory swapped for a symlink to a file outside", entry: "d", target: "out/secret"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			host := t.TempDir()
+			must(t, os.Mkdir(filepath.Join(host, "out"), 0o700))
+			must(t, os.Chmod(filepath.Join(host, "out"), 0o700))
+			must(t, os.WriteFile(filepath.Join(host, "out/secret"), nil, 0o600))
+			must(t, os.Chmod(filepath.Join(host, "out/secret"), 0o600))
+			dir := tree(t)
+			testHookInspected = func(parent, name string) {
+				if parent != dir || name != tt.entry {
+					return
+				}
+				must(t, os.Rename(filepath.Join(dir, name), filepath.Join(dir, "moved")))
+				must(t, os.Symlink(filepath.Join(host, tt.target), filepath.Join(dir, name)))
+			}
+			t.Cleanup(func() { testHookInspected = nil })
+			g := int64(gid)
+			_ = Set(dir, &g, nil, false)
+			for p, want := range map[string]os.FileMode{"out": os.ModeDir | 0o700, "out/secret": 0o600} {
+				info, err := os.Lstat(filepath.Join(host, p))
+				must(t, err)
+				if info.Mode() != want || info.Sys().(*syscall.Stat_t).Gid != 0 {
+					t.Errorf("%s outside the volume changed: %v gid %d", p, info.Mode(), info.Sys().(*syscall.Stat_t).Gid)
+				}
+			}
+			// The entry the walk looked at is the one it changed, where
+			// it went.
+			info, err := os.Lstat(filepath.Join(dir, "moved"))
+			must(t, err)
+			if info.Sys().(*syscall.Stat_t).Gid != gid {
+				t.Errorf("the swapped-out entry was not given the group: gid %d", info.Sys().(*syscall.Stat_t).Gid)
+			}
+		})
+	}
+}
+
+// TestSetSpecialFiles: a FIFO in the volume neither blocks the walk nor
+// escapes it; it gets the group and mode as any file (upstream chmods it
+// by path).
+func TestSetSpecialFiles(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("chown to another group needs root")
+	}
+	dir := tree(t)
+	fifo := filepath.Join(dir, "fifo")
+	must(t, syscall.Mkfifo(fifo, 0o600))
+	must(t, os.Chmod(fifo, 0o600))
+	g := int64(gid)
+	must(t, Set(dir, &g, nil, false))
+	info, err := os.Lstat(fifo)
+	must(t, err)
+	if info.Mode().Perm() != 0o660 || info.Sys().(*syscall.Stat_t).Gid != gid {
+		t.Errorf("fifo %v gid %d, want 0660 and the group", info.Mode(), info.Sys().(*syscall.Stat_t).Gid)
+	}
+}
