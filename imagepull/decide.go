@@ -1,6 +1,7 @@
 package imagepull
 
 import (
+	"cmp"
 	"slices"
 	"strings"
 	"time"
@@ -168,13 +169,7 @@ func mergeSecrets(current, added []Secret) ([]Secret, bool) {
 		out = append(out, Secret{UID: k.uid, Namespace: k.namespace, Name: k.name, CredentialHash: h})
 	}
 	slices.SortFunc(out, func(a, b Secret) int {
-		if c := strings.Compare(a.Namespace, b.Namespace); c != 0 {
-			return c
-		}
-		if c := strings.Compare(a.Name, b.Name); c != 0 {
-			return c
-		}
-		return strings.Compare(a.UID, b.UID)
+		return cmp.Or(strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Name, b.Name), strings.Compare(a.UID, b.UID))
 	})
 	return out, true
 }
@@ -194,13 +189,7 @@ func mergeServiceAccounts(current, added []kubeletconfigv1beta1.ImagePullService
 		return current, false
 	}
 	slices.SortFunc(out, func(a, b kubeletconfigv1beta1.ImagePullServiceAccount) int {
-		if c := strings.Compare(a.Namespace, b.Namespace); c != 0 {
-			return c
-		}
-		if c := strings.Compare(a.Name, b.Name); c != 0 {
-			return c
-		}
-		return strings.Compare(a.UID, b.UID)
+		return cmp.Or(strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Name, b.Name), strings.Compare(a.UID, b.UID))
 	})
 	return out, true
 }
