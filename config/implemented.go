@@ -31,6 +31,7 @@ var Implemented = map[string]bool{
 	"tlsMinVersion":               true,
 	"tlsCipherSuites":             true,
 	"tlsCurvePreferences":         true,
+	"seccompDefault":              true,
 	"authentication.*":            true,
 	"authorization.*":             true,
 	"healthzBindAddress":          true,

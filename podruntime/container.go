@@ -178,7 +178,7 @@ func containerSecurityContext(pod *v1.Pod, c *v1.Container, opts Options) (*runt
 		root = ""
 	}
 	var err error
-	if out.Seccomp, err = seccompProfile(podSeccomp, cSeccomp, root); err != nil {
+	if out.Seccomp, err = seccompProfile(podSeccomp, cSeccomp, root, opts.SeccompDefault); err != nil {
 		return nil, err
 	}
 	if out.Seccomp.ProfileType == runtimeapi.SecurityProfile_Localhost && root == "" {

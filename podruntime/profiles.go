@@ -24,7 +24,8 @@ var errLocalhostSeccompUnnamed = errors.New("localhostProfile must be set if sec
 
 // seccompProfile is the container's seccomp profile, as upstream's
 // getSeccompProfile: the container's field, else the pod's, else
-// Unconfined (the kubelet's default without seccompDefault). The
+// Unconfined, or RuntimeDefault with the kubelet's seccompDefault
+// (runtimeDefault). The
 // deprecated seccomp annotations are not read, as upstream no longer does.
 // A Localhost profile is the file localhostProfile names below root
 // (SeccompProfileRoot), joined as upstream's filepath.Join does: never a
@@ -32,12 +33,15 @@ var errLocalhostSeccompUnnamed = errors.New("localhostProfile must be set if sec
 // lands below root too. The API server and the manifest validation refuse
 // names with ".." or a leading "/", so the join cannot climb out of root
 // for any pod that reaches the node.
-func seccompProfile(pod, container *v1.SeccompProfile, root string) (*runtimeapi.SecurityProfile, error) {
+func seccompProfile(pod, container *v1.SeccompProfile, root string, runtimeDefault bool) (*runtimeapi.SecurityProfile, error) {
 	p := pod
 	if container != nil {
 		p = container
 	}
 	if p == nil {
+		if runtimeDefault {
+			return &runtimeapi.SecurityProfile{ProfileType: runtimeapi.SecurityProfile_RuntimeDefault}, nil
+		}
 		return &runtimeapi.SecurityProfile{ProfileType: runtimeapi.SecurityProfile_Unconfined}, nil
 	}
 	switch p.Type {

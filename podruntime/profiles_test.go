@@ -27,8 +27,14 @@ func TestSeccompProfileLocalhostRoot(t *testing.T) {
 		pod, container *v1.SeccompProfile
 		want           *runtimeapi.SecurityProfile
 		err            string
+		seccompDefault bool
 	}{
 		{name: "none", want: unconfined},
+		{name: "none with seccompDefault", seccompDefault: true,
+			want: &runtimeapi.SecurityProfile{ProfileType: runtimeapi.SecurityProfile_RuntimeDefault}},
+		{name: "the pod's unconfined over seccompDefault", pod: typ(v1.SeccompProfileTypeUnconfined), seccompDefault: true, want: unconfined},
+		{name: "the container's localhost over seccompDefault", container: localhost("c.json"), seccompDefault: true,
+			want: &runtimeapi.SecurityProfile{ProfileType: runtimeapi.SecurityProfile_Localhost, LocalhostRef: root + "/c.json"}},
 		{name: "the pod's unconfined", pod: typ(v1.SeccompProfileTypeUnconfined), want: unconfined},
 		{name: "the pod's runtime default", pod: typ(v1.SeccompProfileTypeRuntimeDefault),
 			want: &runtimeapi.SecurityProfile{ProfileType: runtimeapi.SecurityProfile_RuntimeDefault}},
@@ -48,7 +54,7 @@ func TestSeccompProfileLocalhostRoot(t *testing.T) {
 			err: "localhostProfile must be set if seccompProfile type is Localhost."},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := seccompProfile(tc.pod, tc.container, root)
+			got, err := seccompProfile(tc.pod, tc.container, root, tc.seccompDefault)
 			if tc.err != "" {
 				if err == nil || err.Error() != tc.err {
 					t.Fatalf("error %v, want %q", err, tc.err)

@@ -84,6 +84,10 @@ type Options struct {
 	// RootDir is the kubelet's root directory: a pod's own files (its
 	// etc-hosts) are under RootDir/pods/UID.
 	RootDir string
+	// SeccompDefault is the kubelet's seccompDefault: a container whose pod
+	// and own security context name no seccomp profile runs under the
+	// runtime's default profile rather than unconfined.
+	SeccompDefault bool
 	// Recorder receives upstream's events about pods and their containers
 	// (pulls, starts, kills, back-offs, failures); nil records none.
 	Recorder record.EventRecorder
