@@ -79,4 +79,3 @@ func TestSummaryJSONShape(t *testing.T) {
 		t.Errorf("body:\n%s", body)
 	}
 }
-
