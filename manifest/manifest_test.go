@@ -319,16 +319,7 @@ func TestValidateProcMount(t *testing.T) {
 					TerminationMessagePolicy: v1.TerminationMessageReadFile,
 					SecurityContext:          &v1.SecurityContext{ProcMount: tc.procMount}}},
 			}
-			err := Validate(pod)
-			if tc.want == "" {
-				if err != nil {
-					t.Fatalf("Validate = %v, want nil", err)
-				}
-				return
-			}
-			if err == nil || err.Error() != tc.want {
-				t.Fatalf("Validate = %v\nwant %s", err, tc.want)
-			}
+			checkValidate(t, pod, tc.want)
 		})
 	}
 }
@@ -375,16 +366,7 @@ func TestValidateSeccompProfile(t *testing.T) {
 					TerminationMessagePolicy: v1.TerminationMessageReadFile,
 					SecurityContext:          &v1.SecurityContext{SeccompProfile: tc.container}}},
 			}
-			err := Validate(pod)
-			if tc.want == "" {
-				if err != nil {
-					t.Fatalf("Validate = %v, want nil", err)
-				}
-				return
-			}
-			if err == nil || err.Error() != tc.want {
-				t.Fatalf("Validate = %v\nwant %s", err, tc.want)
-			}
+			checkValidate(t, pod, tc.want)
 		})
 	}
 }
@@ -401,5 +383,21 @@ func TestConfigHash(t *testing.T) {
 		if got := ConfigHash(tc.pod); got != tc.want {
 			t.Errorf("%s: ConfigHash = %q, want %q", tc.name, got, tc.want)
 		}
+	}
+}
+
+// checkValidate fails t unless Validate refuses pod with exactly want, or
+// accepts it when want is "".
+func checkValidate(t *testing.T, pod *v1.Pod, want string) {
+	t.Helper()
+	err := Validate(pod)
+	if want == "" {
+		if err != nil {
+			t.Fatalf("Validate = %v, want nil", err)
+		}
+		return
+	}
+	if err == nil || err.Error() != want {
+		t.Fatalf("Validate = %v\nwant %s", err, want)
 	}
 }

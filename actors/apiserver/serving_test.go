@@ -34,22 +34,13 @@ func TestServingCertFromGetCertificate(t *testing.T) {
 	}
 	var current atomic.Pointer[tls.Certificate]
 	errNone := errors.New("no serving certificate available for the kubelet")
-	a := New(Params{Port: 10250, Auth: filter, NodeName: "node-a", Log: zerolog.Nop(),
+	addr := serveAPI(t, Params{Auth: filter,
 		GetServingCert: func(*tls.ClientHelloInfo) (*tls.Certificate, error) {
 			if c := current.Load(); c != nil {
 				return c, nil
 			}
 			return nil, errNone
-		}})().(*Actor)
-	tlsConfig, handler, err := a.secureAPI()
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr, err := a.serveOn("kubelet API", "127.0.0.1:0", handler, tlsConfig, streaming)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(a.shutdown)
+		}})
 
 	// get makes a new connection (no reuse: each request is its own
 	// handshake) and returns the served certificate and the answer's status.
@@ -57,7 +48,7 @@ func TestServingCertFromGetCertificate(t *testing.T) {
 		tr := &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, DisableKeepAlives: true}
 		defer tr.CloseIdleConnections()
 		client := &http.Client{Transport: tr, Timeout: 10 * time.Second}
-		resp, err := client.Get("https://" + addr.String() + "/nothing-here")
+		resp, err := client.Get("https://" + addr + "/nothing-here")
 		if err != nil {
 			return nil, 0, err
 		}
