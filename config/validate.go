@@ -15,7 +15,7 @@ import (
 	kubeletconfigv1beta1 "k8s.io/kubelet/config/v1beta1"
 
 	"github.com/actorlet/actorlet/config/features"
-	"github.com/actorlet/actorlet/imagepull"
+	"github.com/actorlet/actorlet/internal/imagepull"
 )
 
 // Problem is one invalid field of the configuration.

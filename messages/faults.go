@@ -4,7 +4,7 @@ import "fmt"
 
 // InjectPanic makes the receiving actor panic once, so that tests can watch
 // supervision restart it. Only sent when --debug-fault-injection is on.
-// Sender: the api-server actor (POST /debug/inject/panic), or tests.
+// Sender: the kubelet-API actor (POST /debug/inject/panic), or tests.
 // Receiver: any actor built with supervision.Props; the middleware panics
 // before the actor sees the message. With InSyncWork, a pod-worker instead:
 // the middleware passes it on, and the worker panics in the work of its

@@ -78,7 +78,7 @@ func (m *Relist) Summary() string { return "relist" }
 
 // HealthRequest asks an actor how healthy it is. The asker waits for a
 // HealthReport with a timeout: an actor too busy to answer is unhealthy.
-// Sender: the api-server (for /healthz). Receiver: PLEG, pod-manager.
+// Sender: the kubelet-API actor (for /healthz). Receiver: PLEG, pod-manager.
 type HealthRequest struct{}
 
 func (m *HealthRequest) Summary() string { return "health?" }

@@ -8,7 +8,7 @@ import (
 )
 
 // ListPods asks for the pods the node runs, with their current status.
-// Sender: the api-server (GET /pods). Receiver: the pod-manager.
+// Sender: the kubelet-API actor (GET /pods). Receiver: the pod-manager.
 type ListPods struct{}
 
 func (m *ListPods) Summary() string { return "list pods" }

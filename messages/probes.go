@@ -5,7 +5,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 
-	"github.com/actorlet/actorlet/prober/results"
+	"github.com/actorlet/actorlet/internal/probe/results"
 )
 
 // ProbeTargets tells a pod's prober what to probe: the pod's latest spec and

@@ -6,7 +6,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/actorlet/actorlet/volume"
+	"github.com/actorlet/actorlet/internal/volume"
 )
 
 // PodVolumes are a pod's volumes as set up on the host, by volume name.

@@ -7,7 +7,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
-	"github.com/actorlet/actorlet/retry"
+	"github.com/actorlet/actorlet/internal/retry"
 )
 
 // FatalError marks a failure that restarting cannot repair; an actor panics

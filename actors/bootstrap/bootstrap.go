@@ -17,13 +17,13 @@ import (
 	"github.com/rs/zerolog"
 	kubeletconfigv1beta1 "k8s.io/kubelet/config/v1beta1"
 
-	"github.com/actorlet/actorlet/actors/apiserver"
-	"github.com/actorlet/actorlet/certificates"
+	"github.com/actorlet/actorlet/actors/kubeletapi"
 	"github.com/actorlet/actorlet/config"
 	"github.com/actorlet/actorlet/config/features"
-	"github.com/actorlet/actorlet/dependencies"
+	"github.com/actorlet/actorlet/internal/certificates"
+	"github.com/actorlet/actorlet/internal/dependencies"
+	"github.com/actorlet/actorlet/internal/kubeletapi/auth"
 	"github.com/actorlet/actorlet/messages"
-	"github.com/actorlet/actorlet/server/auth"
 	"github.com/actorlet/actorlet/supervision"
 )
 
@@ -68,7 +68,7 @@ type Actor struct {
 	// reloaded when they change (then apiCert is nil).
 	servingFiles *certificates.FileServing
 	// apiTLS are the kubelet API's TLS version, cipher suites and curves.
-	apiTLS apiserver.TLSOptions
+	apiTLS kubeletapi.TLSOptions
 
 	// children are the live runtime actors in order of start.
 	children []*actor.PID

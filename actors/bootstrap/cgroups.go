@@ -9,7 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/actorlet/actorlet/podcgroups"
+	"github.com/actorlet/actorlet/internal/cgroups"
 )
 
 // Upstream's enforceNodeAllocatable keys (kubetypes).
@@ -43,28 +43,28 @@ func (a *Actor) nodeEvent(eventtype, reason, message string) {
 // enforced. A failure to bound kubepods is logged and start-up goes on
 // (upstream retries it, pods still run); a reserved cgroup that cannot be
 // enforced fails start-up, as upstream's.
-func (a *Actor) podCgroups(capacity v1.ResourceList) (*podcgroups.Manager, error) {
+func (a *Actor) podCgroups(capacity v1.ResourceList) (*cgroups.Manager, error) {
 	c := a.cfg
 	perQOS := deref(c.CgroupsPerQOS)
-	system, err := podcgroups.ParseReserved(c.SystemReserved)
+	system, err := cgroups.ParseReserved(c.SystemReserved)
 	if err != nil {
 		return nil, fmt.Errorf("systemReserved: %w", err)
 	}
-	kube, err := podcgroups.ParseReserved(c.KubeReserved)
+	kube, err := cgroups.ParseReserved(c.KubeReserved)
 	if err != nil {
 		return nil, fmt.Errorf("kubeReserved: %w", err)
 	}
 	internal := capacity.DeepCopy()
-	if n, err := podcgroups.PidMax("/proc/sys/kernel/pid_max"); err == nil {
-		internal[podcgroups.ResourcePIDs] = *resource.NewQuantity(n, resource.DecimalSI)
+	if n, err := cgroups.PidMax("/proc/sys/kernel/pid_max"); err == nil {
+		internal[cgroups.ResourcePIDs] = *resource.NewQuantity(n, resource.DecimalSI)
 	}
 	allocatable := internal
 	if perQOS && slices.Contains(c.EnforceNodeAllocatable, enforcePods) {
-		allocatable = podcgroups.AllocatableAbsolute(internal, system, kube)
+		allocatable = cgroups.AllocatableAbsolute(internal, system, kube)
 	}
-	m, err := podcgroups.New(podcgroups.Config{
+	m, err := cgroups.New(cgroups.Config{
 		Root:             "/sys/fs/cgroup",
-		Layout:           podcgroups.Layout{CgroupRoot: c.CgroupRoot, Driver: c.CgroupDriver, PerQOS: perQOS},
+		Layout:           cgroups.Layout{CgroupRoot: c.CgroupRoot, Driver: c.CgroupDriver, PerQOS: perQOS},
 		PodPidsLimit:     deref(c.PodPidsLimit),
 		EnforceCPULimits: true,
 		NodeAllocatable:  allocatable,

@@ -5,9 +5,9 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 
-	"github.com/actorlet/actorlet/actors/apiserver"
+	"github.com/actorlet/actorlet/actors/kubeletapi"
 	"github.com/actorlet/actorlet/actors/statusreporter"
-	"github.com/actorlet/actorlet/certificates"
+	"github.com/actorlet/actorlet/internal/certificates"
 )
 
 // servingCertificate settles where the kubelet API's certificate comes
@@ -24,7 +24,7 @@ import (
 // TLS settings are parsed here too, as upstream's InitializeTLS.
 func (a *Actor) servingCertificate() error {
 	c, o, deps := a.cfg, a.cmdline.Options, a.deps
-	opts, warnings, err := apiserver.ParseTLSOptions(c.TLSMinVersion, c.TLSCipherSuites, c.TLSCurvePreferences)
+	opts, warnings, err := kubeletapi.ParseTLSOptions(c.TLSMinVersion, c.TLSCipherSuites, c.TLSCurvePreferences)
 	if err != nil {
 		return err
 	}
@@ -52,7 +52,7 @@ func (a *Actor) servingCertificate() error {
 		return nil
 	}
 	if a.gates.Enabled("ReloadKubeletServerCertificateFile") {
-		certFile, keyFile, err := apiserver.ServingCertificateFiles(c.TLSCertFile, c.TLSPrivateKeyFile, o.CertDir, deps.NodeName, deps.NodeIP)
+		certFile, keyFile, err := kubeletapi.ServingCertificateFiles(c.TLSCertFile, c.TLSPrivateKeyFile, o.CertDir, deps.NodeName, deps.NodeIP)
 		if err != nil {
 			return err
 		}
@@ -64,7 +64,7 @@ func (a *Actor) servingCertificate() error {
 		f.Start()
 		return nil
 	}
-	cert, err := apiserver.ServingCertificate(c.TLSCertFile, c.TLSPrivateKeyFile, o.CertDir, deps.NodeName, deps.NodeIP)
+	cert, err := kubeletapi.ServingCertificate(c.TLSCertFile, c.TLSPrivateKeyFile, o.CertDir, deps.NodeName, deps.NodeIP)
 	if err != nil {
 		return err
 	}

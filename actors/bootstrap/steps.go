@@ -16,36 +16,36 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/mount-utils"
 
-	"github.com/actorlet/actorlet/actors/apiserver"
 	"github.com/actorlet/actorlet/actors/configsource"
-	evictionactor "github.com/actorlet/actorlet/actors/eviction"
+	"github.com/actorlet/actorlet/actors/eviction"
 	"github.com/actorlet/actorlet/actors/gc"
+	"github.com/actorlet/actorlet/actors/kubeletapi"
 	"github.com/actorlet/actorlet/actors/pleg"
 	"github.com/actorlet/actorlet/actors/podmanager"
-	proberactor "github.com/actorlet/actorlet/actors/prober"
+	"github.com/actorlet/actorlet/actors/prober"
 	"github.com/actorlet/actorlet/actors/statusreporter"
 	"github.com/actorlet/actorlet/actors/volumemanager"
-	"github.com/actorlet/actorlet/certificates"
 	"github.com/actorlet/actorlet/config"
-	"github.com/actorlet/actorlet/dependencies"
-	evictionpkg "github.com/actorlet/actorlet/eviction"
-	"github.com/actorlet/actorlet/imagepull"
-	"github.com/actorlet/actorlet/lifecycle"
-	"github.com/actorlet/actorlet/logging"
-	"github.com/actorlet/actorlet/machine"
+	"github.com/actorlet/actorlet/internal/certificates"
+	"github.com/actorlet/actorlet/internal/cgroups"
+	"github.com/actorlet/actorlet/internal/dependencies"
+	"github.com/actorlet/actorlet/internal/evictionpolicy"
+	"github.com/actorlet/actorlet/internal/imagepull"
+	"github.com/actorlet/actorlet/internal/kubeletapi/auth"
+	"github.com/actorlet/actorlet/internal/kubeletapi/stats"
+	"github.com/actorlet/actorlet/internal/lifecycle"
+	"github.com/actorlet/actorlet/internal/logging"
+	"github.com/actorlet/actorlet/internal/metrics"
+	"github.com/actorlet/actorlet/internal/nodecapacity"
+	"github.com/actorlet/actorlet/internal/podruntime"
+	"github.com/actorlet/actorlet/internal/probe"
+	"github.com/actorlet/actorlet/internal/runtimeclass"
+	"github.com/actorlet/actorlet/internal/services"
+	"github.com/actorlet/actorlet/internal/version"
+	"github.com/actorlet/actorlet/internal/volume"
+	"github.com/actorlet/actorlet/internal/volume/apisource"
 	"github.com/actorlet/actorlet/messages"
-	"github.com/actorlet/actorlet/metrics"
-	"github.com/actorlet/actorlet/podcgroups"
-	"github.com/actorlet/actorlet/podruntime"
-	"github.com/actorlet/actorlet/prober"
-	"github.com/actorlet/actorlet/runtimeclass"
-	"github.com/actorlet/actorlet/server/auth"
-	"github.com/actorlet/actorlet/server/stats"
-	"github.com/actorlet/actorlet/services"
 	"github.com/actorlet/actorlet/supervision"
-	"github.com/actorlet/actorlet/version"
-	"github.com/actorlet/actorlet/volume"
-	"github.com/actorlet/actorlet/volume/apisource"
 )
 
 // outcome tells the bootstrap actor what to do after a step.
@@ -264,7 +264,7 @@ func (a *Actor) buildDependencies(actor.Context) (outcome, error) {
 // runtimeActors are spawned in this order and stopped in the reverse one:
 // the status-reporter exists before any status is reported and goes last,
 // after the final statuses; the pod-manager exists before anything sends it
-// pods; the api-server stops taking requests before anything else goes. Each entry builds its
+// pods; the kubelet-API actor stops taking requests before anything else goes. Each entry builds its
 // actor's Props from the configuration, the dependencies and the PIDs of the
 // actors spawned before it.
 var runtimeActors = []struct {
@@ -295,8 +295,8 @@ var runtimeActors = []struct {
 			VolumeManager: a.child(volumemanager.Kind), Log: a.log,
 			// Each pod-worker's prober runs its pod's probes through the
 			// runtime, recording their events as the runtime's own.
-			Prober: proberactor.Props(proberactor.Params{
-				Runner: &prober.Runner{RT: a.deps.Runtime, Recorder: a.deps.Events,
+			Prober: prober.Props(prober.Params{
+				Runner: &probe.Runner{RT: a.deps.Runtime, Recorder: a.deps.Events,
 					RequestTimeout: a.cfg.RuntimeRequestTimeout.Duration},
 				// Past the runner's own bound on an exec probe.
 				RunSlack:     a.cfg.RuntimeRequestTimeout.Duration + 30*time.Second,
@@ -330,21 +330,21 @@ var runtimeActors = []struct {
 			StopSlice: podruntime.StopSystemdUnit, PulledImages: env.pulledImages(),
 		}), nil)
 	}},
-	{evictionactor.Kind, func(a *Actor, env *runtimeEnv) *actor.Props {
-		return a.p.System.Registry.Props(evictionactor.Kind, evictionactor.New(evictionactor.Params{
+	{eviction.Kind, func(a *Actor, env *runtimeEnv) *actor.Props {
+		return a.p.System.Registry.Props(eviction.Kind, eviction.New(eviction.Params{
 			Stats: env.stats, Config: env.eviction, DedicatedImageFs: dedicatedImageFs(a.deps.Images, a.deps.RootDir, a.log),
 			PodManager: a.child(podmanager.Kind), StatusReporter: a.child(statusreporter.Kind), GC: a.child(gc.Kind),
 			Events: a.deps.Events, NodeName: a.deps.NodeName, Registry: a.p.System.Registry, Log: a.log,
 			LocalStorageCapacityIsolation: deref(a.cfg.LocalStorageCapacityIsolation),
 		}), nil)
 	}},
-	{apiserver.Kind, func(a *Actor, env *runtimeEnv) *actor.Props {
+	{kubeletapi.Kind, func(a *Actor, env *runtimeEnv) *actor.Props {
 		c := a.cfg
 		port := c.Port
 		if a.apiAuth == nil {
 			port = 0 // enableServer: false
 		}
-		return a.p.System.Registry.Props(apiserver.Kind, apiserver.New(apiserver.Params{
+		return a.p.System.Registry.Props(kubeletapi.Kind, kubeletapi.New(kubeletapi.Params{
 			HealthzAddress: c.HealthzBindAddress, HealthzPort: deref(c.HealthzPort),
 			Address: c.Address, Port: port, ReadOnlyPort: c.ReadOnlyPort,
 			ServingCert: a.apiCert, GetServingCert: a.getServingCert(), TLS: a.apiTLS, Auth: a.apiAuth,
@@ -353,7 +353,7 @@ var runtimeActors = []struct {
 			Runtime:         a.deps.Runtime,
 			SplitLogStreams: a.gates.Enabled("PodLogsQuerySplitStreams"),
 			Configz:         c.DeepCopy(),
-			Debugging: apiserver.Debugging{Handlers: deref(c.EnableDebuggingHandlers), SystemLogs: deref(c.EnableSystemLogHandler),
+			Debugging: kubeletapi.Debugging{Handlers: deref(c.EnableDebuggingHandlers), SystemLogs: deref(c.EnableSystemLogHandler),
 				Profiling: deref(c.EnableProfilingHandler), ContentionProfiling: c.EnableContentionProfiling},
 			DebugAddress:   a.cmdline.Options.DebugAddress,
 			FaultInjection: a.cmdline.Options.DebugFaultInjection,
@@ -386,7 +386,7 @@ func (a *Actor) cgroupDriver() error {
 // runtimeEnv is what the runtime actors share beyond the dependencies.
 type runtimeEnv struct {
 	runtime          *podruntime.Runtime
-	cgroups          *podcgroups.Manager
+	cgroups          *cgroups.Manager
 	sources          []string
 	capacity         v1.ResourceList
 	allocatable      v1.ResourceList
@@ -402,7 +402,7 @@ type runtimeEnv struct {
 	// measured once.
 	stats *stats.Provider
 	// eviction is the eviction manager's configuration, parsed.
-	eviction evictionpkg.Config
+	eviction evictionpolicy.Config
 	// pullRecords are the records of pulled images' credentials; nil
 	// with KubeletEnsureSecretPulledImages off.
 	pullRecords *imagepull.Manager
@@ -446,17 +446,17 @@ func (a *Actor) spawnRuntime(ctx actor.Context) (outcome, error) {
 
 func (a *Actor) runtimeEnv() (*runtimeEnv, error) {
 	c := a.cfg
-	capacity, err := machine.Capacity("/proc/meminfo", c.MaxPods)
+	capacity, err := nodecapacity.Capacity("/proc/meminfo", c.MaxPods)
 	if err != nil {
 		return nil, err
 	}
 	// Huge pages are capacity (and allocatable) as upstream reports them.
-	hugePages, err := machine.HugePages(machine.HugePagesDir)
+	hugePages, err := nodecapacity.HugePages(nodecapacity.HugePagesDir)
 	if err != nil {
 		return nil, err
 	}
 	maps.Copy(capacity, hugePages)
-	allocatable, err := machine.Allocatable(capacity, c.KubeReserved, c.SystemReserved, c.EvictionHard)
+	allocatable, err := nodecapacity.Allocatable(capacity, c.KubeReserved, c.SystemReserved, c.EvictionHard)
 	if err != nil {
 		return nil, err
 	}
@@ -539,12 +539,12 @@ func (a *Actor) runtimeEnv() (*runtimeEnv, error) {
 		CgroupDriver:      env.runtime.Opts.CgroupDriver,
 		VolumeStatsPeriod: volumeStatsPeriod(c.VolumeStatsAggPeriod.Duration),
 		Log:               a.log.With().Str("component", "stats").Logger()}
-	thresholds, err := evictionpkg.ParseThresholds(c.EnforceNodeAllocatable, c.EvictionHard, c.EvictionSoft,
+	thresholds, err := evictionpolicy.ParseThresholds(c.EnforceNodeAllocatable, c.EvictionHard, c.EvictionSoft,
 		c.EvictionSoftGracePeriod, c.EvictionMinimumReclaim)
 	if err != nil {
 		return nil, fmt.Errorf("eviction thresholds: %w", err)
 	}
-	env.eviction = evictionpkg.Config{Thresholds: thresholds, PressureTransitionPeriod: c.EvictionPressureTransitionPeriod.Duration,
+	env.eviction = evictionpolicy.Config{Thresholds: thresholds, PressureTransitionPeriod: c.EvictionPressureTransitionPeriod.Duration,
 		MaxPodGracePeriodSeconds: int64(c.EvictionMaxPodGracePeriod)}
 	if env.volumeSources != nil {
 		// Env and image pull secrets read the same objects as volumes, from

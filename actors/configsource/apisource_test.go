@@ -16,7 +16,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
-	"github.com/actorlet/actorlet/manifest"
+	"github.com/actorlet/actorlet/internal/manifest"
 	"github.com/actorlet/actorlet/messages"
 	"github.com/actorlet/actorlet/supervision"
 	"github.com/actorlet/actorlet/test/env"

@@ -1,6 +1,6 @@
 // Package eviction holds the eviction actor, upstream's eviction manager:
 // every monitoring interval it reads the node's statistics (the
-// /stats/summary provider), has the pure eviction.Manager decide which
+// /stats/summary provider), has the pure evictionpolicy.Manager decide which
 // thresholds are met and which node conditions are under pressure, tells
 // the pod-manager and the status-reporter those conditions (NodePressure),
 // and, when a threshold asks for it, reclaims: for disk, through the gc
@@ -24,9 +24,9 @@ import (
 	"k8s.io/client-go/tools/record"
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 
-	"github.com/actorlet/actorlet/eviction"
+	"github.com/actorlet/actorlet/internal/evictionpolicy"
+	"github.com/actorlet/actorlet/internal/metrics"
 	"github.com/actorlet/actorlet/messages"
-	"github.com/actorlet/actorlet/metrics"
 	"github.com/actorlet/actorlet/supervision"
 )
 
@@ -55,14 +55,14 @@ type Stats interface {
 // Params configure the eviction actor.
 type Params struct {
 	Stats  Stats
-	Config eviction.Config
+	Config evictionpolicy.Config
 	// LocalStorageCapacityIsolation: pods over their ephemeral-storage
 	// limits or emptyDir size limits are evicted at every pass
 	// (localStorageCapacityIsolation).
 	LocalStorageCapacityIsolation bool
 	// DedicatedImageFs: the runtime's images are on another filesystem
 	// than the root directory's, which changes what each disk signal
-	// counts of a pod (eviction.Rank).
+	// counts of a pod (evictionpolicy.Rank).
 	DedicatedImageFs bool
 	// PodManager answers ListPods and takes EvictPod and NodePressure;
 	// StatusReporter takes NodePressure; GC, when set, reclaims disk space
@@ -95,14 +95,14 @@ const (
 type Actor struct {
 	p   Params
 	log zerolog.Logger
-	m   *eviction.Manager
+	m   *evictionpolicy.Manager
 
 	stage stage
 	// The pass under way: what it reclaims, what it observed; reclaimed:
 	// the node reclaimed disk space of its own in it.
 	reclaimed bool
-	reclaim   *eviction.Reclaim
-	obs       eviction.Observations
+	reclaim   *evictionpolicy.Reclaim
+	obs       evictionpolicy.Observations
 	summary   *statsapi.Summary
 
 	conditions []v1.NodeConditionType
@@ -128,7 +128,7 @@ func New(p Params) actor.Producer {
 func (a *Actor) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
-		a.m = eviction.NewManager(a.p.Config)
+		a.m = evictionpolicy.NewManager(a.p.Config)
 		a.evicted = map[types.UID]time.Time{}
 		a.publish(ctx, nil)
 		if len(a.p.Config.Thresholds) == 0 && !a.p.LocalStorageCapacityIsolation {
@@ -195,7 +195,7 @@ func (a *Actor) detail() string {
 	if len(a.conditions) == 0 {
 		return "no pressure"
 	}
-	return "under pressure: " + eviction.ConditionMessage(a.conditions)
+	return "under pressure: " + evictionpolicy.ConditionMessage(a.conditions)
 }
 
 // pass starts a pass unless one is under way.
@@ -240,9 +240,9 @@ func (a *Actor) observed(ctx actor.Context, m *messages.SignalsObserved) {
 		a.done(ctx)
 		return
 	}
-	obs := eviction.Observe(m.Stats)
+	obs := evictionpolicy.Observe(m.Stats)
 	if m.AfterReclaim {
-		if !eviction.StillMet(a.reclaim.Threshold, obs) {
+		if !evictionpolicy.StillMet(a.reclaim.Threshold, obs) {
 			a.log.Info().Str("resource", string(a.reclaim.Resource)).Msg("able to reduce resource pressure without evicting pods")
 			a.done(ctx)
 			return
@@ -289,10 +289,10 @@ func (a *Actor) listed(ctx actor.Context, list *messages.PodList) {
 	}
 	pods := activePods(list)
 	if a.p.LocalStorageCapacityIsolation {
-		stats := eviction.StatsByUID(a.summary.Pods)
-		if vs := eviction.LocalStorageViolations(pods, stats, a.p.DedicatedImageFs); len(vs) > 0 {
+		stats := evictionpolicy.StatsByUID(a.summary.Pods)
+		if vs := evictionpolicy.LocalStorageViolations(pods, stats, a.p.DedicatedImageFs); len(vs) > 0 {
 			for _, v := range vs {
-				if eviction.IsCritical(v.Pod) {
+				if evictionpolicy.IsCritical(v.Pod) {
 					a.log.Error().Str("pod", v.Pod.Namespace+"/"+v.Pod.Name).Msg("cannot evict a critical pod")
 					continue
 				}
@@ -353,7 +353,7 @@ func (a *Actor) publish(ctx actor.Context, conditions []v1.NodeConditionType) {
 }
 
 // logMet logs the thresholds met when they change.
-func (a *Actor) logMet(ctx actor.Context, met []eviction.Threshold, obs eviction.Observations) {
+func (a *Actor) logMet(ctx actor.Context, met []evictionpolicy.Threshold, obs evictionpolicy.Observations) {
 	s := ""
 	for _, t := range met {
 		s += t.String() + ";"
@@ -396,8 +396,8 @@ func (a *Actor) evict(ctx actor.Context, list *messages.PodList) {
 		return
 	}
 	r := a.reclaim
-	stats := eviction.StatsByUID(a.summary.Pods)
-	eviction.Rank(r.Threshold.Signal, pods, stats, a.p.DedicatedImageFs)
+	stats := evictionpolicy.StatsByUID(a.summary.Pods)
+	evictionpolicy.Rank(r.Threshold.Signal, pods, stats, a.p.DedicatedImageFs)
 	ranked := make([]string, len(pods))
 	for i, p := range pods {
 		ranked[i] = p.Namespace + "/" + p.Name
@@ -409,25 +409,25 @@ func (a *Actor) evict(ctx actor.Context, list *messages.PodList) {
 		}
 	}
 	for _, pod := range pods {
-		if eviction.IsCritical(pod) {
+		if evictionpolicy.IsCritical(pod) {
 			a.log.Error().Str("pod", pod.Namespace+"/"+pod.Name).Msg("cannot evict a critical pod")
 			continue
 		}
-		a.evictPod(ctx, pod, a.m.PodGracePeriod(r, pod), eviction.Message(r.Resource, pod, stats, r.Thresholds, a.obs), r.Threshold.Signal)
+		a.evictPod(ctx, pod, a.m.PodGracePeriod(r, pod), evictionpolicy.Message(r.Resource, pod, stats, r.Thresholds, a.obs), r.Threshold.Signal)
 		return
 	}
 	a.log.Info().Msg("unable to evict any pods from the node")
 }
 
 // evictPod has the pod-manager evict pod, with upstream's event.
-func (a *Actor) evictPod(ctx actor.Context, pod *v1.Pod, grace int64, msg string, signal eviction.Signal) {
+func (a *Actor) evictPod(ctx actor.Context, pod *v1.Pod, grace int64, msg string, signal evictionpolicy.Signal) {
 	if a.p.Events != nil {
-		a.p.Events.Event(pod, v1.EventTypeWarning, eviction.Reason, msg)
+		a.p.Events.Event(pod, v1.EventTypeWarning, evictionpolicy.Reason, msg)
 	}
 	a.log.Warn().Str("pod", pod.Namespace+"/"+pod.Name).Str("uid", string(pod.UID)).Int64("gracePeriod", grace).
 		Str("message", msg).Msg("evicting pod")
 	supervision.Tell(ctx, a.p.PodManager, &messages.EvictPod{UID: pod.UID, Name: pod.Name, Namespace: pod.Namespace,
-		GracePeriod: grace, Reason: eviction.Reason, Message: msg})
+		GracePeriod: grace, Reason: evictionpolicy.Reason, Message: msg})
 	a.evicted[pod.UID] = time.Now()
 	metrics.Evictions.WithLabelValues(string(signal)).Inc()
 }

@@ -16,7 +16,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 
-	"github.com/actorlet/actorlet/eviction"
+	"github.com/actorlet/actorlet/internal/evictionpolicy"
 	"github.com/actorlet/actorlet/messages"
 )
 
@@ -125,7 +125,7 @@ func (r *recorder) wait(t *testing.T, what string, ok func() bool) {
 	}
 }
 
-func run(t *testing.T, cfg eviction.Config, st *fakeStats, pods []v1.Pod) (*recorder, *record.FakeRecorder) {
+func run(t *testing.T, cfg evictionpolicy.Config, st *fakeStats, pods []v1.Pod) (*recorder, *record.FakeRecorder) {
 	return runWith(t, Params{Config: cfg}, st, pods)
 }
 
@@ -141,8 +141,8 @@ func runWith(t *testing.T, p Params, st *fakeStats, pods []v1.Pod) (*recorder, *
 	return r, events
 }
 
-func threshold(t *testing.T, hard map[string]string) []eviction.Threshold {
-	th, err := eviction.ParseThresholds(nil, hard, nil, nil, nil)
+func threshold(t *testing.T, hard map[string]string) []evictionpolicy.Threshold {
+	th, err := evictionpolicy.ParseThresholds(nil, hard, nil, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,7 +155,7 @@ func threshold(t *testing.T, hard map[string]string) []eviction.Threshold {
 // pass, the next only once the first is gone.
 func TestMemoryPressureEvictsBestEffortFirst(t *testing.T) {
 	st := &fakeStats{summaries: []*statsapi.Summary{summary(500, 50, podStats("guaranteed", 200), podStats("besteffort", 50))}}
-	cfg := eviction.Config{Thresholds: threshold(t, map[string]string{"memory.available": "1Gi"}), PressureTransitionPeriod: time.Minute}
+	cfg := evictionpolicy.Config{Thresholds: threshold(t, map[string]string{"memory.available": "1Gi"}), PressureTransitionPeriod: time.Minute}
 	r, events := run(t, cfg, st, []v1.Pod{pod("guaranteed", "1Gi"), pod("besteffort", "")})
 	r.wait(t, "MemoryPressure and an eviction", func() bool {
 		return len(r.pressure["pod-manager"]) == 1 && len(r.pressure["status-reporter"]) == 1 && len(r.evictions) > 0
@@ -192,7 +192,7 @@ func TestMemoryPressureEvictsBestEffortFirst(t *testing.T) {
 // first; when that frees enough, no pod goes.
 func TestDiskPressureReclaimsFirst(t *testing.T) {
 	st := &fakeStats{summaries: []*statsapi.Summary{summary(5000, 5, podStats("a", 10)), summary(5000, 50, podStats("a", 10))}}
-	cfg := eviction.Config{Thresholds: threshold(t, map[string]string{"nodefs.available": "10%"}), PressureTransitionPeriod: time.Minute}
+	cfg := evictionpolicy.Config{Thresholds: threshold(t, map[string]string{"nodefs.available": "10%"}), PressureTransitionPeriod: time.Minute}
 	r, _ := run(t, cfg, st, []v1.Pod{pod("a", "")})
 	r.wait(t, "DiskPressure and a reclaim", func() bool {
 		return len(r.pressure["status-reporter"]) == 1 && r.pressure["status-reporter"][0] == v1.NodeDiskPressure && r.reclaims == 1
@@ -209,7 +209,7 @@ func TestDiskPressureReclaimsFirst(t *testing.T) {
 // a pod goes.
 func TestDiskPressureEvictsWhenReclaimIsNotEnough(t *testing.T) {
 	st := &fakeStats{summaries: []*statsapi.Summary{summary(5000, 5, podStats("a", 10))}}
-	cfg := eviction.Config{Thresholds: threshold(t, map[string]string{"nodefs.available": "10%"}), PressureTransitionPeriod: time.Minute}
+	cfg := evictionpolicy.Config{Thresholds: threshold(t, map[string]string{"nodefs.available": "10%"}), PressureTransitionPeriod: time.Minute}
 	r, _ := run(t, cfg, st, []v1.Pod{pod("a", "")})
 	r.wait(t, "an eviction after a reclaim", func() bool { return r.reclaims >= 1 && len(r.evictions) == 1 })
 	r.mu.Lock()
@@ -228,7 +228,7 @@ func TestLocalStorageLimits(t *testing.T) {
 	limited := pod("over", "")
 	limited.Spec.Containers[0].Resources.Limits = v1.ResourceList{v1.ResourceEphemeralStorage: resource.MustParse("100Mi")}
 	r, _ := runWith(t, Params{LocalStorageCapacityIsolation: true,
-		Config: eviction.Config{Thresholds: threshold(t, map[string]string{"memory.available": "100Mi"})}}, st, []v1.Pod{limited, pod("fine", "")})
+		Config: evictionpolicy.Config{Thresholds: threshold(t, map[string]string{"memory.available": "100Mi"})}}, st, []v1.Pod{limited, pod("fine", "")})
 	r.wait(t, "an eviction", func() bool { return len(r.evictions) == 1 })
 	r.mu.Lock()
 	e := r.evictions[0]

@@ -7,7 +7,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/actorlet/actorlet/podruntime"
+	"github.com/actorlet/actorlet/internal/podruntime"
 )
 
 // podCgroups is where pod cgroups are, as podcgroups lays them out: below

@@ -11,8 +11,8 @@ import (
 	"golang.org/x/sys/unix"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/actorlet/actorlet/internal/metrics"
 	"github.com/actorlet/actorlet/messages"
-	"github.com/actorlet/actorlet/metrics"
 	"github.com/actorlet/actorlet/supervision"
 )
 

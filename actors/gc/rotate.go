@@ -15,8 +15,8 @@ import (
 	"github.com/rs/zerolog"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/actorlet/actorlet/internal/podruntime"
 	"github.com/actorlet/actorlet/messages"
-	"github.com/actorlet/actorlet/podruntime"
 	"github.com/actorlet/actorlet/supervision"
 )
 

@@ -4,8 +4,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/actorlet/actorlet/internal/metrics"
 	"github.com/actorlet/actorlet/messages"
-	"github.com/actorlet/actorlet/metrics"
 )
 
 // containerStates are the container_state label of each CRI container

@@ -9,8 +9,8 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/actorlet/actorlet/internal/metrics"
 	"github.com/actorlet/actorlet/messages"
-	"github.com/actorlet/actorlet/metrics"
 )
 
 func TestRunningCounts(t *testing.T) {

@@ -13,8 +13,8 @@ import (
 	schedulingcorev1 "k8s.io/component-helpers/scheduling/corev1"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 
+	"github.com/actorlet/actorlet/internal/podruntime"
 	"github.com/actorlet/actorlet/messages"
-	"github.com/actorlet/actorlet/podruntime"
 )
 
 // Admission reasons, as upstream's (pkg/kubelet/lifecycle, eviction and

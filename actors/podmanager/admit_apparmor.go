@@ -9,7 +9,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 
-	"github.com/actorlet/actorlet/podruntime"
+	"github.com/actorlet/actorlet/internal/podruntime"
 )
 
 // ReasonAppArmor is upstream's AppArmorNotAdmittedReason.

@@ -11,7 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/actorlet/actorlet/manifest"
+	"github.com/actorlet/actorlet/internal/manifest"
 	"github.com/actorlet/actorlet/messages"
 	"github.com/actorlet/actorlet/supervision"
 )

@@ -12,9 +12,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/actorlet/actorlet/internal/podruntime"
+	"github.com/actorlet/actorlet/internal/retry"
 	"github.com/actorlet/actorlet/messages"
-	"github.com/actorlet/actorlet/podruntime"
-	"github.com/actorlet/actorlet/retry"
 )
 
 // recentlyDoneFor is how long the UID of a pod whose worker finished is

@@ -3,9 +3,9 @@ package podmanager
 import (
 	v1 "k8s.io/api/core/v1"
 
-	"github.com/actorlet/actorlet/manifest"
+	"github.com/actorlet/actorlet/internal/manifest"
+	"github.com/actorlet/actorlet/internal/metrics"
 	"github.com/actorlet/actorlet/messages"
-	"github.com/actorlet/actorlet/metrics"
 )
 
 // recordPodCounts sets kubelet_desired_pods and kubelet_active_pods, as

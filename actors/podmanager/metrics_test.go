@@ -8,9 +8,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/actorlet/actorlet/manifest"
+	"github.com/actorlet/actorlet/internal/manifest"
+	"github.com/actorlet/actorlet/internal/metrics"
 	"github.com/actorlet/actorlet/messages"
-	"github.com/actorlet/actorlet/metrics"
 )
 
 func sourcedPod(uid, source string) *v1.Pod {

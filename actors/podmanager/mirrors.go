@@ -8,7 +8,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/actorlet/actorlet/manifest"
+	"github.com/actorlet/actorlet/internal/manifest"
 	"github.com/actorlet/actorlet/messages"
 )
 

@@ -32,11 +32,11 @@ import (
 	"k8s.io/client-go/tools/record"
 
 	"github.com/actorlet/actorlet/actors/podworker"
+	"github.com/actorlet/actorlet/internal/podruntime"
+	"github.com/actorlet/actorlet/internal/probe/results"
+	"github.com/actorlet/actorlet/internal/volume"
 	"github.com/actorlet/actorlet/messages"
-	"github.com/actorlet/actorlet/podruntime"
-	"github.com/actorlet/actorlet/prober/results"
 	"github.com/actorlet/actorlet/supervision"
-	"github.com/actorlet/actorlet/volume"
 )
 
 // Kind is this actor's kind in the registry and on the dashboard.

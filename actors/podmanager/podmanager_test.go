@@ -16,11 +16,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/actorlet/actorlet/internal/podruntime"
+	"github.com/actorlet/actorlet/internal/probe/results"
+	"github.com/actorlet/actorlet/internal/volume"
 	"github.com/actorlet/actorlet/messages"
-	"github.com/actorlet/actorlet/podruntime"
-	"github.com/actorlet/actorlet/prober/results"
 	"github.com/actorlet/actorlet/supervision"
-	"github.com/actorlet/actorlet/volume"
 )
 
 // fakeRuntime records what the pod-manager's workers ask of the runtime;

@@ -17,9 +17,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	resourcehelper "k8s.io/component-helpers/resource"
 
-	"github.com/actorlet/actorlet/atomicfile"
+	"github.com/actorlet/actorlet/internal/atomicfile"
+	"github.com/actorlet/actorlet/internal/podruntime"
 	"github.com/actorlet/actorlet/messages"
-	"github.com/actorlet/actorlet/podruntime"
 )
 
 // PodAllocation is what the node admitted for one pod: each container's

@@ -8,9 +8,9 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 
+	"github.com/actorlet/actorlet/internal/podruntime"
+	"github.com/actorlet/actorlet/internal/probe/results"
 	"github.com/actorlet/actorlet/messages"
-	"github.com/actorlet/actorlet/podruntime"
-	"github.com/actorlet/actorlet/prober/results"
 )
 
 // Phase is where a pod-worker is in its pod's life. It only moves forward:

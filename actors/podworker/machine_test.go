@@ -10,8 +10,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/actorlet/actorlet/internal/probe/results"
 	"github.com/actorlet/actorlet/messages"
-	"github.com/actorlet/actorlet/prober/results"
 )
 
 func pod(image string, grace int64) *v1.Pod {

@@ -5,8 +5,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 
-	"github.com/actorlet/actorlet/manifest"
-	"github.com/actorlet/actorlet/metrics"
+	"github.com/actorlet/actorlet/internal/manifest"
+	"github.com/actorlet/actorlet/internal/metrics"
 )
 
 // syncOperation names a sync pass for kubelet_pod_worker_duration_seconds,

@@ -9,8 +9,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/actorlet/actorlet/manifest"
-	"github.com/actorlet/actorlet/metrics"
+	"github.com/actorlet/actorlet/internal/manifest"
+	"github.com/actorlet/actorlet/internal/metrics"
 )
 
 var seen = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)

@@ -16,9 +16,9 @@ import (
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/actorlet/actorlet/internal/metrics"
+	"github.com/actorlet/actorlet/internal/probe/results"
 	"github.com/actorlet/actorlet/messages"
-	"github.com/actorlet/actorlet/metrics"
-	"github.com/actorlet/actorlet/prober/results"
 	"github.com/actorlet/actorlet/supervision"
 )
 

@@ -11,8 +11,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/actorlet/actorlet/internal/probe/results"
 	"github.com/actorlet/actorlet/messages"
-	"github.com/actorlet/actorlet/prober/results"
 	"github.com/actorlet/actorlet/supervision"
 )
 

@@ -10,7 +10,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 
-	"github.com/actorlet/actorlet/prober/results"
+	"github.com/actorlet/actorlet/internal/probe/results"
 )
 
 // Key names one probe of a pod: a container's probe of one kind.

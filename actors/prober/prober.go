@@ -18,9 +18,9 @@ import (
 	"github.com/rs/zerolog"
 	v1 "k8s.io/api/core/v1"
 
+	"github.com/actorlet/actorlet/internal/metrics"
+	"github.com/actorlet/actorlet/internal/probe/results"
 	"github.com/actorlet/actorlet/messages"
-	"github.com/actorlet/actorlet/metrics"
-	"github.com/actorlet/actorlet/prober/results"
 	"github.com/actorlet/actorlet/supervision"
 )
 

@@ -17,8 +17,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/actorlet/actorlet/machine"
-	"github.com/actorlet/actorlet/version"
+	"github.com/actorlet/actorlet/internal/nodecapacity"
+	"github.com/actorlet/actorlet/internal/version"
 )
 
 // Labels upstream's kubelet sets on its Node (k8s.io/kubelet/pkg/apis).
@@ -84,7 +84,7 @@ func osImage(osRelease string) string {
 // capacity (hugepages-<size>, which the caller reads from the machine) off
 // allocatable memory, as upstream's MachineInfo setter does.
 func storageResources(capacity, allocatable v1.ResourceList, rootDir string, kubeReserved, systemReserved, evictionHard map[string]string) (v1.ResourceList, v1.ResourceList, error) {
-	c, a := capacity.DeepCopy(), machine.StatusAllocatable(capacity, allocatable)
+	c, a := capacity.DeepCopy(), nodecapacity.StatusAllocatable(capacity, allocatable)
 	if c == nil {
 		c = v1.ResourceList{}
 	}
@@ -96,7 +96,7 @@ func storageResources(capacity, allocatable v1.ResourceList, rootDir string, kub
 		return c, a, fmt.Errorf("statfs root directory %s: %w", rootDir, err)
 	}
 	storage := v1.ResourceList{v1.ResourceEphemeralStorage: *resource.NewQuantity(int64(st.Blocks)*st.Bsize, resource.BinarySI)}
-	alloc, err := machine.Allocatable(storage, kubeReserved, systemReserved, evictionHard)
+	alloc, err := nodecapacity.Allocatable(storage, kubeReserved, systemReserved, evictionHard)
 	if err != nil {
 		return c, a, err
 	}

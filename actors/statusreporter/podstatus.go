@@ -15,7 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/actorlet/actorlet/manifest"
+	"github.com/actorlet/actorlet/internal/manifest"
 	"github.com/actorlet/actorlet/messages"
 )
 

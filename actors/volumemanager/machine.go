@@ -8,9 +8,9 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/actorlet/actorlet/internal/retry"
+	"github.com/actorlet/actorlet/internal/volume"
 	"github.com/actorlet/actorlet/messages"
-	"github.com/actorlet/actorlet/retry"
-	"github.com/actorlet/actorlet/volume"
 )
 
 // Phase is where one pod's volumes are.

@@ -24,9 +24,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 
+	"github.com/actorlet/actorlet/internal/volume"
 	"github.com/actorlet/actorlet/messages"
 	"github.com/actorlet/actorlet/supervision"
-	"github.com/actorlet/actorlet/volume"
 )
 
 // Kind is this actor's kind in the registry and on the dashboard.

@@ -26,7 +26,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
-	"github.com/actorlet/actorlet/podruntime"
+	"github.com/actorlet/actorlet/internal/podruntime"
 	"github.com/actorlet/actorlet/test/env"
 )
 

@@ -14,9 +14,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/actorlet/actorlet/internal/version"
 	"github.com/actorlet/actorlet/test/agent"
 	"github.com/actorlet/actorlet/test/env"
-	"github.com/actorlet/actorlet/version"
 )
 
 // binary is the actorlet built once for these tests: they check what a user
@@ -236,7 +236,7 @@ func TestSignalStopsTheTree(t *testing.T) {
 				t.Errorf("took %v to exit after %v", took, sig)
 			}
 			// The runtime actors stop in the reverse order of their start.
-			order := []string{"api-server", "eviction", "gc", "pleg", "config-source", "pod-manager", "status-reporter"}
+			order := []string{"kubelet-api", "eviction", "gc", "pleg", "config-source", "pod-manager", "status-reporter"}
 			out := log.String()
 			last := -1
 			for _, kind := range order {

@@ -13,7 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/actorlet/actorlet/version"
+	"github.com/actorlet/actorlet/internal/version"
 )
 
 func TestNodeRegistersAndIsReady(t *testing.T) {

@@ -13,7 +13,7 @@ import (
 	"github.com/rs/zerolog"
 	v1 "k8s.io/api/core/v1"
 
-	"github.com/actorlet/actorlet/actors/apiserver"
+	"github.com/actorlet/actorlet/actors/kubeletapi"
 	"github.com/actorlet/actorlet/messages"
 	"github.com/actorlet/actorlet/supervision"
 	"github.com/actorlet/actorlet/test/agent"
@@ -52,7 +52,7 @@ var namespaces = []string{"default", "kube-system", "monitoring", "team-a"}
 func TestDashboardManyWorkers(t *testing.T) {
 	system, workers := manyWorkerTree(t)
 	mux := http.NewServeMux()
-	apiserver.RegisterDashboard(mux, system.Registry)
+	kubeletapi.RegisterDashboard(mux, system.Registry)
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
 	stop := sendTraffic(system, workers)

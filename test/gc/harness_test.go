@@ -16,7 +16,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
-	"github.com/actorlet/actorlet/podruntime"
+	"github.com/actorlet/actorlet/internal/podruntime"
 	"github.com/actorlet/actorlet/test/agent"
 )
 

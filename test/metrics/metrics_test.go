@@ -23,7 +23,7 @@ import (
 	"github.com/prometheus/common/model"
 	v1 "k8s.io/api/core/v1"
 
-	"github.com/actorlet/actorlet/podruntime"
+	"github.com/actorlet/actorlet/internal/podruntime"
 	"github.com/actorlet/actorlet/test/agent"
 )
 

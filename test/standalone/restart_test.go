@@ -12,7 +12,7 @@ import (
 	"google.golang.org/grpc/codes"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
-	"github.com/actorlet/actorlet/podruntime"
+	"github.com/actorlet/actorlet/internal/podruntime"
 	"github.com/actorlet/actorlet/test/agent"
 	"github.com/actorlet/actorlet/test/faults/criproxy"
 )

@@ -13,7 +13,7 @@ import (
 
 	certutil "k8s.io/client-go/util/cert"
 
-	"github.com/actorlet/actorlet/certificates"
+	"github.com/actorlet/actorlet/internal/certificates"
 	"github.com/actorlet/actorlet/test/agent"
 )
 

@@ -1,0 +1,138 @@
+package stats
+
+import (
+	"cmp"
+	"slices"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
+
+	"github.com/actorlet/actorlet/internal/volume"
+)
+
+// defaultVolumeStatsPeriod is how long a volume's figures are reused when
+// Provider.VolumeStatsPeriod is zero: upstream's default volume stats
+// aggregation period. Walking a large emptyDir on every request would cost
+// a request the time of a du.
+const defaultVolumeStatsPeriod = time.Minute
+
+// volumeStatsPeriod is how long a volume's figures are reused; negative:
+// volumes are not measured at all, as upstream with a period of zero.
+func (p *Provider) volumeStatsPeriod() time.Duration {
+	if p.VolumeStatsPeriod == 0 {
+		return defaultVolumeStatsPeriod
+	}
+	return p.VolumeStatsPeriod
+}
+
+// volumeSample is one volume's figures, as measured at a time.
+type volumeSample struct {
+	at        time.Time
+	metrics   volume.Metrics
+	ephemeral bool
+	used      time.Time // last request that read it
+}
+
+// volumeCache keeps each volume's last figures by its path; a volume no
+// request has read for a while (its pod gone) is dropped.
+type volumeCache struct {
+	mu      sync.Mutex
+	samples map[string]volumeSample
+}
+
+// podVolume is one of a pod's volumes in a summary, and whether its usage
+// counts in the pod's ephemeral storage.
+type podVolume struct {
+	stats     statsapi.VolumeStats
+	ephemeral bool
+}
+
+// podVolumes are the pod's volumes as upstream's volume stats calculator
+// lists them: every volume set up under ROOT/pods/UID/volumes, named by
+// its directory (the pod's volume name; a local PersistentVolume's PV
+// name, the one directory upstream names so too), measured as upstream's
+// plugin for it measures (volume.PodVolume.Metrics), sorted by name. A
+// volume that cannot be measured is left out, as upstream's. No PVC
+// reference: the directories do not tell which claim a local volume came
+// from.
+func (p *Provider) podVolumes(uid string, now time.Time) []podVolume {
+	if p.RootDir == "" || p.volumeStatsPeriod() < 0 {
+		return nil
+	}
+	vols, err := volume.PodVolumes(p.RootDir, types.UID(uid))
+	if err != nil {
+		p.Log.Debug().Err(err).Str("pod", uid).Msg("pod volumes left out")
+		return nil
+	}
+	out := make([]podVolume, 0, len(vols))
+	for _, v := range vols {
+		s, ok := p.volumeSample(v, now)
+		if !ok {
+			continue
+		}
+		m := s.metrics
+		fs := statsapi.FsStats{
+			Time:           metaTime(s.at),
+			AvailableBytes: ptrTo(m.Available),
+			CapacityBytes:  ptrTo(m.Capacity),
+			UsedBytes:      ptrTo(m.Used),
+			InodesUsed:     ptrTo(m.InodesUsed),
+		}
+		// Filesystems without inodes (btrfs reports 0) have none to tell.
+		if m.Inodes > 0 {
+			fs.Inodes, fs.InodesFree = ptrTo(m.Inodes), ptrTo(m.InodesFree)
+		}
+		out = append(out, podVolume{stats: statsapi.VolumeStats{Name: v.Name, FsStats: fs}, ephemeral: s.ephemeral})
+	}
+	slices.SortFunc(out, func(a, b podVolume) int { return cmp.Compare(a.stats.Name, b.stats.Name) })
+	return out
+}
+
+// volumeSample is the volume's figures, measured again when the cached
+// ones are older than the volume stats period.
+func (p *Provider) volumeSample(v volume.PodVolume, now time.Time) (volumeSample, bool) {
+	c := &p.volumes
+	c.mu.Lock()
+	s, ok := c.samples[v.Path]
+	c.mu.Unlock()
+	if !ok || now.Sub(s.at) >= p.volumeStatsPeriod() {
+		m, err := v.Metrics()
+		if err != nil {
+			p.Log.Debug().Err(err).Str("volume", v.Path).Msg("volume figures left out")
+			return volumeSample{}, false
+		}
+		s = volumeSample{at: now, metrics: m, ephemeral: v.Ephemeral(m)}
+	}
+	s.used = now
+	c.mu.Lock()
+	if c.samples == nil {
+		c.samples = map[string]volumeSample{}
+	}
+	c.samples[v.Path] = s
+	c.mu.Unlock()
+	return s, true
+}
+
+// forget drops the figures of volumes no request read since cutoff.
+func (c *volumeCache) forget(cutoff time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for path, s := range c.samples {
+		if s.used.Before(cutoff) {
+			delete(c.samples, path)
+		}
+	}
+}
+
+func volumeStats(vols []podVolume) []statsapi.VolumeStats {
+	if len(vols) == 0 {
+		return nil
+	}
+	out := make([]statsapi.VolumeStats, len(vols))
+	for i, v := range vols {
+		out[i] = v.stats
+	}
+	return out
+}

@@ -1,0 +1,212 @@
+package podruntime
+
+import (
+	"fmt"
+
+	v1 "k8s.io/api/core/v1"
+	resourcehelper "k8s.io/component-helpers/resource"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/actorlet/actorlet/internal/manifest"
+	"github.com/actorlet/actorlet/internal/nodecapacity"
+)
+
+// Constants of upstream's cm and qos packages.
+const (
+	minShares     = 2
+	sharesPerCPU  = 1024
+	milliCPUToCPU = 1000
+	quotaPeriod   = 100000 // µs
+	minQuota      = 1000   // µs
+
+	guaranteedOOMScoreAdj = -997
+	bestEffortOOMScoreAdj = 1000
+)
+
+// containerResources is upstream's calculateLinuxResources plus the OOM
+// score of the pod's QoS class.
+func containerResources(pod *v1.Pod, c *v1.Container, opts Options) (*runtimeapi.LinuxContainerResources, error) {
+	r := &runtimeapi.LinuxContainerResources{}
+	cpuReq, cpuLim := c.Resources.Requests.Cpu(), c.Resources.Limits.Cpu()
+	// A limit without request means request = limit (API defaulting).
+	if cpuReq.IsZero() && !cpuLim.IsZero() {
+		r.CpuShares = milliCPUToShares(cpuLim.MilliValue())
+	} else {
+		r.CpuShares = milliCPUToShares(cpuReq.MilliValue())
+	}
+	if !cpuLim.IsZero() {
+		r.CpuPeriod = quotaPeriod
+		r.CpuQuota = milliCPUToQuota(cpuLim.MilliValue())
+	}
+	if m := c.Resources.Limits.Memory(); !m.IsZero() {
+		r.MemoryLimitInBytes = m.Value()
+	}
+	adj, err := oomScoreAdj(pod, c, opts)
+	if err != nil {
+		return nil, err
+	}
+	r.OomScoreAdj = adj
+	return r, nil
+}
+
+func milliCPUToShares(milli int64) int64 {
+	if milli == 0 {
+		return minShares
+	}
+	return max(milli*sharesPerCPU/milliCPUToCPU, minShares)
+}
+
+func milliCPUToQuota(milli int64) int64 {
+	return max(milli*quotaPeriod/milliCPUToCPU, minQuota)
+}
+
+// oomScoreAdj is upstream's GetContainerOOMScoreAdjust: node-critical and
+// Guaranteed pods are killed last, BestEffort first, Burstable containers
+// by their share of node memory (their memory request, plus an equal share
+// of a pod-level memory request the containers leave unassigned); a
+// sidecar scores no higher than the pod's smallest regular container, so
+// that it outlives the containers it serves.
+func oomScoreAdj(pod *v1.Pod, c *v1.Container, opts Options) (int64, error) {
+	if isNodeCriticalPod(pod) {
+		return guaranteedOOMScoreAdj, nil
+	}
+	switch PodQOSClass(pod) {
+	case v1.PodQOSGuaranteed:
+		return guaranteedOOMScoreAdj, nil
+	case v1.PodQOSBestEffort:
+		return bestEffortOOMScoreAdj, nil
+	}
+	capacity := opts.NodeMemoryCapacity
+	if capacity <= 0 {
+		var err error
+		if capacity, err = nodecapacity.MemTotal("/proc/meminfo"); err != nil {
+			return 0, fmt.Errorf("OOM score of container %s of pod %s/%s: %w", c.Name, pod.Namespace, pod.Name, err)
+		}
+	}
+	var extra int64
+	if resourcehelper.IsPodLevelRequestsSet(pod) {
+		extra = remainingPodMemReqPerContainer(pod)
+	}
+	adj := 1000 - (1000*(c.Resources.Requests.Memory().Value()+extra))/capacity
+	if isSidecar(pod, c) && len(pod.Spec.Containers) > 0 {
+		minReq := pod.Spec.Containers[0].Resources.Requests.Memory().Value()
+		for i := 1; i < len(pod.Spec.Containers); i++ {
+			minReq = min(minReq, pod.Spec.Containers[i].Resources.Requests.Memory().Value())
+		}
+		adj = min(adj, 1000-(1000*(minReq+extra))/capacity)
+	}
+	if adj < 1000+guaranteedOOMScoreAdj {
+		return 1000 + guaranteedOOMScoreAdj, nil
+	}
+	if adj == bestEffortOOMScoreAdj {
+		return adj - 1, nil
+	}
+	return adj, nil
+}
+
+// remainingPodMemReqPerContainer is upstream's: the part of the pod-level
+// memory request that no container requests, shared equally among the
+// init and regular containers.
+func remainingPodMemReqPerContainer(pod *v1.Pod) int64 {
+	if pod.Spec.Resources.Requests.Memory().IsZero() {
+		return 0
+	}
+	n := int64(len(pod.Spec.Containers) + len(pod.Spec.InitContainers))
+	aggr := resourcehelper.AggregateContainerRequests(pod, resourcehelper.PodResourcesOptions{})
+	return max(pod.Spec.Resources.Requests.Memory().Value()-aggr.Memory().Value(), 0) / n
+}
+
+// isSidecar is upstream's isSidecarContainer: a restartable init
+// container.
+func isSidecar(pod *v1.Pod, c *v1.Container) bool {
+	if c.RestartPolicy == nil || *c.RestartPolicy != v1.ContainerRestartPolicyAlways {
+		return false
+	}
+	for i := range pod.Spec.InitContainers {
+		if pod.Spec.InitContainers[i].Name == c.Name {
+			return true
+		}
+	}
+	return false
+}
+
+// systemCriticalPriority is upstream's scheduling.SystemCriticalPriority.
+const systemCriticalPriority = 2000000000
+
+// isNodeCriticalPod is upstream's IsNodeCriticalPod: a critical pod
+// (static, mirror, or of system-critical priority) of priority class
+// system-node-critical.
+func isNodeCriticalPod(pod *v1.Pod) bool {
+	if pod.Spec.PriorityClassName != "system-node-critical" {
+		return false
+	}
+	if src, ok := pod.Annotations[manifest.ConfigSourceAnnotation]; ok && src != "api" {
+		return true
+	}
+	if manifest.IsMirror(pod) {
+		return true
+	}
+	return pod.Spec.Priority != nil && *pod.Spec.Priority >= systemCriticalPriority
+}
+
+// PodQOSClass is the pod's QoS class as upstream's GetPodQOS: the one in its
+// status when set, else computed (ComputePodQOS): from pod-level
+// resources when set, else from each init and regular container's cpu and
+// memory — Guaranteed when every container's requests equal its non-zero
+// limits, BestEffort when none sets any, Burstable otherwise.
+func PodQOSClass(pod *v1.Pod) v1.PodQOSClass {
+	if pod.Status.QOSClass != "" {
+		return pod.Status.QOSClass
+	}
+	return ComputePodQOSClass(pod)
+}
+
+// ComputePodQOSClass is upstream's ComputePodQOS, ignoring the status.
+func ComputePodQOSClass(pod *v1.Pod) v1.PodQOSClass {
+	if resourcehelper.IsPodLevelResourcesSet(pod) {
+		return requirementsQOS(pod.Spec.Resources)
+	}
+	var qos v1.PodQOSClass
+	for _, cs := range [][]v1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
+		for i := range cs {
+			c := requirementsQOS(&cs[i].Resources)
+			switch {
+			case c == v1.PodQOSBurstable:
+				return c
+			case qos == "":
+				qos = c
+			case qos != c:
+				return v1.PodQOSBurstable
+			}
+		}
+	}
+	if qos == "" {
+		return v1.PodQOSBestEffort
+	}
+	return qos
+}
+
+func requirementsQOS(r *v1.ResourceRequirements) v1.PodQOSClass {
+	if len(r.Requests) == 0 && len(r.Limits) == 0 {
+		return v1.PodQOSBestEffort
+	}
+	var qos v1.PodQOSClass
+	for _, name := range []v1.ResourceName{v1.ResourceCPU, v1.ResourceMemory} {
+		req, lim := r.Requests[name], r.Limits[name]
+		var c v1.PodQOSClass
+		switch {
+		case !req.Equal(lim):
+			return v1.PodQOSBurstable
+		case req.IsZero():
+			c = v1.PodQOSBestEffort
+		default:
+			c = v1.PodQOSGuaranteed
+		}
+		if qos == "" {
+			qos = c
+		} else if qos != c {
+			return v1.PodQOSBurstable
+		}
+	}
+	return qos
+}
