@@ -148,7 +148,7 @@ func TestActorsJSON(t *testing.T) {
 		t.Errorf("actor fields missing from %s", body)
 	}
 	// The spawn messages flowed from outside to bootstrap and pod-manager.
-	if !strings.Contains(body, `{"from":"external","to":"pod-manager","type":"apiserver.spawnChild","count":1}`) {
+	if !strings.Contains(body, `{"from":"external","to":"pod-manager","type":"kubeletapi.spawnChild","count":1}`) {
 		t.Errorf("edge missing from %s", body)
 	}
 }
@@ -176,7 +176,7 @@ func TestTimeline(t *testing.T) {
 	}
 	var summaries []string
 	for _, r := range records {
-		if r.Type == "apiserver.ping" {
+		if r.Type == "kubeletapi.ping" {
 			summaries = append(summaries, r.Summary)
 			if r.Sender != supervision.ExternalSender {
 				t.Errorf("sender of %+v: want external", r)
