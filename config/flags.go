@@ -51,6 +51,9 @@ type Options struct {
 	ShowVersion            bool
 	ShowHelp               bool
 	DebugFaultInjection    bool
+	// SeccompDefault is upstream's --seccomp-default, a command-line-only
+	// flag that upstream ORs with the configuration's seccompDefault.
+	SeccompDefault bool
 	// DebugAddress is actorlet's own --debug-address: host:port of a plain
 	// HTTP listener for the debugging handlers; empty turns it off.
 	DebugAddress string
@@ -480,6 +483,7 @@ func addOptionFlags(fs *pflag.FlagSet, o *Options) {
 	fs.BoolVar(&o.DumpConfig, "dump-config", o.DumpConfig, "Print the effective configuration (defaults, --config, --config-dir and flags merged) as KubeletConfiguration YAML on stdout and exit.")
 	fs.VarPF(&versionValue{show: &o.ShowVersion, accepted: o.Accepted}, "version", "", "--version, --version=raw prints version information and quits; --version=vX.Y.Z... sets the reported version").NoOptDefVal = "true"
 	fs.BoolVarP(&o.ShowHelp, "help", "h", o.ShowHelp, "help for actorlet")
+	fs.BoolVar(&o.SeccompDefault, "seccomp-default", o.SeccompDefault, "Enable the use of `RuntimeDefault` as the default seccomp profile for all workloads.")
 	fs.BoolVar(&o.DebugFaultInjection, "debug-fault-injection", o.DebugFaultInjection, "actorlet only: enables POST /debug/inject/panic on the kubelet API (behind authentication and authorization) and on --debug-address; never for production.")
 	fs.StringVar(&o.DebugAddress, "debug-address", o.DebugAddress, "actorlet only, for development: host:port on which to serve the actor dashboard, /debug/actors.json, pprof and fault injection in plain HTTP without authentication (e.g. 127.0.0.1:10249); empty (the default) serves them only on the kubelet API, behind authentication and authorization. Not part of KubeletConfiguration: --dump-config does not show it.")
 }
@@ -512,7 +516,6 @@ var acceptedFlags = []acceptedFlag{
 	{name: "minimum-container-ttl-duration", typ: "duration", def: "0s", deprecated: "Use --eviction-hard or --eviction-soft instead. Will be removed in a future version.",
 		usage: "Minimum age for a finished container before it is garbage collected.  Examples: '300ms', '10s' or '2h45m'"},
 	{name: "runtime-cgroups", typ: "string", usage: "Optional absolute name of cgroups to create and run the runtime in."},
-	{name: "seccomp-default", typ: "bool", def: "false", usage: "Enable the use of `RuntimeDefault` as the default seccomp profile for all workloads."},
 }
 
 func addAcceptedFlags(fs *pflag.FlagSet, o *Options) {

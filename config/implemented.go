@@ -88,7 +88,7 @@ var Implemented = map[string]bool{
 	"eventBurst":                                 true,
 	"kubeAPIQPS":                                 true,
 	"kubeAPIBurst":                               true,
-	// The debugging handlers of the kubelet API (actors/apiserver).
+	// The debugging handlers of the kubelet API (actors/kubeletapi).
 	"enableDebuggingHandlers":   true,
 	"enableSystemLogHandler":    true,
 	"enableProfilingHandler":    true,

@@ -39,12 +39,12 @@ func TestUsageErrors(t *testing.T) {
 }
 
 func TestHelpAndShortCircuitFlags(t *testing.T) {
-	c, err := ParseCommandLine([]string{"-h", "--version", "--dump-config", "--debug-fault-injection", "--pod-infra-container-image=pause:3"})
+	c, err := ParseCommandLine([]string{"-h", "--version", "--dump-config", "--debug-fault-injection", "--seccomp-default", "--pod-infra-container-image=pause:3"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	o := c.Options
-	if !o.ShowHelp || !o.ShowVersion || !o.DumpConfig || !o.DebugFaultInjection || o.PodInfraContainerImage != "pause:3" {
+	if !o.ShowHelp || !o.ShowVersion || !o.DumpConfig || !o.DebugFaultInjection || !o.SeccompDefault || o.PodInfraContainerImage != "pause:3" {
 		t.Errorf("options = %+v", o)
 	}
 	help := c.Help()
@@ -292,7 +292,7 @@ func TestMain(m *testing.M) {
 }
 
 // TestDebuggingSwitchesAndDebugAddress: the four debugging switches take
-// effect (actors/apiserver), so setting them is not warned about, and
+// effect (actors/kubeletapi), so setting them is not warned about, and
 // --debug-address is actorlet's own, checked, and not a configuration field.
 func TestDebuggingSwitchesAndDebugAddress(t *testing.T) {
 	dir := t.TempDir()

@@ -245,7 +245,7 @@ func TestFlagWarnings(t *testing.T) {
 		{"implemented, deprecated", []string{"--max-pods=10", "--max_pods=11"}, []string{
 			"Flag --max-pods has been deprecated, " + configFlagDeprecated}},
 		{"command line only, not implemented", []string{"--lock-file=/run/lock", "--seccomp-default"}, []string{
-			"accepted, not implemented: --lock-file, --seccomp-default"}},
+			"accepted, not implemented: --lock-file"}},
 		{"deprecated, not implemented", []string{"--maximum-dead-containers=3", "--cpu-manager-policy=static"}, []string{
 			"Flag --cpu-manager-policy has been deprecated, " + configFlagDeprecated,
 			"Flag --maximum-dead-containers has been deprecated, Use --eviction-hard or --eviction-soft instead. Will be removed in a future version.",

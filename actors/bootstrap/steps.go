@@ -510,7 +510,7 @@ func (a *Actor) runtimeEnv() (*runtimeEnv, error) {
 		Log:                   a.log.With().Str("component", "podruntime").Logger(),
 		Subpaths:              env.volumes,
 		RootDir:               a.deps.RootDir,
-		SeccompDefault:        deref(c.SeccompDefault),
+		SeccompDefault:        deref(c.SeccompDefault) || a.cmdline.Options.SeccompDefault,
 		Hooks:                 &lifecycle.Runner{RT: a.deps.Runtime, Recorder: a.deps.Events},
 	}}
 	if a.gates.Enabled("KubeletEnsureSecretPulledImages") {
