@@ -64,16 +64,20 @@ lint:
 	GOBIN=$(BIN) $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
 	$(BIN)/staticcheck ./...
 
-# Issue #8: pod start-up and deletion, CPU and memory of actorlet as the
-# node, beside the same pods straight through CRI (docs/performance.md).
-# Results under results/. BENCH_FLAGS passes flags, e.g.
+# Pod start-up and deletion, CPU and memory of actorlet as the node, beside
+# the same pods straight through CRI (docs/performance.md). Results in
+# results/bench/pods/ (report.md, results.json; logs/ ignored by git); with
+# -binary or -config, an experiment, in results/tmp/bench/. BENCH_FLAGS
+# passes flags, e.g.
 #   make bench BENCH_FLAGS="-n 10,30 -runs 1"
+#   make bench BENCH_FLAGS="-probes -only actorlet -n 110 -runs 1"   # results/bench/probes/
 #   make bench BENCH_FLAGS="-binary /tmp/actorlet-before"
 bench: env-up
 	GO=$(GO) $(GO) run ./cmd/actorlet-bench $(BENCH_FLAGS)
 
-# Issue #8: 20 pods created and deleted 20 times against one actorlet; RSS,
+# 20 pods created and deleted 20 times against one actorlet; RSS,
 # goroutines and actors after each loop, and what is left in the runtime.
+# Results in results/bench/churn/.
 bench-churn: env-up
 	GO=$(GO) $(GO) run ./cmd/actorlet-bench -churn $(BENCH_FLAGS)
 
@@ -88,9 +92,11 @@ bench-cluster: env-up
 env-up:
 	hack/node-env up --with-conformance
 
-# Issue #15: the node-facing Kubernetes [Conformance] specs of
+# The node-facing Kubernetes [Conformance] specs of
 # test/conformance/specs.txt against actorlet as the only node, spec by
-# spec (docs/conformance.md). Artifacts under _artifacts/conformance/AGENT/.
+# spec (docs/conformance.md). Results in results/conformance/AGENT/
+# (results.txt, junit.xml, e2e.log; report.json and the agent's log ignored
+# by git); a run narrowed by FOCUS or SPECS in results/tmp/conformance/AGENT/.
 #   make conformance FOCUS='ConfigMap' PROCS=2
 #   make conformance SPECS=my-specs.txt
 #   make conformance KUBELET=upstream        # the reference run
@@ -107,8 +113,10 @@ conformance: env-up build
 	@$(BIN)/actorlet-conformance -kubelet '$(KUBELET)' -specs '$(SPECS)' -focus '$(FOCUS)' -procs $(PROCS); \
 		rc=$$?; [ $$rc -le 1 ] || exit $$rc
 
-# Issue #22: the fault suite in full (the README's test command runs its
-# short variant), with its report under results/chaos/ (docs/reliability.md).
+# The fault suite in full (the README's test command runs its short
+# variant), with its report in results/chaos/AGENT/ (report.txt,
+# results.json; docs/reliability.md); a run narrowed by CHAOS_RUN in
+# results/tmp/chaos/AGENT/.
 #   make chaos                         # against actorlet
 #   make chaos KUBELET=upstream        # the same scenarios against the upstream kubelet
 #   make chaos CHAOS_RUN='TestHungCRI'
@@ -117,7 +125,8 @@ CHAOS_RUN ?= .
 chaos: env-up
 	$(GO) test -c -o $(BIN)/chaos.test ./test/chaos
 	@k='$(KUBELET)'; case "$$k" in upstream) k=$$(hack/node-env upstream-kubelet) || exit 2;; $(BIN)/actorlet) k=;; esac; \
-		CHAOS_KUBELET="$$k" $(BIN)/chaos.test -test.run '$(CHAOS_RUN)' -test.timeout 4h -test.v -chaos.full -chaos.results $(CURDIR)/results/chaos
+		CHAOS_KUBELET="$$k" $(BIN)/chaos.test -test.run '$(CHAOS_RUN)' -test.timeout 4h -test.v -chaos.full \
+		-chaos.results $(CURDIR)/results/$(if $(filter .,$(CHAOS_RUN)),,tmp/)chaos
 
 env-down:
 	hack/node-env down

@@ -215,3 +215,28 @@ func TestParseProcStatCPU(t *testing.T) {
 		})
 	}
 }
+
+func TestDefaultResultsDir(t *testing.T) {
+	defer func(p, s bool) { withProbes, saToken = p, s }(withProbes, saToken)
+	for _, tc := range []struct {
+		name          string
+		o             options
+		probes, token bool
+		want          string
+	}{
+		{name: "pod counts", want: "/repo/results/bench/pods"},
+		{name: "churn", o: options{churn: true}, want: "/repo/results/bench/churn"},
+		{name: "probes", probes: true, want: "/repo/results/bench/probes"},
+		{name: "service-account token", token: true, want: "/repo/results/bench/sa-token"},
+		{name: "both", probes: true, token: true, want: "/repo/results/bench/probes-sa-token"},
+		{name: "another binary", o: options{binary: "/tmp/actorlet-before"}, want: "/repo/results/tmp/bench/pods"},
+		{name: "another configuration", o: options{churn: true, agent: agentOptions{extraConfig: "kubeAPIQPS: 100"}}, want: "/repo/results/tmp/bench/churn"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			withProbes, saToken = tc.probes, tc.token
+			if got := defaultResultsDir("/repo", tc.o); got != tc.want {
+				t.Fatalf("got %s, want %s", got, tc.want)
+			}
+		})
+	}
+}

@@ -3,6 +3,13 @@
 // CPU and memory of actorlet as the node of the test environment's API
 // server, beside the floor of the same pods created straight through CRI.
 // It only measures; it changes nothing in actorlet.
+//
+// A run writes report.md, results.json and logs/ (actorlet's logs, which
+// git ignores) to results/bench/VARIANT/ at the repository's root, VARIANT
+// being pods, churn, probes, sa-token or probes-sa-token; a run of another
+// binary (-binary) or configuration (-config), an experiment, writes to
+// results/tmp/bench/VARIANT/, which git ignores; -results names any other
+// directory.
 package main
 
 import (
@@ -62,7 +69,7 @@ func parseFlags(args []string) (options, error) {
 	fs := flag.NewFlagSet("actorlet-bench", flag.ContinueOnError)
 	sizes := fs.String("n", "10,30,60,110", "pod counts to run, comma-separated")
 	fs.IntVar(&o.runs, "runs", 3, "runs per pod count (the table shows their median)")
-	fs.StringVar(&o.resultsDir, "results", "", "directory for the results (default: results/ in the repository)")
+	fs.StringVar(&o.resultsDir, "results", "", "directory for report.md, results.json and logs/, replacing the last run's (default: results/bench/VARIANT in the repository, results/tmp/bench/VARIANT with -binary or -config)")
 	fs.StringVar(&o.only, "only", "", "run only one side: floor or actorlet")
 	fs.BoolVar(&o.churn, "churn", false, "run the churn benchmark instead of the pod counts")
 	fs.IntVar(&o.churnLoops, "churn-loops", 20, "churn: loops")
@@ -70,7 +77,7 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&o.binary, "binary", "", "actorlet binary to measure (default: build ./cmd/actorlet)")
 	fs.BoolVar(&o.verbose, "v", false, "log each step")
 	fs.StringVar(&o.agent.extraConfig, "config", "", "KubeletConfiguration YAML lines appended to the benchmark's (experiments, e.g. \"kubeAPIQPS: 100\")")
-	fs.IntVar(&o.agent.verbosity, "agent-v", 0, "actorlet's -v in its logs under results/")
+	fs.IntVar(&o.agent.verbosity, "agent-v", 0, "actorlet's -v in its logs (logs/ of the results directory)")
 	fs.BoolVar(&saToken, "sa-token", false, "give every pod the default service-account token volume (the floor's pods get none)")
 	fs.BoolVar(&withProbes, "probes", false, "give every pod three probes at periodSeconds 1 (startup and readiness httpGet, liveness tcpSocket; the floor's pods get none) and hold them Ready for a while, measuring actorlet's CPU")
 	if err := fs.Parse(args); err != nil {
@@ -116,15 +123,16 @@ func run(ctx context.Context, o options) error {
 	if err != nil {
 		return err
 	}
-	if o.resultsDir == "" {
-		o.resultsDir = filepath.Join(root, "results")
+	dir := o.resultsDir
+	if dir == "" {
+		dir = defaultResultsDir(root, o)
 	}
-	stamp := time.Now().Format("20060102-150405")
-	if o.churn {
-		stamp += "-churn"
-	}
-	dir := filepath.Join(o.resultsDir, stamp)
 	logDir := filepath.Join(dir, "logs")
+	for _, old := range []string{"report.md", "results.json", "logs"} {
+		if err := os.RemoveAll(filepath.Join(dir, old)); err != nil {
+			return err
+		}
+	}
 	if err := os.MkdirAll(logDir, 0o755); err != nil {
 		return err
 	}
@@ -205,6 +213,29 @@ func run(ctx context.Context, o options) error {
 	fmt.Print("\n" + report.String())
 	say("results in %s (report.md, results.json, logs/)", dir)
 	return runErr
+}
+
+// defaultResultsDir is where a run writes without -results: one directory
+// a variant, each run replacing the last (docs/performance.md links them;
+// git keeps the runs before), or for an experiment on another binary or
+// configuration, the same under results/tmp/, which git ignores.
+func defaultResultsDir(root string, o options) string {
+	variant := "pods"
+	switch {
+	case o.churn:
+		variant = "churn"
+	case withProbes && saToken:
+		variant = "probes-sa-token"
+	case withProbes:
+		variant = "probes"
+	case saToken:
+		variant = "sa-token"
+	}
+	base := filepath.Join(root, "results", "bench")
+	if o.binary != "" || o.agent.extraConfig != "" {
+		base = filepath.Join(root, "results", "tmp", "bench")
+	}
+	return filepath.Join(base, variant)
 }
 
 // runSizes runs, for each N, the runs of the floor and of actorlet in turn,

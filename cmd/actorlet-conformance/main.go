@@ -8,6 +8,11 @@
 //	actorlet-conformance -kubelet bin/actorlet -focus 'Pods'  # the specs of the selection that match
 //	actorlet-conformance -kubelet bin/actorlet -specs my.txt  # the specs named in a file
 //
+// It writes its results to results/conformance/AGENT/ at the repository's
+// root (results.txt, junit.xml and e2e.log are kept in git; ginkgo's full
+// report.json and the agent's log are not), or with -focus or another
+// -specs file, a narrowed run, to results/tmp/conformance/AGENT/.
+//
 // It exits 0 when every spec passed, 1 when some failed, 2 when the run
 // could not be made.
 package main
@@ -32,7 +37,7 @@ func main() {
 	focus := flag.String("focus", "", "regular expression: run only the specs of -specs whose name it matches")
 	procs := flag.Int("procs", 4, "parallel ginkgo processes ([Serial] specs always run alone)")
 	kubelet := flag.String("kubelet", "bin/actorlet", `node agent binary, or "upstream" for the upstream kubelet v1.37.2 built by hack/node-env`)
-	artifacts := flag.String("artifacts", "", "directory for report.json, junit.xml, e2e.log, the agent's log and results.txt, emptied first (default _artifacts/conformance/AGENT)")
+	artifacts := flag.String("artifacts", "", "directory for results.txt, junit.xml, e2e.log, report.json and the agent's log, emptied first (default results/conformance/AGENT, or results/tmp/conformance/AGENT for a narrowed run)")
 	flag.Parse()
 	if flag.NArg() > 0 {
 		fail(2, "unexpected arguments: %s", strings.Join(flag.Args(), " "))
@@ -59,7 +64,9 @@ func main() {
 		fail(2, "-kubelet: %v", err)
 	}
 	if *artifacts == "" {
-		*artifacts = filepath.Join("_artifacts", "conformance", name)
+		if *artifacts, err = resultsDir(name, *specsFile, *focus); err != nil {
+			fail(2, "%v", err)
+		}
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -74,6 +81,25 @@ func main() {
 		stop()
 		os.Exit(1)
 	}
+}
+
+// resultsDir is where a run against agent writes by default: the full
+// selection's run, the one docs/conformance.md links, under results/ in
+// git; a narrowed run under results/tmp/, which git ignores.
+func resultsDir(agent, specsFile, focus string) (string, error) {
+	root, err := env.RepoRoot()
+	if err != nil {
+		return "", err
+	}
+	full := filepath.Join(root, "test", "conformance", "specs.txt")
+	specs, err := filepath.Abs(specsFile)
+	if err != nil {
+		return "", err
+	}
+	if focus != "" || specs != full {
+		return filepath.Join(root, "results", "tmp", "conformance", agent), nil
+	}
+	return filepath.Join(root, "results", "conformance", agent), nil
 }
 
 func fail(code int, format string, args ...any) {

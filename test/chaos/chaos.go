@@ -11,7 +11,7 @@ import (
 
 var (
 	fullFlag    = flag.Bool("chaos.full", false, "run the full suite (make chaos) instead of the short variant")
-	resultsFlag = flag.String("chaos.results", "", "write the report (report.txt, results.json) to a new directory under this one")
+	resultsFlag = flag.String("chaos.results", "", "write the report (report.txt, results.json) to DIR/AGENT/, replacing the last run's")
 )
 
 // Agent is the node agent under test, set by TestMain.

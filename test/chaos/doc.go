@@ -8,7 +8,7 @@
 // (Begin). `go test` (the README's test command) runs the short variant of
 // every scenario: a few iterations each. `make chaos` runs the full suite
 // (the -chaos.full flag) and writes the report, a table and results.json,
-// under results/chaos/; `make chaos KUBELET=upstream` runs the same
+// to results/chaos/AGENT/; `make chaos KUBELET=upstream` runs the same
 // scenarios against the upstream kubelet (CHAOS_KUBELET names the binary),
 // whose missed targets are recorded, not failed.
 //

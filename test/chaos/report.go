@@ -159,7 +159,9 @@ type results struct {
 }
 
 // writeReport prints the table of every scenario run to w and, with dir,
-// writes report.txt and results.json to a new directory under dir.
+// writes report.txt and results.json to dir/AGENT/, replacing the last
+// run's: the latest run of each agent is the one the docs link, and git
+// keeps the ones before.
 func writeReport(w io.Writer, dir string) error {
 	report.mu.Lock()
 	defer report.mu.Unlock()
@@ -176,7 +178,7 @@ func writeReport(w io.Writer, dir string) error {
 	if dir == "" {
 		return nil
 	}
-	out := filepath.Join(dir, fmt.Sprintf("%s-%s-%s", time.Now().UTC().Format("20060102-150405"), r.Agent, r.Mode))
+	out := filepath.Join(dir, r.Agent)
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return err
 	}

@@ -2,6 +2,7 @@ package conformance
 
 import (
 	"encoding/json"
+	"encoding/xml"
 	"fmt"
 	"io"
 	"os"
@@ -156,3 +157,66 @@ func truncate(s string, n int) string {
 	}
 	return s[:n] + "…"
 }
+
+// junitSuites is the JUnit XML that WriteJUnit writes: one suite, one
+// testcase a selected spec.
+type junitSuites struct {
+	XMLName xml.Name   `xml:"testsuites"`
+	Suite   junitSuite `xml:"testsuite"`
+}
+
+type junitSuite struct {
+	Name     string      `xml:"name,attr"`
+	Tests    int         `xml:"tests,attr"`
+	Failures int         `xml:"failures,attr"`
+	Skipped  int         `xml:"skipped,attr"`
+	Time     string      `xml:"time,attr"`
+	Cases    []junitCase `xml:"testcase"`
+}
+
+type junitCase struct {
+	Name    string        `xml:"name,attr"`
+	Status  string        `xml:"status,attr"`
+	Time    string        `xml:"time,attr"`
+	Failure *junitMessage `xml:"failure,omitempty"`
+	Skipped *junitMessage `xml:"skipped,omitempty"`
+}
+
+type junitMessage struct {
+	Message string `xml:"message,attr"`
+	Type    string `xml:"type,attr,omitempty"`
+}
+
+// WriteJUnit writes results as JUnit XML, the selected specs only: the
+// JUnit report ginkgo writes lists every spec of the e2e binary, the
+// thousands it skipped included, and is too large to keep beside a run.
+func WriteJUnit(w io.Writer, suite string, results []Result, wall time.Duration) error {
+	c := Count(results)
+	out := junitSuites{Suite: junitSuite{Name: suite, Tests: len(results), Failures: c.Failed, Skipped: c.Skipped,
+		Time: seconds(wall)}}
+	sorted := append([]Result(nil), results...)
+	sort.SliceStable(sorted, func(i, j int) bool { return sorted[i].Name < sorted[j].Name })
+	for _, r := range sorted {
+		tc := junitCase{Name: r.Name, Status: r.State, Time: seconds(r.Runtime)}
+		switch {
+		case r.Passed():
+		case r.Failed():
+			tc.Failure = &junitMessage{Message: r.Message, Type: r.State}
+		default:
+			tc.Skipped = &junitMessage{Message: r.Message}
+		}
+		out.Suite.Cases = append(out.Suite.Cases, tc)
+	}
+	if _, err := io.WriteString(w, xml.Header); err != nil {
+		return err
+	}
+	enc := xml.NewEncoder(w)
+	enc.Indent("", "  ")
+	if err := enc.Encode(out); err != nil {
+		return err
+	}
+	_, err := io.WriteString(w, "\n")
+	return err
+}
+
+func seconds(d time.Duration) string { return fmt.Sprintf("%.1f", d.Seconds()) }

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"strings"
 	"time"
 
 	"k8s.io/client-go/kubernetes"
@@ -29,8 +30,9 @@ type Options struct {
 	// Agent is the node agent binary. AgentName names it in messages and
 	// files (actorlet, upstream, ...).
 	Agent, AgentName string
-	// Artifacts is the directory for report.json, junit.xml, e2e.log, the
-	// agent's log and results.txt; emptied first.
+	// Artifacts is the directory for results.txt (the per-spec table),
+	// junit.xml (the selected specs), e2e.log (ginkgo's output), ginkgo's
+	// full report.json and the agent's log; emptied first.
 	Artifacts string
 	// Out gets progress and the per-spec table.
 	Out io.Writer
@@ -44,7 +46,7 @@ type Outcome struct {
 
 // Run starts the agent as the environment's only node, runs the selected
 // specs against it, and writes the per-spec table to opts.Out and
-// Artifacts/results.txt. The error is for a run that could not be made;
+// Artifacts/results.txt, and their JUnit XML to Artifacts/junit.xml. The error is for a run that could not be made;
 // failed specs are in the Outcome.
 func Run(ctx context.Context, e *env.Env, opts Options) (*Outcome, error) {
 	specs, err := selectSpecs(opts.Specs, opts.Focus)
@@ -91,13 +93,17 @@ func Run(ctx context.Context, e *env.Env, opts Options) (*Outcome, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading the e2e report (log: %s): %w", filepath.Join(opts.Artifacts, "e2e.log"), err)
 	}
-	f, err := os.Create(filepath.Join(opts.Artifacts, "results.txt"))
-	if err != nil {
+	var table, junit strings.Builder
+	fmt.Fprintf(&table, "# %s against %s, %s, wall time %s\n", time.Now().UTC().Format(time.RFC3339), opts.AgentName, opts.Agent, out.Wall.Round(time.Second))
+	WriteTable(&table, out.Results)
+	if err := WriteJUnit(&junit, "conformance against "+opts.AgentName, out.Results, out.Wall); err != nil {
 		return nil, err
 	}
-	defer f.Close()
-	fmt.Fprintf(f, "# %s against %s, %s, wall time %s\n", time.Now().UTC().Format(time.RFC3339), opts.AgentName, opts.Agent, out.Wall.Round(time.Second))
-	WriteTable(f, out.Results)
+	for name, text := range map[string]string{"results.txt": table.String(), "junit.xml": junit.String()} {
+		if err := os.WriteFile(filepath.Join(opts.Artifacts, name), []byte(text), 0o644); err != nil {
+			return nil, err
+		}
+	}
 	fmt.Fprintf(opts.Out, "conformance: %s against %s in %s\n", opts.Artifacts, opts.AgentName, out.Wall.Round(time.Second))
 	WriteTable(opts.Out, out.Results)
 	return out, nil
@@ -146,7 +152,6 @@ func runGinkgo(ctx context.Context, e *env.Env, opts Options, specs []string, n 
 		"--silence-skips",
 		"--output-dir=" + art,
 		"--json-report=report.json",
-		"--junit-report=junit.xml",
 		"--focus=" + FocusOf(specs),
 		filepath.Join(e.KubeBin, "e2e.test"),
 		"--",

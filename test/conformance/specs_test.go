@@ -1,6 +1,7 @@
 package conformance
 
 import (
+	"encoding/xml"
 	"regexp"
 	"strings"
 	"testing"
@@ -120,5 +121,34 @@ func TestWriteTableEndsWithTheTotals(t *testing.T) {
 	}
 	if !strings.HasPrefix(lines[0], "passed") || !strings.Contains(b.String(), "boom") {
 		t.Fatalf("table:\n%s", b.String())
+	}
+}
+
+func TestWriteJUnit(t *testing.T) {
+	results := []Result{
+		{Name: "b <x>", State: "failed", Runtime: 2 * time.Second, Message: `expected "1" & got 2`},
+		{Name: "a", State: "passed", Runtime: 1500 * time.Millisecond},
+		{Name: "c", State: "not run", Message: "not in the report"},
+		{Name: "d", State: "skipped", Message: "why"},
+	}
+	var b strings.Builder
+	if err := WriteJUnit(&b, "conformance against actorlet", results, 90*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		`<testsuite name="conformance against actorlet" tests="4" failures="2" skipped="1" time="90.0">`,
+		`<testcase name="a" status="passed" time="1.5"></testcase>`,
+		`<testcase name="b &lt;x&gt;" status="failed" time="2.0">`,
+		`<failure message="expected &#34;1&#34; &amp; got 2" type="failed"></failure>`,
+		`<failure message="not in the report" type="not run"></failure>`,
+		`<skipped message="why"></skipped>`,
+	} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("no %s in:\n%s", want, b.String())
+		}
+	}
+	var parsed junitSuites
+	if err := xml.Unmarshal([]byte(b.String()), &parsed); err != nil || len(parsed.Suite.Cases) != 4 || parsed.Suite.Cases[0].Name != "a" {
+		t.Fatalf("parsed %+v, %v", parsed, err)
 	}
 }

@@ -156,7 +156,8 @@ func (b *browser) click(what, js string) {
 }
 
 // screenshot writes a PNG of the whole page into the artifacts directory
-// ($ACTORLET_ARTIFACTS, else _artifacts at the repository's root).
+// ($ACTORLET_ARTIFACTS, else results/tmp/dashboard at the repository's
+// root, which git ignores).
 func (b *browser) screenshot(name string) {
 	b.t.Helper()
 	dir := os.Getenv("ACTORLET_ARTIFACTS")
@@ -165,7 +166,7 @@ func (b *browser) screenshot(name string) {
 		if err != nil {
 			b.t.Fatalf("screenshot %s: %v", name, err)
 		}
-		dir = filepath.Join(root, "_artifacts")
+		dir = filepath.Join(root, "results", "tmp", "dashboard")
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		b.t.Fatalf("screenshot %s: %v", name, err)
