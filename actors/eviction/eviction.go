@@ -251,11 +251,19 @@ func (a *Actor) observed(ctx actor.Context, m *messages.SignalsObserved) {
 		a.list(ctx)
 		return
 	}
-	d := a.m.Step(obs, m.At)
-	a.publish(ctx, d.Conditions)
-	a.logMet(ctx, d.Met, obs)
-	a.reclaim, a.obs, a.summary = d.Reclaim, obs, m.Stats
-	if d.Reclaim == nil && !a.p.LocalStorageCapacityIsolation {
+	var reclaim *evictionpolicy.Reclaim
+	for _, c := range a.m.Step(evictionpolicy.EvObserved{Observations: obs}, m.At) {
+		switch c := c.(type) {
+		case evictionpolicy.CmdPressure:
+			a.publish(ctx, c.Conditions)
+		case evictionpolicy.CmdThresholdsMet:
+			a.logMet(ctx, c.Met, obs)
+		case evictionpolicy.CmdReclaim:
+			reclaim = c.Reclaim
+		}
+	}
+	a.reclaim, a.obs, a.summary = reclaim, obs, m.Stats
+	if reclaim == nil && !a.p.LocalStorageCapacityIsolation {
 		a.done(ctx)
 		return
 	}

@@ -387,145 +387,199 @@ func (CmdLog) isCommand()              {}
 func (CmdMountVolumes) isCommand()     {}
 func (CmdUnmountVolumes) isCommand()   {}
 
-// Step is the pod-manager's transition function: it applies one event at
-// time now and returns the commands to carry out, in order. It does no I/O
-// and reads no clock, and the same events give the same commands. It changes
-// the machine in place, as etcd raft's Step does: copying every pod on
-// every event would buy nothing.
+// Step applies ev, which the actor handles at now, and returns the
+// commands to carry out, in order. It is the only way the machine changes;
+// it does no I/O and reads no clock, and the same events at the same times
+// give the same commands. It changes the machine in place, as etcd raft's
+// Step does: copying every pod on every event would buy nothing.
 func (m *Machine) Step(ev Event, now time.Time) []Command {
 	m.cmds = nil
+	m.step(ev, now)
+	cmds := m.cmds
+	m.cmds = nil
+	return cmds
+}
+
+// step hands ev to its handler, which emits its commands.
+func (m *Machine) step(ev Event, now time.Time) {
 	switch e := ev.(type) {
 	case EvStarted:
-		if e.First {
-			// The config-source, spawned after the pod-manager, sends
-			// every source's first set by itself. Asking it now could
-			// reach it in the instant protoactor has registered its PID
-			// but not yet its mailbox's dispatcher: the send panics here
-			// and leaves its mailbox scheduled with no one to run it, so
-			// that no pod would ever come.
-			m.emit(CmdListRuntime{})
-		} else {
-			// A restart lost the desired set: the sources send it again.
-			m.emit(CmdResendPods{})
-		}
-		m.markReadyIfAllSeen()
+		m.onStarted(e)
 	case EvRuntimeListed:
 		m.inRuntime = e.UIDs
 	case EvSourceSet:
-		m.setSource(e.Source, e.Pods, now)
-		m.seen[e.Source] = true
-		m.markReadyIfAllSeen()
+		m.onSourceSet(e, now)
 	case EvWorkerStarted:
 		m.resume(e.UID)
 	case EvWorkerStatus:
-		// A worker reports its phase before its first sync has observed
-		// anything (and an ended pod's worker never syncs): a status
-		// without a phase is no status, and writing it would blank the
-		// API's phase.
-		if p, ok := m.pods[e.UID]; ok && e.Status.Phase != "" {
-			if p.Evicted != nil && p.Phase == Finished {
-				// Its final status is set (nothing of it runs); the
-				// worker repeats its last one as it ends.
-				break
-			}
-			p.Status = e.Status
-			if p.Evicted != nil && p.Pod != nil {
-				p.Status = evictedStatus(p.Pod, e.Status, p.Evicted, metav1.NewTime(now), false)
-			}
-			if p.Pod != nil {
-				m.emit(CmdReportStatus{Pod: p.Pod, Status: withResizePending(p.Status, m.pending[e.UID])})
-			}
-		}
+		m.onWorkerStatus(e, now)
 	case EvWorkerStopped:
-		p, ok := m.pods[e.UID]
-		if !ok {
-			break
-		}
-		// Nothing of the pod runs: its volumes go.
-		m.unmount(e.UID, p)
-		// A pod deleted from the API goes from it once nothing of it
-		// runs and its volumes are unmounted, as upstream; its removal
-		// from the runtime goes on.
-		if p.Terminate != nil && p.Pod != nil && p.Pod.DeletionTimestamp != nil && !p.ReportedGone {
-			p.ReportedGone = true
-			m.reportGone(e.UID, p.Pod)
-		}
+		m.onWorkerStopped(e)
 	case EvWorkerDone:
 		m.done(e.UID, now)
 	case EvRuntimeEvents:
 		m.route(e.Events, now)
 	case EvOrphansFound:
-		if e.Err != nil {
-			// A pod the runtime still runs, that no source wants, has no
-			// worker yet: its directories must not be taken for an
-			// orphaned pod's and torn down under its containers. List
-			// says the set is incomplete until a listing succeeds.
-			m.orphanFailures++
-			after := orphanSearchBackoff.After(m.orphanFailures)
-			m.log(zerolog.WarnLevel, "listing the runtime's pods failed: orphaned pods and their directories are left alone until it succeeds",
-				map[string]any{"error": e.Err.Error(), "retryIn": after.String()})
-			m.emit(CmdFindOrphansLater{After: after})
-			break
-		}
-		m.orphansListed, m.orphanFailures = true, 0
-		for _, o := range e.Pods {
-			m.adoptOrphan(o.UID, o.Name, o.Namespace)
-		}
+		m.onOrphansFound(e)
 	case EvFindOrphansDue:
-		if !m.orphansListed {
-			m.emit(CmdFindOrphans{Desired: m.desired()})
-		}
+		m.onFindOrphansDue()
 	case EvSpawnFailed:
-		if p, ok := m.pods[e.UID]; ok {
-			// Its next update asks for its volumes again.
-			m.unmount(e.UID, p)
-		}
-		delete(m.pods, e.UID)
+		m.onSpawnFailed(e)
 	case EvVolumesReady:
-		if p, ok := m.pods[e.UID]; ok && p.VolumesAsked && p.Volumes == nil {
-			p.Volumes = e.Volumes
-			if p.Phase == Running {
-				m.tell(e.UID, &messages.VolumesReady{UID: e.UID, Volumes: e.Volumes})
-			}
-		}
+		m.onVolumesReady(e)
 	case EvVolumeManagerRestarted:
-		// What it lost is asked again in the order it was asked: a pod
-		// whose teardown is unconfirmed and that asks for its volumes
-		// again was given back (or respawned) after that teardown was
-		// asked for. The volume-manager sets up a pod's volumes asked for
-		// during their teardown once that is done; asked the other way
-		// round, it would tear down the volumes of a running pod, whose
-		// worker is then told they are ready.
-		for _, uid := range slices.Sorted(maps.Keys(m.unmounting)) {
-			m.emit(CmdUnmountVolumes{UID: uid})
-		}
-		for _, uid := range slices.Sorted(maps.Keys(m.pods)) {
-			if p := m.pods[uid]; p.VolumesAsked && p.Phase == Running {
-				m.emit(CmdMountVolumes{Pod: p.Pod})
-			}
-		}
+		m.onVolumeManagerRestarted()
 	case EvEvict:
 		m.evict(e, metav1.NewTime(now))
 	case EvNode:
-		m.node, m.refreshing = e.Node, false
-		if e.FromAPI {
-			m.nodeFromAPI = true
-		}
-		m.admitWaiting(now)
+		m.onNode(e, now)
 	case EvNodePressure:
 		m.pressure = slices.Clone(e.Conditions)
 	case EvVolumesUnmounted:
-		delete(m.unmounting, e.UID)
-		if pod, ok := m.goneAfterUnmount[e.UID]; ok {
-			delete(m.goneAfterUnmount, e.UID)
-			m.emit(CmdReportFinished{Pod: pod, Removed: true})
-		}
+		m.onVolumesUnmounted(e)
 	default:
 		panic(fmt.Sprintf("podmanager: unknown event %T", ev))
 	}
-	cmds := m.cmds
-	m.cmds = nil
-	return cmds
+}
+
+func (m *Machine) onStarted(e EvStarted) {
+	if e.First {
+		// The config-source, spawned after the pod-manager, sends every
+		// source's first set by itself. Asking it now could reach it in
+		// the instant protoactor has registered its PID but not yet its
+		// mailbox's dispatcher: the send panics here and leaves its
+		// mailbox scheduled with no one to run it, so that no pod would
+		// ever come.
+		m.emit(CmdListRuntime{})
+	} else {
+		// A restart lost the desired set: the sources send it again.
+		m.emit(CmdResendPods{})
+	}
+	m.markReadyIfAllSeen()
+}
+
+func (m *Machine) onSourceSet(e EvSourceSet, now time.Time) {
+	m.setSource(e.Source, e.Pods, now)
+	m.seen[e.Source] = true
+	m.markReadyIfAllSeen()
+}
+
+// onWorkerStatus hands a worker's status on to the status-reporter, as
+// the status of an evicted pod once it was evicted.
+func (m *Machine) onWorkerStatus(e EvWorkerStatus, now time.Time) {
+	// A worker reports its phase before its first sync has observed
+	// anything (and an ended pod's worker never syncs): a status without a
+	// phase is no status, and writing it would blank the API's phase.
+	p, ok := m.pods[e.UID]
+	if !ok || e.Status.Phase == "" {
+		return
+	}
+	if p.Evicted != nil && p.Phase == Finished {
+		// Its final status is set (nothing of it runs); the worker
+		// repeats its last one as it ends.
+		return
+	}
+	p.Status = e.Status
+	if p.Evicted != nil && p.Pod != nil {
+		p.Status = evictedStatus(p.Pod, e.Status, p.Evicted, metav1.NewTime(now), false)
+	}
+	if p.Pod != nil {
+		m.emit(CmdReportStatus{Pod: p.Pod, Status: withResizePending(p.Status, m.pending[e.UID])})
+	}
+}
+
+func (m *Machine) onWorkerStopped(e EvWorkerStopped) {
+	p, ok := m.pods[e.UID]
+	if !ok {
+		return
+	}
+	// Nothing of the pod runs: its volumes go.
+	m.unmount(e.UID, p)
+	// A pod deleted from the API goes from it once nothing of it runs and
+	// its volumes are unmounted, as upstream; its removal from the runtime
+	// goes on.
+	if p.Terminate != nil && p.Pod != nil && p.Pod.DeletionTimestamp != nil && !p.ReportedGone {
+		p.ReportedGone = true
+		m.reportGone(e.UID, p.Pod)
+	}
+}
+
+func (m *Machine) onOrphansFound(e EvOrphansFound) {
+	if e.Err != nil {
+		// A pod the runtime still runs, that no source wants, has no
+		// worker yet: its directories must not be taken for an orphaned
+		// pod's and torn down under its containers. List says the set is
+		// incomplete until a listing succeeds.
+		m.orphanFailures++
+		after := orphanSearchBackoff.After(m.orphanFailures)
+		m.log(zerolog.WarnLevel, "listing the runtime's pods failed: orphaned pods and their directories are left alone until it succeeds",
+			map[string]any{"error": e.Err.Error(), "retryIn": after.String()})
+		m.emit(CmdFindOrphansLater{After: after})
+		return
+	}
+	m.orphansListed, m.orphanFailures = true, 0
+	for _, o := range e.Pods {
+		m.adoptOrphan(o.UID, o.Name, o.Namespace)
+	}
+}
+
+func (m *Machine) onFindOrphansDue() {
+	if !m.orphansListed {
+		m.emit(CmdFindOrphans{Desired: m.desired()})
+	}
+}
+
+func (m *Machine) onSpawnFailed(e EvSpawnFailed) {
+	if p, ok := m.pods[e.UID]; ok {
+		// Its next update asks for its volumes again.
+		m.unmount(e.UID, p)
+	}
+	delete(m.pods, e.UID)
+}
+
+func (m *Machine) onVolumesReady(e EvVolumesReady) {
+	p, ok := m.pods[e.UID]
+	if !ok || !p.VolumesAsked || p.Volumes != nil {
+		return
+	}
+	p.Volumes = e.Volumes
+	if p.Phase == Running {
+		m.tell(e.UID, &messages.VolumesReady{UID: e.UID, Volumes: e.Volumes})
+	}
+}
+
+// onVolumeManagerRestarted asks again what the volume-manager lost, in
+// the order it was asked: a pod whose teardown is unconfirmed and that asks
+// for its volumes again was given back (or respawned) after that teardown
+// was asked for. The volume-manager sets up a pod's volumes asked for during
+// their teardown once that is done; asked the other way round, it would
+// tear down the volumes of a running pod, whose worker is then told they
+// are ready.
+func (m *Machine) onVolumeManagerRestarted() {
+	for _, uid := range slices.Sorted(maps.Keys(m.unmounting)) {
+		m.emit(CmdUnmountVolumes{UID: uid})
+	}
+	for _, uid := range slices.Sorted(maps.Keys(m.pods)) {
+		if p := m.pods[uid]; p.VolumesAsked && p.Phase == Running {
+			m.emit(CmdMountVolumes{Pod: p.Pod})
+		}
+	}
+}
+
+func (m *Machine) onNode(e EvNode, now time.Time) {
+	m.node, m.refreshing = e.Node, false
+	if e.FromAPI {
+		m.nodeFromAPI = true
+	}
+	m.admitWaiting(now)
+}
+
+func (m *Machine) onVolumesUnmounted(e EvVolumesUnmounted) {
+	delete(m.unmounting, e.UID)
+	if pod, ok := m.goneAfterUnmount[e.UID]; ok {
+		delete(m.goneAfterUnmount, e.UID)
+		m.emit(CmdReportFinished{Pod: pod, Removed: true})
+	}
 }
 
 func (m *Machine) emit(c Command) { m.cmds = append(m.cmds, c) }

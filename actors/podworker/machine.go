@@ -136,10 +136,6 @@ type EvSynced struct {
 	Terminal   bool
 	Observed   map[string]string
 	Status     *v1.PodStatus
-	// Now is when the pass ended: the transition time of a readiness
-	// change the status of a pass a termination cancelled is brought up
-	// to.
-	Now time.Time
 }
 
 // EvStopped: the kill in flight has stopped everything and goes on to
@@ -150,12 +146,11 @@ type EvStopped struct{ Gen uint64 }
 type EvVolumesReady struct{ Volumes messages.PodVolumes }
 
 // EvProbeResult: the prober found a probe's result for a container
-// instance changed, at Now.
+// instance changed.
 type EvProbeResult struct {
 	ContainerID string
 	Kind        results.Kind
 	Result      results.Result
-	Now         time.Time
 }
 
 // EvKilled: a kill ended.
@@ -249,158 +244,210 @@ func (CmdSetProbeTargets) isCommand() {}
 func (CmdReportStopped) isCommand()   {}
 func (CmdFinish) isCommand()          {}
 
-// Step is the pod-worker's transition function: a pure function of the
-// state and one event, returning the next state and the commands to carry
-// out. It does no I/O and reads no clock.
-func Step(s State, ev Event) (State, []Command) {
+// Step applies ev, which the actor handles at now, and returns the
+// commands to carry out, in order. It is the only way the state changes; it
+// does no I/O and reads no clock. A State is a value: a copy taken before
+// Step is left as it was.
+func (s *State) Step(ev Event, now time.Time) []Command {
+	next, cmds := s.step(ev, now)
+	*s = next
+	return cmds
+}
+
+// step hands ev to its handler. A terminated worker takes no more events.
+func (s State) step(ev Event, now time.Time) (State, []Command) {
 	if s.Phase == Terminated {
 		return s, nil
 	}
 	switch e := ev.(type) {
 	case EvUpdate:
-		s.Pod = e.Pod
-		if s.Phase == Syncing {
-			return s.syncOrMarkDirty()
-		}
+		return s.onUpdate(e)
 	case EvRuntimeChanged:
-		switch {
-		case s.Phase != Syncing:
-		case s.inFlight == opSync:
-			// Most likely the pass in flight made these changes: what it
-			// observes when it ends tells.
-			s.changedMeanwhile = true
-			s.pending = append(slices.Clip(s.pending), e.Events...)
-		case !explained(s.observed, e.Events):
-			return s.syncOrMarkDirty()
-		}
+		return s.onRuntimeChanged(e)
 	case EvRetry:
-		if e.Gen != s.retryGen || s.retryGen == 0 {
-			return s, nil // superseded by a newer timer or operation
-		}
-		s.retryGen = 0
-		switch {
-		case s.Phase == Syncing:
-			return s.syncOrMarkDirty()
-		case s.inFlight == opNone:
-			return s.startKill()
-		}
+		return s.onRetry(e)
 	case EvTerminate:
-		if e.Pod != nil {
-			s.Pod = e.Pod
-		}
-		return s.terminate(e.Grace)
+		return s.onTerminate(e)
 	case EvSynced:
-		if s.inFlight != opSync || e.Gen != s.gen {
-			return s, nil
-		}
-		s.inFlight = opNone
-		s.observed = e.Observed
-		if e.Status != nil && e.Err == nil {
-			// A failed pass may not have seen the containers at all.
-			s.probes = keepProbes(s.probes, e.Status)
-		}
-		status := e.Status
-		if status != nil && s.Phase == Terminating {
-			// A pass a termination cancelled decided on the readiness
-			// results given when it started; those that came since still
-			// count, and no later pass will show them.
-			if applied, changed := podruntime.ApplyReadiness(s.Pod, *status, s.probes, e.Now); changed {
-				status = &applied
-			}
-		}
-		wasSyncing := s.Phase == Syncing
-		if status != nil {
-			s.status = status
-		}
-		changed := s.changedMeanwhile && !explained(s.observed, s.pending)
-		s.changedMeanwhile, s.pending = false, nil
-		var cmds []Command
-		switch {
-		case s.Phase == Terminating:
-			s, cmds = s.startKill() // the termination that cancelled this pass
-		case e.Terminal:
-			// As upstream's pod workers: a pod that reached a terminal phase
-			// is terminated, so that its sandbox goes and its final phase is
-			// written once nothing of it can run any more.
-			s, cmds = s.terminate(nil)
-		case s.dirty || changed:
-			s, cmds = s.startSync()
-		case e.RetryAfter > 0:
-			s, cmds = s.scheduleRetry(e.RetryAfter)
-		case e.Err != nil:
-			s, cmds = s.scheduleRetry(SyncErrorRetry)
-		}
-		if status != nil {
-			cmds = append(cmds, CmdReportStatus{Status: status})
-			// The prober probes what the pass saw; a pass that found the
-			// pod terminal has had its termination tell the prober.
-			switch {
-			case !hasProbes(s.Pod):
-			case s.Phase == Syncing:
-				cmds = append(cmds, CmdSetProbeTargets{Pod: s.Pod, Status: status})
-			case s.Phase == Terminating && !wasSyncing && !s.stopped:
-				cmds = append(cmds, CmdSetProbeTargets{Pod: s.Pod, Status: status, Terminating: true})
-			}
-		}
-		return s, cmds
+		return s.onSynced(e, now)
 	case EvStopped:
-		if s.inFlight != opKill || e.Gen != s.gen || s.stopped {
-			return s, nil
-		}
-		s.stopped = true
-		if hasProbes(s.Pod) {
-			// Nothing runs to probe any more, as upstream's RemovePod
-			// once killPod returned.
-			return s, []Command{CmdSetProbeTargets{}, CmdReportStopped{}}
-		}
-		return s, []Command{CmdReportStopped{}}
+		return s.onStopped(e)
 	case EvVolumesReady:
-		if s.volumes != nil {
-			return s, nil // set once; their content changes in place
-		}
-		s.volumes = e.Volumes
-		if s.Phase == Syncing {
-			return s.syncOrMarkDirty()
-		}
+		return s.onVolumesReady(e)
 	case EvProbeResult:
-		if s.probes.Of(e.ContainerID).Get(e.Kind) == e.Result {
-			return s, nil
-		}
-		switch {
-		case s.Phase == Syncing:
-			s.probes = withResult(s.probes, e)
-			return s.syncOrMarkDirty()
-		case s.Phase == Terminating && e.Kind == results.Readiness && !s.stopped:
-			// A terminating pod is never synced (nor restarted for a
-			// liveness or startup failure), but its readiness still shows,
-			// as upstream's status manager sets it: the new result goes
-			// straight into the last status reported.
-			s.probes = withResult(s.probes, e)
-			if s.status == nil {
-				return s, nil
-			}
-			applied, changed := podruntime.ApplyReadiness(s.Pod, *s.status, s.probes, e.Now)
-			if !changed {
-				return s, nil
-			}
-			s.status = &applied
-			return s, []Command{CmdReportStatus{Status: &applied}}
-		}
+		return s.onProbeResult(e, now)
 	case EvKilled:
-		if s.inFlight != opKill || e.Gen != s.gen {
-			return s, nil
-		}
-		s.inFlight = opNone
-		if e.Err != nil {
-			s, cmds := s.scheduleRetry(KillErrorRetry)
-			return s, append([]Command{CmdKillFailed{Err: e.Err}}, cmds...)
-		}
-		s.Phase = Terminated
-		return s, []Command{CmdFinish{}}
-	default:
-		panic(fmt.Sprintf("podworker: unknown event %T", ev))
+		return s.onKilled(e)
+	}
+	panic(fmt.Sprintf("podworker: unknown event %T", ev))
+}
+
+func (s State) onUpdate(e EvUpdate) (State, []Command) {
+	s.Pod = e.Pod
+	if s.Phase == Syncing {
+		return s.syncOrMarkDirty()
 	}
 	return s, nil
+}
+
+func (s State) onRuntimeChanged(e EvRuntimeChanged) (State, []Command) {
+	switch {
+	case s.Phase != Syncing:
+	case s.inFlight == opSync:
+		// Most likely the pass in flight made these changes: what it
+		// observes when it ends tells.
+		s.changedMeanwhile = true
+		s.pending = append(slices.Clip(s.pending), e.Events...)
+	case !explained(s.observed, e.Events):
+		return s.syncOrMarkDirty()
+	}
+	return s, nil
+}
+
+func (s State) onRetry(e EvRetry) (State, []Command) {
+	if e.Gen != s.retryGen || s.retryGen == 0 {
+		return s, nil // superseded by a newer timer or operation
+	}
+	s.retryGen = 0
+	switch {
+	case s.Phase == Syncing:
+		return s.syncOrMarkDirty()
+	case s.inFlight == opNone:
+		return s.startKill()
+	}
+	return s, nil
+}
+
+func (s State) onTerminate(e EvTerminate) (State, []Command) {
+	if e.Pod != nil {
+		s.Pod = e.Pod
+	}
+	return s.terminate(e.Grace)
+}
+
+// onSynced takes the outcome of a sync pass: the current pass's status is
+// reported, and the worker goes on to what came meanwhile (a termination,
+// a change, a retry). now is the transition time of a readiness change the
+// status of a pass a termination cancelled is brought up to.
+func (s State) onSynced(e EvSynced, now time.Time) (State, []Command) {
+	if s.inFlight != opSync || e.Gen != s.gen {
+		return s, nil
+	}
+	s.inFlight = opNone
+	s.observed = e.Observed
+	if e.Status != nil && e.Err == nil {
+		// A failed pass may not have seen the containers at all.
+		s.probes = keepProbes(s.probes, e.Status)
+	}
+	status := e.Status
+	if status != nil && s.Phase == Terminating {
+		// A pass a termination cancelled decided on the readiness
+		// results given when it started; those that came since still
+		// count, and no later pass will show them.
+		if applied, changed := podruntime.ApplyReadiness(s.Pod, *status, s.probes, now); changed {
+			status = &applied
+		}
+	}
+	wasSyncing := s.Phase == Syncing
+	if status != nil {
+		s.status = status
+	}
+	changed := s.changedMeanwhile && !explained(s.observed, s.pending)
+	s.changedMeanwhile, s.pending = false, nil
+	var cmds []Command
+	switch {
+	case s.Phase == Terminating:
+		s, cmds = s.startKill() // the termination that cancelled this pass
+	case e.Terminal:
+		// As upstream's pod workers: a pod that reached a terminal phase
+		// is terminated, so that its sandbox goes and its final phase is
+		// written once nothing of it can run any more.
+		s, cmds = s.terminate(nil)
+	case s.dirty || changed:
+		s, cmds = s.startSync()
+	case e.RetryAfter > 0:
+		s, cmds = s.scheduleRetry(e.RetryAfter)
+	case e.Err != nil:
+		s, cmds = s.scheduleRetry(SyncErrorRetry)
+	}
+	if status == nil {
+		return s, cmds
+	}
+	cmds = append(cmds, CmdReportStatus{Status: status})
+	// The prober probes what the pass saw; a pass that found the pod
+	// terminal has had its termination tell the prober.
+	switch {
+	case !hasProbes(s.Pod):
+	case s.Phase == Syncing:
+		cmds = append(cmds, CmdSetProbeTargets{Pod: s.Pod, Status: status})
+	case s.Phase == Terminating && !wasSyncing && !s.stopped:
+		cmds = append(cmds, CmdSetProbeTargets{Pod: s.Pod, Status: status, Terminating: true})
+	}
+	return s, cmds
+}
+
+func (s State) onStopped(e EvStopped) (State, []Command) {
+	if s.inFlight != opKill || e.Gen != s.gen || s.stopped {
+		return s, nil
+	}
+	s.stopped = true
+	if hasProbes(s.Pod) {
+		// Nothing runs to probe any more, as upstream's RemovePod once
+		// killPod returned.
+		return s, []Command{CmdSetProbeTargets{}, CmdReportStopped{}}
+	}
+	return s, []Command{CmdReportStopped{}}
+}
+
+func (s State) onVolumesReady(e EvVolumesReady) (State, []Command) {
+	if s.volumes != nil {
+		return s, nil // set once; their content changes in place
+	}
+	s.volumes = e.Volumes
+	if s.Phase == Syncing {
+		return s.syncOrMarkDirty()
+	}
+	return s, nil
+}
+
+func (s State) onProbeResult(e EvProbeResult, now time.Time) (State, []Command) {
+	if s.probes.Of(e.ContainerID).Get(e.Kind) == e.Result {
+		return s, nil
+	}
+	switch {
+	case s.Phase == Syncing:
+		s.probes = withResult(s.probes, e)
+		return s.syncOrMarkDirty()
+	case s.Phase == Terminating && e.Kind == results.Readiness && !s.stopped:
+		// A terminating pod is never synced (nor restarted for a liveness
+		// or startup failure), but its readiness still shows, as
+		// upstream's status manager sets it: the new result goes straight
+		// into the last status reported.
+		s.probes = withResult(s.probes, e)
+		if s.status == nil {
+			return s, nil
+		}
+		applied, changed := podruntime.ApplyReadiness(s.Pod, *s.status, s.probes, now)
+		if !changed {
+			return s, nil
+		}
+		s.status = &applied
+		return s, []Command{CmdReportStatus{Status: &applied}}
+	}
+	return s, nil
+}
+
+func (s State) onKilled(e EvKilled) (State, []Command) {
+	if s.inFlight != opKill || e.Gen != s.gen {
+		return s, nil
+	}
+	s.inFlight = opNone
+	if e.Err != nil {
+		s, cmds := s.scheduleRetry(KillErrorRetry)
+		return s, append([]Command{CmdKillFailed{Err: e.Err}}, cmds...)
+	}
+	s.Phase = Terminated
+	return s, []Command{CmdFinish{}}
 }
 
 // explained reports whether every runtime change is already in what the last

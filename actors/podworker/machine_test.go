@@ -212,20 +212,20 @@ func TestStep(t *testing.T) {
 		// liveness and startup neither run nor restart anything.
 		{"a probed pod's termination keeps its readiness probes", []Event{EvUpdate{podP}, EvSynced{Gen: 1, Status: readyStatus}, EvTerminate{}},
 			[]Command{CmdSetProbeTargets{Pod: podP, Status: readyStatus, Terminating: true}, CmdStartKill{2, 30}}, Terminating},
-		{"a readiness failure of a terminating pod shows in its status, without a sync", []Event{EvUpdate{podP}, EvSynced{Gen: 1, Status: readyStatus}, EvTerminate{}, EvProbeResult{ContainerID: "c1", Kind: results.Readiness, Result: results.Failure, Now: tNow}},
+		{"a readiness failure of a terminating pod shows in its status, without a sync", []Event{EvUpdate{podP}, EvSynced{Gen: 1, Status: readyStatus}, EvTerminate{}, EvProbeResult{ContainerID: "c1", Kind: results.Readiness, Result: results.Failure}},
 			[]Command{CmdReportStatus{notReadyStatus}}, Terminating},
-		{"and a readiness success after it shows again", []Event{EvUpdate{podP}, EvSynced{Gen: 1, Status: readyStatus}, EvTerminate{}, EvProbeResult{ContainerID: "c1", Kind: results.Readiness, Result: results.Failure, Now: tNow}, EvProbeResult{ContainerID: "c1", Kind: results.Readiness, Result: results.Success, Now: tNow}},
+		{"and a readiness success after it shows again", []Event{EvUpdate{podP}, EvSynced{Gen: 1, Status: readyStatus}, EvTerminate{}, EvProbeResult{ContainerID: "c1", Kind: results.Readiness, Result: results.Failure}, EvProbeResult{ContainerID: "c1", Kind: results.Readiness, Result: results.Success}},
 			[]Command{CmdReportStatus{readyAgainStatus}}, Terminating},
-		{"a liveness failure of a terminating pod restarts nothing", []Event{EvUpdate{podP}, EvSynced{Gen: 1, Status: readyStatus}, EvTerminate{}, EvProbeResult{ContainerID: "c1", Kind: results.Liveness, Result: results.Failure, Now: tNow}},
+		{"a liveness failure of a terminating pod restarts nothing", []Event{EvUpdate{podP}, EvSynced{Gen: 1, Status: readyStatus}, EvTerminate{}, EvProbeResult{ContainerID: "c1", Kind: results.Liveness, Result: results.Failure}},
 			nil, Terminating},
-		{"a startup failure of a terminating pod restarts nothing", []Event{EvUpdate{podP}, EvSynced{Gen: 1, Status: readyStatus}, EvTerminate{}, EvProbeResult{ContainerID: "c1", Kind: results.Startup, Result: results.Failure, Now: tNow}},
+		{"a startup failure of a terminating pod restarts nothing", []Event{EvUpdate{podP}, EvSynced{Gen: 1, Status: readyStatus}, EvTerminate{}, EvProbeResult{ContainerID: "c1", Kind: results.Startup, Result: results.Failure}},
 			nil, Terminating},
 		{"the containers' stop ends the probes", []Event{EvUpdate{podP}, EvSynced{Gen: 1, Status: readyStatus}, EvTerminate{}, EvStopped{Gen: 2}},
 			[]Command{CmdSetProbeTargets{}, CmdReportStopped{}}, Terminating},
-		{"a readiness result after the containers stopped changes nothing", []Event{EvUpdate{podP}, EvSynced{Gen: 1, Status: readyStatus}, EvTerminate{}, EvStopped{Gen: 2}, EvProbeResult{ContainerID: "c1", Kind: results.Readiness, Result: results.Failure, Now: tNow}},
+		{"a readiness result after the containers stopped changes nothing", []Event{EvUpdate{podP}, EvSynced{Gen: 1, Status: readyStatus}, EvTerminate{}, EvStopped{Gen: 2}, EvProbeResult{ContainerID: "c1", Kind: results.Readiness, Result: results.Failure}},
 			nil, Terminating},
 		{"a pass a termination cancelled is reported with the readiness that came since", []Event{EvUpdate{podP}, EvSynced{Gen: 1, Status: readyStatus}, EvRuntimeChanged{}, EvTerminate{},
-			EvProbeResult{ContainerID: "c1", Kind: results.Readiness, Result: results.Failure, Now: tNow}, EvSynced{Gen: 2, Status: readyStatus, Now: tNow}},
+			EvProbeResult{ContainerID: "c1", Kind: results.Readiness, Result: results.Failure}, EvSynced{Gen: 2, Status: readyStatus}},
 			[]Command{CmdStartKill{3, 30}, CmdReportStatus{notReadyStatus}, CmdSetProbeTargets{Pod: podP, Status: notReadyStatus, Terminating: true}}, Terminating},
 
 		// Termination.
@@ -298,7 +298,7 @@ func TestStep(t *testing.T) {
 			var s State
 			var cmds []Command
 			for _, ev := range tc.events {
-				s, cmds = Step(s, ev)
+				cmds = s.Step(ev, tNow)
 			}
 			if !reflect.DeepEqual(cmds, tc.want) {
 				t.Errorf("commands = %#v, want %#v", cmds, tc.want)
@@ -331,7 +331,8 @@ func TestAtMostOneOperationInFlight(t *testing.T) {
 		}
 		for _, ev := range events {
 			before := s
-			next, cmds := Step(s, ev)
+			next := s
+			cmds := next.Step(ev, tNow)
 			starts, cancels := 0, 0
 			for _, c := range cmds {
 				switch c.(type) {

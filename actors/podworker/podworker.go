@@ -138,7 +138,7 @@ func (a *Actor) Receive(ctx actor.Context) {
 		a.step(ctx, EvRetry{Gen: m.Gen})
 	case *messages.PodSynced:
 		terminal := m.Status.Phase == v1.PodSucceeded || m.Status.Phase == v1.PodFailed
-		a.step(ctx, EvSynced{Gen: m.Gen, RetryAfter: m.RetryAfter, Err: m.Err, Terminal: terminal, Observed: m.Observed, Status: &m.Status, Now: time.Now()})
+		a.step(ctx, EvSynced{Gen: m.Gen, RetryAfter: m.RetryAfter, Err: m.Err, Terminal: terminal, Observed: m.Observed, Status: &m.Status})
 	case *messages.PodStopped:
 		a.step(ctx, EvStopped{Gen: m.Gen})
 	case *messages.InjectPanic:
@@ -154,13 +154,12 @@ func (a *Actor) Receive(ctx actor.Context) {
 	case *messages.VolumesReady:
 		a.step(ctx, EvVolumesReady{Volumes: m.Volumes})
 	case *messages.ProbeResultChanged:
-		a.step(ctx, EvProbeResult{ContainerID: m.ContainerID, Kind: m.Kind, Result: m.Result, Now: time.Now()})
+		a.step(ctx, EvProbeResult{ContainerID: m.ContainerID, Kind: m.Kind, Result: m.Result})
 	}
 }
 
 func (a *Actor) step(ctx actor.Context, ev Event) {
-	var cmds []Command
-	a.state, cmds = Step(a.state, ev)
+	cmds := a.state.Step(ev, time.Now())
 	a.publishState(ctx)
 	for _, c := range cmds {
 		a.execute(ctx, c)

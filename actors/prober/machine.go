@@ -87,7 +87,6 @@ type EvTargets struct {
 	Pod         *v1.Pod
 	Status      v1.PodStatus
 	Terminating bool
-	Now         time.Time
 	Rand        func() float64
 }
 
@@ -95,7 +94,6 @@ type EvTargets struct {
 type EvTick struct {
 	Key Key
 	Gen uint64
-	Now time.Time
 }
 
 // EvResult: run Gen of probe Key ended with Result, or with Err (the
@@ -105,7 +103,6 @@ type EvResult struct {
 	Gen    uint64
 	Result results.Result
 	Err    error
-	Now    time.Time
 }
 
 func (EvTargets) isEvent() {}
@@ -151,61 +148,81 @@ func (CmdCancel) isCommand()   {}
 func (CmdRun) isCommand()      {}
 func (CmdReport) isCommand()   {}
 
-// Step is the prober's transition function: the next state and what to
-// do, from the state and an event. It never does I/O.
-func Step(s State, ev Event) (State, []Command) {
+// Step applies ev, which the actor handles at now, and returns the
+// commands to carry out, in order. It is the only way the state changes; it
+// does no I/O and reads no clock. A State is a value: a copy taken before
+// Step is left as it was (its workers are copied, never changed in place).
+func (s *State) Step(ev Event, now time.Time) []Command {
 	s.workers = maps.Clone(s.workers)
 	if s.workers == nil {
 		s.workers = map[Key]worker{}
 	}
-	var cmds []Command
+	return s.step(ev, now)
+}
+
+// step hands ev to its handler.
+func (s *State) step(ev Event, now time.Time) []Command {
 	switch e := ev.(type) {
 	case EvTargets:
-		s.Pod, s.Status, s.Terminating = e.Pod, e.Status, e.Terminating
-		cmds = s.retarget(e.Now, e.Rand)
+		return s.onTargets(e, now)
 	case EvTick:
-		w, ok := s.workers[e.Key]
-		if !ok || w.gen != e.Gen || !w.scheduled {
-			return s, nil
-		}
-		w.scheduled = false
-		c := s.container(e.Key.Container)
-		if c == nil || w.onHold || !s.mayRun(e.Key, w) {
-			s.workers[e.Key] = w
-			return s, nil
-		}
-		s.gen++
-		w.gen, w.inFlight, w.lastRun = s.gen, true, e.Now
-		s.workers[e.Key] = w
-		cmds = append(cmds, CmdRun{Key: e.Key, Gen: w.gen, Pod: s.Pod, Status: s.Status, Container: c, ContainerID: w.id})
+		return s.onTick(e, now)
 	case EvResult:
-		w, ok := s.workers[e.Key]
-		if !ok || w.gen != e.Gen || !w.inFlight {
-			return s, nil
-		}
-		w.inFlight = false
-		probe := probeOf(s.container(e.Key.Container), e.Key.Kind)
-		if probe == nil {
-			s.workers[e.Key] = w
-			return s, nil
-		}
-		if e.Err == nil {
-			cmds = append(cmds, w.decide(e.Key, probe, e.Result)...)
-		}
-		s.workers[e.Key] = w
-		if e.Key.Kind == results.Startup && w.result == results.Success {
-			// The container started: its other probes were held back
-			// until now; they run at once (past their initial delay), as
-			// upstream's status update triggers the readiness probe.
-			for _, k := range []results.Kind{results.Readiness, results.Liveness} {
-				cmds = append(cmds, s.ensure(Key{Container: e.Key.Container, Kind: k}, e.Now, nil)...)
-			}
-		}
-		cmds = append(cmds, s.ensure(e.Key, e.Now, nil)...)
-	default:
-		panic(fmt.Sprintf("prober: unknown event %T", ev))
+		return s.onResult(e, now)
 	}
-	return s, cmds
+	panic(fmt.Sprintf("prober: unknown event %T", ev))
+}
+
+func (s *State) onTargets(e EvTargets, now time.Time) []Command {
+	s.Pod, s.Status, s.Terminating = e.Pod, e.Status, e.Terminating
+	return s.retarget(now, e.Rand)
+}
+
+// onTick starts the run of a probe whose timer fired, unless it was
+// rescheduled, stopped or put on hold since.
+func (s *State) onTick(e EvTick, now time.Time) []Command {
+	w, ok := s.workers[e.Key]
+	if !ok || w.gen != e.Gen || !w.scheduled {
+		return nil
+	}
+	w.scheduled = false
+	c := s.container(e.Key.Container)
+	if c == nil || w.onHold || !s.mayRun(e.Key, w) {
+		s.workers[e.Key] = w
+		return nil
+	}
+	s.gen++
+	w.gen, w.inFlight, w.lastRun = s.gen, true, now
+	s.workers[e.Key] = w
+	return []Command{CmdRun{Key: e.Key, Gen: w.gen, Pod: s.Pod, Status: s.Status, Container: c, ContainerID: w.id}}
+}
+
+// onResult counts the result of the current run and schedules the next.
+func (s *State) onResult(e EvResult, now time.Time) []Command {
+	w, ok := s.workers[e.Key]
+	if !ok || w.gen != e.Gen || !w.inFlight {
+		return nil
+	}
+	w.inFlight = false
+	probe := probeOf(s.container(e.Key.Container), e.Key.Kind)
+	if probe == nil {
+		s.workers[e.Key] = w
+		return nil
+	}
+	var cmds []Command
+	if e.Err == nil {
+		cmds = append(cmds, w.decide(e.Key, probe, e.Result)...)
+	}
+	s.workers[e.Key] = w
+	if e.Key.Kind == results.Startup && w.result == results.Success {
+		// The container started: its other probes were held back until
+		// now; they run at once (past their initial delay), as upstream's
+		// status update triggers the readiness probe.
+		for _, k := range []results.Kind{results.Readiness, results.Liveness} {
+			cmds = append(cmds, s.ensure(Key{Container: e.Key.Container, Kind: k}, now, nil)...)
+		}
+	}
+	return append(cmds, s.ensure(e.Key, now, nil)...)
 }
 
 // decide counts result into the worker's run, as upstream's worker: the

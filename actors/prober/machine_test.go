@@ -60,21 +60,29 @@ var (
 	errProbe = errors.New("exec: no such container")
 )
 
-func targets(pod *v1.Pod, status v1.PodStatus, now time.Time) EvTargets {
-	return EvTargets{Pod: pod, Status: status, Now: now, Rand: func() float64 { return 0.5 }}
+// timed is an event the actor handles at now.
+type timed struct {
+	Event
+	now time.Time
+}
+
+func targets(pod *v1.Pod, status v1.PodStatus, now time.Time) timed {
+	return timed{EvTargets{Pod: pod, Status: status, Rand: func() float64 { return 0.5 }}, now}
 }
 
 // terminating is the targets of a pod that is being stopped.
-func terminating(pod *v1.Pod, status v1.PodStatus, now time.Time) EvTargets {
+func terminating(pod *v1.Pod, status v1.PodStatus, now time.Time) timed {
 	e := targets(pod, status, now)
-	e.Terminating = true
+	ev := e.Event.(EvTargets)
+	ev.Terminating = true
+	e.Event = ev
 	return e
 }
 
-func tick(k Key, gen uint64, now time.Time) EvTick { return EvTick{Key: k, Gen: gen, Now: now} }
+func tick(k Key, gen uint64, now time.Time) timed { return timed{EvTick{Key: k, Gen: gen}, now} }
 
-func result(k Key, gen uint64, r results.Result, now time.Time) EvResult {
-	return EvResult{Key: k, Gen: gen, Result: r, Now: now}
+func result(k Key, gen uint64, r results.Result, now time.Time) timed {
+	return timed{EvResult{Key: k, Gen: gen, Result: r}, now}
 }
 
 func report(k Key, id string, r results.Result) CmdReport {
@@ -113,56 +121,56 @@ func TestStep(t *testing.T) {
 		name      string
 		kubelet   time.Time // when the node agent started; zero: long ago
 		restarted bool
-		events    []Event
+		events    []timed
 		want      []Command
 	}{
 		{
 			name:   "a running container's probe runs at once",
-			events: []Event{targets(podR, runA, t0)},
+			events: []timed{targets(podR, runA, t0)},
 			want:   []Command{CmdSchedule{Key: ready, Gen: 1, After: 0}},
 		},
 		{
 			name:   "no probe before the initial delay, counted from the container's start",
-			events: []Event{targets(podWith(nil, probe(5, 1, 1, 1), nil), runA, at(2*time.Second))},
+			events: []timed{targets(podWith(nil, probe(5, 1, 1, 1), nil), runA, at(2*time.Second))},
 			want:   []Command{CmdSchedule{Key: ready, Gen: 1, After: 3 * time.Second}},
 		},
 		{
 			name:    "soon after the node agent started, a random part of the period first",
 			kubelet: t0,
-			events:  []Event{targets(podWith(nil, probe(0, 10, 1, 1), nil), runA, at(time.Second))},
+			events:  []timed{targets(podWith(nil, probe(0, 10, 1, 1), nil), runA, at(time.Second))},
 			want:    []Command{CmdSchedule{Key: ready, Gen: 1, After: 5 * time.Second}},
 		},
 		{
 			name:   "the timer starts a run against the instance",
-			events: []Event{targets(podR, runA, t0), tick(ready, 1, t0)},
+			events: []timed{targets(podR, runA, t0), tick(ready, 1, t0)},
 			want:   []Command{run(ready, 2, podR, runA, "a")},
 		},
 		{
 			name:   "a stale timer does nothing",
-			events: []Event{targets(podR, runA, t0), tick(ready, 1, t0), tick(ready, 1, t0)},
+			events: []timed{targets(podR, runA, t0), tick(ready, 1, t0), tick(ready, 1, t0)},
 			want:   nil,
 		},
 		{
 			name: "readiness succeeding is reported; the next run is a period after the last started",
-			events: []Event{targets(podR, runA, t0), tick(ready, 1, t0),
+			events: []timed{targets(podR, runA, t0), tick(ready, 1, t0),
 				result(ready, 2, results.Success, at(300*time.Millisecond))},
 			want: []Command{report(ready, "a", results.Success), CmdSchedule{Key: ready, Gen: 3, After: 700 * time.Millisecond}},
 		},
 		{
 			name: "a run longer than the period is followed at once by the next",
-			events: []Event{targets(podR, runA, t0), tick(ready, 1, t0),
+			events: []timed{targets(podR, runA, t0), tick(ready, 1, t0),
 				result(ready, 2, results.Failure, at(3*time.Second))},
 			want: []Command{CmdSchedule{Key: ready, Gen: 3, After: 0}},
 		},
 		{
 			name: "readiness failing before it ever succeeded changes nothing the pod-worker sees",
-			events: []Event{targets(podR, runA, t0), tick(ready, 1, t0),
+			events: []timed{targets(podR, runA, t0), tick(ready, 1, t0),
 				result(ready, 2, results.Failure, t0)},
 			want: []Command{CmdSchedule{Key: ready, Gen: 3, After: time.Second}},
 		},
 		{
 			name: "readiness failing after it succeeded is reported",
-			events: []Event{targets(podR, runA, t0), tick(ready, 1, t0),
+			events: []timed{targets(podR, runA, t0), tick(ready, 1, t0),
 				result(ready, 2, results.Success, t0), tick(ready, 3, at(time.Second)),
 				result(ready, 4, results.Failure, at(time.Second))},
 			want: []Command{report(ready, "a", results.Failure), CmdSchedule{Key: ready, Gen: 5, After: time.Second}},
@@ -170,33 +178,33 @@ func TestStep(t *testing.T) {
 		{
 			name:      "a restarted prober reports its first verdict, whatever it is",
 			restarted: true,
-			events: []Event{targets(podR, runA, t0), tick(ready, 1, t0),
+			events: []timed{targets(podR, runA, t0), tick(ready, 1, t0),
 				result(ready, 2, results.Failure, t0)},
 			want: []Command{report(ready, "a", results.Failure), CmdSchedule{Key: ready, Gen: 3, After: time.Second}},
 		},
 		{
 			name: "successThreshold: success reported on the second success in a row",
-			events: []Event{targets(podWith(nil, probe(0, 1, 2, 1), nil), runA, t0), tick(ready, 1, t0),
+			events: []timed{targets(podWith(nil, probe(0, 1, 2, 1), nil), runA, t0), tick(ready, 1, t0),
 				result(ready, 2, results.Success, t0), tick(ready, 3, at(time.Second)),
 				result(ready, 4, results.Success, at(time.Second))},
 			want: []Command{report(ready, "a", results.Success), CmdSchedule{Key: ready, Gen: 5, After: time.Second}},
 		},
 		{
 			name: "liveness succeeding is not worth a message",
-			events: []Event{targets(podL, runA, t0), tick(live, 1, t0),
+			events: []timed{targets(podL, runA, t0), tick(live, 1, t0),
 				result(live, 2, results.Success, t0)},
 			want: []Command{CmdSchedule{Key: live, Gen: 3, After: time.Second}},
 		},
 		{
 			name: "liveness below failureThreshold: nothing yet",
-			events: []Event{targets(podL, runA, t0), tick(live, 1, t0),
+			events: []timed{targets(podL, runA, t0), tick(live, 1, t0),
 				result(live, 2, results.Failure, t0), tick(live, 3, at(time.Second)),
 				result(live, 4, results.Failure, at(time.Second))},
 			want: []Command{CmdSchedule{Key: live, Gen: 5, After: time.Second}},
 		},
 		{
 			name: "a success breaks the run of failures",
-			events: []Event{targets(podL, runA, t0), tick(live, 1, t0),
+			events: []timed{targets(podL, runA, t0), tick(live, 1, t0),
 				result(live, 2, results.Failure, t0), tick(live, 3, at(time.Second)),
 				result(live, 4, results.Failure, at(time.Second)), tick(live, 5, at(2*time.Second)),
 				result(live, 6, results.Success, at(2*time.Second)), tick(live, 7, at(3*time.Second)),
@@ -205,7 +213,7 @@ func TestStep(t *testing.T) {
 		},
 		{
 			name: "liveness failing failureThreshold times is reported, and the probe holds",
-			events: []Event{targets(podL, runA, t0), tick(live, 1, t0),
+			events: []timed{targets(podL, runA, t0), tick(live, 1, t0),
 				result(live, 2, results.Failure, t0), tick(live, 3, at(time.Second)),
 				result(live, 4, results.Failure, at(time.Second)), tick(live, 5, at(2*time.Second)),
 				result(live, 6, results.Failure, at(2*time.Second))},
@@ -213,145 +221,145 @@ func TestStep(t *testing.T) {
 		},
 		{
 			name: "a new instance starts the held probe over",
-			events: []Event{targets(podWith(every1s, nil, nil), runA, t0), tick(live, 1, t0),
+			events: []timed{targets(podWith(every1s, nil, nil), runA, t0), tick(live, 1, t0),
 				result(live, 2, results.Failure, t0),
 				targets(podWith(every1s, nil, nil), runningAs("b", at(5*time.Second)), at(5*time.Second))},
 			want: []Command{CmdSchedule{Key: live, Gen: 3, After: 0}},
 		},
 		{
 			name: "a run of the previous instance is dropped",
-			events: []Event{targets(podR, runA, t0), tick(ready, 1, t0),
+			events: []timed{targets(podR, runA, t0), tick(ready, 1, t0),
 				targets(podR, runningAs("b", at(time.Second)), at(time.Second)),
 				result(ready, 2, results.Success, at(time.Second))},
 			want: nil,
 		},
 		{
 			name: "a prober error is thrown away; the probe goes on",
-			events: []Event{targets(podR, runA, t0), tick(ready, 1, t0),
-				EvResult{Key: ready, Gen: 2, Err: errProbe, Now: t0}},
+			events: []timed{targets(podR, runA, t0), tick(ready, 1, t0),
+				timed{EvResult{Key: ready, Gen: 2, Err: errProbe}, t0}},
 			want: []Command{CmdSchedule{Key: ready, Gen: 3, After: time.Second}},
 		},
 		{
 			name:   "a container that stopped is not probed",
-			events: []Event{targets(podR, runA, t0), targets(podR, exited("a"), at(time.Second))},
+			events: []timed{targets(podR, runA, t0), targets(podR, exited("a"), at(time.Second))},
 			want:   []Command{CmdCancel{Key: ready}},
 		},
 		{
 			name:   "a container not started yet is not probed",
-			events: []Event{targets(podR, v1.PodStatus{Phase: v1.PodPending}, t0)},
+			events: []timed{targets(podR, v1.PodStatus{Phase: v1.PodPending}, t0)},
 			want:   nil,
 		},
 		{
 			name:   "no pod: every probe stops",
-			events: []Event{targets(podL, runA, t0), targets(nil, v1.PodStatus{}, t0)},
+			events: []timed{targets(podL, runA, t0), targets(nil, v1.PodStatus{}, t0)},
 			want:   []Command{CmdCancel{Key: live}},
 		},
 		{
 			name:   "a probe gone from the spec stops",
-			events: []Event{targets(podL, runA, t0), targets(podWith(nil, nil, nil), runA, t0)},
+			events: []timed{targets(podL, runA, t0), targets(podWith(nil, nil, nil), runA, t0)},
 			want:   []Command{CmdCancel{Key: live}},
 		},
 		{
 			name: "a pod that ended is probed no more",
-			events: []Event{targets(podL, runA, t0),
+			events: []timed{targets(podL, runA, t0),
 				targets(podL, func() v1.PodStatus { s := runningAs("a", t0); s.Phase = v1.PodFailed; return s }(), t0)},
 			want: []Command{CmdCancel{Key: live}},
 		},
 		{
 			name:   "a pod being deleted keeps its readiness probe only",
-			events: []Event{targets(deleting, runA, t0)},
+			events: []timed{targets(deleting, runA, t0)},
 			want:   []Command{CmdSchedule{Key: ready, Gen: 1, After: 0}},
 		},
 		{
 			name:   "termination stops the liveness and startup probes",
-			events: []Event{targets(podSL, runA, t0), terminating(podSL, runA, at(time.Second))},
+			events: []timed{targets(podSL, runA, t0), terminating(podSL, runA, at(time.Second))},
 			want:   []Command{CmdCancel{Key: live}, CmdCancel{Key: start}},
 		},
 		{
 			name: "the readiness probe keeps its schedule while the pod terminates",
-			events: []Event{targets(podSL, startedStatus(runA), t0), tick(ready, 1, t0),
+			events: []timed{targets(podSL, startedStatus(runA), t0), tick(ready, 1, t0),
 				terminating(podSL, startedStatus(runA), at(100*time.Millisecond)),
 				result(ready, 3, results.Success, at(200*time.Millisecond))},
 			want: []Command{report(ready, "a", results.Success), CmdSchedule{Key: ready, Gen: 4, After: 800 * time.Millisecond}},
 		},
 		{
 			name: "a readiness failure during termination is reported",
-			events: []Event{targets(podR, runA, t0), tick(ready, 1, t0), result(ready, 2, results.Success, t0),
+			events: []timed{targets(podR, runA, t0), tick(ready, 1, t0), result(ready, 2, results.Success, t0),
 				terminating(podR, runA, at(100*time.Millisecond)), tick(ready, 3, at(time.Second)),
 				result(ready, 4, results.Failure, at(time.Second))},
 			want: []Command{report(ready, "a", results.Failure), CmdSchedule{Key: ready, Gen: 5, After: time.Second}},
 		},
 		{
 			name: "a liveness run under way as the pod terminates is dropped",
-			events: []Event{targets(podL, runA, t0), tick(live, 1, t0), terminating(podL, runA, at(100*time.Millisecond)),
+			events: []timed{targets(podL, runA, t0), tick(live, 1, t0), terminating(podL, runA, at(100*time.Millisecond)),
 				result(live, 2, results.Failure, at(200*time.Millisecond))},
 			want: nil,
 		},
 		{
 			name: "a startup probe that succeeded still lets readiness run while the pod terminates",
-			events: []Event{targets(podSL, runA, t0), tick(start, 1, t0), result(start, 2, results.Success, t0),
+			events: []timed{targets(podSL, runA, t0), tick(start, 1, t0), result(start, 2, results.Success, t0),
 				terminating(podSL, runA, at(100*time.Millisecond)), tick(ready, 3, at(100*time.Millisecond))},
 			want: []Command{run(ready, 5, podSL, runA, "a")},
 		},
 		{
 			name:   "a container the status shows started keeps its readiness probe only",
-			events: []Event{targets(podSL, startedStatus(runA), t0), terminating(podSL, startedStatus(runA), at(time.Second))},
+			events: []timed{targets(podSL, startedStatus(runA), t0), terminating(podSL, startedStatus(runA), at(time.Second))},
 			want:   []Command{CmdCancel{Key: live}},
 		},
 		{
 			name:   "a terminating pod's container that stopped is probed no more",
-			events: []Event{targets(podR, runA, t0), terminating(podR, runA, t0), terminating(podR, exited("a"), at(time.Second))},
+			events: []timed{targets(podR, runA, t0), terminating(podR, runA, t0), terminating(podR, exited("a"), at(time.Second))},
 			want:   []Command{CmdCancel{Key: ready}},
 		},
 		{
 			name:   "a startup probe holds liveness and readiness back",
-			events: []Event{targets(podSL, runA, t0)},
+			events: []timed{targets(podSL, runA, t0)},
 			want:   []Command{CmdSchedule{Key: start, Gen: 1, After: 0}},
 		},
 		{
 			name:   "held probes do not run on a stale timer",
-			events: []Event{targets(podSL, runA, t0), tick(ready, 1, t0)},
+			events: []timed{targets(podSL, runA, t0), tick(ready, 1, t0)},
 			want:   nil,
 		},
 		{
 			name: "startup succeeding is reported, stops, and lets the others run at once",
-			events: []Event{targets(podSL, runA, t0), tick(start, 1, t0),
+			events: []timed{targets(podSL, runA, t0), tick(start, 1, t0),
 				result(start, 2, results.Success, at(2*time.Second))},
 			want: []Command{report(start, "a", results.Success),
 				CmdSchedule{Key: ready, Gen: 3, After: 0}, CmdSchedule{Key: live, Gen: 4, After: 0}},
 		},
 		{
 			name: "startup below failureThreshold goes on",
-			events: []Event{targets(podSL, runA, t0), tick(start, 1, t0),
+			events: []timed{targets(podSL, runA, t0), tick(start, 1, t0),
 				result(start, 2, results.Failure, t0)},
 			want: []Command{CmdSchedule{Key: start, Gen: 3, After: time.Second}},
 		},
 		{
 			name: "startup failing is reported, and the probe holds",
-			events: []Event{targets(podSL, runA, t0), tick(start, 1, t0),
+			events: []timed{targets(podSL, runA, t0), tick(start, 1, t0),
 				result(start, 2, results.Failure, t0), tick(start, 3, at(time.Second)),
 				result(start, 4, results.Failure, at(time.Second))},
 			want: []Command{report(start, "a", results.Failure)},
 		},
 		{
 			name:   "a container the status shows started needs no startup probe",
-			events: []Event{targets(podSL, startedStatus(runA), t0)},
+			events: []timed{targets(podSL, startedStatus(runA), t0)},
 			want:   []Command{CmdSchedule{Key: ready, Gen: 1, After: 0}, CmdSchedule{Key: live, Gen: 2, After: 0}},
 		},
 		{
 			name:   "the status showing started ends a startup probe under way",
-			events: []Event{targets(podSL, runA, t0), targets(podSL, startedStatus(runA), at(time.Second))},
+			events: []timed{targets(podSL, runA, t0), targets(podSL, startedStatus(runA), at(time.Second))},
 			want: []Command{CmdCancel{Key: start},
 				CmdSchedule{Key: ready, Gen: 2, After: 0}, CmdSchedule{Key: live, Gen: 3, After: 0}},
 		},
 		{
 			name:   "sidecars are probed, other init containers not",
-			events: []Event{targets(sidecar, sidecarStatus, t0)},
+			events: []timed{targets(sidecar, sidecarStatus, t0)},
 			want:   []Command{CmdSchedule{Key: Key{Container: "side", Kind: results.Readiness}, Gen: 1, After: 0}},
 		},
 		{
 			name:   "unset fields take the API's defaults: a period of 10 s",
-			events: []Event{targets(podWith(nil, &v1.Probe{}, nil), runA, t0), tick(ready, 1, t0), result(ready, 2, results.Failure, t0)},
+			events: []timed{targets(podWith(nil, &v1.Probe{}, nil), runA, t0), tick(ready, 1, t0), result(ready, 2, results.Failure, t0)},
 			want:   []Command{CmdSchedule{Key: ready, Gen: 3, After: 10 * time.Second}},
 		},
 	}
@@ -363,7 +371,7 @@ func TestStep(t *testing.T) {
 			}
 			var cmds []Command
 			for _, ev := range tt.events {
-				s, cmds = Step(s, ev)
+				cmds = s.Step(ev.Event, ev.now)
 			}
 			if !reflect.DeepEqual(cmds, tt.want) {
 				t.Errorf("commands:\n got %#v\nwant %#v", cmds, tt.want)
@@ -375,9 +383,11 @@ func TestStep(t *testing.T) {
 // TestStepLeavesTheStateItWasGiven checks that a state is a value: a step
 // does not change the workers of the state it started from.
 func TestStepLeavesTheStateItWasGiven(t *testing.T) {
-	s, _ := Step(State{}, targets(podWith(nil, every1s, nil), runningAs("a", t0), t0))
+	var s State
+	s.Step(targets(podWith(nil, every1s, nil), runningAs("a", t0), t0).Event, t0)
 	before := s.workers[ready]
-	Step(s, tick(ready, 1, t0))
+	next := s
+	next.Step(tick(ready, 1, t0).Event, t0)
 	if s.workers[ready] != before {
 		t.Errorf("worker changed in place: %+v, was %+v", s.workers[ready], before)
 	}

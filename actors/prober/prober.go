@@ -139,14 +139,14 @@ func (a *Actor) Receive(ctx actor.Context) {
 		if m.Pod != nil {
 			a.pod = podLabels{name: m.Pod.Name, namespace: m.Pod.Namespace, uid: string(m.Pod.UID)}
 		}
-		a.step(ctx, EvTargets{Pod: m.Pod, Status: m.Status, Terminating: m.Terminating, Now: time.Now(), Rand: rand.Float64})
+		a.step(ctx, EvTargets{Pod: m.Pod, Status: m.Status, Terminating: m.Terminating, Rand: rand.Float64})
 		if m.Pod == nil {
 			a.forgetMetrics(nil, false)
 		} else {
 			a.forgetMetrics(m.Pod, m.Terminating)
 		}
 	case *probeDue:
-		a.step(ctx, EvTick{Key: m.Key, Gen: m.Gen, Now: time.Now()})
+		a.step(ctx, EvTick{Key: m.Key, Gen: m.Gen})
 	case *probeDone:
 		if a.state.workers[m.Key].gen == m.Gen {
 			delete(a.runs, m.Key)
@@ -157,14 +157,12 @@ func (a *Actor) Receive(ctx actor.Context) {
 		if m.Counted && a.probed[m.Key] {
 			observe(m.Key.Kind, m.Key.Container, a.pod, m.Result, m.Took)
 		}
-		a.step(ctx, EvResult{Key: m.Key, Gen: m.Gen, Result: m.Result, Err: m.Err, Now: time.Now()})
+		a.step(ctx, EvResult{Key: m.Key, Gen: m.Gen, Result: m.Result, Err: m.Err})
 	}
 }
 
 func (a *Actor) step(ctx actor.Context, ev Event) {
-	var cmds []Command
-	a.state, cmds = Step(a.state, ev)
-	for _, c := range cmds {
+	for _, c := range a.state.Step(ev, time.Now()) {
 		a.execute(ctx, c)
 	}
 }

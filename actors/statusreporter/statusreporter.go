@@ -161,22 +161,22 @@ func (a *Actor) Receive(ctx actor.Context) {
 		a.nodeWatched(ctx, m)
 	case *messages.PodStatusReport:
 		if m.Reconcile {
-			a.write(ctx, a.writes.reconcile(m.Pod, m.Status))
+			a.stepWrites(ctx, evReconcile{pod: m.Pod, status: m.Status})
 		} else {
-			a.write(ctx, a.writes.report(m.Pod, m.Status))
+			a.stepWrites(ctx, evReport{pod: m.Pod, status: m.Status})
 		}
 	case *messages.PodFinished:
-		a.write(ctx, a.writes.finish(m.Pod, m.Removed))
+		a.stepWrites(ctx, evFinish{pod: m.Pod, removed: m.Removed})
 	case *messages.CheckMirrorPod:
-		a.write(ctx, a.writes.checkMirror(m.UID))
+		a.stepWrites(ctx, evCheckMirror{uid: m.UID})
 	case *messages.DeleteMirrorPod:
 		a.deleteMirror(ctx, m)
 	case *messages.MirrorPodDeleted:
 		a.mirrorDeleted(ctx, m)
 	case *messages.PodStatusSynced:
-		a.synced(ctx, m)
+		a.stepWrites(ctx, evSynced{m})
 	case *messages.RetryPodStatus:
-		a.write(ctx, a.writes.retry(m.UID))
+		a.stepWrites(ctx, evRetry{uid: m.UID})
 	}
 }
 
@@ -257,7 +257,7 @@ func (a *Actor) registered(ctx actor.Context, m *messages.NodeRegistered) {
 	a.watchNode(ctx)
 	a.tick(ctx)
 	a.renew(ctx)
-	a.write(ctx, a.writes.registered())
+	a.stepWrites(ctx, evRegistered{})
 }
 
 // tick updates the node status, then re-arms itself every
@@ -277,7 +277,7 @@ func (a *Actor) tick(ctx actor.Context) {
 		h.Pressure = pressure
 		return updateNodeStatus(c, kube, spec, h, reportDue)
 	})
-	a.write(ctx, a.writes.checkMirrors())
+	a.stepWrites(ctx, evCheckMirrors{})
 }
 
 // deleteMirror deletes an orphaned mirror pod off the mailbox, conditioned
@@ -422,15 +422,22 @@ func (a *Actor) write(ctx actor.Context, works []podWork) {
 	}
 }
 
-func (a *Actor) synced(ctx actor.Context, m *messages.PodStatusSynced) {
-	retry, works := a.writes.synced(m)
-	if retry != nil {
-		level := zerolog.WarnLevel
-		if errors.Is(m.Err, errNotRegistered) {
-			level = zerolog.DebugLevel // a mirror pod waits for the Node's UID: routine at start-up
+// stepWrites feeds one event to the write queue and carries out its
+// commands: the writes start together, after any retry is scheduled.
+func (a *Actor) stepWrites(ctx actor.Context, ev writeEvent) {
+	var works []podWork
+	for _, c := range a.writes.Step(ev, time.Now()) {
+		switch c := c.(type) {
+		case podWork:
+			works = append(works, c)
+		case writeRetry:
+			level := zerolog.WarnLevel
+			if errors.Is(c.err, errNotRegistered) {
+				level = zerolog.DebugLevel // a mirror pod waits for the Node's UID: routine at start-up
+			}
+			a.log.WithLevel(level).Err(c.err).Str("pod", c.pod.Namespace+"/"+c.pod.Name).Dur("retryIn", c.in).Msg("pod status write failed")
+			supervision.After(ctx, c.in, &messages.RetryPodStatus{UID: c.uid})
 		}
-		a.log.WithLevel(level).Err(m.Err).Str("pod", retry.pod.Namespace+"/"+retry.pod.Name).Dur("retryIn", retry.in).Msg("pod status write failed")
-		supervision.After(ctx, retry.in, &messages.RetryPodStatus{UID: m.UID})
 	}
 	a.write(ctx, works)
 }

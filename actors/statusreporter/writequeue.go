@@ -1,6 +1,7 @@
 package statusreporter
 
 import (
+	"fmt"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -11,10 +12,12 @@ import (
 )
 
 // writeQueue decides the pod status writes: it keeps the latest status of
-// each pod and where its write stands, and says which writes start. It
-// makes no API call, starts no timer and reads no clock: each method
-// returns the writes the actor starts now, and the actor feeds every
-// write's outcome back to synced. Its rules:
+// each pod and where its write stands, and says which writes start. It is
+// a reducer like every actor's machine: Step takes one writeEvent and
+// returns the writeCommands the actor carries out (the writes to start, a
+// retry to schedule); it makes no API call, starts no timer and reads no
+// clock, and the actor feeds every write's outcome back as evSynced. Its
+// rules:
 //   - a report that changes neither the status nor whether the pod is being
 //     deleted is no new version, and no write;
 //   - one write per pod at a time: what arrives while it runs is written
@@ -23,7 +26,7 @@ import (
 //     then in the order the pods were queued; a queued pod keeps its place
 //     and is written at its latest version;
 //   - a failed write is retried after the pod's backoff, which a success
-//     resets; until the actor calls retry, new reports queue no write;
+//     resets; until the actor sends evRetry, new reports queue no write;
 //   - a write that finds the pod done (deleted, or gone from the API) at
 //     its latest version forgets the pod.
 type writeQueue struct {
@@ -68,16 +71,105 @@ type podEntry struct {
 	reread bool
 }
 
-// writeRetry asks the actor to call retry for the pod after in.
+// writeEvent is what happens to the write queue; one type per kind.
+type writeEvent interface{ isWriteEvent() }
+
+// evReport: a pod's worker reported the pod's status.
+type evReport struct {
+	pod    *v1.Pod
+	status v1.PodStatus
+}
+
+// evReconcile: the API shows the pod (a static pod: its mirror pod) with
+// another status than status, the latest its worker reported.
+type evReconcile struct {
+	pod    *v1.Pod
+	status v1.PodStatus
+}
+
+// evFinish: a pod's worker is done; removed: the pod has left the node too.
+type evFinish struct {
+	pod     *v1.Pod
+	removed bool
+}
+
+// evCheckMirror: the mirror pod of the static pod uid went.
+type evCheckMirror struct{ uid types.UID }
+
+// evCheckMirrors: the periodic check of every static pod's mirror pod.
+type evCheckMirrors struct{}
+
+// evRegistered: the Node is registered; its UID is known.
+type evRegistered struct{}
+
+// evSynced: a write a podWork started ended.
+type evSynced struct{ *messages.PodStatusSynced }
+
+// evRetry: the backoff of the pod's failed write is over.
+type evRetry struct{ uid types.UID }
+
+func (evReport) isWriteEvent()       {}
+func (evReconcile) isWriteEvent()    {}
+func (evFinish) isWriteEvent()       {}
+func (evCheckMirror) isWriteEvent()  {}
+func (evCheckMirrors) isWriteEvent() {}
+func (evRegistered) isWriteEvent()   {}
+func (evSynced) isWriteEvent()       {}
+func (evRetry) isWriteEvent()        {}
+
+// writeCommand is what the actor must do after a step: start a write (a
+// podWork), or schedule a retry (a writeRetry).
+type writeCommand interface{ isWriteCommand() }
+
+func (podWork) isWriteCommand() {}
+
+// writeRetry: the write of pod uid failed with err; send evRetry for it
+// after in.
 type writeRetry struct {
+	uid types.UID
 	pod *v1.Pod
 	in  time.Duration
+	err error
 }
+
+func (writeRetry) isWriteCommand() {}
 
 // newWriteQueue returns a queue of at most writers writes in flight; 0
 // writes nothing.
 func newWriteQueue(writers int) *writeQueue {
 	return &writeQueue{writers: writers, pods: map[types.UID]*podEntry{}}
+}
+
+// Step applies ev, which the actor handles at now, and returns the
+// commands to carry out, in order. It is the only way the queue changes; it
+// does no I/O and reads no clock. The queue's decisions need no time (its
+// backoffs count failures, and the actor times them), so now goes unused:
+// it is there so that every reducer is stepped alike.
+func (q *writeQueue) Step(ev writeEvent, now time.Time) []writeCommand {
+	return q.step(ev)
+}
+
+// step hands ev to its handler.
+func (q *writeQueue) step(ev writeEvent) []writeCommand {
+	switch e := ev.(type) {
+	case evReport:
+		return q.onReport(e.pod, e.status)
+	case evReconcile:
+		return q.onReconcile(e.pod, e.status)
+	case evFinish:
+		return q.onFinish(e.pod, e.removed)
+	case evCheckMirror:
+		return q.onCheckMirror(e.uid)
+	case evCheckMirrors:
+		return q.onCheckMirrors()
+	case evRegistered:
+		return q.onRegistered()
+	case evSynced:
+		return q.onSynced(e.PodStatusSynced)
+	case evRetry:
+		return q.onRetry(e.uid)
+	}
+	panic(fmt.Sprintf("statusreporter: unknown write event %T", ev))
 }
 
 // entry is the pod's entry, made on first use.
@@ -90,8 +182,8 @@ func (q *writeQueue) entry(uid types.UID) *podEntry {
 	return e
 }
 
-// report records the status a pod's worker reported.
-func (q *writeQueue) report(pod *v1.Pod, status v1.PodStatus) []podWork {
+// onReport records the status a pod's worker reported.
+func (q *writeQueue) onReport(pod *v1.Pod, status v1.PodStatus) []writeCommand {
 	e := q.entry(pod.UID)
 	deletionChanged := e.pod == nil || (e.pod.DeletionTimestamp == nil) != (pod.DeletionTimestamp == nil)
 	e.pod = pod
@@ -104,7 +196,7 @@ func (q *writeQueue) report(pod *v1.Pod, status v1.PodStatus) []podWork {
 	return q.start()
 }
 
-// reconcile records that the API shows the pod (a static pod: its mirror
+// onReconcile records that the API shows the pod (a static pod: its mirror
 // pod) with another status than status, the latest its worker reported:
 // someone else wrote it (the node-lifecycle controller marks a lost node's
 // pods not Ready, someone patches a mirror pod's status), or it is the
@@ -112,7 +204,7 @@ func (q *writeQueue) report(pod *v1.Pod, status v1.PodStatus) []podWork {
 // version, after any write in flight, from the pod read anew (a static
 // pod's write always lists its mirror): a write that finds the API right
 // makes no change. A finished pod's own writes settle it.
-func (q *writeQueue) reconcile(pod *v1.Pod, status v1.PodStatus) []podWork {
+func (q *writeQueue) onReconcile(pod *v1.Pod, status v1.PodStatus) []writeCommand {
 	e := q.entry(pod.UID)
 	if e.finished {
 		return nil
@@ -123,9 +215,9 @@ func (q *writeQueue) reconcile(pod *v1.Pod, status v1.PodStatus) []podWork {
 	return q.start()
 }
 
-// finish records that a pod's worker is done; removed: the pod has left the
+// onFinish records that a pod's worker is done; removed: the pod has left the
 // node too. Without writers a removed pod is forgotten at once.
-func (q *writeQueue) finish(pod *v1.Pod, removed bool) []podWork {
+func (q *writeQueue) onFinish(pod *v1.Pod, removed bool) []writeCommand {
 	uid := pod.UID
 	e := q.entry(uid)
 	e.pod, e.finished, e.removed = pod, true, removed
@@ -140,9 +232,9 @@ func (q *writeQueue) finish(pod *v1.Pod, removed bool) []podWork {
 	return q.start()
 }
 
-// checkMirror queues a write of a static pod not removed, which checks its
+// onCheckMirror queues a write of a static pod not removed, which checks its
 // mirror pod (and makes it again when it was deleted).
-func (q *writeQueue) checkMirror(uid types.UID) []podWork {
+func (q *writeQueue) onCheckMirror(uid types.UID) []writeCommand {
 	if e := q.pods[uid]; e == nil || !isStatic(e.pod) || e.removed {
 		return nil
 	}
@@ -150,8 +242,8 @@ func (q *writeQueue) checkMirror(uid types.UID) []podWork {
 	return q.start()
 }
 
-// checkMirrors queues a write of every static pod not removed.
-func (q *writeQueue) checkMirrors() []podWork {
+// onCheckMirrors queues a write of every static pod not removed.
+func (q *writeQueue) onCheckMirrors() []writeCommand {
 	for uid, e := range q.pods {
 		if isStatic(e.pod) && !e.removed {
 			q.enqueue(uid)
@@ -160,10 +252,10 @@ func (q *writeQueue) checkMirrors() []podWork {
 	return q.start()
 }
 
-// registered queues a write of every static pod, removed ones too: the
+// onRegistered queues a write of every static pod, removed ones too: the
 // writes of those reported before the node's registration waited for the
 // Node's UID.
-func (q *writeQueue) registered() []podWork {
+func (q *writeQueue) onRegistered() []writeCommand {
 	for uid, e := range q.pods {
 		if isStatic(e.pod) {
 			q.enqueue(uid)
@@ -172,14 +264,14 @@ func (q *writeQueue) registered() []podWork {
 	return q.start()
 }
 
-// synced takes the outcome of a write that start returned. After a
-// failure, retry is the backoff before the pod's next write: the actor
-// calls retry for the pod then.
-func (q *writeQueue) synced(m *messages.PodStatusSynced) (retry *writeRetry, start []podWork) {
+// onSynced takes the outcome of a write that start returned. After a
+// failure, it asks for the pod's next write after its backoff (a
+// writeRetry, before the writes that start now).
+func (q *writeQueue) onSynced(m *messages.PodStatusSynced) []writeCommand {
 	q.inFlight--
 	e := q.pods[m.UID]
 	if e == nil {
-		return nil, q.start()
+		return q.start()
 	}
 	e.inFlight = false
 	if m.Err != nil {
@@ -187,7 +279,7 @@ func (q *writeQueue) synced(m *messages.PodStatusSynced) (retry *writeRetry, sta
 		// stale base.
 		e.apiPod = nil
 		e.retrying = true
-		return &writeRetry{pod: e.pod, in: e.backoff.next()}, q.start()
+		return append([]writeCommand{writeRetry{uid: m.UID, pod: e.pod, in: e.backoff.next(), err: m.Err}}, q.start()...)
 	}
 	e.backoff.reset()
 	if m.APIPod != nil {
@@ -196,16 +288,16 @@ func (q *writeQueue) synced(m *messages.PodStatusSynced) (retry *writeRetry, sta
 	e.written = max(e.written, m.Version)
 	if m.Done && e.version == m.Version {
 		delete(q.pods, m.UID)
-		return nil, q.start()
+		return q.start()
 	}
 	if e.version > e.written {
 		q.enqueue(m.UID)
 	}
-	return nil, q.start()
+	return q.start()
 }
 
-// retry ends a failed write's backoff: the pod is queued again.
-func (q *writeQueue) retry(uid types.UID) []podWork {
+// onRetry ends a failed write's backoff: the pod is queued again.
+func (q *writeQueue) onRetry(uid types.UID) []writeCommand {
 	if e := q.pods[uid]; e != nil {
 		e.retrying = false
 	}
@@ -261,8 +353,8 @@ func (q *writeQueue) next() (types.UID, bool) {
 // start takes queued pods while fewer than writers writes are in flight,
 // one write per pod, and returns their writes, each a snapshot of the
 // pod's latest state.
-func (q *writeQueue) start() []podWork {
-	var works []podWork
+func (q *writeQueue) start() []writeCommand {
+	var works []writeCommand
 	for q.inFlight < q.writers {
 		uid, ok := q.next()
 		if !ok {
@@ -279,7 +371,7 @@ func (q *writeQueue) start() []podWork {
 			continue
 		}
 		if e.inFlight {
-			// synced queues it again if a newer version arrived meanwhile.
+			// onSynced queues it again if a newer version arrived meanwhile.
 			continue
 		}
 		e.inFlight = true

@@ -20,9 +20,23 @@ import (
 // "uid@version" and the retry asked for (0: none).
 type queueEvent func(t *testing.T, q *writeQueue) (started []string, retryIn time.Duration)
 
-func startedWrites(works []podWork) []string {
+// step steps q at no particular time: its decisions need none.
+func step(q *writeQueue, ev writeEvent) []writeCommand { return q.Step(ev, time.Time{}) }
+
+// writes are the writes among cmds, in order.
+func writes(cmds []writeCommand) []podWork {
+	var works []podWork
+	for _, c := range cmds {
+		if w, ok := c.(podWork); ok {
+			works = append(works, w)
+		}
+	}
+	return works
+}
+
+func startedWrites(cmds []writeCommand) []string {
 	var s []string
-	for _, w := range works {
+	for _, w := range writes(cmds) {
 		s = append(s, fmt.Sprintf("%s@%d", w.uid, w.version))
 	}
 	return s
@@ -58,25 +72,25 @@ func status(s string) v1.PodStatus {
 
 func report(uid, st string) queueEvent {
 	return func(_ *testing.T, q *writeQueue) ([]string, time.Duration) {
-		return startedWrites(q.report(testPod(uid, false), status(st))), 0
+		return startedWrites(step(q, evReport{testPod(uid, false), status(st)})), 0
 	}
 }
 
 func reportDeleting(uid, st string) queueEvent {
 	return func(_ *testing.T, q *writeQueue) ([]string, time.Duration) {
-		return startedWrites(q.report(testPod(uid, true), status(st))), 0
+		return startedWrites(step(q, evReport{testPod(uid, true), status(st)})), 0
 	}
 }
 
 func reconcile(uid, st string) queueEvent {
 	return func(_ *testing.T, q *writeQueue) ([]string, time.Duration) {
-		return startedWrites(q.reconcile(testPod(uid, false), status(st))), 0
+		return startedWrites(step(q, evReconcile{testPod(uid, false), status(st)})), 0
 	}
 }
 
 func finish(uid string, removed bool) queueEvent {
 	return func(_ *testing.T, q *writeQueue) ([]string, time.Duration) {
-		return startedWrites(q.finish(testPod(uid, false), removed)), 0
+		return startedWrites(step(q, evFinish{testPod(uid, false), removed})), 0
 	}
 }
 
@@ -91,32 +105,34 @@ func synced(uid string, version uint64, outcome string) queueEvent {
 		case "fail":
 			m.Err = errors.New("API server unreachable")
 		}
-		retry, works := q.synced(m)
-		if retry == nil {
-			return startedWrites(works), 0
+		cmds := step(q, evSynced{m})
+		for _, c := range cmds {
+			if r, ok := c.(writeRetry); ok {
+				return startedWrites(cmds), r.in
+			}
 		}
-		return startedWrites(works), retry.in
+		return startedWrites(cmds), 0
 	}
 }
 
 func retryTimer(uid string) queueEvent {
 	return func(_ *testing.T, q *writeQueue) ([]string, time.Duration) {
-		return startedWrites(q.retry(types.UID(uid))), 0
+		return startedWrites(step(q, evRetry{types.UID(uid)})), 0
 	}
 }
 
 func checkMirror(uid string) queueEvent {
 	return func(_ *testing.T, q *writeQueue) ([]string, time.Duration) {
-		return startedWrites(q.checkMirror(types.UID(uid))), 0
+		return startedWrites(step(q, evCheckMirror{types.UID(uid)})), 0
 	}
 }
 
 func checkMirrors(_ *testing.T, q *writeQueue) ([]string, time.Duration) {
-	return startedWrites(q.checkMirrors()), 0
+	return startedWrites(step(q, evCheckMirrors{})), 0
 }
 
 func registered(_ *testing.T, q *writeQueue) ([]string, time.Duration) {
-	return startedWrites(q.registered()), 0
+	return startedWrites(step(q, evRegistered{})), 0
 }
 
 // tracked checks how many pods the queue holds.
@@ -394,61 +410,61 @@ func TestWriteQueueSnapshot(t *testing.T) {
 	answered.ResourceVersion = "8"
 	tests := []struct {
 		name string
-		run  func(q *writeQueue) []podWork
+		run  func(q *writeQueue) []writeCommand
 		want podWork
 	}{
-		{"the watch's copy is the first base", func(q *writeQueue) []podWork {
-			return q.report(watched, status("ready"))
+		{"the watch's copy is the first base", func(q *writeQueue) []writeCommand {
+			return step(q, evReport{watched, status("ready")})
 		}, podWork{uid: "a", version: 1, pod: watched, status: status("ready"), reported: true, base: watched}},
-		{"a pod never seen in the API is read first", func(q *writeQueue) []podWork {
+		{"a pod never seen in the API is read first", func(q *writeQueue) []writeCommand {
 			p := testPod("a", false)
 			p.ResourceVersion = ""
-			return q.report(p, status("ready"))
+			return step(q, evReport{p, status("ready")})
 		}, podWork{uid: "a", version: 1, status: status("ready"), reported: true}},
-		{"a static pod is read first", func(q *writeQueue) []podWork {
-			return q.report(testPod("static-s", false), status("ready"))
+		{"a static pod is read first", func(q *writeQueue) []writeCommand {
+			return step(q, evReport{testPod("static-s", false), status("ready")})
 		}, podWork{uid: "static-s", version: 1, status: status("ready"), reported: true}},
-		{"the API's answer is the next base", func(q *writeQueue) []podWork {
-			q.report(watched, status("pending"))
-			q.synced(&messages.PodStatusSynced{UID: "a", Version: 1, APIPod: answered})
-			return q.report(watched, status("ready"))
+		{"the API's answer is the next base", func(q *writeQueue) []writeCommand {
+			step(q, evReport{watched, status("pending")})
+			step(q, evSynced{&messages.PodStatusSynced{UID: "a", Version: 1, APIPod: answered}})
+			return step(q, evReport{watched, status("ready")})
 		}, podWork{uid: "a", version: 2, pod: watched, status: status("ready"), reported: true, base: answered}},
-		{"a failure drops the API's answer", func(q *writeQueue) []podWork {
-			q.report(watched, status("pending"))
-			q.synced(&messages.PodStatusSynced{UID: "a", Version: 1, APIPod: answered})
-			q.report(watched, status("ready"))
-			q.synced(&messages.PodStatusSynced{UID: "a", Version: 2, Err: errors.New("conflict")})
-			return q.retry("a")
+		{"a failure drops the API's answer", func(q *writeQueue) []writeCommand {
+			step(q, evReport{watched, status("pending")})
+			step(q, evSynced{&messages.PodStatusSynced{UID: "a", Version: 1, APIPod: answered}})
+			step(q, evReport{watched, status("ready")})
+			step(q, evSynced{&messages.PodStatusSynced{UID: "a", Version: 2, Err: errors.New("conflict")}})
+			return step(q, evRetry{"a"})
 		}, podWork{uid: "a", version: 2, pod: watched, status: status("ready"), reported: true, base: watched}},
-		{"a reconcile reads the pod anew", func(q *writeQueue) []podWork {
-			q.report(watched, status("ready"))
-			q.synced(&messages.PodStatusSynced{UID: "a", Version: 1, APIPod: answered})
-			return q.reconcile(watched, status("ready"))
+		{"a reconcile reads the pod anew", func(q *writeQueue) []writeCommand {
+			step(q, evReport{watched, status("ready")})
+			step(q, evSynced{&messages.PodStatusSynced{UID: "a", Version: 1, APIPod: answered}})
+			return step(q, evReconcile{watched, status("ready")})
 		}, podWork{uid: "a", version: 2, pod: watched, status: status("ready"), reported: true}},
-		{"a static pod's reconcile writes its latest status, the mirror listed anew", func(q *writeQueue) []podWork {
-			q.report(testPod("static-s", false), status("ready"))
-			q.synced(&messages.PodStatusSynced{UID: "static-s", Version: 1})
-			return q.reconcile(testPod("static-s", false), status("ready"))
+		{"a static pod's reconcile writes its latest status, the mirror listed anew", func(q *writeQueue) []writeCommand {
+			step(q, evReport{testPod("static-s", false), status("ready")})
+			step(q, evSynced{&messages.PodStatusSynced{UID: "static-s", Version: 1}})
+			return step(q, evReconcile{testPod("static-s", false), status("ready")})
 		}, podWork{uid: "static-s", version: 2, status: status("ready"), reported: true}},
-		{"only the write after a reconcile reads the pod anew", func(q *writeQueue) []podWork {
-			q.report(watched, status("ready"))
-			q.synced(&messages.PodStatusSynced{UID: "a", Version: 1})
-			q.reconcile(watched, status("ready"))
-			q.synced(&messages.PodStatusSynced{UID: "a", Version: 2, APIPod: answered})
-			return q.report(watched, status("pending"))
+		{"only the write after a reconcile reads the pod anew", func(q *writeQueue) []writeCommand {
+			step(q, evReport{watched, status("ready")})
+			step(q, evSynced{&messages.PodStatusSynced{UID: "a", Version: 1}})
+			step(q, evReconcile{watched, status("ready")})
+			step(q, evSynced{&messages.PodStatusSynced{UID: "a", Version: 2, APIPod: answered}})
+			return step(q, evReport{watched, status("pending")})
 		}, podWork{uid: "a", version: 3, pod: watched, status: status("pending"), reported: true, base: answered}},
-		{"finish keeps the reported status", func(q *writeQueue) []podWork {
-			q.report(watched, status("ready"))
-			q.synced(&messages.PodStatusSynced{UID: "a", Version: 1})
-			return q.finish(watched, true)
+		{"finish keeps the reported status", func(q *writeQueue) []writeCommand {
+			step(q, evReport{watched, status("ready")})
+			step(q, evSynced{&messages.PodStatusSynced{UID: "a", Version: 1}})
+			return step(q, evFinish{watched, true})
 		}, podWork{uid: "a", version: 2, pod: watched, status: status("ready"), reported: true, finished: true, removed: true, base: watched}},
-		{"a pod finished unreported has no status to write", func(q *writeQueue) []podWork {
-			return q.finish(watched, false)
+		{"a pod finished unreported has no status to write", func(q *writeQueue) []writeCommand {
+			return step(q, evFinish{watched, false})
 		}, podWork{uid: "a", version: 1, pod: watched, finished: true, base: watched}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			works := tt.run(newWriteQueue(8))
+			works := writes(tt.run(newWriteQueue(8)))
 			if len(works) != 1 {
 				t.Fatalf("started %d writes, want 1", len(works))
 			}

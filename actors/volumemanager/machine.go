@@ -183,126 +183,167 @@ func (m *Machine) Phase(uid types.UID) (Phase, bool) {
 // Tracked reports whether the machine holds the pod's volumes in any phase.
 func (m *Machine) Tracked(uid types.UID) bool { _, ok := m.pods[uid]; return ok }
 
-// Step applies one event and returns the commands to carry out.
-func (m *Machine) Step(ev Event) []Command {
+// Step applies ev, which the actor handles at now, and returns the
+// commands to carry out, in order. It is the only way the machine changes;
+// it does no I/O and reads no clock. The volume-manager's decisions need no
+// time (its retries wait on timers the actor starts), so now goes unused:
+// it is there so that every reducer is stepped alike.
+func (m *Machine) Step(ev Event, now time.Time) []Command {
+	return m.step(ev)
+}
+
+// step hands ev to its handler.
+func (m *Machine) step(ev Event) []Command {
 	switch e := ev.(type) {
 	case EvMount:
-		en, ok := m.pods[e.Pod.UID]
-		if !ok {
-			en = &entry{pod: e.Pod}
-			m.pods[e.Pod.UID] = en
-			return en.setUp(true)
-		}
-		if en.phase == TearingDown {
-			en.again = e.Pod
-			return nil
-		}
-		en.pod = e.Pod
-		return en.setUpOrMarkDirty()
+		return m.onMount(e)
 	case EvUnmount:
-		en, ok := m.pods[e.UID]
-		if !ok {
-			// Never set up here, or set up by an earlier actorlet whose
-			// directory is still there: tear down whatever is.
-			m.pods[e.UID] = &entry{phase: TearingDown, tearing: true}
-			return []Command{CmdTearDown{UID: e.UID}}
-		}
-		en.again = nil
-		if en.phase == TearingDown {
-			return nil
-		}
-		en.phase, en.retryGen, en.dirty = TearingDown, 0, false
-		if en.inFlight {
-			return nil // the set-up's end starts the teardown
-		}
+		return m.onUnmount(e)
+	case EvSetUp:
+		return m.onSetUp(e)
+	case EvTornDown:
+		return m.onTornDown(e)
+	case EvRetry:
+		return m.onRetry(e)
+	case EvSourceChanged:
+		return m.onSourceChanged(e)
+	case EvResync:
+		return m.onResync()
+	case EvOrphans:
+		return m.onOrphans(e)
+	}
+	panic(fmt.Sprintf("volumemanager: unknown event %T", ev))
+}
+
+func (m *Machine) onMount(e EvMount) []Command {
+	en, ok := m.pods[e.Pod.UID]
+	if !ok {
+		en = &entry{pod: e.Pod}
+		m.pods[e.Pod.UID] = en
+		return en.setUp(true)
+	}
+	if en.phase == TearingDown {
+		en.again = e.Pod
+		return nil
+	}
+	en.pod = e.Pod
+	return en.setUpOrMarkDirty()
+}
+
+func (m *Machine) onUnmount(e EvUnmount) []Command {
+	en, ok := m.pods[e.UID]
+	if !ok {
+		// Never set up here, or set up by an earlier actorlet whose
+		// directory is still there: tear down whatever is.
+		m.pods[e.UID] = &entry{phase: TearingDown, tearing: true}
+		return []Command{CmdTearDown{UID: e.UID}}
+	}
+	en.again = nil
+	if en.phase == TearingDown {
+		return nil
+	}
+	en.phase, en.retryGen, en.dirty = TearingDown, 0, false
+	if en.inFlight {
+		return nil // the set-up's end starts the teardown
+	}
+	en.tearing = true
+	return []Command{CmdTearDown{UID: e.UID, Pod: en.pod}}
+}
+
+// onSetUp takes the outcome of the current set-up: ready, retried after a
+// backoff, or followed by the teardown asked for meanwhile.
+func (m *Machine) onSetUp(e EvSetUp) []Command {
+	en, ok := m.pods[e.UID]
+	if !ok || !en.inFlight || e.Gen != en.gen {
+		return nil
+	}
+	en.inFlight = false
+	if en.phase == TearingDown {
 		en.tearing = true
 		return []Command{CmdTearDown{UID: e.UID, Pod: en.pod}}
-	case EvSetUp:
-		en, ok := m.pods[e.UID]
-		if !ok || !en.inFlight || e.Gen != en.gen {
-			return nil
-		}
-		en.inFlight = false
-		if en.phase == TearingDown {
-			en.tearing = true
-			return []Command{CmdTearDown{UID: e.UID, Pod: en.pod}}
-		}
-		var cmds []Command
-		if e.Err != nil {
-			en.failures++
-			cmds = append(cmds, CmdFailed{Pod: en.pod, Err: e.Err})
-			if en.dirty {
-				return append(cmds, en.setUp(false)...)
-			}
-			en.gen++
-			en.retryGen = en.gen
-			return append(cmds, CmdScheduleRetry{UID: e.UID, Gen: en.gen, After: mountBackoff.After(en.failures)})
-		}
-		en.failures = 0
-		en.volumes = e.Volumes
-		if en.phase == Mounting {
-			en.phase = Ready
-			cmds = append(cmds, CmdReady{UID: e.UID, Volumes: e.Volumes})
-		}
-		if en.dirty {
-			cmds = append(cmds, en.setUp(false)...)
-		}
-		return cmds
-	case EvTornDown:
-		en, ok := m.pods[e.UID]
-		if !ok || !en.tearing {
-			return nil
-		}
-		delete(m.pods, e.UID)
-		var cmds []Command
-		if e.Err == nil {
-			cmds = append(cmds, CmdUnmounted{UID: e.UID})
-		}
-		if en.again != nil {
-			// Its source gave the pod back: set it up afresh.
-			ne := &entry{pod: en.again}
-			m.pods[e.UID] = ne
-			cmds = append(cmds, ne.setUp(true)...)
-		}
-		return cmds
-	case EvRetry:
-		en, ok := m.pods[e.UID]
-		if !ok || en.retryGen == 0 || e.Gen != en.retryGen || en.phase == TearingDown {
-			return nil
-		}
-		en.retryGen = 0
-		return en.setUpOrMarkDirty()
-	case EvSourceChanged:
-		var cmds []Command
-		for _, uid := range m.sortedUIDs() {
-			en := m.pods[uid]
-			if en.phase != TearingDown && reads(en.pod, e.Kind, e.Namespace, e.Name) {
-				cmds = append(cmds, en.setUpOrMarkDirty()...)
-			}
-		}
-		return cmds
-	case EvResync:
-		var cmds []Command
-		for _, uid := range m.sortedUIDs() {
-			en := m.pods[uid]
-			if en.phase == Ready && hasContent(en.pod) {
-				cmds = append(cmds, en.setUpOrMarkDirty()...)
-			}
-		}
-		return cmds
-	case EvOrphans:
-		var cmds []Command
-		for _, uid := range e.UIDs {
-			if _, ok := m.pods[uid]; ok {
-				continue // a pod that came meanwhile, or one being torn down
-			}
-			m.pods[uid] = &entry{phase: TearingDown, tearing: true}
-			cmds = append(cmds, CmdTearDown{UID: uid})
-		}
-		return cmds
-	default:
-		panic(fmt.Sprintf("volumemanager: unknown event %T", ev))
 	}
+	var cmds []Command
+	if e.Err != nil {
+		en.failures++
+		cmds = append(cmds, CmdFailed{Pod: en.pod, Err: e.Err})
+		if en.dirty {
+			return append(cmds, en.setUp(false)...)
+		}
+		en.gen++
+		en.retryGen = en.gen
+		return append(cmds, CmdScheduleRetry{UID: e.UID, Gen: en.gen, After: mountBackoff.After(en.failures)})
+	}
+	en.failures = 0
+	en.volumes = e.Volumes
+	if en.phase == Mounting {
+		en.phase = Ready
+		cmds = append(cmds, CmdReady{UID: e.UID, Volumes: e.Volumes})
+	}
+	if en.dirty {
+		cmds = append(cmds, en.setUp(false)...)
+	}
+	return cmds
+}
+
+func (m *Machine) onTornDown(e EvTornDown) []Command {
+	en, ok := m.pods[e.UID]
+	if !ok || !en.tearing {
+		return nil
+	}
+	delete(m.pods, e.UID)
+	var cmds []Command
+	if e.Err == nil {
+		cmds = append(cmds, CmdUnmounted{UID: e.UID})
+	}
+	if en.again != nil {
+		// Its source gave the pod back: set it up afresh.
+		ne := &entry{pod: en.again}
+		m.pods[e.UID] = ne
+		cmds = append(cmds, ne.setUp(true)...)
+	}
+	return cmds
+}
+
+func (m *Machine) onRetry(e EvRetry) []Command {
+	en, ok := m.pods[e.UID]
+	if !ok || en.retryGen == 0 || e.Gen != en.retryGen || en.phase == TearingDown {
+		return nil
+	}
+	en.retryGen = 0
+	return en.setUpOrMarkDirty()
+}
+
+func (m *Machine) onSourceChanged(e EvSourceChanged) []Command {
+	return m.setUpEach(func(en *entry) bool {
+		return en.phase != TearingDown && reads(en.pod, e.Kind, e.Namespace, e.Name)
+	})
+}
+
+func (m *Machine) onResync() []Command {
+	return m.setUpEach(func(en *entry) bool { return en.phase == Ready && hasContent(en.pod) })
+}
+
+// setUpEach sets up again, in the order of their UIDs, the pods that want.
+func (m *Machine) setUpEach(want func(*entry) bool) []Command {
+	var cmds []Command
+	for _, uid := range m.sortedUIDs() {
+		if en := m.pods[uid]; want(en) {
+			cmds = append(cmds, en.setUpOrMarkDirty()...)
+		}
+	}
+	return cmds
+}
+
+func (m *Machine) onOrphans(e EvOrphans) []Command {
+	var cmds []Command
+	for _, uid := range e.UIDs {
+		if _, ok := m.pods[uid]; ok {
+			continue // a pod that came meanwhile, or one being torn down
+		}
+		m.pods[uid] = &entry{phase: TearingDown, tearing: true}
+		cmds = append(cmds, CmdTearDown{UID: uid})
+	}
+	return cmds
 }
 
 func (m *Machine) sortedUIDs() []types.UID {

@@ -116,7 +116,7 @@ func TestStep(t *testing.T) {
 			m := NewMachine()
 			var got []Command
 			for _, ev := range tc.events {
-				got = m.Step(ev)
+				got = m.Step(ev, time.Time{})
 			}
 			if !reflect.DeepEqual(got, tc.want) {
 				t.Errorf("commands:\n got %s\nwant %s", fmt.Sprintf("%+v", got), fmt.Sprintf("%+v", tc.want))
@@ -176,7 +176,7 @@ func TestAtMostOneOperationPerPod(t *testing.T) {
 			default:
 				ev = EvOrphans{UIDs: []types.UID{p.UID}}
 			}
-			for _, c := range m.Step(ev) {
+			for _, c := range m.Step(ev, time.Time{}) {
 				switch c := c.(type) {
 				case CmdSetUp:
 					if _, busy := inFlight[c.Pod.UID]; busy || tearing[c.Pod.UID] {

@@ -137,7 +137,7 @@ func (a *Actor) Receive(ctx actor.Context) {
 }
 
 func (a *Actor) step(ctx actor.Context, ev Event) {
-	for _, c := range a.m.Step(ev) {
+	for _, c := range a.m.Step(ev, time.Now()) {
 		a.execute(ctx, c)
 	}
 }

@@ -1,6 +1,7 @@
 package evictionpolicy
 
 import (
+	"fmt"
 	"slices"
 	"time"
 
@@ -22,7 +23,7 @@ type Config struct {
 
 // Manager is the eviction manager's state: when each threshold was first
 // met, when each condition was last seen, the thresholds met at the last
-// pass and its observations. Step is its transition function.
+// pass and its observations. Step is its only mutator.
 type Manager struct {
 	cfg Config
 	// firstMet holds, by index in cfg.Thresholds, when each threshold met
@@ -44,19 +45,32 @@ func NewManager(cfg Config) *Manager {
 // Thresholds are the configured thresholds.
 func (m *Manager) Thresholds() []Threshold { return m.cfg.Thresholds }
 
-// Decision is what one pass decided.
-type Decision struct {
-	// Conditions are the node conditions under pressure, in a fixed order
-	// (memory, disk, PID).
-	Conditions []v1.NodeConditionType
-	// Met are the thresholds met now, grace periods aside (for the log
-	// and the dashboard).
-	Met []Threshold
-	// Reclaim, when set, is the threshold whose resource must be reclaimed
-	// now: its grace period is over and its statistics are new since the
-	// last pass.
-	Reclaim *Reclaim
-}
+// Event is what happens to the manager; one type per kind.
+type Event interface{ isEvent() }
+
+// EvObserved: a pass observed the node's signals.
+type EvObserved struct{ Observations Observations }
+
+func (EvObserved) isEvent() {}
+
+// Command is what the actor must do after a step; one type per kind.
+type Command interface{ isCommand() }
+
+// CmdPressure: publish the node conditions under pressure, in a fixed
+// order (memory, disk, PID); every pass says them all.
+type CmdPressure struct{ Conditions []v1.NodeConditionType }
+
+// CmdThresholdsMet: the thresholds met now, grace periods aside (for the
+// log and the dashboard).
+type CmdThresholdsMet struct{ Met []Threshold }
+
+// CmdReclaim: reclaim Reclaim's resource now: its threshold's grace
+// period is over and its statistics are new since the last pass.
+type CmdReclaim struct{ Reclaim *Reclaim }
+
+func (CmdPressure) isCommand()      {}
+func (CmdThresholdsMet) isCommand() {}
+func (CmdReclaim) isCommand()       {}
 
 // Reclaim is a resource to reclaim, and why.
 type Reclaim struct {
@@ -70,15 +84,44 @@ type Reclaim struct {
 	Hard bool
 }
 
-// conditionOrder is the order of Decision.Conditions.
+// conditionOrder is the order of CmdPressure's conditions.
 var conditionOrder = []v1.NodeConditionType{v1.NodeMemoryPressure, v1.NodeDiskPressure, v1.NodePIDPressure}
 
-// Step is one pass of upstream's synchronize, up to the choice of the
-// resource to reclaim: the thresholds met (a threshold met before stays
-// met until its minimum reclaim is available), the node conditions (each
-// held for the pressure transition period after it was last seen), and the
+// Step applies ev, which the actor handles at now (for EvObserved, the
+// time of the statistics), and returns the commands to carry out, in
+// order. It is the only way the manager changes; it does no I/O and reads
+// no clock.
+func (m *Manager) Step(ev Event, now time.Time) []Command {
+	switch e := ev.(type) {
+	case EvObserved:
+		return m.onObserved(e.Observations, now)
+	}
+	panic(fmt.Sprintf("evictionpolicy: unknown event %T", ev))
+}
+
+// onObserved is one pass of upstream's synchronize, up to the choice of the
+// resource to reclaim: the thresholds met (a threshold met before stays met
+// until its minimum reclaim is available), the node conditions (each held
+// for the pressure transition period after it was last seen), and the
 // thresholds past their grace period whose statistics are new.
-func (m *Manager) Step(obs Observations, now time.Time) Decision {
+func (m *Manager) onObserved(obs Observations, now time.Time) []Command {
+	metNow := m.thresholdsMetNow(obs)
+	m.track(metNow, now)
+	var met []Threshold
+	for _, i := range metNow {
+		met = append(met, m.cfg.Thresholds[i])
+	}
+	cmds := []Command{CmdPressure{Conditions: m.conditions(now)}, CmdThresholdsMet{Met: met}}
+	if fresh := m.fresh(obs); len(fresh) > 0 {
+		cmds = append(cmds, CmdReclaim{Reclaim: m.reclaim(fresh)})
+	}
+	return cmds
+}
+
+// thresholdsMetNow are the indexes of the thresholds obs meets, and of
+// those met at the last pass whose minimum reclaim is not available yet,
+// in order.
+func (m *Manager) thresholdsMetNow(obs Observations) []int {
 	metNow := m.thresholdsMet(allIndexes(len(m.cfg.Thresholds)), obs, false)
 	if len(m.met) > 0 {
 		for _, i := range m.thresholdsMet(m.met, obs, true) {
@@ -87,6 +130,13 @@ func (m *Manager) Step(obs Observations, now time.Time) Decision {
 			}
 		}
 	}
+	slices.Sort(metNow)
+	return metNow
+}
+
+// track records when each threshold met now was first met and its
+// condition last seen, and which are past their grace period (m.met).
+func (m *Manager) track(metNow []int, now time.Time) {
 	first := map[int]time.Time{}
 	for _, i := range metNow {
 		at, ok := m.firstMet[i]
@@ -94,16 +144,8 @@ func (m *Manager) Step(obs Observations, now time.Time) Decision {
 			at = now
 		}
 		first[i] = at
-	}
-	for _, i := range metNow {
 		if c := m.cfg.Thresholds[i].Signal.Condition(); c != "" {
 			m.conditionSeen[c] = now
-		}
-	}
-	var d Decision
-	for _, c := range conditionOrder {
-		if at, ok := m.conditionSeen[c]; ok && now.Sub(at) < m.cfg.PressureTransitionPeriod || ok && at.Equal(now) {
-			d.Conditions = append(d.Conditions, c)
 		}
 	}
 	var graced []int
@@ -112,13 +154,27 @@ func (m *Manager) Step(obs Observations, now time.Time) Decision {
 			graced = append(graced, i)
 		}
 	}
-	slices.Sort(graced)
 	m.firstMet, m.met = first, graced
+}
 
-	// Only thresholds whose statistics changed since the last pass act:
-	// the same figures again would evict a second pod for one shortage.
+// conditions are the node conditions seen within the pressure transition
+// period, in conditionOrder.
+func (m *Manager) conditions(now time.Time) []v1.NodeConditionType {
+	var out []v1.NodeConditionType
+	for _, c := range conditionOrder {
+		if at, ok := m.conditionSeen[c]; ok && now.Sub(at) < m.cfg.PressureTransitionPeriod || ok && at.Equal(now) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// fresh are the thresholds past their grace period whose statistics
+// changed since the last pass: the same figures again would evict a second
+// pod for one shortage. obs becomes the last pass's.
+func (m *Manager) fresh(obs Observations) []int {
 	var fresh []int
-	for _, i := range graced {
+	for _, i := range m.met {
 		s := m.cfg.Thresholds[i].Signal
 		o := obs[s]
 		l, seen := m.last[s]
@@ -127,14 +183,12 @@ func (m *Manager) Step(obs Observations, now time.Time) Decision {
 		}
 	}
 	m.last = obs
-	slices.Sort(metNow)
-	for _, i := range metNow {
-		d.Met = append(d.Met, m.cfg.Thresholds[i])
-	}
-	if len(fresh) == 0 {
-		return d
-	}
-	// Memory first, as upstream's byEvictionPriority.
+	return fresh
+}
+
+// reclaim is what to reclaim for the fresh thresholds: memory first, as
+// upstream's byEvictionPriority.
+func (m *Manager) reclaim(fresh []int) *Reclaim {
 	slices.SortStableFunc(fresh, func(a, b int) int {
 		ma, mb := m.cfg.Thresholds[a].Signal.Condition() == v1.NodeMemoryPressure, m.cfg.Thresholds[b].Signal.Condition() == v1.NodeMemoryPressure
 		switch {
@@ -152,8 +206,7 @@ func (m *Manager) Step(obs Observations, now time.Time) Decision {
 	r.Threshold = r.Thresholds[0]
 	r.Resource = r.Threshold.Signal.Resource()
 	r.Hard = r.Threshold.Hard()
-	d.Reclaim = r
-	return d
+	return r
 }
 
 // StillMet reports whether t is still met by obs once its minimum reclaim

@@ -114,18 +114,28 @@ func TestManagerStep(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			m := NewManager(Config{Thresholds: tt.thresholds, PressureTransitionPeriod: 5 * time.Minute})
-			var d Decision
+			var cmds []Command
 			for _, s := range tt.steps {
-				d = m.Step(s.obs, t0.Add(s.after))
+				cmds = m.Step(EvObserved{s.obs}, t0.Add(s.after))
 			}
-			if !slices.Equal(d.Conditions, tt.wantConditions) {
-				t.Errorf("conditions %v, want %v", d.Conditions, tt.wantConditions)
+			var conditions []v1.NodeConditionType
+			var reclaim *Reclaim
+			for _, c := range cmds {
+				switch c := c.(type) {
+				case CmdPressure:
+					conditions = c.Conditions
+				case CmdReclaim:
+					reclaim = c.Reclaim
+				}
+			}
+			if !slices.Equal(conditions, tt.wantConditions) {
+				t.Errorf("conditions %v, want %v", conditions, tt.wantConditions)
 			}
 			got := ""
-			if d.Reclaim != nil {
-				got = d.Reclaim.Threshold.String()
-				if d.Reclaim.Hard != tt.wantHard || d.Reclaim.Resource != d.Reclaim.Threshold.Signal.Resource() {
-					t.Errorf("reclaim %+v, want hard %v", d.Reclaim, tt.wantHard)
+			if reclaim != nil {
+				got = reclaim.Threshold.String()
+				if reclaim.Hard != tt.wantHard || reclaim.Resource != reclaim.Threshold.Signal.Resource() {
+					t.Errorf("reclaim %+v, want hard %v", reclaim, tt.wantHard)
 				}
 			}
 			if got != tt.wantReclaim {
