@@ -15,6 +15,7 @@ import (
 
 	"github.com/actorlet/actorlet/internal/certificates"
 	"github.com/actorlet/actorlet/internal/kubeletapi/auth"
+	"github.com/actorlet/actorlet/internal/testutil"
 )
 
 func TestParseTLSOptions(t *testing.T) {
@@ -46,14 +47,8 @@ func TestParseTLSOptions(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			got, warnings, err := ParseTLSOptions(c.minVersion, c.suites, c.curves)
-			if c.err != "" {
-				if err == nil || !strings.Contains(err.Error(), c.err) {
-					t.Fatalf("error = %v, want %q", err, c.err)
-				}
+			if testutil.WantErr(t, err, c.err) {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
 			}
 			if got.MinVersion != c.want.MinVersion || !equal(got.CipherSuites, c.want.CipherSuites) || !equal(got.CurvePreferences, c.want.CurvePreferences) {
 				t.Errorf("options = %+v, want %+v", got, c.want)
