@@ -34,12 +34,8 @@ import (
 // for the next one, which is served from the next connection on. The
 // healthz port is plain HTTP and answers throughout.
 func TestServingCertificateBootstrap(t *testing.T) {
-	opts := []agent.NodeOption{agent.InCluster(), agent.WithConfig("serverTLSBootstrap: true\n")}
-	if upstream {
-		opts = append(opts, agent.WithConfig(agent.UpstreamKubeletConfig))
-	}
-	n := agent.NewNode(t, binary, opts...)
-	if upstream {
+	n := agent.NewNode(t, kubelet.Binary, kubelet.Options(agent.InCluster(), agent.WithConfig("serverTLSBootstrap: true\n"))...)
+	if kubelet.Upstream {
 		// Upstream's kubelet makes its root directory a (shared) bind
 		// mount of itself (once per start), which outlives it and keeps
 		// the test's temporary directory from being removed.
