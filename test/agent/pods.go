@@ -64,3 +64,11 @@ func PodRunning(p *v1.Pod) error {
 func Manifest(name, spec string) string {
 	return "apiVersion: v1\nkind: Pod\nmetadata:\n  name: " + name + "\nspec:\n" + spec
 }
+
+// SleepSpec is the spec (for Manifest) of a pod whose one container, named
+// container, sleeps for an hour in image, with a termination grace period
+// of grace seconds.
+func SleepSpec(container, image string, grace int) string {
+	return fmt.Sprintf("  terminationGracePeriodSeconds: %d\n  containers:\n  - name: %s\n    image: %s\n    command: [\"sleep\", \"3600\"]\n",
+		grace, container, image)
+}

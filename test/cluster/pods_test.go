@@ -183,18 +183,13 @@ func TestMirrorPodFollowsTheStaticPod(t *testing.T) {
 	n := newClusterNode(t)
 	n.Start()
 	eventually(t, "node Ready", 30*time.Second, n.Ready)
-	n.WriteManifest("static.yaml", fmt.Sprintf(`apiVersion: v1
+	n.WriteManifest("static.yaml", `apiVersion: v1
 kind: Pod
 metadata:
   name: static
   namespace: default
 spec:
-  terminationGracePeriodSeconds: 1
-  containers:
-  - name: c
-    image: %s
-    command: ["sleep", "3600"]
-`, n.Env.BusyboxImage))
+`+agent.SleepSpec("c", n.Env.BusyboxImage, 1))
 	name := "static-" + n.Name
 	eventually(t, "mirror pod Running in the API", 60*time.Second, func() error {
 		p, err := n.get("default", name)
