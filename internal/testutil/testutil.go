@@ -7,6 +7,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"k8s.io/client-go/tools/record"
 )
 
 // WantErr checks err against a table case's expected error: when want is
@@ -22,6 +24,22 @@ func WantErr(t testing.TB, err error, want string) bool {
 	if want != "" {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Fatalf("err = %v, want one containing %q", err, want)
+		}
+		return true
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return false
+}
+
+// WantErrText is WantErr for a case that expects an error of exactly the
+// text want, not merely one that contains it.
+func WantErrText(t testing.TB, err error, want string) bool {
+	t.Helper()
+	if want != "" {
+		if err == nil || err.Error() != want {
+			t.Fatalf("err = %v, want %q", err, want)
 		}
 		return true
 	}
@@ -50,4 +68,18 @@ func (b *LockedBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()
+}
+
+// Events takes the events rec has recorded and nobody has read yet, each
+// as rec writes them ("TYPE REASON MESSAGE"), without waiting for more.
+func Events(rec *record.FakeRecorder) []string {
+	var out []string
+	for {
+		select {
+		case e := <-rec.Events:
+			out = append(out, e)
+		default:
+			return out
+		}
+	}
 }
