@@ -18,8 +18,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -196,11 +194,7 @@ func nodeProxy(t *testing.T, n *clusterNode, path string) []byte {
 
 func parseMetrics(t *testing.T, raw []byte) map[string]bool {
 	t.Helper()
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	families, err := parser.TextToMetricFamilies(bytes.NewReader(raw))
-	if err != nil {
-		t.Fatalf("parse metrics: %v", err)
-	}
+	families := agent.ParseMetrics(t, "metrics", string(raw))
 	names := map[string]bool{}
 	for name := range families {
 		names[name] = true

@@ -200,13 +200,8 @@ func TestServingCertificateBootstrap(t *testing.T) {
 // metricValue reads one unlabelled sample from a Prometheus text page.
 func metricValue(t *testing.T, client *http.Client, url, name string) float64 {
 	t.Helper()
-	resp, err := client.Get(url)
-	if err != nil {
-		t.Fatalf("GET %s: %v", url, err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	for line := range strings.SplitSeq(string(b), "\n") {
+	code, body := agent.Get(t, client, url)
+	for line := range strings.SplitSeq(body, "\n") {
 		if v, ok := strings.CutPrefix(line, name+" "); ok {
 			f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
 			if err != nil {
@@ -215,7 +210,7 @@ func metricValue(t *testing.T, client *http.Client, url, name string) float64 {
 			return f
 		}
 	}
-	t.Fatalf("GET %s: %d, no %s", url, resp.StatusCode, name)
+	t.Fatalf("GET %s: %d, no %s", url, code, name)
 	return 0
 }
 
