@@ -5,6 +5,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -50,7 +51,7 @@ func TestParseTLSOptions(t *testing.T) {
 			if testutil.WantErr(t, err, c.err) {
 				return
 			}
-			if got.MinVersion != c.want.MinVersion || !equal(got.CipherSuites, c.want.CipherSuites) || !equal(got.CurvePreferences, c.want.CurvePreferences) {
+			if got.MinVersion != c.want.MinVersion || !slices.Equal(got.CipherSuites, c.want.CipherSuites) || !slices.Equal(got.CurvePreferences, c.want.CurvePreferences) {
 				t.Errorf("options = %+v, want %+v", got, c.want)
 			}
 			joined := strings.Join(warnings, "\n")
@@ -59,18 +60,6 @@ func TestParseTLSOptions(t *testing.T) {
 			}
 		})
 	}
-}
-
-func equal[T comparable](a, b []T) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // alwaysAllow is an auth filter that lets everyone in: TLS is what these
