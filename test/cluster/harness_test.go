@@ -5,6 +5,7 @@ package cluster
 
 import (
 	"testing"
+	"time"
 
 	"github.com/actorlet/actorlet/test/agent"
 )
@@ -35,6 +36,15 @@ var withConfig = agent.WithConfig
 func newClusterNode(t testing.TB, opts ...agent.NodeOption) *clusterNode {
 	t.Helper()
 	return &clusterNode{agent.NewClusterNode(t, kubelet.Binary, opts...)}
+}
+
+// startClusterNode is newClusterNode, started and Ready.
+func startClusterNode(t testing.TB, opts ...agent.NodeOption) *clusterNode {
+	t.Helper()
+	n := newClusterNode(t, opts...)
+	n.Start()
+	eventually(t, "node Ready", 30*time.Second, n.Ready)
+	return n
 }
 
 // eventually polls check until it returns nil, failing the test after within.
