@@ -83,3 +83,17 @@ func Events(rec *record.FakeRecorder) []string {
 		}
 	}
 }
+
+// EventWithPrefix checks that the next event rec holds, already recorded,
+// begins with prefix.
+func EventWithPrefix(t testing.TB, rec *record.FakeRecorder, prefix string) {
+	t.Helper()
+	select {
+	case ev := <-rec.Events:
+		if !strings.HasPrefix(ev, prefix) {
+			t.Errorf("event %q, want one beginning %q", ev, prefix)
+		}
+	default:
+		t.Errorf("no event, want one beginning %q", prefix)
+	}
+}

@@ -20,6 +20,7 @@ type recorder struct {
 func (r *recorder) Helper()               {}
 func (r *recorder) Fatal(...any)          { r.failed = true }
 func (r *recorder) Fatalf(string, ...any) { r.failed = true }
+func (r *recorder) Errorf(string, ...any) { r.failed = true }
 
 func TestWantErr(t *testing.T) {
 	boom, aBoomHere, bang := errors.New("boom"), errors.New("a boom here"), errors.New("bang")
@@ -79,5 +80,29 @@ func TestEvents(t *testing.T) {
 	}
 	if got := Events(rec); len(got) != 0 {
 		t.Errorf("events taken twice: %q", got)
+	}
+}
+
+func TestEventWithPrefix(t *testing.T) {
+	rec := record.NewFakeRecorder(10)
+	for _, tc := range []struct {
+		name   string
+		event  string // "": none recorded
+		prefix string
+		bad    bool
+	}{
+		{name: "matching", event: "one", prefix: "Warning Failed o"},
+		{name: "other", event: "one", prefix: "Warning Failed t", bad: true},
+		{name: "none", prefix: "Warning", bad: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.event != "" {
+				rec.Event(&v1.Pod{}, v1.EventTypeWarning, "Failed", tc.event)
+			}
+			r := &recorder{TB: t}
+			if EventWithPrefix(r, rec, tc.prefix); r.failed != tc.bad {
+				t.Errorf("failed %v, want %v", r.failed, tc.bad)
+			}
+		})
 	}
 }
