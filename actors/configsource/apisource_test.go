@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/asynkron/protoactor-go/actor"
 	"github.com/rs/zerolog"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -18,7 +17,6 @@ import (
 
 	"github.com/actorlet/actorlet/internal/manifest"
 	"github.com/actorlet/actorlet/messages"
-	"github.com/actorlet/actorlet/supervision"
 	"github.com/actorlet/actorlet/test/env"
 )
 
@@ -26,18 +24,7 @@ import (
 // for node.
 func startAPI(t *testing.T, kube kubernetes.Interface, node string) *harness {
 	t.Helper()
-	h := &harness{t: t, system: supervision.NewSystem(zerolog.Nop()), updates: make(chan *messages.PodUpdate, 100), logs: &syncBuffer{}}
-	t.Cleanup(h.system.Shutdown)
-	recorder := h.system.Registry.Props("pod-manager", func() actor.Actor {
-		return actor.ReceiveFunc(func(c actor.Context) {
-			if u, ok := c.Message().(*messages.PodUpdate); ok {
-				h.updates <- u
-			}
-		})
-	}, nil)
-	p := Params{Kube: kube, NodeName: node, PodManager: h.system.Root.Spawn(recorder), Log: zerolog.New(h.logs)}
-	h.pid = h.system.Root.Spawn(h.system.Registry.Props(Kind, New(p), nil))
-	return h
+	return start(t, Params{Kube: kube, NodeName: node})
 }
 
 func boundPod(name, node string) *v1.Pod {

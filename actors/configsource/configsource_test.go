@@ -1,7 +1,6 @@
 package configsource
 
 import (
-	"bytes"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -18,6 +17,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/rs/zerolog"
 
+	"github.com/actorlet/actorlet/internal/testutil"
 	"github.com/actorlet/actorlet/messages"
 	"github.com/actorlet/actorlet/supervision"
 )
@@ -32,24 +32,6 @@ func podYAML(name, image string) string {
 	return fmt.Sprintf("apiVersion: v1\nkind: Pod\nmetadata:\n  name: %s\nspec:\n  containers:\n  - name: c\n    image: %s\n", name, image)
 }
 
-// syncBuffer is a log sink the actor's goroutines and the test share.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // harness runs a config-source actor whose pod-manager is a recorder of
 // the PodUpdates it receives.
 type harness struct {
@@ -57,12 +39,14 @@ type harness struct {
 	system  *supervision.System
 	pid     *actor.PID
 	updates chan *messages.PodUpdate
-	logs    *syncBuffer
+	logs    *testutil.LockedBuffer
 }
 
+// start runs a config-source actor with p's sources, for p's node
+// (node-1 when p names none).
 func start(t *testing.T, p Params) *harness {
 	t.Helper()
-	h := &harness{t: t, system: supervision.NewSystem(zerolog.Nop()), updates: make(chan *messages.PodUpdate, 100), logs: &syncBuffer{}}
+	h := &harness{t: t, system: supervision.NewSystem(zerolog.Nop()), updates: make(chan *messages.PodUpdate, 100), logs: &testutil.LockedBuffer{}}
 	t.Cleanup(h.system.Shutdown)
 	recorder := h.system.Registry.Props("pod-manager", func() actor.Actor {
 		return actor.ReceiveFunc(func(c actor.Context) {
@@ -72,7 +56,9 @@ func start(t *testing.T, p Params) *harness {
 		})
 	}, nil)
 	p.PodManager = h.system.Root.Spawn(recorder)
-	p.NodeName = "node-1"
+	if p.NodeName == "" {
+		p.NodeName = "node-1"
+	}
 	p.Log = zerolog.New(h.logs)
 	h.pid = h.system.Root.Spawn(h.system.Registry.Props(Kind, New(p), nil))
 	return h

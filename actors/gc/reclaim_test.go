@@ -7,10 +7,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/rs/zerolog"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/record"
-	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
-	kubeletconfigv1beta1 "k8s.io/kubelet/config/v1beta1"
 
 	"github.com/actorlet/actorlet/messages"
 	"github.com/actorlet/actorlet/supervision"
@@ -21,16 +18,8 @@ import (
 // answers once both are done, and reports no FreeDiskSpaceFailed for it.
 func TestReclaimDiskSpace(t *testing.T) {
 	const mib = 1 << 20
-	rt := &fakeRuntime{containers: []*runtimeapi.Container{{Id: "c", State: running, Image: &runtimeapi.ImageSpec{Image: "busybox:1"}}}}
-	img := &fakeImages{fs: t.TempDir(), images: []*runtimeapi.Image{
-		image("sha256:busybox", 2*mib, "busybox:1"),
-		image("sha256:pause", 1*mib, "registry.k8s.io/pause:3.10"),
-		image("sha256:old", 3*mib, "example/old:1"),
-	}}
 	// Thresholds a regular pass never reaches.
-	high, low := int32(100), int32(99)
-	cfg := &kubeletconfigv1beta1.KubeletConfiguration{ImageGCHighThresholdPercent: &high, ImageGCLowThresholdPercent: &low,
-		ImageMinimumGCAge: metav1.Duration{Duration: time.Nanosecond}}
+	rt, img, cfg := threeImages(t, 100, 99)
 	rec := record.NewFakeRecorder(10)
 	system := actor.NewActorSystem()
 	t.Cleanup(system.Shutdown)

@@ -137,15 +137,7 @@ func TestContainerGCFailedIsAnEvent(t *testing.T) {
 // last passes.
 func TestImageGCEventsMetricsAndState(t *testing.T) {
 	const mib = 1 << 20
-	rt := &fakeRuntime{containers: []*runtimeapi.Container{{Id: "c", State: running, Image: &runtimeapi.ImageSpec{Image: "busybox:1"}}}}
-	img := &fakeImages{fs: t.TempDir(), images: []*runtimeapi.Image{
-		image("sha256:busybox", 2*mib, "busybox:1"),
-		image("sha256:pause", 1*mib, "registry.k8s.io/pause:3.10"),
-		image("sha256:old", 3*mib, "example/old:1"),
-	}}
-	high, low := int32(1), int32(0)
-	cfg := &kubeletconfigv1beta1.KubeletConfiguration{ImageGCHighThresholdPercent: &high, ImageGCLowThresholdPercent: &low,
-		ImageMinimumGCAge: metav1.Duration{Duration: time.Nanosecond}}
+	rt, img, cfg := threeImages(t, 1, 0)
 	rec := record.NewFakeRecorder(10)
 	space := map[string]string{"reason": reasonSpace}
 	removedBefore := metricValue(t, "kubelet_image_garbage_collected_total", space)
@@ -173,4 +165,21 @@ func TestImageGCEventsMetricsAndState(t *testing.T) {
 		`image \d\d:\d\d:\d\d: \d images removed, [^;]+ freed in [^;]+, 1 errors$`).MatchString(info.State) {
 		t.Errorf("dashboard state %q", info.State)
 	}
+}
+
+// threeImages is a node for image GC: its runtime runs busybox:1 (container
+// c); its image store holds busybox (2 MiB, in use), the sandbox image
+// (1 MiB) and example/old (3 MiB, unused); its configuration sets image GC
+// to the thresholds high and low (percent), with no minimum age.
+func threeImages(t *testing.T, high, low int32) (*fakeRuntime, *fakeImages, *kubeletconfigv1beta1.KubeletConfiguration) {
+	const mib = 1 << 20
+	rt := &fakeRuntime{containers: []*runtimeapi.Container{{Id: "c", State: running, Image: &runtimeapi.ImageSpec{Image: "busybox:1"}}}}
+	img := &fakeImages{fs: t.TempDir(), images: []*runtimeapi.Image{
+		image("sha256:busybox", 2*mib, "busybox:1"),
+		image("sha256:pause", 1*mib, "registry.k8s.io/pause:3.10"),
+		image("sha256:old", 3*mib, "example/old:1"),
+	}}
+	cfg := &kubeletconfigv1beta1.KubeletConfiguration{ImageGCHighThresholdPercent: &high, ImageGCLowThresholdPercent: &low,
+		ImageMinimumGCAge: metav1.Duration{Duration: time.Nanosecond}}
+	return rt, img, cfg
 }

@@ -13,7 +13,6 @@ import (
 
 	"github.com/rs/zerolog"
 	certutil "k8s.io/client-go/util/cert"
-	kubeletconfigv1beta1 "k8s.io/kubelet/config/v1beta1"
 
 	"github.com/actorlet/actorlet/internal/kubeletapi/auth"
 )
@@ -23,15 +22,7 @@ import (
 // handshake fails, no self-signed certificate stands in — and each new
 // handshake gets the certificate current at that time.
 func TestServingCertFromGetCertificate(t *testing.T) {
-	filter, err := auth.New(auth.Config{
-		Authentication: kubeletconfigv1beta1.KubeletAuthentication{
-			Anonymous: kubeletconfigv1beta1.KubeletAnonymousAuthentication{Enabled: new(true)}},
-		Authorization: kubeletconfigv1beta1.KubeletAuthorization{Mode: kubeletconfigv1beta1.KubeletAuthorizationModeAlwaysAllow},
-		NodeName:      "node-a", Log: zerolog.Nop(),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	filter := alwaysAllow(t)
 	var current atomic.Pointer[tls.Certificate]
 	errNone := errors.New("no serving certificate available for the kubelet")
 	addr := serveAPI(t, Params{Auth: filter,

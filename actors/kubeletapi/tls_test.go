@@ -5,6 +5,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/actorlet/actorlet/internal/certificates"
 	"github.com/actorlet/actorlet/internal/kubeletapi/auth"
+	"github.com/actorlet/actorlet/internal/testutil"
 )
 
 func TestParseTLSOptions(t *testing.T) {
@@ -46,16 +48,10 @@ func TestParseTLSOptions(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			got, warnings, err := ParseTLSOptions(c.minVersion, c.suites, c.curves)
-			if c.err != "" {
-				if err == nil || !strings.Contains(err.Error(), c.err) {
-					t.Fatalf("error = %v, want %q", err, c.err)
-				}
+			if testutil.WantErr(t, err, c.err) {
 				return
 			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got.MinVersion != c.want.MinVersion || !equal(got.CipherSuites, c.want.CipherSuites) || !equal(got.CurvePreferences, c.want.CurvePreferences) {
+			if got.MinVersion != c.want.MinVersion || !slices.Equal(got.CipherSuites, c.want.CipherSuites) || !slices.Equal(got.CurvePreferences, c.want.CurvePreferences) {
 				t.Errorf("options = %+v, want %+v", got, c.want)
 			}
 			joined := strings.Join(warnings, "\n")
@@ -64,18 +60,6 @@ func TestParseTLSOptions(t *testing.T) {
 			}
 		})
 	}
-}
-
-func equal[T comparable](a, b []T) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // alwaysAllow is an auth filter that lets everyone in: TLS is what these

@@ -4,6 +4,8 @@ import (
 	"math"
 	"strings"
 	"testing"
+
+	"github.com/actorlet/actorlet/internal/testutil"
 )
 
 func TestPercentile(t *testing.T) {
@@ -78,14 +80,8 @@ func TestParseStatCPU(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := parseStatCPU([]byte(tc.stat))
-			if tc.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-					t.Fatalf("err = %v, want one containing %q", err, tc.wantErr)
-				}
+			if testutil.WantErr(t, err, tc.wantErr) {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
 			}
 			if math.Abs(got-tc.want) > 1e-9 {
 				t.Errorf("CPU = %v s, want %v s", got, tc.want)

@@ -12,7 +12,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -25,6 +24,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/actorlet/actorlet/internal/testutil"
 )
 
 // testCA signs certificates for the tests.
@@ -145,7 +146,7 @@ func TestBootstrap(t *testing.T) {
 			defer cancel()
 			go signer(ctx, t, client, func(csr *certificatesv1.CertificateSigningRequest) bool { return tc.decide(t, csr) })
 
-			var logs lockedBuffer
+			var logs testutil.LockedBuffer
 			done, err := Bootstrap(ctx, BootstrapConfig{
 				Kubeconfig: kubeconfig, BootstrapKubeconfig: bootstrap, CertDir: certDir, NodeName: "node-a",
 				Log:             zerolog.New(&logs),
@@ -194,24 +195,6 @@ func TestBootstrap(t *testing.T) {
 			}
 		})
 	}
-}
-
-// lockedBuffer is a log sink that the bootstrap's goroutines may share.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 // checkCSR checks the CSR is upstream's node client CSR.

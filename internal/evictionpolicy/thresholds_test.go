@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/actorlet/actorlet/internal/testutil"
 )
 
 func q(s string) *resource.Quantity { v := resource.MustParse(s); return &v }
@@ -46,14 +48,8 @@ func TestParseThresholds(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got, err := ParseThresholds(tt.allocatable, tt.hard, tt.soft, tt.grace, tt.reclaim)
-			if tt.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Fatalf("err = %v, want %q", err, tt.wantErr)
-				}
+			if testutil.WantErr(t, err, tt.wantErr) {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
 			}
 			var s []string
 			for _, th := range got {

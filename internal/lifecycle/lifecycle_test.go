@@ -18,6 +18,7 @@ import (
 
 	"github.com/actorlet/actorlet/internal/podruntime/fakecri"
 	"github.com/actorlet/actorlet/internal/probe/action"
+	"github.com/actorlet/actorlet/internal/testutil"
 )
 
 // running returns the ID of a running container in rt.
@@ -211,14 +212,7 @@ func TestHTTPGet(t *testing.T) {
 				t.Errorf("Host %q, want %q", req.Host, tc.wantHost)
 			}
 			if tc.scheme == v1.URISchemeHTTPS && tc.srv == plain {
-				select {
-				case ev := <-rec.Events:
-					if !strings.HasPrefix(ev, "Warning LifecycleHTTPFallback request to HTTPS lifecycle hook 127.0.0.1:") {
-						t.Errorf("event %q", ev)
-					}
-				default:
-					t.Error("no LifecycleHTTPFallback event")
-				}
+				testutil.EventWithPrefix(t, rec, "Warning LifecycleHTTPFallback request to HTTPS lifecycle hook 127.0.0.1:")
 			}
 		})
 	}

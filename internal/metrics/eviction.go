@@ -5,18 +5,11 @@ import "github.com/prometheus/client_golang/prometheus"
 var (
 	// Evictions is upstream's kubelet_evictions: pods evicted, by the
 	// signal whose threshold was met.
-	Evictions = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Subsystem: kubeletSubsystem, Name: "evictions",
-		Help: "Cumulative number of pod evictions by eviction signal",
-	}, []string{"eviction_signal"})
+	Evictions = kubeletFamily.counterVec("evictions", "Cumulative number of pod evictions by eviction signal", "eviction_signal")
 
 	// EvictionStatsAge is upstream's kubelet_eviction_stats_age_seconds:
 	// how old the statistics of a met threshold were when they evicted.
-	EvictionStatsAge = prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Subsystem: kubeletSubsystem, Name: "eviction_stats_age_seconds",
-		Help:    "Time between when stats are collected, and when pod is evicted based on those stats by eviction signal",
-		Buckets: prometheus.DefBuckets,
-	}, []string{"eviction_signal"})
+	EvictionStatsAge = kubeletFamily.histogramVec("eviction_stats_age_seconds", "Time between when stats are collected, and when pod is evicted based on those stats by eviction signal", prometheus.DefBuckets, "eviction_signal")
 )
 
 func init() {

@@ -48,48 +48,26 @@ var gcDurationBuckets = prometheus.ExponentialBuckets(0.005, 2.5, 12)
 
 var (
 	// ImageGarbageCollectedTotal is upstream's: images removed, by reason.
-	ImageGarbageCollectedTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Subsystem: kubeletSubsystem, Name: "image_garbage_collected_total",
-		Help: "Total number of images garbage collected by the kubelet, whether through disk usage or image age.",
-	}, []string{"reason"})
+	ImageGarbageCollectedTotal = kubeletFamily.counterVec("image_garbage_collected_total", "Total number of images garbage collected by the kubelet, whether through disk usage or image age.", "reason")
 
 	// GCDuration is how long each GC pass took, by kind.
-	GCDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Namespace: "actorlet", Subsystem: "gc", Name: "duration_seconds",
-		Help:    "Duration in seconds of a garbage collection pass, by kind (container, image, log_rotation).",
-		Buckets: gcDurationBuckets,
-	}, []string{"kind"})
+	GCDuration = gcFamily.histogramVec("duration_seconds", "Duration in seconds of a garbage collection pass, by kind (container, image, log_rotation).", gcDurationBuckets, "kind")
 
 	// GCRuns counts the GC passes by kind and result.
-	GCRuns = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Namespace: "actorlet", Subsystem: "gc", Name: "runs_total",
-		Help: "Number of garbage collection passes, by kind and result (success, or failure when the pass or one of its removals failed).",
-	}, []string{"kind", "result"})
+	GCRuns = gcFamily.counterVec("runs_total", "Number of garbage collection passes, by kind and result (success, or failure when the pass or one of its removals failed).", "kind", "result")
 
 	// GCRemoved counts what GC removed, by object.
-	GCRemoved = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Namespace: "actorlet", Subsystem: "gc", Name: "removed_total",
-		Help: "Number of objects garbage collection removed, by object (container, sandbox, image, log_file, pod_log_dir).",
-	}, []string{"object"})
+	GCRemoved = gcFamily.counterVec("removed_total", "Number of objects garbage collection removed, by object (container, sandbox, image, log_file, pod_log_dir).", "object")
 
 	// GCLogsRotated counts the container logs rotated.
-	GCLogsRotated = prometheus.NewCounter(prometheus.CounterOpts{
-		Namespace: "actorlet", Subsystem: "gc", Name: "logs_rotated_total",
-		Help: "Number of container logs rotated for reaching containerLogMaxSize.",
-	})
+	GCLogsRotated = gcFamily.counter("logs_rotated_total", "Number of container logs rotated for reaching containerLogMaxSize.")
 
 	// GCImageBytesFreed counts the bytes image GC freed (the removed
 	// images' sizes as the runtime reports them).
-	GCImageBytesFreed = prometheus.NewCounter(prometheus.CounterOpts{
-		Namespace: "actorlet", Subsystem: "gc", Name: "image_bytes_freed_total",
-		Help: "Bytes freed by image garbage collection: the sum of the removed images' sizes.",
-	})
+	GCImageBytesFreed = gcFamily.counter("image_bytes_freed_total", "Bytes freed by image garbage collection: the sum of the removed images' sizes.")
 
 	// GCLastRun is when each kind of pass last ended.
-	GCLastRun = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Namespace: "actorlet", Subsystem: "gc", Name: "last_run_timestamp_seconds",
-		Help: "Unix time at which the last garbage collection pass of each kind ended.",
-	}, []string{"kind"})
+	GCLastRun = gcFamily.gaugeVec("last_run_timestamp_seconds", "Unix time at which the last garbage collection pass of each kind ended.", "kind")
 )
 
 func init() {

@@ -51,123 +51,66 @@ var (
 
 var (
 	// NodeName is 1 with the node's name as its label.
-	NodeName = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Subsystem: kubeletSubsystem, Name: "node_name",
-		Help: "The node's name. The count is always 1.",
-	}, []string{"node"})
+	NodeName = kubeletFamily.gaugeVec("node_name", "The node's name. The count is always 1.", "node")
 
 	// RunningPods counts the pods with a ready sandbox, as PLEG's last
 	// relist saw them.
-	RunningPods = prometheus.NewGauge(prometheus.GaugeOpts{
-		Subsystem: kubeletSubsystem, Name: "running_pods",
-		Help: "Number of pods that have a running pod sandbox",
-	})
+	RunningPods = kubeletFamily.gauge("running_pods", "Number of pods that have a running pod sandbox")
 
 	// RunningContainers counts the containers by state, as PLEG's last
 	// relist saw them.
-	RunningContainers = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Subsystem: kubeletSubsystem, Name: "running_containers",
-		Help: "Number of containers currently running",
-	}, []string{"container_state"})
+	RunningContainers = kubeletFamily.gaugeVec("running_containers", "Number of containers currently running", "container_state")
 
 	// DesiredPods counts the pods the sources want on this node, rejected
 	// ones included.
-	DesiredPods = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Subsystem: kubeletSubsystem, Name: "desired_pods",
-		Help: "The number of pods the kubelet is being instructed to run. static is true if the pod is not from the apiserver.",
-	}, []string{"static"})
+	DesiredPods = kubeletFamily.gaugeVec("desired_pods", "The number of pods the kubelet is being instructed to run. static is true if the pod is not from the apiserver.", "static")
 
 	// ActivePods counts the pods admission counts against the node: admitted,
 	// neither terminating nor finished.
-	ActivePods = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Subsystem: kubeletSubsystem, Name: "active_pods",
-		Help: "The number of pods the kubelet considers active and which are being considered when admitting new pods. static is true if the pod is not from the apiserver.",
-	}, []string{"static"})
+	ActivePods = kubeletFamily.gaugeVec("active_pods", "The number of pods the kubelet considers active and which are being considered when admitting new pods. static is true if the pod is not from the apiserver.", "static")
 
 	// PodStartDuration is the time from the kubelet's first sight of a pod
 	// (its config.seen annotation) to all of its containers running.
-	PodStartDuration = prometheus.NewHistogram(prometheus.HistogramOpts{
-		Subsystem: kubeletSubsystem, Name: "pod_start_duration_seconds",
-		Help:    "Duration in seconds from kubelet seeing a pod for the first time to the pod starting to run",
-		Buckets: podStartupDurationBuckets,
-	})
+	PodStartDuration = kubeletFamily.histogram("pod_start_duration_seconds", "Duration in seconds from kubelet seeing a pod for the first time to the pod starting to run", podStartupDurationBuckets)
 
 	// PodWorkerDuration is the time one sync or kill pass of a pod took.
-	PodWorkerDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Subsystem: kubeletSubsystem, Name: "pod_worker_duration_seconds",
-		Help:    "Duration in seconds to sync a single pod. Broken down by operation type: create, update, or sync",
-		Buckets: prometheus.DefBuckets,
-	}, []string{"operation_type"})
+	PodWorkerDuration = kubeletFamily.histogramVec("pod_worker_duration_seconds", "Duration in seconds to sync a single pod. Broken down by operation type: create, update, or sync", prometheus.DefBuckets, "operation_type")
 
 	// PLEGRelistDuration is the time one relist of the runtime took.
-	PLEGRelistDuration = prometheus.NewHistogram(prometheus.HistogramOpts{
-		Subsystem: kubeletSubsystem, Name: "pleg_relist_duration_seconds",
-		Help:    "Duration in seconds for relisting pods in PLEG.",
-		Buckets: prometheus.DefBuckets,
-	})
+	PLEGRelistDuration = kubeletFamily.histogram("pleg_relist_duration_seconds", "Duration in seconds for relisting pods in PLEG.", prometheus.DefBuckets)
 
 	// PLEGRelistInterval is the time from the last successful relist to the
 	// start of the next one.
-	PLEGRelistInterval = prometheus.NewHistogram(prometheus.HistogramOpts{
-		Subsystem: kubeletSubsystem, Name: "pleg_relist_interval_seconds",
-		Help:    "Interval in seconds between relisting in PLEG.",
-		Buckets: prometheus.DefBuckets,
-	})
+	PLEGRelistInterval = kubeletFamily.histogram("pleg_relist_interval_seconds", "Interval in seconds between relisting in PLEG.", prometheus.DefBuckets)
 
 	// PLEGLastSeen is the Unix time, in whole seconds as upstream's, of the
 	// last successful relist, so that alerts can say
 	// time() - kubelet_pleg_last_seen_seconds > threshold.
-	PLEGLastSeen = prometheus.NewGauge(prometheus.GaugeOpts{
-		Subsystem: kubeletSubsystem, Name: "pleg_last_seen_seconds",
-		Help: "Timestamp in seconds when PLEG was last seen active.",
-	})
+	PLEGLastSeen = kubeletFamily.gauge("pleg_last_seen_seconds", "Timestamp in seconds when PLEG was last seen active.")
 
 	// RuntimeOperations counts the CRI calls by operation (cri.go).
-	RuntimeOperations = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Subsystem: kubeletSubsystem, Name: "runtime_operations_total",
-		Help: "Cumulative number of runtime operations by operation type.",
-	}, []string{"operation_type"})
+	RuntimeOperations = kubeletFamily.counterVec("runtime_operations_total", "Cumulative number of runtime operations by operation type.", "operation_type")
 
 	// RuntimeOperationsErrors counts the CRI calls that failed.
-	RuntimeOperationsErrors = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Subsystem: kubeletSubsystem, Name: "runtime_operations_errors_total",
-		Help: "Cumulative number of runtime operation errors by operation type.",
-	}, []string{"operation_type"})
+	RuntimeOperationsErrors = kubeletFamily.counterVec("runtime_operations_errors_total", "Cumulative number of runtime operation errors by operation type.", "operation_type")
 
 	// RuntimeOperationsDuration is the time each CRI call took.
-	RuntimeOperationsDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Subsystem: kubeletSubsystem, Name: "runtime_operations_duration_seconds",
-		Help:    "Duration in seconds of runtime operations. Broken down by operation type.",
-		Buckets: runtimeOperationsBuckets,
-	}, []string{"operation_type"})
+	RuntimeOperationsDuration = kubeletFamily.histogramVec("runtime_operations_duration_seconds", "Duration in seconds of runtime operations. Broken down by operation type.", runtimeOperationsBuckets, "operation_type")
 
 	// StartedPods counts the pod sandboxes the kubelet asked the runtime
 	// to create.
-	StartedPods = prometheus.NewCounter(prometheus.CounterOpts{
-		Subsystem: kubeletSubsystem, Name: "started_pods_total",
-		Help: "Cumulative number of pods started",
-	})
+	StartedPods = kubeletFamily.counter("started_pods_total", "Cumulative number of pods started")
 
 	// RunPodSandboxDuration times RunPodSandbox calls by the runtime
 	// handler of the pod's RuntimeClass ("" for the default).
-	RunPodSandboxDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Subsystem: kubeletSubsystem, Name: "run_podsandbox_duration_seconds",
-		Help:    "Duration in seconds of the run_podsandbox operations. Broken down by RuntimeClass.Handler.",
-		Buckets: prometheus.DefBuckets,
-	}, []string{"runtime_handler"})
+	RunPodSandboxDuration = kubeletFamily.histogramVec("run_podsandbox_duration_seconds", "Duration in seconds of the run_podsandbox operations. Broken down by RuntimeClass.Handler.", prometheus.DefBuckets, "runtime_handler")
 
 	// RunPodSandboxErrors counts the RunPodSandbox calls that failed, by
 	// runtime handler.
-	RunPodSandboxErrors = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Subsystem: kubeletSubsystem, Name: "run_podsandbox_errors_total",
-		Help: "Cumulative number of the run_podsandbox operation errors by RuntimeClass.Handler.",
-	}, []string{"runtime_handler"})
+	RunPodSandboxErrors = kubeletFamily.counterVec("run_podsandbox_errors_total", "Cumulative number of the run_podsandbox operation errors by RuntimeClass.Handler.", "runtime_handler")
 
 	// StartedPodsErrors counts the sandbox creations that failed.
-	StartedPodsErrors = prometheus.NewCounter(prometheus.CounterOpts{
-		Subsystem: kubeletSubsystem, Name: "started_pods_errors_total",
-		Help: "Cumulative number of errors when starting pods",
-	})
+	StartedPodsErrors = kubeletFamily.counter("started_pods_errors_total", "Cumulative number of errors when starting pods")
 )
 
 // kubeletMetrics are registered on Registry, in the order of the list of

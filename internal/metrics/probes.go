@@ -26,18 +26,11 @@ var (
 
 	// ProberProbeTotal counts the probes run, by probe type (Liveness,
 	// Readiness, Startup), result and container.
-	ProberProbeTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Subsystem: "prober", Name: "probe_total",
-		Help: "Cumulative number of a liveness, readiness or startup probe for a container by result.",
-	}, []string{"probe_type", "result", "container", "pod", "namespace", "pod_uid"})
+	ProberProbeTotal = proberFamily.counterVec("probe_total", "Cumulative number of a liveness, readiness or startup probe for a container by result.", "probe_type", "result", "container", "pod", "namespace", "pod_uid")
 
 	// ProberProbeDuration is how long a probe that did not fail took, as
 	// upstream's (a failed probe's time is not observed).
-	ProberProbeDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Subsystem: "prober", Name: "probe_duration_seconds",
-		Help:    "Duration in seconds for a probe response.",
-		Buckets: prometheus.DefBuckets,
-	}, []string{"probe_type", "container", "pod", "namespace"})
+	ProberProbeDuration = proberFamily.histogramVec("probe_duration_seconds", "Duration in seconds for a probe response.", prometheus.DefBuckets, "probe_type", "container", "pod", "namespace")
 )
 
 // processStart is when the process started, near enough: when this

@@ -55,13 +55,7 @@ func readyStatus(cs ...*ContainerStatus) *PodStatus {
 
 func TestComputePodActions(t *testing.T) {
 	always, onFailure, never := v1.RestartPolicyAlways, v1.RestartPolicyOnFailure, v1.RestartPolicyNever
-	tests := []struct {
-		name   string
-		pod    *v1.Pod
-		status func(pod *v1.Pod) *PodStatus
-		edit   func(pod *v1.Pod)
-		want   PodActions
-	}{
+	tests := []actionsCase{
 		{"fresh pod", actionsPod(always, nil, "a", "b"), func(*v1.Pod) *PodStatus { return &PodStatus{} }, nil,
 			PodActions{KillPod: true, CreateSandbox: true, ContainersToStart: []int{0, 1}}},
 		{"fresh pod with init containers starts the first", actionsPod(always, []string{"i1", "i2"}, "a"), func(*v1.Pod) *PodStatus { return &PodStatus{} }, nil,
@@ -124,18 +118,7 @@ func TestComputePodActions(t *testing.T) {
 		}, func(p *v1.Pod) { now := metav1.NewTime(t0); p.DeletionTimestamp = &now },
 			PodActions{SandboxID: "sb1"}},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			status := tt.status(tt.pod)
-			if tt.edit != nil {
-				tt.edit(tt.pod)
-			}
-			got := ComputePodActions(tt.pod, status, nil, nil, t0)
-			if !reflect.DeepEqual(got, tt.want) {
-				t.Errorf("got  %+v\nwant %+v", got, tt.want)
-			}
-		})
-	}
+	runActions(t, tests)
 }
 
 func TestComputePodActionsBackoff(t *testing.T) {
@@ -162,5 +145,33 @@ func TestComputePodActionsBackoff(t *testing.T) {
 	pod.Spec.Containers[0].Image = "img:2"
 	if got := ComputePodActions(pod, status, b, nil, t0); got.BackingOff != nil {
 		t.Errorf("image change still backing off: %+v", got)
+	}
+}
+
+// actionsCase is one case of ComputePodActions: pod with the status that
+// status builds from it, then changed by edit (nil: unchanged), must give
+// want at t0.
+type actionsCase struct {
+	name   string
+	pod    *v1.Pod
+	status func(pod *v1.Pod) *PodStatus
+	edit   func(pod *v1.Pod)
+	want   PodActions
+}
+
+// runActions runs the cases of ComputePodActions, one subtest each.
+func runActions(t *testing.T, tests []actionsCase) {
+	t.Helper()
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			status := tt.status(tt.pod)
+			if tt.edit != nil {
+				tt.edit(tt.pod)
+			}
+			got := ComputePodActions(tt.pod, status, nil, nil, t0)
+			if !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("got  %+v\nwant %+v", got, tt.want)
+			}
+		})
 	}
 }

@@ -12,6 +12,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/actorlet/actorlet/internal/manifest"
+	"github.com/actorlet/actorlet/internal/testutil"
 )
 
 // fakeObjects serves ConfigMaps and Secrets from maps, counting reads.
@@ -161,14 +162,8 @@ func TestContainerEnv(t *testing.T) {
 				opts.Services = tt.services
 			}
 			kvs, err := containerEnv(context.Background(), pod, c, []string{"10.244.0.5", "fd00::5"}, nil, opts)
-			if tt.err != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.err) {
-					t.Fatalf("err %v, want %q", err, tt.err)
-				}
+			if testutil.WantErr(t, err, tt.err) {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
 			}
 			got := envMap(t, kvs)
 			for k, v := range tt.want {

@@ -16,6 +16,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/actorlet/actorlet/internal/podruntime/fakecri"
+	"github.com/actorlet/actorlet/internal/testutil"
 )
 
 // withEphemeral adds ephemeral containers named names to pod.
@@ -190,14 +191,8 @@ func TestEphemeralTarget(t *testing.T) {
 				&ContainerStatus{ID: "a-id", Name: "a", State: running})
 			c := (*v1.Container)(&tt.pod.Spec.EphemeralContainers[0].EphemeralContainerCommon)
 			id, err := ephemeralTarget(tt.pod, c, status)
-			if tt.wantErr != "" {
-				if err == nil || err.Error() != tt.wantErr {
-					t.Fatalf("error %v, want %q", err, tt.wantErr)
-				}
+			if testutil.WantErrText(t, err, tt.wantErr) {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
 			}
 			sc, err := containerSecurityContext(tt.pod, c, Options{})
 			if err != nil {
@@ -257,18 +252,7 @@ func TestSyncPodEphemeral(t *testing.T) {
 		t.Fatal(res.Err)
 	}
 	appID := res.Status.FindContainer("app").ID
-	drain := func() []string {
-		var out []string
-		for {
-			select {
-			case e := <-events.Events:
-				out = append(out, e)
-			default:
-				return out
-			}
-		}
-	}
-	drain()
+	testutil.Events(events)
 
 	pod = pod.DeepCopy()
 	pod.Spec.EphemeralContainers = []v1.EphemeralContainer{
@@ -291,7 +275,7 @@ func TestSyncPodEphemeral(t *testing.T) {
 	if !cfg.Stdin || !cfg.Tty || cfg.Labels[LabelContainerName] != "debug" || cfg.Annotations[AnnotationContainerRestartCount] != "0" {
 		t.Errorf("debug's config: stdin %v tty %v labels %v annotations %v", cfg.Stdin, cfg.Tty, cfg.Labels, cfg.Annotations)
 	}
-	evs := drain()
+	evs := testutil.Events(events)
 	for _, want := range []string{"Normal Created Container created", "Normal Started Container started",
 		"Warning Failed Error: unable to find target container nosuch"} {
 		if !slices.Contains(evs, want) {

@@ -9,9 +9,11 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 
-	"github.com/actorlet/actorlet/internal/podref"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/record"
+
+	"github.com/actorlet/actorlet/internal/podref"
+	"github.com/actorlet/actorlet/internal/testutil"
 )
 
 func TestContainerFieldPath(t *testing.T) {
@@ -114,29 +116,17 @@ func TestIntegrationEvents(t *testing.T) {
 		return apiContainer(res.APIStatus, "crash").LastTerminationState.Terminated != nil ||
 			apiContainer(res.APIStatus, "crash").State.Terminated != nil
 	})
-	drain(rec)
+	testutil.Events(rec)
 	r.SyncPod(ctx, pod, nil, backoff, nil) // restarts it, recording the crash
 	syncUntil(t, r, pod, backoff, time.Minute, "crashed again", func(res SyncResult) bool {
 		w := apiContainer(res.APIStatus, "crash").State.Waiting
 		return w != nil && w.Reason == ReasonCrashLoopBackOff
 	})
 	found := false
-	for _, ev := range drain(rec) {
+	for _, ev := range testutil.Events(rec) {
 		found = found || ev == fmt.Sprintf("Warning BackOff Back-off restarting failed container crash in pod %s", podref.Desc(pod))
 	}
 	if !found {
 		t.Errorf("no BackOff event for the crash loop of %s", podref.Desc(pod))
-	}
-}
-
-func drain(rec *record.FakeRecorder) []string {
-	var out []string
-	for {
-		select {
-		case ev := <-rec.Events:
-			out = append(out, ev)
-		default:
-			return out
-		}
 	}
 }

@@ -18,6 +18,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/actorlet/actorlet/internal/podruntime/fakecri"
+	"github.com/actorlet/actorlet/internal/testutil"
 )
 
 func TestTerminationOrder(t *testing.T) {
@@ -214,17 +215,7 @@ func newHookFixture(t *testing.T) *hookFixture {
 	return f
 }
 
-func (f *hookFixture) takeEvents() []string {
-	var out []string
-	for {
-		select {
-		case e := <-f.events.Events:
-			out = append(out, e)
-		default:
-			return out
-		}
-	}
-}
+func (f *hookFixture) takeEvents() []string { return testutil.Events(f.events) }
 
 func hookPod(grace int64, inits []v1.Container, containers ...v1.Container) *v1.Pod {
 	for _, cs := range [][]v1.Container{inits, containers} {

@@ -9,6 +9,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/actorlet/actorlet/internal/testutil"
 	"github.com/actorlet/actorlet/internal/volume"
 )
 
@@ -240,14 +241,8 @@ func TestSandboxHostname(t *testing.T) {
 			pod := basePod()
 			tc.mutate(pod)
 			cfg, err := SandboxConfig(pod, 0, Options{ClusterDomain: "cluster.local", ClusterDNS: []string{"10.96.0.10"}})
-			if tc.wantErr != "" {
-				if err == nil || err.Error() != tc.wantErr {
-					t.Fatalf("error %v, want %q", err, tc.wantErr)
-				}
+			if testutil.WantErrText(t, err, tc.wantErr) {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
 			}
 			if cfg.Hostname != tc.want {
 				t.Errorf("hostname %q, want %q", cfg.Hostname, tc.want)

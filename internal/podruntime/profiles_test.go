@@ -9,6 +9,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/actorlet/actorlet/internal/testutil"
 )
 
 // TestSeccompProfileLocalhostRoot checks that a Localhost seccomp profile
@@ -55,14 +57,8 @@ func TestSeccompProfileLocalhostRoot(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := seccompProfile(tc.pod, tc.container, root, tc.seccompDefault)
-			if tc.err != "" {
-				if err == nil || err.Error() != tc.err {
-					t.Fatalf("error %v, want %q", err, tc.err)
-				}
+			if testutil.WantErrText(t, err, tc.err) {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
 			}
 			if !proto.Equal(got, tc.want) {
 				t.Errorf("got %v, want %v", got, tc.want)
@@ -137,14 +133,8 @@ func TestContainerConfigSecurityProfiles(t *testing.T) {
 			pod := basePod()
 			tc.mutate(pod)
 			cfg, err := ContainerConfig(context.Background(), pod, &pod.Spec.Containers[0], 0, nil, "img", nil, Options{RootDir: rootDir})
-			if tc.err != "" {
-				if err == nil || err.Error() != tc.err {
-					t.Fatalf("error %v, want %q", err, tc.err)
-				}
+			if testutil.WantErrText(t, err, tc.err) {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
 			}
 			sc := cfg.Linux.SecurityContext
 			wantSeccomp := tc.seccomp

@@ -3,6 +3,7 @@ package podruntime
 import (
 	"errors"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -108,7 +109,7 @@ func TestComputePodActionsResize(t *testing.T) {
 				tc.status.ContainerStatuses[i].Hash = HashContainer(&tc.pod.Spec.Containers[i])
 			}
 			a := ComputePodActions(tc.pod, tc.status, nil, nil, now)
-			if !equalInts(a.ContainersToResize, tc.wantResize) || !equalInts(a.ContainersToStart, tc.wantStart) || len(a.ContainersToKill) != tc.wantKill {
+			if !slices.Equal(a.ContainersToResize, tc.wantResize) || !slices.Equal(a.ContainersToStart, tc.wantStart) || len(a.ContainersToKill) != tc.wantKill {
 				t.Errorf("got resize %v start %v kill %v, want %v %v %d", a.ContainersToResize, a.ContainersToStart, a.ContainersToKill, tc.wantResize, tc.wantStart, tc.wantKill)
 			}
 			if tc.wantKill > 0 && a.ContainersToKill[0].Message != "Container ca resize requires restart" {
@@ -119,18 +120,6 @@ func TestComputePodActionsResize(t *testing.T) {
 			}
 		})
 	}
-}
-
-func equalInts(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 func TestSetResizeInProgress(t *testing.T) {
@@ -252,10 +241,10 @@ func TestComputePodActionsSidecarResize(t *testing.T) {
 				State: runtimeapi.ContainerState_CONTAINER_RUNNING, SandboxID: "sb", Resources: &old,
 				Hash: HashContainer(&pod.Spec.InitContainers[0])})
 			a := ComputePodActions(pod, status, nil, nil, now)
-			if !equalInts(a.InitContainersToResize, tc.wantResize) || len(a.ContainersToResize) != 0 {
+			if !slices.Equal(a.InitContainersToResize, tc.wantResize) || len(a.ContainersToResize) != 0 {
 				t.Errorf("resize init %v app %v", a.InitContainersToResize, a.ContainersToResize)
 			}
-			restarted := len(a.ContainersToKill) == 1 && a.ContainersToKill[0].Name == "side" && equalInts(a.InitContainersToStart, []int{0})
+			restarted := len(a.ContainersToKill) == 1 && a.ContainersToKill[0].Name == "side" && slices.Equal(a.InitContainersToStart, []int{0})
 			if restarted != tc.wantRestart || a.UpdatePodResources != tc.wantRestart {
 				t.Errorf("kill %v start %v updatePod %v", a.ContainersToKill, a.InitContainersToStart, a.UpdatePodResources)
 			}

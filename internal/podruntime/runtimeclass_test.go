@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/tools/record"
 
 	"github.com/actorlet/actorlet/internal/podruntime/fakecri"
+	"github.com/actorlet/actorlet/internal/testutil"
 )
 
 // classes are the cluster's RuntimeClasses, name → handler.
@@ -74,10 +75,7 @@ func TestSandboxRuntimeHandler(t *testing.T) {
 				if len(sandboxes) != 0 {
 					t.Errorf("sandboxes made: %v", sandboxes)
 				}
-				var got []string
-				for len(events.Events) > 0 {
-					got = append(got, <-events.Events)
-				}
+				got := testutil.Events(events)
 				if !strings.Contains(strings.Join(got, "\n"), c.wantEvent) {
 					t.Errorf("events %q lack %q", got, c.wantEvent)
 				}

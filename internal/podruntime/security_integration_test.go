@@ -10,9 +10,11 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 
-	"github.com/actorlet/actorlet/internal/podref"
 	"k8s.io/client-go/tools/record"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/actorlet/actorlet/internal/podref"
+	"github.com/actorlet/actorlet/internal/testutil"
 )
 
 // TestIntegrationRunAsNonRoot checks runAsNonRoot against this
@@ -47,7 +49,7 @@ func TestIntegrationRunAsNonRoot(t *testing.T) {
 			t.Errorf("%d containers created, want none", n)
 		}
 		found := false
-		for _, ev := range drain(rec) {
+		for _, ev := range testutil.Events(rec) {
 			found = found || ev == "Warning Failed Error: "+want
 		}
 		if !found {
@@ -87,7 +89,7 @@ func TestIntegrationRunAsNonRoot(t *testing.T) {
 			if cs := st.FindContainer("main"); cs == nil || cs.State != runtimeapi.ContainerState_CONTAINER_RUNNING {
 				t.Errorf("container %+v, want running as 1234", cs)
 			}
-			drain(rec)
+			testutil.Events(rec)
 		})
 	}
 }
@@ -139,7 +141,7 @@ func TestIntegrationHostUsersFalseRefused(t *testing.T) {
 	t.Run("a pod running in the host's user namespace is stopped", func(t *testing.T) {
 		pod := testPod(t, r, busybox(e, "main", "sleep", "3600"))
 		syncUntil(t, r, pod, nil, time.Minute, "Running", func(res SyncResult) bool { return res.APIStatus.Phase == v1.PodRunning })
-		drain(rec)
+		testutil.Events(rec)
 		// What an actorlet that ignored hostUsers left behind.
 		pod.Spec.HostUsers = ptrTo(false)
 		res := r.SyncPod(ctx, pod, nil, nil, nil)
@@ -147,7 +149,7 @@ func TestIntegrationHostUsersFalseRefused(t *testing.T) {
 			t.Fatalf("sync error %v, want %q", res.Err, reason)
 		}
 		found := false
-		for _, ev := range drain(rec) {
+		for _, ev := range testutil.Events(rec) {
 			found = found || regexp.MustCompile("^"+wantEvent+"$").MatchString(ev)
 		}
 		if !found {

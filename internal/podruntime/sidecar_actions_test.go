@@ -1,7 +1,6 @@
 package podruntime
 
 import (
-	"reflect"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
@@ -18,13 +17,7 @@ func TestComputePodActionsSidecars(t *testing.T) {
 		return p
 	}
 	always, never := v1.RestartPolicyAlways, v1.RestartPolicyNever
-	tests := []struct {
-		name   string
-		pod    *v1.Pod
-		status func(*v1.Pod) *PodStatus
-		edit   func(*v1.Pod)
-		want   PodActions
-	}{
+	tests := []actionsCase{
 		{"the sidecar starts first", pod(always), func(*v1.Pod) *PodStatus { return readyStatus() }, nil,
 			PodActions{SandboxID: "sb1", InitContainersToStart: []int{0}}},
 		{"the sidecar runs: the next init container starts", pod(always), func(p *v1.Pod) *PodStatus {
@@ -56,16 +49,5 @@ func TestComputePodActionsSidecars(t *testing.T) {
 			return readyStatus(cstat(p, "a", exited, 0, 0), cstat(p, "s", exited, 1, 0), cstat(p, "i", exited, 0, 0))
 		}, nil, PodActions{SandboxID: "sb1", KillPod: true}},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			status := tt.status(tt.pod)
-			if tt.edit != nil {
-				tt.edit(tt.pod)
-			}
-			got := ComputePodActions(tt.pod, status, nil, nil, t0)
-			if !reflect.DeepEqual(got, tt.want) {
-				t.Errorf("got  %+v\nwant %+v", got, tt.want)
-			}
-		})
-	}
+	runActions(t, tests)
 }

@@ -12,6 +12,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/record"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/actorlet/actorlet/internal/testutil"
 )
 
 // criLog writes a container log in the CRI format: each line a full one
@@ -267,14 +269,7 @@ func TestTerminationMessageMounts(t *testing.T) {
 		if m := terminationMessageMounts(pod, c, Options{RootDir: root, Recorder: rec}); m != nil {
 			t.Errorf("mounts %v, want none", m)
 		}
-		select {
-		case ev := <-rec.Events:
-			if !strings.HasPrefix(ev, "Warning Failed Error on creating termination-log file: ") {
-				t.Errorf("event %q", ev)
-			}
-		default:
-			t.Error("no event")
-		}
+		testutil.EventWithPrefix(t, rec, "Warning Failed Error on creating termination-log file: ")
 	})
 }
 

@@ -4,7 +4,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"syscall"
 	"testing"
 
@@ -12,6 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	k8stypes "k8s.io/apimachinery/pkg/types"
 	"k8s.io/mount-utils"
+
+	"github.com/actorlet/actorlet/internal/testutil"
 )
 
 func memLimits(s string) v1.ResourceList {
@@ -132,14 +133,8 @@ func TestSetUpEmptyDir(t *testing.T) {
 			pod := localTestPod("e")
 			vol := &v1.Volume{Name: "v", VolumeSource: v1.VolumeSource{EmptyDir: &tt.src}}
 			m, err := h.SetUp(t.Context(), pod, vol)
-			if tt.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Fatalf("error %v, want %q", err, tt.wantErr)
-				}
+			if testutil.WantErr(t, err, tt.wantErr) {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
 			}
 			dir := filepath.Join(h.RootDir, "pods", string(pod.UID), "volumes", "kubernetes.io~empty-dir", "v")
 			if m != (Mounted{Name: "v", Path: dir, SELinuxRelabel: true}) {

@@ -27,14 +27,11 @@ import (
 	"github.com/actorlet/actorlet/test/agent"
 )
 
-var (
-	binary   string
-	upstream bool
-)
+// kubelet is actorlet, built once for the package, or the kubelet that
+// ADMISSION_KUBELET names.
+var kubelet agent.Kubelet
 
-func TestMain(m *testing.M) {
-	agent.MainWithReference(m, "ADMISSION_KUBELET", &binary, &upstream)
-}
+func TestMain(m *testing.M) { kubelet.Main(m, "ADMISSION_KUBELET") }
 
 // testTaint is the NoExecute taint the test puts on the shared node, and
 // removes at its end.
@@ -54,10 +51,10 @@ type rejection struct {
 // taint) run.
 func TestAdmission(t *testing.T) {
 	cfg := "allowedUnsafeSysctls:\n- kernel.msg*\n"
-	if upstream {
+	if kubelet.Upstream {
 		cfg += agent.UpstreamKubeletConfig
 	}
-	n := agent.NewAPIPods(t, binary, agent.WithConfig(cfg))
+	n := agent.NewAPIPods(t, kubelet.Binary, agent.WithConfig(cfg))
 	n.Up(t, "admission")
 	ctx := context.Background()
 
@@ -217,10 +214,10 @@ func TestAdmission(t *testing.T) {
 // after a restart (a manifest has no phase to keep).
 func TestStaticPodRejected(t *testing.T) {
 	cfg := ""
-	if upstream {
+	if kubelet.Upstream {
 		cfg = agent.UpstreamKubeletConfig
 	}
-	n := agent.NewAPIPods(t, binary, agent.WithConfig(cfg))
+	n := agent.NewAPIPods(t, kubelet.Binary, agent.WithConfig(cfg))
 	n.Up(t, "admission-static")
 	n.WriteManifest("unsafe.yaml", fmt.Sprintf(`apiVersion: v1
 kind: Pod
@@ -270,7 +267,7 @@ spec:
 		}
 	}
 	agent.Eventually(t, "the static pod refused", 30*time.Second, refusedMore(0))
-	if !upstream {
+	if !kubelet.Upstream {
 		// actorlet writes the refusal to the mirror pod; upstream makes
 		// no mirror pod for a static pod it refused.
 		agent.Eventually(t, "the mirror pod Failed", 30*time.Second, func() error {

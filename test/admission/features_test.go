@@ -15,10 +15,10 @@ import (
 // feature. Upstream implements them (and keeps a pod whose claim's driver
 // is missing Pending), so the test does not run against it.
 func TestUnimplementedFeatures(t *testing.T) {
-	if upstream {
+	if kubelet.Upstream {
 		t.Skip("upstream's kubelet implements DRA and container restart rules")
 	}
-	n := agent.NewAPIPods(t, binary)
+	n := agent.NewAPIPods(t, kubelet.Binary)
 	n.Up(t, "features")
 	claim := "gpu"
 	never := v1.ContainerRestartPolicyNever

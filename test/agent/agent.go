@@ -71,6 +71,41 @@ func MainWithReference(m *testing.M, envVar string, binary *string, upstream *bo
 	MainWithBinary(m, binary)
 }
 
+// Kubelet is the kubelet a test package runs: actorlet, built once for the
+// package, or the kubelet that the package's environment variable names
+// (upstream's, the reference for what the tests expect). A package holds
+// one, set by its TestMain:
+//
+//	var kubelet agent.Kubelet
+//
+//	func TestMain(m *testing.M) { kubelet.Main(m, "VOLUMES_KUBELET") }
+type Kubelet struct {
+	// Binary is the kubelet to run.
+	Binary string
+	// Upstream is set when Binary is upstream's kubelet.
+	Upstream bool
+}
+
+// Main is a TestMain body: MainWithReference into k.
+func (k *Kubelet) Main(m *testing.M, envVar string) {
+	MainWithReference(m, envVar, &k.Binary, &k.Upstream)
+}
+
+// Options is opts followed, when k is upstream's kubelet, by what it needs
+// on this machine (UpstreamKubeletConfig).
+func (k *Kubelet) Options(opts ...NodeOption) []NodeOption {
+	if k.Upstream {
+		opts = append(opts, WithConfig(UpstreamKubeletConfig))
+	}
+	return opts
+}
+
+// NewAPIPods is NewAPIPods for k's binary, with k's Options.
+func (k *Kubelet) NewAPIPods(t *testing.T, opts ...NodeOption) *APIPods {
+	t.Helper()
+	return NewAPIPods(t, k.Binary, k.Options(opts...)...)
+}
+
 // Process is one running actorlet.
 type Process struct {
 	cmd      *exec.Cmd

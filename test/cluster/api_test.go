@@ -18,8 +18,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -42,9 +40,7 @@ const streamingScript = `mkdir -p /www && echo pf-ok > /www/index.html && httpd 
 echo hello-from-actorlet; i=0; while true; do echo tick $i; i=$((i+1)); sleep 1; done`
 
 func TestKubeletAPIThroughTheAPIServer(t *testing.T) {
-	n := newClusterNode(t, onPodNetwork())
-	n.Start()
-	eventually(t, "node Ready", 30*time.Second, n.Ready)
+	n := startClusterNode(t, onPodNetwork())
 	ns := n.Namespace("api")
 	n.create(n.apiPod(ns, "stream", streamingScript, 1, v1.RestartPolicyAlways))
 	eventually(t, "pod Running", 60*time.Second, n.inPhase(ns, "stream", v1.PodRunning))
@@ -196,11 +192,7 @@ func nodeProxy(t *testing.T, n *clusterNode, path string) []byte {
 
 func parseMetrics(t *testing.T, raw []byte) map[string]bool {
 	t.Helper()
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	families, err := parser.TextToMetricFamilies(bytes.NewReader(raw))
-	if err != nil {
-		t.Fatalf("parse metrics: %v", err)
-	}
+	families := agent.ParseMetrics(t, "metrics", string(raw))
 	names := map[string]bool{}
 	for name := range families {
 		names[name] = true
@@ -266,9 +258,7 @@ func portForwardGet(t *testing.T, cfg *rest.Config, n *clusterNode, ns, pod stri
 // through its system:kubelet-api-admin binding) gets in; no credentials,
 // a bad token, or a token of a ServiceAccount without rights do not.
 func TestKubeletAPIAuth(t *testing.T) {
-	n := newClusterNode(t)
-	n.Start()
-	eventually(t, "node Ready", 30*time.Second, n.Ready)
+	n := startClusterNode(t)
 	base := fmt.Sprintf("https://%s", net.JoinHostPort(n.NodeIP, strconv.Itoa(n.Port)))
 	get := func(client *http.Client, path, token string) (int, string) {
 		t.Helper()

@@ -5,22 +5,19 @@ package cluster
 
 import (
 	"testing"
+	"time"
 
 	"github.com/actorlet/actorlet/test/agent"
 )
 
-var (
-	// binary is actorlet, built once for the package, or the kubelet
-	// CLUSTER_KUBELET names.
-	binary string
-	// upstream: binary is that kubelet. Only the tests that say so are
-	// meant to run against it (TestMirrorPodStatusIsRestored):
-	//
-	//	CLUSTER_KUBELET=$(hack/node-env upstream-kubelet) go test -run TestMirrorPodStatusIsRestored ./test/cluster/
-	upstream bool
-)
+// kubelet is actorlet, built once for the package, or the kubelet that
+// CLUSTER_KUBELET names. Only the tests that say so are meant to run
+// against upstream's (TestMirrorPodStatusIsRestored):
+//
+//	CLUSTER_KUBELET=$(hack/node-env upstream-kubelet) go test -run TestMirrorPodStatusIsRestored ./test/cluster/
+var kubelet agent.Kubelet
 
-func TestMain(m *testing.M) { agent.MainWithReference(m, "CLUSTER_KUBELET", &binary, &upstream) }
+func TestMain(m *testing.M) { kubelet.Main(m, "CLUSTER_KUBELET") }
 
 // clusterNode is the environment's node (agent.ClusterNode), with this
 // package's helpers.
@@ -38,7 +35,16 @@ var withConfig = agent.WithConfig
 
 func newClusterNode(t testing.TB, opts ...agent.NodeOption) *clusterNode {
 	t.Helper()
-	return &clusterNode{agent.NewClusterNode(t, binary, opts...)}
+	return &clusterNode{agent.NewClusterNode(t, kubelet.Binary, opts...)}
+}
+
+// startClusterNode is newClusterNode, started and Ready.
+func startClusterNode(t testing.TB, opts ...agent.NodeOption) *clusterNode {
+	t.Helper()
+	n := newClusterNode(t, opts...)
+	n.Start()
+	eventually(t, "node Ready", 30*time.Second, n.Ready)
+	return n
 }
 
 // eventually polls check until it returns nil, failing the test after within.

@@ -24,21 +24,16 @@ import (
 func TestMirrorPodStatusIsRestored(t *testing.T) {
 	cfg := "nodeStatusUpdateFrequency: 1m\n"
 	within := 10 * time.Second
-	if upstream {
+	if kubelet.Upstream {
 		cfg += agent.UpstreamKubeletConfig
 		within = 30 * time.Second
 	}
 	// APIPods, for its cleanup of upstream's bind mount of its root
 	// directory.
-	n := &clusterNode{agent.NewAPIPods(t, binary, withConfig(cfg)).ClusterNode}
+	n := &clusterNode{agent.NewAPIPods(t, kubelet.Binary, withConfig(cfg)).ClusterNode}
 	n.Start()
 	eventually(t, "node Ready", 30*time.Second, n.Ready)
-	n.WriteManifest("restored.yaml", agent.Manifest("restored", fmt.Sprintf(`  terminationGracePeriodSeconds: 1
-  containers:
-  - name: c
-    image: %s
-    command: ["sleep", "3600"]
-`, n.Env.BusyboxImage)))
+	n.WriteManifest("restored.yaml", agent.Manifest("restored", agent.SleepSpec("c", n.Env.BusyboxImage, 1)))
 	name := "restored-" + n.Name
 	var containerID string
 	// restored is a check for eventually: nil once the mirror pod shows

@@ -138,9 +138,7 @@ func TestAPIServerOutage(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a minute-long outage")
 	}
-	n := newClusterNode(t, withConfig("nodeStatusUpdateFrequency: 10s\n"))
-	n.Start()
-	eventually(t, "node Ready", 30*time.Second, n.Ready)
+	n := startClusterNode(t, withConfig("nodeStatusUpdateFrequency: 10s\n"))
 	// One pod runs through the outage; another completes during it, so its
 	// final status can only reach the API after the return.
 	ns := n.Namespace("outage")

@@ -44,9 +44,7 @@ func TestMirrorPodIsNeverRun(t *testing.T) {
 	// Held across the restart: another test binary's actorlet, on the same
 	// node, would meanwhile take this one's static pod for an orphan.
 	env.HoldRuntime(t)
-	n := newClusterNode(t, onPodNetwork())
-	n.Start()
-	eventually(t, "node Ready", 30*time.Second, n.Ready)
+	n := startClusterNode(t, onPodNetwork())
 	marker := fmt.Sprintf("static pod says hello %d", time.Now().UnixNano())
 	n.WriteManifest("mirrored.yaml", fmt.Sprintf(`apiVersion: v1
 kind: Pod
@@ -151,9 +149,7 @@ spec:
 // do), not after a restart without them.
 func TestEndedPodsStayEnded(t *testing.T) {
 	env.HoldRuntime(t) // across the restarts (see TestMirrorPodIsNeverRun)
-	n := newClusterNode(t)
-	n.Start()
-	eventually(t, "node Ready", 30*time.Second, n.Ready)
+	n := startClusterNode(t)
 	ns := n.Namespace("ended")
 	once := n.create(n.apiPod(ns, "once", "echo done", 1, v1.RestartPolicyNever))
 	big := n.apiPod(ns, "big", "sleep 3600", 1, v1.RestartPolicyAlways)
@@ -213,9 +209,7 @@ func TestEndedPodsStayEnded(t *testing.T) {
 // give one pod; the other file is reported in the log and by an event,
 // naming both files.
 func TestDuplicateStaticPodsRunOnce(t *testing.T) {
-	n := newClusterNode(t)
-	n.Start()
-	eventually(t, "node Ready", 30*time.Second, n.Ready)
+	n := startClusterNode(t)
 	for _, f := range []string{"first.yaml", "second.yaml"} {
 		n.WriteManifest(f, fmt.Sprintf(`apiVersion: v1
 kind: Pod

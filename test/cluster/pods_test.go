@@ -79,9 +79,7 @@ func podReady(p *v1.Pod) bool {
 }
 
 func TestAPIPodRunsAndReportsStatus(t *testing.T) {
-	n := newClusterNode(t)
-	n.Start()
-	eventually(t, "node Ready", 30*time.Second, n.Ready)
+	n := startClusterNode(t)
 	ns := n.Namespace("run")
 	n.create(n.apiPod(ns, "web", "sleep 3600", 2, v1.RestartPolicyAlways))
 	var seen time.Time
@@ -113,9 +111,7 @@ func TestAPIPodRunsAndReportsStatus(t *testing.T) {
 }
 
 func TestCrashLoopShowsInTheAPI(t *testing.T) {
-	n := newClusterNode(t)
-	n.Start()
-	eventually(t, "node Ready", 30*time.Second, n.Ready)
+	n := startClusterNode(t)
 	ns := n.Namespace("crash")
 	n.create(n.apiPod(ns, "crash", "exit 1", 2, v1.RestartPolicyAlways))
 	sawBackoff := false
@@ -139,9 +135,7 @@ func TestCrashLoopShowsInTheAPI(t *testing.T) {
 }
 
 func TestDeleteWithGracePeriod(t *testing.T) {
-	n := newClusterNode(t)
-	n.Start()
-	eventually(t, "node Ready", 30*time.Second, n.Ready)
+	n := startClusterNode(t)
 	ns := n.Namespace("delete")
 	// The container ignores SIGTERM: it goes at the deadline.
 	n.create(n.apiPod(ns, "stubborn", "trap '' TERM; while true; do sleep 0.2; done", 30, v1.RestartPolicyAlways))
@@ -180,21 +174,14 @@ func TestDeleteWithGracePeriod(t *testing.T) {
 }
 
 func TestMirrorPodFollowsTheStaticPod(t *testing.T) {
-	n := newClusterNode(t)
-	n.Start()
-	eventually(t, "node Ready", 30*time.Second, n.Ready)
-	n.WriteManifest("static.yaml", fmt.Sprintf(`apiVersion: v1
+	n := startClusterNode(t)
+	n.WriteManifest("static.yaml", `apiVersion: v1
 kind: Pod
 metadata:
   name: static
   namespace: default
 spec:
-  terminationGracePeriodSeconds: 1
-  containers:
-  - name: c
-    image: %s
-    command: ["sleep", "3600"]
-`, n.Env.BusyboxImage))
+`+agent.SleepSpec("c", n.Env.BusyboxImage, 1))
 	name := "static-" + n.Name
 	eventually(t, "mirror pod Running in the API", 60*time.Second, func() error {
 		p, err := n.get("default", name)
@@ -217,9 +204,7 @@ spec:
 }
 
 func TestCompletedPodSucceedsInTheAPI(t *testing.T) {
-	n := newClusterNode(t)
-	n.Start()
-	eventually(t, "node Ready", 30*time.Second, n.Ready)
+	n := startClusterNode(t)
 	ns := n.Namespace("done")
 	n.create(n.apiPod(ns, "finisher", "sleep 3; exit 0", 2, v1.RestartPolicyNever))
 	eventually(t, "pod Succeeded in the API", 60*time.Second, n.inPhase(ns, "finisher", v1.PodSucceeded))

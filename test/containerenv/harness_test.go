@@ -16,16 +16,11 @@ import (
 	"github.com/actorlet/actorlet/test/agent"
 )
 
-// binary is actorlet, built once for the package, or the kubelet that
+// kubelet is actorlet, built once for the package, or the kubelet that
 // CONTAINERENV_KUBELET names.
-var binary string
+var kubelet agent.Kubelet
 
-// upstream is set when the tests run against upstream's kubelet.
-var upstream bool
-
-func TestMain(m *testing.M) {
-	agent.MainWithReference(m, "CONTAINERENV_KUBELET", &binary, &upstream)
-}
+func TestMain(m *testing.M) { kubelet.Main(m, "CONTAINERENV_KUBELET") }
 
 // envNode is the environment's node (agent.APIPods) with one namespace for
 // the test's pods. Its helpers take the subtest's t: the subtests of a
@@ -37,10 +32,7 @@ type envNode struct {
 // newEnvNode starts the environment's node and waits until it is Ready.
 func newEnvNode(t *testing.T, opts ...agent.NodeOption) *envNode {
 	t.Helper()
-	if upstream {
-		opts = append(opts, agent.WithConfig(agent.UpstreamKubeletConfig))
-	}
-	n := &envNode{APIPods: agent.NewAPIPods(t, binary, opts...)}
+	n := &envNode{APIPods: kubelet.NewAPIPods(t, opts...)}
 	n.Up(t, "env")
 	return n
 }

@@ -1,7 +1,6 @@
 package dashboard
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -15,6 +14,7 @@ import (
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 
+	"github.com/actorlet/actorlet/internal/testutil"
 	"github.com/actorlet/actorlet/test/env"
 )
 
@@ -43,7 +43,7 @@ func newBrowser(t testing.TB) *browser {
 		}
 		t.Skipf("chromium unavailable: %v", err)
 	}
-	var output lockedBuffer
+	var output testutil.LockedBuffer
 	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(),
 		chromedp.ExecPath(chromiumPath),
 		chromedp.Flag("headless", true),
@@ -198,22 +198,4 @@ func (b *browser) checkNoPageErrors() {
 func jsString(s string) string {
 	q, _ := json.Marshal(s)
 	return string(q)
-}
-
-// lockedBuffer collects chromium's output from its reader goroutines.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.String()
 }

@@ -32,17 +32,7 @@ func (n *node) url(path string) string {
 // writePod places a static pod that sleeps, named name.
 func (n *node) writePod(name string) {
 	n.T.Helper()
-	agent.WriteManifest(n.T, n.Manifests, name+".yaml", fmt.Sprintf(`apiVersion: v1
-kind: Pod
-metadata:
-  name: %s
-spec:
-  terminationGracePeriodSeconds: 1
-  containers:
-  - name: c
-    image: %s
-    command: ["sleep", "3600"]
-`, name, n.Env.BusyboxImage))
+	agent.WriteManifest(n.T, n.Manifests, name+".yaml", agent.Manifest(name, agent.SleepSpec("c", n.Env.BusyboxImage, 1)))
 }
 
 // actorInfo is the part of /debug/actors.json's actors the tests read.

@@ -7,6 +7,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/actorlet/actorlet/test/agent"
 )
 
 // TestGCDuringPodCreation: container GC passes run while 20 pods are being
@@ -18,12 +20,7 @@ func TestGCDuringPodCreation(t *testing.T) {
 	const pods = 20
 	n := newNode(t, "")
 	for i := range pods {
-		n.WriteManifest(fmt.Sprintf("p%02d.yaml", i), manifest(fmt.Sprintf("p%02d", i), fmt.Sprintf(`  terminationGracePeriodSeconds: 2
-  containers:
-  - name: sleep
-    image: %s
-    command: ["sleep", "3600"]
-`, n.busybox())))
+		n.WriteManifest(fmt.Sprintf("p%02d.yaml", i), manifest(fmt.Sprintf("p%02d", i), agent.SleepSpec("sleep", n.busybox(), 2)))
 	}
 	n.Start()
 

@@ -11,6 +11,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/actorlet/actorlet/internal/podruntime"
+	"github.com/actorlet/actorlet/test/agent"
 )
 
 // deadByName counts the exited instances of each container of a pod.
@@ -43,12 +44,7 @@ func TestDeadContainers(t *testing.T) {
     image: %s
     command: ["sh", "-c", "echo ran-to-completion"]
 `, n.busybox())))
-	n.WriteManifest("goes.yaml", manifest("goes", fmt.Sprintf(`  terminationGracePeriodSeconds: 2
-  containers:
-  - name: sleep
-    image: %s
-    command: ["sleep", "3600"]
-`, n.busybox())))
+	n.WriteManifest("goes.yaml", manifest("goes", agent.SleepSpec("sleep", n.busybox(), 2)))
 	n.Start()
 	goes := n.Running("goes", 60*time.Second)
 

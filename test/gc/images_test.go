@@ -20,6 +20,7 @@ import (
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/actorlet/actorlet/test/agent"
 	"github.com/actorlet/actorlet/test/env"
 )
 
@@ -35,12 +36,7 @@ func TestImageGC(t *testing.T) {
 
 	// A first run with the default thresholds starts a pod that uses
 	// busybox; the pod keeps running when actorlet stops.
-	n.WriteManifest("user.yaml", manifest("user", fmt.Sprintf(`  terminationGracePeriodSeconds: 2
-  containers:
-  - name: sleep
-    image: %s
-    command: ["sleep", "3600"]
-`, n.busybox())))
+	n.WriteManifest("user.yaml", manifest("user", agent.SleepSpec("sleep", n.busybox(), 2)))
 	n.Start()
 	n.Running("user", 60*time.Second)
 	n.Stop(syscall.SIGTERM)

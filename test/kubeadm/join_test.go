@@ -52,7 +52,7 @@ func TestJoin(t *testing.T) {
 	// The node holds the runtime lock, and its cleanup deletes its Node, its
 	// CSRs and its pods from the runtime; its own files and command line
 	// are not used: kubeadm's are.
-	n := agent.NewNode(t, binary, agent.Bootstrap(e.BootstrapKubeconfig), agent.NamePrefix("kubeadm-"))
+	n := agent.NewNode(t, kubelet.Binary, agent.Bootstrap(e.BootstrapKubeconfig), agent.NamePrefix("kubeadm-"))
 	root := t.TempDir()
 	// Whatever is left mounted below root (the root directory, which
 	// upstream's kubelet bind-mounts on itself) is unmounted, so that the
@@ -66,7 +66,7 @@ func TestJoin(t *testing.T) {
 	})
 	port, healthz := agent.FreePort(t), agent.FreePort(t)
 	cluster := kubeletconfigv1beta1.KubeletConfiguration{CgroupDriver: "cgroupfs"}
-	if upstream {
+	if kubelet.Upstream {
 		// What upstream's kubelet needs besides on this machine (cgroup v1,
 		// swap), as agent.UpstreamKubeletConfig.
 		cluster.FailCgroupV1, cluster.FailSwapOn = ptr.To(false), ptr.To(false)
@@ -136,7 +136,7 @@ spec:
 	mirror := static + "-" + n.Name
 
 	started := time.Now()
-	n.Proc = agent.Start(t, binary, args...)
+	n.Proc = agent.Start(t, kubelet.Binary, args...)
 	admin := e.AdminClient(t)
 	agent.Eventually(t, "the node joined and is Ready", 2*time.Minute, func() error {
 		if !n.Proc.Alive() {
@@ -205,7 +205,7 @@ spec:
 	if !issued {
 		t.Errorf("no issued %s CSR for system:node:%s among %d", certificatesv1.KubeAPIServerClientKubeletSignerName, n.Name, len(csrs))
 	}
-	if !upstream && strings.Contains(n.Proc.Logs(), "cgroupDriver") {
+	if !kubelet.Upstream && strings.Contains(n.Proc.Logs(), "cgroupDriver") {
 		t.Errorf("cgroupDriver named in the log: it is implemented:\n%s", env.Tail(n.Proc.Logs(), 40))
 	}
 }

@@ -14,16 +14,11 @@ import (
 	"github.com/actorlet/actorlet/test/agent"
 )
 
-// binary is actorlet, built once for the package, or the kubelet that
+// kubelet is actorlet, built once for the package, or the kubelet that
 // LIFECYCLE_KUBELET names.
-var binary string
+var kubelet agent.Kubelet
 
-// upstream is set when the tests run against upstream's kubelet.
-var upstream bool
-
-func TestMain(m *testing.M) {
-	agent.MainWithReference(m, "LIFECYCLE_KUBELET", &binary, &upstream)
-}
+func TestMain(m *testing.M) { kubelet.Main(m, "LIFECYCLE_KUBELET") }
 
 // lifeNode is the environment's node (agent.APIPods) with one namespace for
 // the test's pods. Its helpers take the subtest's t: the subtests of a
@@ -35,10 +30,7 @@ type lifeNode struct {
 // newLifeNode starts the environment's node and waits until it is Ready.
 func newLifeNode(t *testing.T, namespace string, opts ...agent.NodeOption) *lifeNode {
 	t.Helper()
-	if upstream {
-		opts = append(opts, agent.WithConfig(agent.UpstreamKubeletConfig))
-	}
-	n := &lifeNode{APIPods: agent.NewAPIPods(t, binary, opts...)}
+	n := &lifeNode{APIPods: kubelet.NewAPIPods(t, opts...)}
 	n.Up(t, namespace)
 	return n
 }

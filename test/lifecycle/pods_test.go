@@ -103,7 +103,7 @@ func TestPods(t *testing.T) {
 						return
 					}
 				}
-				if upstream && len(c.deletions) > 1 {
+				if kubelet.Upstream && len(c.deletions) > 1 {
 					// Upstream's pod workers cancel the kill in flight for
 					// a shorter grace period, yet on this machine its pod
 					// went only after the first grace period (62 s after

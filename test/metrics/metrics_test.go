@@ -8,7 +8,6 @@ package metrics
 import (
 	"crypto/tls"
 	"fmt"
-	"io"
 	"math"
 	"net/http"
 	"os"
@@ -19,8 +18,6 @@ import (
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/actorlet/actorlet/internal/podruntime"
@@ -37,21 +34,11 @@ const cgroupRoot = "/sys/fs/cgroup"
 // scrape reads /metrics/cadvisor at url and parses it as Prometheus does.
 func scrape(t *testing.T, client *http.Client, url string) map[string]*dto.MetricFamily {
 	t.Helper()
-	resp, err := client.Get(url)
-	if err != nil {
-		t.Fatalf("GET %s: %v", url, err)
+	code, body := agent.Get(t, client, url)
+	if code != http.StatusOK {
+		t.Fatalf("GET %s: %d %s", url, code, body)
 	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("GET %s: %s %s", url, resp.Status, body)
-	}
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	families, err := parser.TextToMetricFamilies(strings.NewReader(string(body)))
-	if err != nil {
-		t.Fatalf("%s does not parse: %v", url, err)
-	}
-	return families
+	return agent.ParseMetrics(t, url, body)
 }
 
 func labelsOf(m *dto.Metric) map[string]string {

@@ -27,23 +27,11 @@ import (
 	"github.com/actorlet/actorlet/test/agent"
 )
 
-// binary is actorlet, built once for the package, or the kubelet that
+// kubelet is actorlet, built once for the package, or the kubelet that
 // NODESTATUS_KUBELET names.
-var binary string
+var kubelet agent.Kubelet
 
-// upstream is set when the tests run against upstream's kubelet.
-var upstream bool
-
-func TestMain(m *testing.M) {
-	agent.MainWithReference(m, "NODESTATUS_KUBELET", &binary, &upstream)
-}
-
-func options(opts ...agent.NodeOption) []agent.NodeOption {
-	if upstream {
-		opts = append(opts, agent.WithConfig(agent.UpstreamKubeletConfig))
-	}
-	return opts
-}
+func TestMain(m *testing.M) { kubelet.Main(m, "NODESTATUS_KUBELET") }
 
 // freshNode prepares the environment's node with a Node object deleted
 // first, so that the registration is a creation: --node-labels and
@@ -52,7 +40,7 @@ func options(opts ...agent.NodeOption) []agent.NodeOption {
 // stay on it for the next test.
 func freshNode(t *testing.T, opts ...agent.NodeOption) *agent.ClusterNode {
 	t.Helper()
-	n := agent.NewClusterNode(t, binary, options(opts...)...)
+	n := agent.NewClusterNode(t, kubelet.Binary, kubelet.Options(opts...)...)
 	deleteNode := func() error {
 		err := n.Admin.CoreV1().Nodes().Delete(context.Background(), n.Name, metav1.DeleteOptions{})
 		if err != nil && !apierrors.IsNotFound(err) {
@@ -170,7 +158,7 @@ func machineHugePages(t *testing.T) map[v1.ResourceName]resource.Quantity {
 // namespaces outside the set a kubelet may set on its own Node stops the
 // start with upstream's error, which names it.
 func TestForbiddenNodeLabel(t *testing.T) {
-	n := agent.NewNode(t, binary, options(agent.WithArgs("--node-labels", "node-role.kubernetes.io/worker=,example.com/fine=yes"))...)
+	n := agent.NewNode(t, kubelet.Binary, kubelet.Options(agent.WithArgs("--node-labels", "node-role.kubernetes.io/worker=,example.com/fine=yes"))...)
 	n.Launch()
 	code, exited := n.Proc.ExitCode(30 * time.Second)
 	if !exited {

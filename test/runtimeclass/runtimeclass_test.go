@@ -27,24 +27,15 @@ import (
 	"github.com/actorlet/actorlet/test/agent"
 )
 
-// binary is actorlet, built once for the package, or the kubelet that
+// kubelet is actorlet, built once for the package, or the kubelet that
 // RUNTIMECLASS_KUBELET names.
-var binary string
+var kubelet agent.Kubelet
 
-// upstream is set when the tests run against upstream's kubelet.
-var upstream bool
-
-func TestMain(m *testing.M) {
-	agent.MainWithReference(m, "RUNTIMECLASS_KUBELET", &binary, &upstream)
-}
+func TestMain(m *testing.M) { kubelet.Main(m, "RUNTIMECLASS_KUBELET") }
 
 func newNode(t *testing.T) *agent.APIPods {
 	t.Helper()
-	var opts []agent.NodeOption
-	if upstream {
-		opts = append(opts, agent.WithConfig(agent.UpstreamKubeletConfig))
-	}
-	return agent.NewAPIPods(t, binary, opts...)
+	return kubelet.NewAPIPods(t)
 }
 
 // class creates a RuntimeClass (cluster-wide, so named uniquely) with

@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
+
+	"github.com/actorlet/actorlet/test/agent"
 )
 
 // The kubelet API of a standalone node: the read-only port's endpoints
@@ -37,13 +37,7 @@ func TestKubeletAPIEndpoints(t *testing.T) {
 		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} // the node's self-signed certificate
 	get := func(url string) (int, string) {
 		t.Helper()
-		resp, err := client.Get(url)
-		if err != nil {
-			t.Fatalf("GET %s: %v", url, err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(b)
+		return agent.Get(t, client, url)
 	}
 
 	for _, base := range []string{readOnly, api} {
@@ -51,11 +45,7 @@ func TestKubeletAPIEndpoints(t *testing.T) {
 		if code != http.StatusOK {
 			t.Fatalf("%s/metrics: %d %s", base, code, body)
 		}
-		parser := expfmt.NewTextParser(model.UTF8Validation)
-		families, err := parser.TextToMetricFamilies(strings.NewReader(body))
-		if err != nil {
-			t.Fatalf("%s/metrics does not parse: %v", base, err)
-		}
+		families := agent.ParseMetrics(t, base+"/metrics", body)
 		for _, want := range []string{"kubelet_running_pods", "kubelet_pod_start_duration_seconds", "actorlet_actor_messages_processed_total"} {
 			if _, ok := families[want]; !ok {
 				t.Errorf("%s/metrics has no %s", base, want)

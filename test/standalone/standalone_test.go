@@ -273,12 +273,7 @@ func TestRestartAdoptsAndCleansUp(t *testing.T) {
 	n := newNode(t)
 	n.Start()
 	for _, name := range []string{"stays", "goes"} {
-		n.WriteManifest(name+".yaml", manifest(name, fmt.Sprintf(`  terminationGracePeriodSeconds: 2
-  containers:
-  - name: c
-    image: %s
-    command: ["sleep", "3600"]
-`, n.busybox())))
+		n.WriteManifest(name+".yaml", manifest(name, agent.SleepSpec("c", n.busybox(), 2)))
 	}
 	stays := n.Running("stays", 60*time.Second)
 	goes := n.Running("goes", 60*time.Second)

@@ -91,7 +91,7 @@ func TestBootstrapJoins(t *testing.T) {
 		t.Errorf("kubeconfig user: certificate %q, key %q, token set %v; want %s for both and no token",
 			auth.ClientCertificate, auth.ClientKey, auth.Token != "", current)
 	}
-	if !upstream && !strings.Contains(n.Logs(), "tls-bootstrap") {
+	if !kubelet.Upstream && !strings.Contains(n.Logs(), "tls-bootstrap") {
 		t.Errorf("no tls-bootstrap step in the log:\n%s", n.Logs())
 	}
 	if strings.Contains(n.Logs(), bootstrapToken(t, e.BootstrapKubeconfig)) {
@@ -117,7 +117,7 @@ func TestBootstrapApprovedByHand(t *testing.T) {
 	n := newBootstrapNode(t, e.BootstrapManualKubeconfig)
 	n.Launch()
 	csr := pendingCSR(t, n.Admin, n.Name, clientSigner, 60*time.Second)
-	if !upstream {
+	if !kubelet.Upstream {
 		agent.Eventually(t, "the wait for the CSR logged", 10*time.Second, func() error {
 			if !strings.Contains(n.Logs(), csr.Name) {
 				return fmt.Errorf("no %s in the log", csr.Name)
@@ -159,7 +159,7 @@ func TestBootstrapDenied(t *testing.T) {
 	if code != 1 {
 		t.Errorf("exit code %d, want 1", code)
 	}
-	if upstream {
+	if kubelet.Upstream {
 		return
 	}
 	var line string
@@ -244,7 +244,7 @@ func TestClientRotation(t *testing.T) {
 	if len(csrs) < 2 || csrs[len(csrs)-1].Spec.Username != "system:node:"+n.Name {
 		t.Errorf("client CSRs of the node: %d, the last by %q; want a renewal by system:node:%s", len(csrs), lastUser(csrs), n.Name)
 	}
-	if !upstream {
+	if !kubelet.Upstream {
 		// The transport looks for a new certificate every 10 s, as upstream's.
 		agent.Eventually(t, "the rotation logged", 15*time.Second, func() error {
 			if !strings.Contains(n.Logs(), "client certificate rotated") {

@@ -43,10 +43,7 @@ func bootstrapEnv(t *testing.T) *env.Env {
 func newBootstrapNode(t *testing.T, bootstrapKubeconfig string, opts ...agent.NodeOption) *agent.APIPods {
 	t.Helper()
 	base := []agent.NodeOption{agent.Bootstrap(bootstrapKubeconfig), agent.NamePrefix("boot-")}
-	if upstream {
-		base = append(base, agent.WithConfig(agent.UpstreamKubeletConfig))
-	}
-	return agent.NewAPIPods(t, binary, append(base, opts...)...)
+	return agent.NewAPIPods(t, kubelet.Binary, append(kubelet.Options(base...), opts...)...)
 }
 
 // readCert reads the first certificate of a PEM file.

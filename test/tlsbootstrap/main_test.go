@@ -14,13 +14,8 @@ import (
 	"github.com/actorlet/actorlet/test/agent"
 )
 
-// binary is actorlet, built once for the package, or the kubelet that
+// kubelet is actorlet, built once for the package, or the kubelet that
 // TLSBOOTSTRAP_KUBELET names.
-var binary string
+var kubelet agent.Kubelet
 
-// upstream is set when the tests run against upstream's kubelet.
-var upstream bool
-
-func TestMain(m *testing.M) {
-	agent.MainWithReference(m, "TLSBOOTSTRAP_KUBELET", &binary, &upstream)
-}
+func TestMain(m *testing.M) { kubelet.Main(m, "TLSBOOTSTRAP_KUBELET") }

@@ -34,12 +34,8 @@ import (
 // for the next one, which is served from the next connection on. The
 // healthz port is plain HTTP and answers throughout.
 func TestServingCertificateBootstrap(t *testing.T) {
-	opts := []agent.NodeOption{agent.InCluster(), agent.WithConfig("serverTLSBootstrap: true\n")}
-	if upstream {
-		opts = append(opts, agent.WithConfig(agent.UpstreamKubeletConfig))
-	}
-	n := agent.NewNode(t, binary, opts...)
-	if upstream {
+	n := agent.NewNode(t, kubelet.Binary, kubelet.Options(agent.InCluster(), agent.WithConfig("serverTLSBootstrap: true\n"))...)
+	if kubelet.Upstream {
 		// Upstream's kubelet makes its root directory a (shared) bind
 		// mount of itself (once per start), which outlives it and keeps
 		// the test's temporary directory from being removed.
@@ -204,13 +200,8 @@ func TestServingCertificateBootstrap(t *testing.T) {
 // metricValue reads one unlabelled sample from a Prometheus text page.
 func metricValue(t *testing.T, client *http.Client, url, name string) float64 {
 	t.Helper()
-	resp, err := client.Get(url)
-	if err != nil {
-		t.Fatalf("GET %s: %v", url, err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	for line := range strings.SplitSeq(string(b), "\n") {
+	code, body := agent.Get(t, client, url)
+	for line := range strings.SplitSeq(body, "\n") {
 		if v, ok := strings.CutPrefix(line, name+" "); ok {
 			f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
 			if err != nil {
@@ -219,7 +210,7 @@ func metricValue(t *testing.T, client *http.Client, url, name string) float64 {
 			return f
 		}
 	}
-	t.Fatalf("GET %s: %d, no %s", url, resp.StatusCode, name)
+	t.Fatalf("GET %s: %d, no %s", url, code, name)
 	return 0
 }
 

@@ -21,19 +21,14 @@ import (
 	"github.com/actorlet/actorlet/test/agent"
 )
 
-// binary is actorlet, built once for the package, or the kubelet that
-// VOLUMES_KUBELET names.
-var binary string
-
-// upstream is set when the tests run against upstream's kubelet: the
-// reference, to check what the tests expect.
+// kubelet is actorlet, built once for the package, or the kubelet that
+// VOLUMES_KUBELET names: upstream's, the reference, to check what the
+// tests expect.
 //
 //	VOLUMES_KUBELET=$(hack/node-env upstream-kubelet) go test ./test/volumes/
-var upstream bool
+var kubelet agent.Kubelet
 
-func TestMain(m *testing.M) {
-	agent.MainWithReference(m, "VOLUMES_KUBELET", &binary, &upstream)
-}
+func TestMain(m *testing.M) { kubelet.Main(m, "VOLUMES_KUBELET") }
 
 // syncFrequency is the node's period of pod syncs: upstream refreshes the
 // content of configMap, secret, downwardAPI and projected volumes of a
@@ -59,10 +54,7 @@ func newVolNode(t *testing.T, opts ...agent.NodeOption) *volNode {
 	t.Helper()
 	opts = append([]agent.NodeOption{
 		agent.WithConfig(fmt.Sprintf("syncFrequency: %s\nvolumeStatsAggPeriod: %s\n", syncFrequency, volumeStatsAggPeriod))}, opts...)
-	if upstream {
-		opts = append(opts, agent.WithConfig(agent.UpstreamKubeletConfig))
-	}
-	n := &volNode{APIPods: agent.NewAPIPods(t, binary, opts...)}
+	n := &volNode{APIPods: kubelet.NewAPIPods(t, opts...)}
 	n.Up(t, "vol")
 	return n
 }

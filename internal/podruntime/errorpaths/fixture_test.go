@@ -21,6 +21,7 @@ import (
 
 	"github.com/actorlet/actorlet/internal/podruntime"
 	"github.com/actorlet/actorlet/internal/podruntime/fakecri"
+	"github.com/actorlet/actorlet/internal/testutil"
 )
 
 const image = "registry.test/app:1"
@@ -58,17 +59,7 @@ func newFixture(t *testing.T, timeout time.Duration) *fixture {
 
 // takeEvents returns the events recorded since the last call, each as
 // "TYPE REASON MESSAGE".
-func (f *fixture) takeEvents() []string {
-	var out []string
-	for {
-		select {
-		case e := <-f.events.Events:
-			out = append(out, e)
-		default:
-			return out
-		}
-	}
-}
+func (f *fixture) takeEvents() []string { return testutil.Events(f.events) }
 
 func newPod() *v1.Pod {
 	grace := int64(1)

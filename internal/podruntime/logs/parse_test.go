@@ -1,9 +1,10 @@
 package logs
 
 import (
-	"strings"
 	"testing"
 	"time"
+
+	"github.com/actorlet/actorlet/internal/testutil"
 )
 
 func TestParseLine(t *testing.T) {
@@ -41,14 +42,8 @@ func TestParseLine(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := parseLine([]byte(tc.line))
-			if tc.err != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.err) {
-					t.Fatalf("parseLine(%q) error = %v, want it to contain %q", tc.line, err, tc.err)
-				}
+			if testutil.WantErr(t, err, tc.err) {
 				return
-			}
-			if err != nil {
-				t.Fatalf("parseLine(%q): %v", tc.line, err)
 			}
 			if !got.time.Equal(tc.want.time) || got.stream != tc.want.stream || string(got.content) != string(tc.want.content) || got.last != tc.want.last {
 				t.Errorf("parseLine(%q) = %+v, want %+v", tc.line, got, tc.want)
