@@ -11,14 +11,6 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/rs/zerolog"
 
-	"github.com/actorlet/actorlet/actors/configsource"
-	"github.com/actorlet/actorlet/actors/eviction"
-	"github.com/actorlet/actorlet/actors/gc"
-	"github.com/actorlet/actorlet/actors/kubeletapi"
-	"github.com/actorlet/actorlet/actors/pleg"
-	"github.com/actorlet/actorlet/actors/podmanager"
-	"github.com/actorlet/actorlet/actors/statusreporter"
-	"github.com/actorlet/actorlet/actors/volumemanager"
 	"github.com/actorlet/actorlet/messages"
 	"github.com/actorlet/actorlet/supervision"
 )
@@ -47,7 +39,8 @@ func TestStepOrder(t *testing.T) {
 // statuses, so it goes last), the pod-manager before the sources that send
 // it pods, the kubelet API last (it stops taking requests first).
 func TestRuntimeActorOrder(t *testing.T) {
-	want := []string{statusreporter.Kind, volumemanager.Kind, podmanager.Kind, configsource.Kind, pleg.Kind, gc.Kind, eviction.Kind, kubeletapi.Kind}
+	// The kinds are the children's names, and so their paths: spelled out.
+	want := []string{"status-reporter", "volume-manager", "pod-manager", "config-source", "pleg", "gc", "eviction", "kubelet-api"}
 	var got []string
 	for _, ra := range runtimeActors {
 		got = append(got, ra.kind)
@@ -148,11 +141,11 @@ func TestEarlySteps(t *testing.T) {
 }
 
 // stoppable is a runtime actor that tells when it stops.
-type stoppable struct{ stopped chan string }
+type stoppable chan string
 
-func (s *stoppable) Receive(c actor.Context) {
+func (s stoppable) Receive(c actor.Context) {
 	if _, ok := c.Message().(*actor.Stopping); ok {
-		s.stopped <- c.Self().Id
+		s <- c.Self().Id
 	}
 }
 
@@ -169,7 +162,7 @@ func (tr *tree) Receive(c actor.Context) {
 	if _, ok := c.Message().(*actor.Started); ok {
 		tr.a.stopping = false
 		for _, k := range tr.kinds {
-			pid, err := c.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return &stoppable{stopped: tr.stopped} }), k)
+			pid, err := c.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return stoppable(tr.stopped) }), k)
 			if err != nil {
 				panic(err)
 			}
