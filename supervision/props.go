@@ -1,6 +1,7 @@
 package supervision
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -45,6 +46,7 @@ func (r *Registry) middleware(kind string, mbox *mailboxStats) actor.ReceiverMid
 					panic(rec)
 				}
 			}()
+			defer trackLifetime(c, env.Message)()
 			self := c.Self()
 			lifecycle := false
 			switch m := env.Message.(type) {
@@ -113,7 +115,10 @@ func TellFromOutside(system *actor.ActorSystem, pid *actor.PID, msg messages.Mes
 // Go runs work outside the actor's mailbox and delivers its result to the
 // actor as a message from itself, so that a long call (an image pull, a stop
 // with a grace period, a relist) never blocks the mailbox. work must not
-// touch the actor's state.
+// touch the actor's state. Its argument is the context of the actor's
+// Lifetime, which the actor must embed: stopping or restarting the actor
+// cancels it, and work derives its calls' contexts (and their timeouts)
+// from it.
 //
 // A panic in work does not kill the process: it is recovered, logged with
 // the goroutine's stack (work that runs parts in parallel does so with a
@@ -121,10 +126,10 @@ func TellFromOutside(system *actor.ActorSystem, pid *actor.PID, msg messages.Mes
 // messages.WorkPanicked, which the middleware turns into a panic inside the
 // actor's Receive. The actor thus fails as if the panic were its own, and
 // its supervisor restarts it (or gives up) under its strategy.
-func Go(ctx actor.Context, work func() messages.Message) {
-	self, system := ctx.Self(), ctx.ActorSystem()
+func Go(ctx actor.Context, work func(context.Context) messages.Message) {
+	self, system, life := ctx.Self(), ctx.ActorSystem(), mustLifetime(ctx).Context()
 	go func() {
-		system.Root.RequestWithCustomSender(self, runRecovered(system.Logger(), self, work), self)
+		system.Root.RequestWithCustomSender(self, runRecovered(system.Logger(), self, func() messages.Message { return work(life) }), self)
 	}()
 }
 

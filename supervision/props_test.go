@@ -1,6 +1,7 @@
 package supervision
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"sync"
@@ -19,11 +20,14 @@ type workDone struct{}
 func (*workDone) Summary() string { return "work done" }
 
 // startWork asks a goer to run work through Go.
-type startWork struct{ work func() messages.Message }
+type startWork struct {
+	work func(context.Context) messages.Message
+}
 
 // goer runs the work it is given through Go and reports its starts and the
 // results it receives.
 type goer struct {
+	Lifetime
 	starts  chan struct{}
 	results chan messages.Message
 }
@@ -64,33 +68,33 @@ func (b *lockedBuffer) String() string {
 func TestGoRecoversAPanicAsTheActorsFailure(t *testing.T) {
 	tests := []struct {
 		name        string
-		work        func() messages.Message
+		work        func(context.Context) messages.Message
 		wantResult  bool
 		wantRestart bool
 		wantGiveUp  bool
 		wantFailure string // in the registry's LastFailure
 	}{
-		{name: "returns", work: func() messages.Message { return &workDone{} }, wantResult: true},
-		{name: "panics", work: func() messages.Message { panic("boom") },
+		{name: "returns", work: func(context.Context) messages.Message { return &workDone{} }, wantResult: true},
+		{name: "panics", work: func(context.Context) messages.Message { panic("boom") },
 			wantRestart: true, wantFailure: "work off the mailbox panicked: boom"},
-		{name: "panics with an error", work: func() messages.Message { panic(errors.New("bad state")) },
+		{name: "panics with an error", work: func(context.Context) messages.Message { panic(errors.New("bad state")) },
 			wantRestart: true, wantFailure: "work off the mailbox panicked: bad state"},
-		{name: "panics with a fatal error", work: func() messages.Message { panic(Fatal(errors.New("unrepairable"))) },
+		{name: "panics with a fatal error", work: func(context.Context) messages.Message { panic(Fatal(errors.New("unrepairable"))) },
 			wantGiveUp: true, wantFailure: "work off the mailbox panicked: fatal: unrepairable"},
-		{name: "a parallel part panics", work: func() messages.Message {
+		{name: "a parallel part panics", work: func(context.Context) messages.Message {
 			var parts Group
 			parts.Go(func() {})
 			parts.Go(func() { panic("part boom") })
 			parts.Wait()
 			return &workDone{}
 		}, wantRestart: true, wantFailure: "a parallel part of the work panicked: part boom"},
-		{name: "a parallel part panics with a fatal error", work: func() messages.Message {
+		{name: "a parallel part panics with a fatal error", work: func(context.Context) messages.Message {
 			var parts Group
 			parts.Go(func() { panic(Fatal(errors.New("part unrepairable"))) })
 			parts.Wait()
 			return &workDone{}
 		}, wantGiveUp: true, wantFailure: "fatal: part unrepairable"},
-		{name: "parallel parts return", work: func() messages.Message {
+		{name: "parallel parts return", work: func(context.Context) messages.Message {
 			var parts Group
 			for range 3 {
 				parts.Go(func() {})
@@ -98,7 +102,7 @@ func TestGoRecoversAPanicAsTheActorsFailure(t *testing.T) {
 			parts.Wait()
 			return &workDone{}
 		}, wantResult: true},
-		{name: "runtime error", work: func() messages.Message {
+		{name: "runtime error", work: func(context.Context) messages.Message {
 			_ = element(nil, 3)
 			return &workDone{}
 		}, wantRestart: true, wantFailure: "index out of range [3] with length 0"},
@@ -118,7 +122,7 @@ func TestGoRecoversAPanicAsTheActorsFailure(t *testing.T) {
 			}
 			defer system.Root.Stop(root)
 			g := &goer{starts: make(chan struct{}, 4), results: make(chan messages.Message, 4)}
-			system.Root.Send(root, spawnChild{g})
+			system.Root.Send(root, spawnChild{g: g})
 			wait(t, g.starts, "the first start")
 
 			system.Root.Send(actor.NewPID(system.Address(), "p/w"), &startWork{work: tt.work})
@@ -164,16 +168,27 @@ func TestGoRecoversAPanicAsTheActorsFailure(t *testing.T) {
 	}
 }
 
-// spawnChild asks the spawner to spawn g as p/w; a restart of p/w keeps g.
-type spawnChild struct{ g *goer }
+// spawnChild asks the spawner to spawn g as p/w; a restart of p/w keeps g,
+// or, when fresh, makes a new goer with g's channels, as a real actor's
+// producer makes a new instance for each incarnation.
+type spawnChild struct {
+	g     *goer
+	fresh bool
+}
 
 // spawner spawns the goer p/w under its supervision strategy.
 type spawner struct{ reg *Registry }
 
 func (s *spawner) Receive(ctx actor.Context) {
 	if m, ok := ctx.Message().(spawnChild); ok {
-		g := m.g
-		if _, err := ctx.SpawnNamed(s.reg.Props("goer", func() actor.Actor { return g }, nil), "w"); err != nil {
+		g, fresh := m.g, m.fresh
+		producer := func() actor.Actor {
+			if fresh {
+				return &goer{starts: g.starts, results: g.results}
+			}
+			return g
+		}
+		if _, err := ctx.SpawnNamed(s.reg.Props("goer", producer, nil), "w"); err != nil {
 			panic(err)
 		}
 	}

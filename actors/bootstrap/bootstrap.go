@@ -51,6 +51,9 @@ type Params struct {
 
 // Actor is the bootstrap actor. Its state is what the steps produced so far.
 type Actor struct {
+	// Lifetime is cancelled when the actor stops or restarts: the I/O it
+	// started ends with it.
+	supervision.Lifetime
 	p   Params
 	log zerolog.Logger
 

@@ -332,7 +332,7 @@ var runtimeActors = []struct {
 	}},
 	{eviction.Kind, func(a *Actor, env *runtimeEnv) *actor.Props {
 		return a.p.System.Registry.Props(eviction.Kind, eviction.New(eviction.Params{
-			Stats: env.stats, Config: env.eviction, DedicatedImageFs: dedicatedImageFs(a.deps.Images, a.deps.RootDir, a.log),
+			Stats: env.stats, Config: env.eviction, DedicatedImageFs: dedicatedImageFs(a.p.Ctx, a.deps.Images, a.deps.RootDir, a.log),
 			PodManager: a.child(podmanager.Kind), StatusReporter: a.child(statusreporter.Kind), GC: a.child(gc.Kind),
 			Events: a.deps.Events, NodeName: a.deps.NodeName, Registry: a.p.System.Registry, Log: a.log,
 			LocalStorageCapacityIsolation: deref(a.cfg.LocalStorageCapacityIsolation),
@@ -482,7 +482,7 @@ func (a *Actor) runtimeEnv() (*runtimeEnv, error) {
 		// The objects volumes show, read as the node: a watch per object
 		// the node's pods reference, whose changes refresh those pods.
 		system, vm := a.p.System.ActorSystem, a.child(volumemanager.Kind)
-		sources := apisource.New(context.Background(), a.deps.Kube, apisource.Options{
+		sources := apisource.New(a.Context(), a.deps.Kube, apisource.Options{
 			OnChange: func(kind, namespace, name string) {
 				supervision.TellFromOutside(system, vm, &messages.VolumeSourceChanged{Kind: kind, Namespace: namespace, Name: name})
 			},
@@ -521,7 +521,7 @@ func (a *Actor) runtimeEnv() (*runtimeEnv, error) {
 		if err != nil {
 			return nil, err
 		}
-		records, err := imagepull.New(context.Background(), a.deps.RootDir, policy, a.deps.Images,
+		records, err := imagepull.New(a.Context(), a.deps.RootDir, policy, a.deps.Images,
 			a.log.With().Str("component", "imagepull").Logger())
 		if err != nil {
 			return nil, err
@@ -552,11 +552,11 @@ func (a *Actor) runtimeEnv() (*runtimeEnv, error) {
 		env.runtime.Opts.Objects = env.volumes.Sources
 		// The Services of the whole cluster, for the service variables.
 		svcs := services.New(a.deps.Kube)
-		go svcs.Run(context.Background())
+		go svcs.Run(a.Context())
 		env.runtime.Opts.Services = svcs
 		// The RuntimeClasses, for the handlers of pods' sandboxes.
 		classes := runtimeclass.New(a.deps.Kube)
-		classes.Start(context.Background())
+		classes.Start(a.Context())
 		env.runtime.Opts.RuntimeClasses = classes
 	}
 	return env, nil
@@ -588,12 +588,13 @@ func volumeStatsPeriod(d time.Duration) time.Duration {
 // dedicatedImageFs reports whether the runtime keeps its images on another
 // filesystem than rootDir's, as upstream's HasDedicatedImageFs: the
 // eviction manager then counts a pod's writable layers against imagefs
-// only. Unknown (no answer from the runtime): false, logged.
-func dedicatedImageFs(images runtimeapi.ImageServiceClient, rootDir string, log zerolog.Logger) bool {
+// only. Unknown (no answer from the runtime): false, logged. ctx is the
+// start-up's, which a signal cancels.
+func dedicatedImageFs(ctx context.Context, images runtimeapi.ImageServiceClient, rootDir string, log zerolog.Logger) bool {
 	if images == nil {
 		return false
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	resp, err := images.ImageFsInfo(ctx, &runtimeapi.ImageFsInfoRequest{})
 	if err != nil || len(resp.GetImageFilesystems()) == 0 || resp.ImageFilesystems[0].GetFsId().GetMountpoint() == "" {

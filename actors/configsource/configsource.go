@@ -61,6 +61,9 @@ type Params struct {
 
 // Actor is the config-source actor.
 type Actor struct {
+	// Lifetime is cancelled when the actor stops or restarts: the I/O it
+	// started ends with it.
+	supervision.Lifetime
 	p   Params
 	log zerolog.Logger
 
@@ -121,7 +124,7 @@ func (a *Actor) Receive(ctx actor.Context) {
 }
 
 func (a *Actor) startReaders(system *actor.ActorSystem, self *actor.PID) {
-	rctx, cancel := context.WithCancel(context.Background())
+	rctx, cancel := context.WithCancel(a.Context())
 	a.cancel = cancel
 	send := func(m *messages.SourceScanned) { supervision.TellFromOutside(system, self, m) }
 	if a.p.StaticPodPath != "" {

@@ -93,6 +93,9 @@ const (
 
 // Actor is the eviction actor.
 type Actor struct {
+	// Lifetime is cancelled when the actor stops or restarts: the I/O it
+	// started ends with it.
+	supervision.Lifetime
 	p   Params
 	log zerolog.Logger
 	m   *evictionpolicy.Manager
@@ -213,8 +216,8 @@ func (a *Actor) observe(ctx actor.Context, afterReclaim bool) {
 		a.stage = reobserving
 	}
 	st := a.p.Stats
-	supervision.Go(ctx, func() messages.Message {
-		c, cancel := context.WithTimeout(context.Background(), statsTimeout)
+	supervision.Go(ctx, func(life context.Context) messages.Message {
+		c, cancel := context.WithTimeout(life, statsTimeout)
 		defer cancel()
 		s, err := st.Summary(c, false)
 		return &messages.SignalsObserved{At: time.Now(), Stats: s, AfterReclaim: afterReclaim, Err: err}

@@ -106,6 +106,9 @@ type PulledImages interface {
 
 // Actor is the gc actor.
 type Actor struct {
+	// Lifetime is cancelled when the actor stops or restarts: the I/O it
+	// started ends with it.
+	supervision.Lifetime
 	p     Params
 	log   zerolog.Logger
 	began time.Time
@@ -297,7 +300,7 @@ func (a *Actor) podList(ctx actor.Context, m *messages.PodList) {
 	}
 	a.incomplete = !m.SourcesReady
 	pass := a.containerPass
-	supervision.Go(ctx, func() messages.Message { return pass.Run(context.Background(), known) })
+	supervision.Go(ctx, func(life context.Context) messages.Message { return pass.Run(life, known) })
 }
 
 func (a *Actor) containerDone(ctx actor.Context, m *messages.ContainerGCDone) {
@@ -355,7 +358,7 @@ func (a *Actor) rotateLogs(ctx actor.Context) {
 	}
 	a.rotating = true
 	r := a.rotation
-	supervision.Go(ctx, func() messages.Message { return r.Run(context.Background()) })
+	supervision.Go(ctx, func(life context.Context) messages.Message { return r.Run(life) })
 }
 
 func (a *Actor) rotated(ctx actor.Context, m *messages.LogsRotated) {

@@ -26,7 +26,7 @@ func (a *Actor) imageGC(ctx actor.Context) {
 	}
 	a.imaging = true
 	rt, img := a.p.Runtime, a.p.Images
-	supervision.Go(ctx, func() messages.Message { return detect(context.Background(), rt, img) })
+	supervision.Go(ctx, func(life context.Context) messages.Message { return detect(life, rt, img) })
 }
 
 func (a *Actor) imagesDetected(ctx actor.Context, m *messages.ImagesDetected) {
@@ -82,10 +82,10 @@ func (a *Actor) imagesDetected(ctx actor.Context, m *messages.ImagesDetected) {
 	a.log.Info().Int("usagePercent", a.imageUsage).Int("highThresholdPercent", a.imagePolicy.HighThresholdPercent).
 		Uint64("bytesToFree", need).Int("candidates", len(choices)).Msg("removing unused images")
 	img, log := a.p.Images, a.log
-	supervision.Go(ctx, func() messages.Message {
+	supervision.Go(ctx, func(life context.Context) messages.Message {
 		done := &messages.ImageGCDone{Started: m.At}
 		for _, c := range choices {
-			cctx, cancel := context.WithTimeout(context.Background(), callTimeout)
+			cctx, cancel := context.WithTimeout(life, callTimeout)
 			_, err := img.RemoveImage(cctx, &runtimeapi.RemoveImageRequest{Image: &runtimeapi.ImageSpec{Image: c.id}})
 			cancel()
 			if err != nil {

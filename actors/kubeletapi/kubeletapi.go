@@ -126,6 +126,9 @@ type Debugging struct {
 // Actor is the kubelet-API actor. Its HTTP servers run in their own
 // goroutines and reach the other actors with requests that time out.
 type Actor struct {
+	// Lifetime is cancelled when the actor stops or restarts: the I/O it
+	// started ends with it.
+	supervision.Lifetime
 	p       Params
 	log     zerolog.Logger
 	servers []*http.Server
@@ -231,7 +234,7 @@ func (a *Actor) serveOn(name, addr string, handler http.Handler, tlsConfig *tls.
 	}
 	// Shutdown cancels the requests' context, so that long-lived responses
 	// (the dashboard's event stream) end instead of holding Shutdown up.
-	base, cancel := context.WithCancel(context.Background())
+	base, cancel := context.WithCancel(a.Context())
 	srv := &http.Server{Handler: handler, ReadHeaderTimeout: t.readHeader, ReadTimeout: t.read,
 		WriteTimeout: t.write, IdleTimeout: t.idle, MaxHeaderBytes: t.maxHeaderBytes,
 		BaseContext: func(net.Listener) context.Context { return base },
@@ -263,6 +266,9 @@ func (w serverErrorWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
+// shutdown closes the listeners and gives the requests under way a moment
+// to finish. It runs as the actor stops, when its Lifetime ends: the
+// moment is bounded by its own timeout, not by that context.
 func (a *Actor) shutdown() {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()

@@ -45,6 +45,9 @@ type Params struct {
 
 // Actor is the PLEG actor.
 type Actor struct {
+	// Lifetime is cancelled when the actor stops or restarts: the I/O it
+	// started ends with it.
+	supervision.Lifetime
 	p   Params
 	log zerolog.Logger
 
@@ -118,8 +121,8 @@ func (a *Actor) relist(ctx actor.Context) {
 		metrics.PLEGRelistInterval.Observe(time.Since(a.lastRelist).Seconds())
 	}
 	rt, timeout := a.p.Runtime, a.p.Timeout
-	supervision.Go(ctx, func() messages.Message {
-		c, cancel := context.WithTimeout(context.Background(), timeout)
+	supervision.Go(ctx, func(life context.Context) messages.Message {
+		c, cancel := context.WithTimeout(life, timeout)
 		defer cancel()
 		at := time.Now()
 		defer func() { metrics.PLEGRelistDuration.Observe(time.Since(at).Seconds()) }()

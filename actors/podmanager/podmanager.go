@@ -95,6 +95,9 @@ type Params struct {
 // Actor is the pod-manager actor: it routes messages into its Machine as
 // events and carries out the commands that come back.
 type Actor struct {
+	// Lifetime is cancelled when the actor stops or restarts: the I/O it
+	// started ends with it.
+	supervision.Lifetime
 	p   Params
 	log zerolog.Logger
 	m   *Machine
@@ -295,8 +298,8 @@ func (a *Actor) spawn(ctx actor.Context, c CmdSpawnWorker) bool {
 // new pods.
 func (a *Actor) listRuntime(ctx actor.Context) {
 	rt := a.p.Runtime
-	supervision.Go(ctx, func() messages.Message {
-		c, cancel := context.WithTimeout(context.Background(), time.Minute)
+	supervision.Go(ctx, func(life context.Context) messages.Message {
+		c, cancel := context.WithTimeout(life, time.Minute)
 		defer cancel()
 		uids, err := rt.PodUIDs(c)
 		if err == nil && uids == nil {
@@ -309,8 +312,8 @@ func (a *Actor) listRuntime(ctx actor.Context) {
 // findOrphans lists the runtime's pods and sends back those not desired.
 func (a *Actor) findOrphans(ctx actor.Context, desired map[types.UID]bool) {
 	rt := a.p.Runtime
-	supervision.Go(ctx, func() messages.Message {
-		c, cancel := context.WithTimeout(context.Background(), time.Minute)
+	supervision.Go(ctx, func(life context.Context) messages.Message {
+		c, cancel := context.WithTimeout(life, time.Minute)
 		defer cancel()
 		pods, err := rt.ListPods(c)
 		found := &messages.OrphansFound{Err: err}

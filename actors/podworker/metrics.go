@@ -17,7 +17,7 @@ func (a *Actor) syncOperation() string {
 	specChanged := a.specChanged
 	a.specChanged = false
 	switch {
-	case !a.life.synced.Swap(true):
+	case !a.hist.synced.Swap(true):
 		return metrics.OperationCreate
 	case specChanged:
 		return metrics.OperationUpdate
@@ -29,10 +29,10 @@ func (a *Actor) syncOperation() string {
 // finds all its containers running, once per pod however often its worker
 // restarts.
 func (a *Actor) observePodStart(status *v1.PodStatus) {
-	if a.life.startObserved.Load() {
+	if a.hist.startObserved.Load() {
 		return
 	}
-	if d, ok := podStartDuration(a.state.Pod, status, time.Now()); ok && !a.life.startObserved.Swap(true) {
+	if d, ok := podStartDuration(a.state.Pod, status, time.Now()); ok && !a.hist.startObserved.Swap(true) {
 		metrics.PodStartDuration.Observe(d.Seconds())
 	}
 }

@@ -66,15 +66,15 @@ func histogramCount(t *testing.T, h prometheus.Metric) uint64 {
 // TestPodStartObservedOnce checks that a pod's start is measured once,
 // however many syncs find it running and however often its worker restarts.
 func TestPodStartObservedOnce(t *testing.T) {
-	p, life := Params{UID: "u1"}, &lifetime{}
+	p, hist := Params{UID: "u1"}, &history{}
 	pod := startedPod(map[string]string{manifest.ConfigSeenAnnotation: time.Now().Format(time.RFC3339Nano)}, "a")
 	before := histogramCount(t, metrics.PodStartDuration)
-	(&Actor{p: p, life: life, state: State{Pod: pod}}).observePodStart(podStatus(v1.PodPending))
+	(&Actor{p: p, hist: hist, state: State{Pod: pod}}).observePodStart(podStatus(v1.PodPending))
 	if got := histogramCount(t, metrics.PodStartDuration) - before; got != 0 {
 		t.Fatalf("a pending pod was observed %d times", got)
 	}
 	for range 2 { // a second incarnation of the worker
-		a := &Actor{p: p, life: life, state: State{Pod: pod}}
+		a := &Actor{p: p, hist: hist, state: State{Pod: pod}}
 		a.observePodStart(podStatus(v1.PodRunning, "a"))
 		a.observePodStart(podStatus(v1.PodRunning, "a"))
 	}
@@ -84,8 +84,8 @@ func TestPodStartObservedOnce(t *testing.T) {
 }
 
 func TestSyncOperation(t *testing.T) {
-	p, life := Params{UID: "u1"}, &lifetime{}
-	a := &Actor{p: p, life: life}
+	p, hist := Params{UID: "u1"}, &history{}
+	a := &Actor{p: p, hist: hist}
 	for _, tc := range []struct {
 		name        string
 		restart     bool
@@ -99,7 +99,7 @@ func TestSyncOperation(t *testing.T) {
 		{"the first sync of a restarted worker", true, false, metrics.OperationSync},
 	} {
 		if tc.restart {
-			a = &Actor{p: p, life: life}
+			a = &Actor{p: p, hist: hist}
 		}
 		a.specChanged = tc.specChanged
 		if got := a.syncOperation(); got != tc.want {

@@ -56,9 +56,9 @@ type Params struct {
 	Prober *actor.Props
 }
 
-// lifetime is what one pod's worker keeps across its restarts, owned by the
+// history is what one pod's worker keeps across its restarts, owned by the
 // producer that makes each incarnation.
-type lifetime struct {
+type history struct {
 	// incarnations numbers the actor's restarts so that the outcome of an
 	// operation started by a previous incarnation is never taken for one of
 	// this incarnation's.
@@ -70,8 +70,11 @@ type lifetime struct {
 
 // Actor is the pod-worker actor.
 type Actor struct {
+	// Lifetime is cancelled when the actor stops or restarts: the I/O it
+	// started ends with it.
+	supervision.Lifetime
 	p     Params
-	life  *lifetime
+	hist  *history
 	log   zerolog.Logger
 	state State
 
@@ -97,12 +100,12 @@ type Actor struct {
 }
 
 // New returns a producer of the pod-worker for p's pod. Every incarnation
-// it makes shares one lifetime.
-func New(p Params) actor.Producer { return newProducer(p, &lifetime{}) }
+// it makes shares one history.
+func New(p Params) actor.Producer { return newProducer(p, &history{}) }
 
-func newProducer(p Params, life *lifetime) actor.Producer {
+func newProducer(p Params, hist *history) actor.Producer {
 	return func() actor.Actor {
-		return &Actor{p: p, life: life, log: p.Log.With().Str("actor", Kind).Str("pod", p.Namespace+"/"+p.Name).Str("uid", string(p.UID)).Logger()}
+		return &Actor{p: p, hist: hist, log: p.Log.With().Str("actor", Kind).Str("pod", p.Namespace+"/"+p.Name).Str("uid", string(p.UID)).Logger()}
 	}
 }
 
@@ -111,7 +114,7 @@ func (a *Actor) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
 		// Operation numbers start past every earlier incarnation's.
-		a.state = State{gen: a.life.incarnations.Add(1) << 32}
+		a.state = State{gen: a.hist.incarnations.Add(1) << 32}
 		a.reportedPhase = -1
 		a.publishState(ctx)
 		if a.p.Prober != nil {
@@ -174,7 +177,7 @@ func (a *Actor) execute(ctx actor.Context, c Command) {
 	rt, p := a.p.Runtime, a.p
 	switch c := c.(type) {
 	case CmdStartSync:
-		opCtx, cancel := context.WithCancel(context.Background())
+		opCtx, cancel := context.WithCancel(a.Context())
 		a.cancelSync = cancel
 		op := a.syncOperation()
 		pod := c.Pod
@@ -186,7 +189,7 @@ func (a *Actor) execute(ctx actor.Context, c Command) {
 		}
 		fault := a.injectedFault
 		a.injectedFault = ""
-		supervision.Go(ctx, func() messages.Message {
+		supervision.Go(ctx, func(context.Context) messages.Message {
 			defer cancel()
 			if fault != "" {
 				panic("injected fault in sync work: " + fault)
@@ -208,7 +211,7 @@ func (a *Actor) execute(ctx actor.Context, c Command) {
 		}
 	case CmdStartKill:
 		a.log.Info().Int64("gracePeriod", c.Grace).Msg("killing the pod")
-		opCtx, cancel := context.WithCancel(context.Background())
+		opCtx, cancel := context.WithCancel(a.Context())
 		a.cancelKill = cancel
 		pod := a.state.Pod
 		if pod != nil && a.synced != nil {
@@ -221,7 +224,7 @@ func (a *Actor) execute(ctx actor.Context, c Command) {
 		}
 		system, self := ctx.ActorSystem(), ctx.Self()
 		stopped := func() { supervision.TellFromOutside(system, self, &messages.PodStopped{Gen: c.Gen}) }
-		supervision.Go(ctx, func() messages.Message {
+		supervision.Go(ctx, func(context.Context) messages.Message {
 			defer cancel()
 			start := time.Now()
 			err := rt.KillPod(opCtx, pod, p.UID, p.Name, p.Namespace, c.Grace, stopped)

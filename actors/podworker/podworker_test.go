@@ -43,7 +43,7 @@ func (r *blockingRuntime) KillPod(_ context.Context, _ *v1.Pod, _ types.UID, _, 
 // pod and records what the worker reports.
 type parent struct {
 	params *Params
-	life   lifetime
+	hist   history
 	pod    *v1.Pod
 	mu     sync.Mutex
 	done   bool
@@ -55,7 +55,7 @@ type parent struct {
 func (p *parent) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
-		pid, err := ctx.SpawnNamed(supervision.NewRegistry().Props(Kind, newProducer(*p.params, &p.life), nil), "w")
+		pid, err := ctx.SpawnNamed(supervision.NewRegistry().Props(Kind, newProducer(*p.params, &p.hist), nil), "w")
 		if err != nil {
 			panic(err)
 		}
@@ -166,7 +166,7 @@ func TestPanicInjectedInSyncWorkRestartsTheWorker(t *testing.T) {
 	// The injected sync panics before it reaches the runtime; the restarted
 	// worker's first sync is the next one the runtime sees.
 	waitSync("the restarted worker's sync")
-	if n := p.life.incarnations.Load(); n != 2 {
+	if n := p.hist.incarnations.Load(); n != 2 {
 		t.Errorf("%d incarnations, want 2 (one restart)", n)
 	}
 	select {
@@ -174,7 +174,7 @@ func TestPanicInjectedInSyncWorkRestartsTheWorker(t *testing.T) {
 		t.Error("a further sync: the fault or the restart repeated")
 	case <-time.After(300 * time.Millisecond):
 	}
-	if n := p.life.incarnations.Load(); n != 2 {
+	if n := p.hist.incarnations.Load(); n != 2 {
 		t.Errorf("%d incarnations after the restart settled, want 2", n)
 	}
 }

@@ -73,6 +73,9 @@ func New(p Params) actor.Producer {
 
 // Actor is the prober actor.
 type Actor struct {
+	// Lifetime is cancelled when the actor stops or restarts: the I/O it
+	// started ends with it.
+	supervision.Lifetime
 	p            Params
 	incarnations *atomic.Uint64
 	log          zerolog.Logger
@@ -195,11 +198,11 @@ func (a *Actor) execute(ctx actor.Context, c Command) {
 		if slack <= 0 {
 			slack = defaultRunSlack
 		}
-		runCtx, cancel := context.WithTimeout(context.Background(), time.Duration(timeoutOf(c))*time.Second+slack)
+		runCtx, cancel := context.WithTimeout(a.Context(), time.Duration(timeoutOf(c))*time.Second+slack)
 		a.runs[c.Key] = cancel
 		a.probed[c.Key] = true
 		runner, kind := a.p.Runner, c.Key.Kind
-		supervision.Go(ctx, func() messages.Message {
+		supervision.Go(ctx, func(context.Context) messages.Message {
 			defer cancel()
 			start := time.Now()
 			r, err := runner.Probe(runCtx, kind, c.Pod, c.Status, c.Container, c.ContainerID)

@@ -38,8 +38,8 @@ func (a *Actor) refreshNode(ctx actor.Context) {
 		return
 	}
 	kube, name := a.p.Kube, a.p.NodeName
-	supervision.Go(ctx, func() messages.Message {
-		c, cancel := context.WithTimeout(context.Background(), callTimeout)
+	supervision.Go(ctx, func(life context.Context) messages.Message {
+		c, cancel := context.WithTimeout(life, callTimeout)
 		defer cancel()
 		node, err := kube.CoreV1().Nodes().Get(c, name, metav1.GetOptions{})
 		return &messages.NodeRead{Node: node, Err: err}
@@ -89,7 +89,7 @@ func (a *Actor) watchNode(ctx actor.Context) {
 	if a.p.Kube == nil || a.p.PodManager == nil || a.stopWatch != nil {
 		return
 	}
-	c, cancel := context.WithCancel(context.Background())
+	c, cancel := context.WithCancel(a.Context())
 	a.stopWatch = cancel
 	system, self, kube := ctx.ActorSystem(), ctx.Self(), a.p.Kube
 	nodes := kube.CoreV1().Nodes()

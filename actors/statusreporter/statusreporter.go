@@ -88,6 +88,9 @@ type Params struct {
 
 // Actor is the status-reporter actor.
 type Actor struct {
+	// Lifetime is cancelled when the actor stops or restarts: the I/O it
+	// started ends with it.
+	supervision.Lifetime
 	p    Params
 	log  zerolog.Logger
 	spec *nodeSpec
@@ -230,8 +233,8 @@ func (a *Actor) nodeRef() *v1.ObjectReference {
 // read of the Node) outside the mailbox.
 func (a *Actor) register(ctx actor.Context) {
 	kube, spec, create := a.p.Kube, a.spec, a.p.Config.RegisterNode == nil || *a.p.Config.RegisterNode
-	supervision.Go(ctx, func() messages.Message {
-		c, cancel := context.WithTimeout(context.Background(), callTimeout)
+	supervision.Go(ctx, func(life context.Context) messages.Message {
+		c, cancel := context.WithTimeout(life, callTimeout)
 		defer cancel()
 		var node *v1.Node
 		var err error
@@ -270,8 +273,8 @@ func (a *Actor) tick(ctx actor.Context) {
 	a.updatingStatus = true
 	kube, spec, p, system, pressure := a.heartbeat(), a.spec, &a.p, ctx.ActorSystem(), a.pressure
 	reportDue := a.statusFailed || time.Since(a.lastReport) >= a.p.Config.NodeStatusReportFrequency.Duration
-	supervision.Go(ctx, func() messages.Message {
-		c, cancel := context.WithTimeout(context.Background(), callTimeout)
+	supervision.Go(ctx, func(life context.Context) messages.Message {
+		c, cancel := context.WithTimeout(life, callTimeout)
 		defer cancel()
 		h := probe(c, system, p, spec.MaxImages)
 		h.Pressure = pressure
@@ -288,8 +291,8 @@ func (a *Actor) deleteMirror(ctx actor.Context, m *messages.DeleteMirrorPod) {
 	if kube == nil {
 		return
 	}
-	supervision.Go(ctx, func() messages.Message {
-		c, cancel := context.WithTimeout(context.Background(), callTimeout)
+	supervision.Go(ctx, func(life context.Context) messages.Message {
+		c, cancel := context.WithTimeout(life, callTimeout)
 		defer cancel()
 		return &messages.MirrorPodDeleted{Pod: m.Pod, Attempt: m.Attempt, Err: deletePod(c, kube, m.Pod)}
 	})
@@ -381,8 +384,8 @@ func (a *Actor) renew(ctx actor.Context) {
 	}
 	a.renewing = true
 	kube, name, uid, duration := a.heartbeat(), a.p.NodeName, a.node.UID, a.p.Config.NodeLeaseDurationSeconds
-	supervision.Go(ctx, func() messages.Message {
-		c, cancel := context.WithTimeout(context.Background(), callTimeout)
+	supervision.Go(ctx, func(life context.Context) messages.Message {
+		c, cancel := context.WithTimeout(life, callTimeout)
 		defer cancel()
 		return &messages.LeaseRenewed{Err: renewLease(c, kube, name, uid, duration, time.Now())}
 	})
@@ -411,8 +414,8 @@ func (a *Actor) write(ctx actor.Context, works []podWork) {
 			w.nodeUID = a.node.UID
 		}
 		kube := a.p.Kube
-		supervision.Go(ctx, func() messages.Message {
-			c, cancel := context.WithTimeout(context.Background(), callTimeout)
+		supervision.Go(ctx, func(life context.Context) messages.Message {
+			c, cancel := context.WithTimeout(life, callTimeout)
 			defer cancel()
 			if isStatic(w.pod) {
 				return syncStaticPod(c, kube, w)

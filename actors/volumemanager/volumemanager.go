@@ -61,6 +61,9 @@ type Params struct {
 
 // Actor is the volume-manager actor.
 type Actor struct {
+	// Lifetime is cancelled when the actor stops or restarts: the I/O it
+	// started ends with it.
+	supervision.Lifetime
 	p     Params
 	log   zerolog.Logger
 	m     *Machine
@@ -146,11 +149,11 @@ func (a *Actor) execute(ctx actor.Context, c Command) {
 	switch c := c.(type) {
 	case CmdSetUp:
 		host, reg, timeout := a.p.Host, a.p.Registrar, a.p.SetUpTimeout
-		supervision.Go(ctx, func() messages.Message {
+		supervision.Go(ctx, func(life context.Context) messages.Message {
 			if c.First && reg != nil {
 				reg.RegisterPod(c.Pod)
 			}
-			opCtx, cancel := context.WithTimeout(context.Background(), timeout)
+			opCtx, cancel := context.WithTimeout(life, timeout)
 			defer cancel()
 			vols, err := SetUpPod(opCtx, host, c.Pod)
 			return &messages.VolumesSetUp{UID: c.Pod.UID, Gen: c.Gen, Volumes: vols, Err: err}
@@ -166,7 +169,7 @@ func (a *Actor) execute(ctx actor.Context, c Command) {
 		supervision.Tell(ctx, a.p.PodManager, &messages.VolumesUnmounted{UID: c.UID})
 	case CmdTearDown:
 		host, reg := a.p.Host, a.p.Registrar
-		supervision.Go(ctx, func() messages.Message {
+		supervision.Go(ctx, func(context.Context) messages.Message {
 			if c.Pod != nil && reg != nil {
 				reg.UnregisterPod(c.Pod)
 			}
@@ -232,7 +235,7 @@ func (a *Actor) podList(ctx actor.Context, m *messages.PodList) {
 		known[uid] = true
 	}
 	host, since := a.p.Host, a.listedAt
-	supervision.Go(ctx, func() messages.Message {
+	supervision.Go(ctx, func(context.Context) messages.Message {
 		uids, err := host.PodDirs()
 		out := &messages.OrphanedPodDirs{Err: err}
 		for _, uid := range uids {
