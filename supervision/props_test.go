@@ -9,8 +9,6 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/rs/zerolog"
-
-	"github.com/actorlet/actorlet/messages"
 )
 
 // workDone is the result of work that did not panic.
@@ -19,13 +17,13 @@ type workDone struct{}
 func (*workDone) Summary() string { return "work done" }
 
 // startWork asks a goer to run work through Go.
-type startWork struct{ work func() messages.Message }
+type startWork struct{ work func() Message }
 
 // goer runs the work it is given through Go and reports its starts and the
 // results it receives.
 type goer struct {
 	starts  chan struct{}
-	results chan messages.Message
+	results chan Message
 }
 
 func (g *goer) Receive(ctx actor.Context) {
@@ -34,7 +32,7 @@ func (g *goer) Receive(ctx actor.Context) {
 		g.starts <- struct{}{}
 	case *startWork:
 		Go(ctx, m.work)
-	case messages.Message:
+	case Message:
 		g.results <- m
 	}
 }
@@ -64,33 +62,33 @@ func (b *lockedBuffer) String() string {
 func TestGoRecoversAPanicAsTheActorsFailure(t *testing.T) {
 	tests := []struct {
 		name        string
-		work        func() messages.Message
+		work        func() Message
 		wantResult  bool
 		wantRestart bool
 		wantGiveUp  bool
 		wantFailure string // in the registry's LastFailure
 	}{
-		{name: "returns", work: func() messages.Message { return &workDone{} }, wantResult: true},
-		{name: "panics", work: func() messages.Message { panic("boom") },
+		{name: "returns", work: func() Message { return &workDone{} }, wantResult: true},
+		{name: "panics", work: func() Message { panic("boom") },
 			wantRestart: true, wantFailure: "work off the mailbox panicked: boom"},
-		{name: "panics with an error", work: func() messages.Message { panic(errors.New("bad state")) },
+		{name: "panics with an error", work: func() Message { panic(errors.New("bad state")) },
 			wantRestart: true, wantFailure: "work off the mailbox panicked: bad state"},
-		{name: "panics with a fatal error", work: func() messages.Message { panic(Fatal(errors.New("unrepairable"))) },
+		{name: "panics with a fatal error", work: func() Message { panic(Fatal(errors.New("unrepairable"))) },
 			wantGiveUp: true, wantFailure: "work off the mailbox panicked: fatal: unrepairable"},
-		{name: "a parallel part panics", work: func() messages.Message {
+		{name: "a parallel part panics", work: func() Message {
 			var parts Group
 			parts.Go(func() {})
 			parts.Go(func() { panic("part boom") })
 			parts.Wait()
 			return &workDone{}
 		}, wantRestart: true, wantFailure: "a parallel part of the work panicked: part boom"},
-		{name: "a parallel part panics with a fatal error", work: func() messages.Message {
+		{name: "a parallel part panics with a fatal error", work: func() Message {
 			var parts Group
 			parts.Go(func() { panic(Fatal(errors.New("part unrepairable"))) })
 			parts.Wait()
 			return &workDone{}
 		}, wantGiveUp: true, wantFailure: "fatal: part unrepairable"},
-		{name: "parallel parts return", work: func() messages.Message {
+		{name: "parallel parts return", work: func() Message {
 			var parts Group
 			for range 3 {
 				parts.Go(func() {})
@@ -98,7 +96,7 @@ func TestGoRecoversAPanicAsTheActorsFailure(t *testing.T) {
 			parts.Wait()
 			return &workDone{}
 		}, wantResult: true},
-		{name: "runtime error", work: func() messages.Message {
+		{name: "runtime error", work: func() Message {
 			_ = element(nil, 3)
 			return &workDone{}
 		}, wantRestart: true, wantFailure: "index out of range [3] with length 0"},
@@ -117,7 +115,7 @@ func TestGoRecoversAPanicAsTheActorsFailure(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer system.Root.Stop(root)
-			g := &goer{starts: make(chan struct{}, 4), results: make(chan messages.Message, 4)}
+			g := &goer{starts: make(chan struct{}, 4), results: make(chan Message, 4)}
 			system.Root.Send(root, spawnChild{g})
 			wait(t, g.starts, "the first start")
 

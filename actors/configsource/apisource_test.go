@@ -144,7 +144,7 @@ func TestAPISourceRestartsAndStops(t *testing.T) {
 
 	// A restarted actor watches again, with one informer only: one change
 	// gives one set.
-	h.system.Root.Send(h.pid, &messages.InjectPanic{Reason: "test"})
+	h.system.Root.Send(h.pid, &supervision.InjectPanic{Reason: "test"})
 	h.expect(messages.SourceAPI, "a")
 	if _, err := kube.CoreV1().Pods("default").Create(context.Background(), boundPod("b", "node-1"), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)

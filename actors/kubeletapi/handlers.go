@@ -15,7 +15,6 @@ import (
 
 	"github.com/actorlet/actorlet/actors/podworker"
 	"github.com/actorlet/actorlet/internal/podruntime"
-	"github.com/actorlet/actorlet/messages"
 	"github.com/actorlet/actorlet/supervision"
 )
 
@@ -127,7 +126,7 @@ func (a *Actor) injectPanic(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, fmt.Sprintf("no live actor at %q", path), http.StatusNotFound)
 		return
 	}
-	msg := &messages.InjectPanic{Reason: "POST /debug/inject/panic from " + r.RemoteAddr}
+	msg := &supervision.InjectPanic{Reason: "POST /debug/inject/panic from " + r.RemoteAddr}
 	switch in := r.URL.Query().Get("in"); in {
 	case "":
 	case "sync-work":

@@ -109,7 +109,7 @@ func TestActorCollector(t *testing.T) {
 	waitFor(t, reg, "pleg's 3 messages", processed("pleg", 3))
 
 	// A restart is counted; a stopped worker's messages stay counted.
-	tell(workers[0], 1, &messages.InjectPanic{Reason: "test"})
+	tell(workers[0], 1, &supervision.InjectPanic{Reason: "test"})
 	waitFor(t, reg, "a restart", func(actors []supervision.ActorInfo) bool {
 		for _, a := range actors {
 			if a.Path == workers[0].Id {
