@@ -115,7 +115,7 @@ func TellFromOutside(system *actor.ActorSystem, pid *actor.PID, msg Message) {
 //
 // A panic in work does not kill the process: it is recovered, logged with
 // the goroutine's stack (work that runs parts in parallel does so with a
-// Group, whose Wait re-raises a part's panic here), and delivered to the actor as a
+// parallel.Group, whose Wait re-raises a part's panic here), and delivered to the actor as a
 // WorkPanicked, which the middleware turns into a panic inside the
 // actor's Receive. The actor thus fails as if the panic were its own, and
 // its supervisor restarts it (or gives up) under its strategy.

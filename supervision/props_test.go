@@ -9,6 +9,8 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/rs/zerolog"
+
+	"github.com/actorlet/actorlet/internal/parallel"
 )
 
 // workDone is the result of work that did not panic.
@@ -76,20 +78,20 @@ func TestGoRecoversAPanicAsTheActorsFailure(t *testing.T) {
 		{name: "panics with a fatal error", work: func() Message { panic(Fatal(errors.New("unrepairable"))) },
 			wantGiveUp: true, wantFailure: "work off the mailbox panicked: fatal: unrepairable"},
 		{name: "a parallel part panics", work: func() Message {
-			var parts Group
+			var parts parallel.Group
 			parts.Go(func() {})
 			parts.Go(func() { panic("part boom") })
 			parts.Wait()
 			return &workDone{}
 		}, wantRestart: true, wantFailure: "a parallel part of the work panicked: part boom"},
 		{name: "a parallel part panics with a fatal error", work: func() Message {
-			var parts Group
+			var parts parallel.Group
 			parts.Go(func() { panic(Fatal(errors.New("part unrepairable"))) })
 			parts.Wait()
 			return &workDone{}
 		}, wantGiveUp: true, wantFailure: "fatal: part unrepairable"},
 		{name: "parallel parts return", work: func() Message {
-			var parts Group
+			var parts parallel.Group
 			for range 3 {
 				parts.Go(func() {})
 			}
