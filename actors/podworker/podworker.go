@@ -23,7 +23,7 @@ import (
 )
 
 // Kind is this actor's kind in the registry and on the dashboard.
-const Kind = "pod-worker"
+const Kind = messages.PodWorkerKind
 
 // Runtime is what a pod-worker needs of the container runtime.
 type Runtime interface {
