@@ -4,11 +4,13 @@
 // implements Message, whose one-line Summary is what the actor registry keeps
 // in its per-actor timeline and what the dashboard shows. Messages are values
 // handed over, never shared: a sender must not touch a message after sending
-// it.
+// it. The messages the supervision middleware itself acts on
+// (supervision.InjectPanic, supervision.WorkPanicked) live in supervision.
 package messages
 
-// Message is implemented by every message exchanged between actorlet's actors.
-type Message interface {
-	// Summary is a one-line, human-readable description of the message.
-	Summary() string
-}
+import "github.com/actorlet/actorlet/supervision"
+
+// Message is implemented by every message exchanged between actorlet's
+// actors. It is supervision's, so that the actor framework needs no import of
+// the messages (nor of what they carry).
+type Message = supervision.Message

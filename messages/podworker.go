@@ -8,6 +8,12 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 )
 
+// PodWorkerKind is the registry kind of a pod-worker (podworker.Kind). It
+// lives here so that an actor that must tell pod-workers apart (the
+// kubelet-API actor, which injects a panic into one's sync work) need not
+// import the pod-worker's package.
+const PodWorkerKind = "pod-worker"
+
 // UpdatePod hands a pod-worker the desired pod: the first spec, or a changed
 // one (its spec, labels or annotations). Updates that arrive while a sync runs coalesce into the next sync.
 // Sender: the pod-manager. Receiver: the pod's pod-worker.

@@ -7,8 +7,6 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/rs/zerolog"
-
-	"github.com/actorlet/actorlet/messages"
 )
 
 // TestStoppingAnActorCancelsItsWork: the context work started with Go
@@ -26,7 +24,7 @@ func TestStoppingAnActorCancelsItsWork(t *testing.T) {
 		{name: "the actor stops", end: func(s *System, _, w *actor.PID) { s.Root.Stop(w) }},
 		{name: "its parent stops", end: func(s *System, root, _ *actor.PID) { s.Root.Stop(root) }},
 		{name: "the actor restarts", wantRestart: true, end: func(s *System, _, w *actor.PID) {
-			TellFromOutside(s.ActorSystem, w, &messages.InjectPanic{Reason: "test"})
+			TellFromOutside(s.ActorSystem, w, &InjectPanic{Reason: "test"})
 		}},
 	}
 	for _, tt := range tests {
@@ -40,7 +38,7 @@ func TestStoppingAnActorCancelsItsWork(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer system.Root.Stop(root)
-			g := &goer{starts: make(chan struct{}, 4), results: make(chan messages.Message, 4)}
+			g := &goer{starts: make(chan struct{}, 4), results: make(chan Message, 4)}
 			system.Root.Send(root, spawnChild{g: g, fresh: true})
 			wait(t, g.starts, "the first start")
 			worker := actor.NewPID(system.Address(), "p/w")
@@ -48,7 +46,7 @@ func TestStoppingAnActorCancelsItsWork(t *testing.T) {
 			// The work holds its context until it is cancelled, as a call
 			// to the runtime or the API server would.
 			running, cancelled := make(chan context.Context, 1), make(chan struct{})
-			system.Root.Send(worker, &startWork{work: func(life context.Context) messages.Message {
+			system.Root.Send(worker, &startWork{work: func(life context.Context) Message {
 				running <- life
 				<-life.Done()
 				close(cancelled)
@@ -67,7 +65,7 @@ func TestStoppingAnActorCancelsItsWork(t *testing.T) {
 				return
 			}
 			wait(t, g.starts, "the restart")
-			system.Root.Send(worker, &startWork{work: func(life context.Context) messages.Message {
+			system.Root.Send(worker, &startWork{work: func(life context.Context) Message {
 				running <- life
 				return &workDone{}
 			}})
@@ -98,7 +96,7 @@ func TestLifetimeWithoutMiddleware(t *testing.T) {
 	pid := system.Root.Spawn(actor.PropsFromFunc(func(c actor.Context) {
 		if _, ok := c.Message().(*startWork); ok {
 			defer func() { refused <- recover() }()
-			Go(c, func(context.Context) messages.Message { return &workDone{} })
+			Go(c, func(context.Context) Message { return &workDone{} })
 		}
 	}))
 	system.Root.Send(pid, &startWork{})

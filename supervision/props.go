@@ -8,8 +8,6 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
-
-	"github.com/actorlet/actorlet/messages"
 )
 
 // Props returns a fresh *actor.Props for one spawn of an actor of the given
@@ -61,13 +59,13 @@ func (r *Registry) middleware(kind string, mbox *mailboxStats) actor.ReceiverMid
 			case *actor.Stopped:
 				defer r.remove(self)
 				lifecycle = true
-			case *messages.InjectPanic:
+			case *InjectPanic:
 				if m.InSyncWork {
 					break // the actor arms it for its next sync work
 				}
 				r.received(self, env.Sender, TypeName(m), m.Summary(), true)
 				panic(fmt.Sprintf("injected fault: %s", m.Reason))
-			case *messages.WorkPanicked:
+			case *WorkPanicked:
 				r.received(self, env.Sender, TypeName(m), m.Summary(), true)
 				panic(workFailure(m))
 			}
@@ -88,7 +86,7 @@ func TypeName(msg any) string {
 
 func summarize(msg any) string {
 	switch m := msg.(type) {
-	case messages.Message:
+	case Message:
 		return m.Summary()
 	case *actor.Terminated:
 		return "terminated: " + m.Who.Id
@@ -101,14 +99,14 @@ func summarize(msg any) string {
 // that the registry can attribute the message to an edge of the tree. Every
 // message between actors goes through Tell; outside the tree (no sending
 // actor), use TellFromOutside.
-func Tell(ctx actor.SenderContext, pid *actor.PID, msg messages.Message) {
+func Tell(ctx actor.SenderContext, pid *actor.PID, msg Message) {
 	ctx.Request(pid, msg)
 }
 
 // TellFromOutside sends msg to pid from outside the actor tree: a signal
 // handler, an HTTP handler or a watcher goroutine. The registry shows its
 // sender as ExternalSender.
-func TellFromOutside(system *actor.ActorSystem, pid *actor.PID, msg messages.Message) {
+func TellFromOutside(system *actor.ActorSystem, pid *actor.PID, msg Message) {
 	system.Root.Send(pid, msg)
 }
 
@@ -122,25 +120,25 @@ func TellFromOutside(system *actor.ActorSystem, pid *actor.PID, msg messages.Mes
 //
 // A panic in work does not kill the process: it is recovered, logged with
 // the goroutine's stack (work that runs parts in parallel does so with a
-// Group, whose Wait re-raises a part's panic here), and delivered to the actor as a
-// messages.WorkPanicked, which the middleware turns into a panic inside the
+// parallel.Group, whose Wait re-raises a part's panic here), and delivered to the actor as a
+// WorkPanicked, which the middleware turns into a panic inside the
 // actor's Receive. The actor thus fails as if the panic were its own, and
 // its supervisor restarts it (or gives up) under its strategy.
-func Go(ctx actor.Context, work func(context.Context) messages.Message) {
+func Go(ctx actor.Context, work func(context.Context) Message) {
 	self, system, life := ctx.Self(), ctx.ActorSystem(), mustLifetime(ctx).Context()
 	go func() {
-		system.Root.RequestWithCustomSender(self, runRecovered(system.Logger(), self, func() messages.Message { return work(life) }), self)
+		system.Root.RequestWithCustomSender(self, runRecovered(system.Logger(), self, func() Message { return work(life) }), self)
 	}()
 }
 
 // runRecovered runs work and returns its result, or the WorkPanicked that
 // reports its panic.
-func runRecovered(log *slog.Logger, self *actor.PID, work func() messages.Message) (msg messages.Message) {
+func runRecovered(log *slog.Logger, self *actor.PID, work func() Message) (msg Message) {
 	defer func() {
 		if rec := recover(); rec != nil {
 			log.Error("work started off the mailbox panicked; the actor that started it fails",
 				slog.String("actor", self.Id), slog.String("panic", fmt.Sprint(rec)), slog.String("stack", string(stackOf(rec))))
-			msg = &messages.WorkPanicked{Value: rec}
+			msg = &WorkPanicked{Value: rec}
 		}
 	}()
 	return work()
@@ -149,7 +147,7 @@ func runRecovered(log *slog.Logger, self *actor.PID, work func() messages.Messag
 // workFailure is the panic value with which an actor fails for its work's
 // panic: an error stays one (wrapped), so that a supervision.Fatal panic in
 // work still makes the supervisor give up.
-func workFailure(m *messages.WorkPanicked) any {
+func workFailure(m *WorkPanicked) any {
 	if err, ok := m.Value.(error); ok {
 		return fmt.Errorf("work off the mailbox panicked: %w", err)
 	}
@@ -158,7 +156,7 @@ func workFailure(m *messages.WorkPanicked) any {
 
 // After delivers msg to the actor, from itself, once d has passed. The
 // returned function cancels the delivery.
-func After(ctx actor.Context, d time.Duration, msg messages.Message) (cancel func() bool) {
+func After(ctx actor.Context, d time.Duration, msg Message) (cancel func() bool) {
 	self, system := ctx.Self(), ctx.ActorSystem()
 	return time.AfterFunc(d, func() { system.Root.RequestWithCustomSender(self, msg, self) }).Stop
 }

@@ -11,7 +11,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/rs/zerolog"
 
-	"github.com/actorlet/actorlet/messages"
+	"github.com/actorlet/actorlet/internal/parallel"
 )
 
 // workDone is the result of work that did not panic.
@@ -21,7 +21,7 @@ func (*workDone) Summary() string { return "work done" }
 
 // startWork asks a goer to run work through Go.
 type startWork struct {
-	work func(context.Context) messages.Message
+	work func(context.Context) Message
 }
 
 // goer runs the work it is given through Go and reports its starts and the
@@ -29,7 +29,7 @@ type startWork struct {
 type goer struct {
 	Lifetime
 	starts  chan struct{}
-	results chan messages.Message
+	results chan Message
 }
 
 func (g *goer) Receive(ctx actor.Context) {
@@ -38,7 +38,7 @@ func (g *goer) Receive(ctx actor.Context) {
 		g.starts <- struct{}{}
 	case *startWork:
 		Go(ctx, m.work)
-	case messages.Message:
+	case Message:
 		g.results <- m
 	}
 }
@@ -68,41 +68,41 @@ func (b *lockedBuffer) String() string {
 func TestGoRecoversAPanicAsTheActorsFailure(t *testing.T) {
 	tests := []struct {
 		name        string
-		work        func(context.Context) messages.Message
+		work        func(context.Context) Message
 		wantResult  bool
 		wantRestart bool
 		wantGiveUp  bool
 		wantFailure string // in the registry's LastFailure
 	}{
-		{name: "returns", work: func(context.Context) messages.Message { return &workDone{} }, wantResult: true},
-		{name: "panics", work: func(context.Context) messages.Message { panic("boom") },
+		{name: "returns", work: func(context.Context) Message { return &workDone{} }, wantResult: true},
+		{name: "panics", work: func(context.Context) Message { panic("boom") },
 			wantRestart: true, wantFailure: "work off the mailbox panicked: boom"},
-		{name: "panics with an error", work: func(context.Context) messages.Message { panic(errors.New("bad state")) },
+		{name: "panics with an error", work: func(context.Context) Message { panic(errors.New("bad state")) },
 			wantRestart: true, wantFailure: "work off the mailbox panicked: bad state"},
-		{name: "panics with a fatal error", work: func(context.Context) messages.Message { panic(Fatal(errors.New("unrepairable"))) },
+		{name: "panics with a fatal error", work: func(context.Context) Message { panic(Fatal(errors.New("unrepairable"))) },
 			wantGiveUp: true, wantFailure: "work off the mailbox panicked: fatal: unrepairable"},
-		{name: "a parallel part panics", work: func(context.Context) messages.Message {
-			var parts Group
+		{name: "a parallel part panics", work: func(context.Context) Message {
+			var parts parallel.Group
 			parts.Go(func() {})
 			parts.Go(func() { panic("part boom") })
 			parts.Wait()
 			return &workDone{}
 		}, wantRestart: true, wantFailure: "a parallel part of the work panicked: part boom"},
-		{name: "a parallel part panics with a fatal error", work: func(context.Context) messages.Message {
-			var parts Group
+		{name: "a parallel part panics with a fatal error", work: func(context.Context) Message {
+			var parts parallel.Group
 			parts.Go(func() { panic(Fatal(errors.New("part unrepairable"))) })
 			parts.Wait()
 			return &workDone{}
 		}, wantGiveUp: true, wantFailure: "fatal: part unrepairable"},
-		{name: "parallel parts return", work: func(context.Context) messages.Message {
-			var parts Group
+		{name: "parallel parts return", work: func(context.Context) Message {
+			var parts parallel.Group
 			for range 3 {
 				parts.Go(func() {})
 			}
 			parts.Wait()
 			return &workDone{}
 		}, wantResult: true},
-		{name: "runtime error", work: func(context.Context) messages.Message {
+		{name: "runtime error", work: func(context.Context) Message {
 			_ = element(nil, 3)
 			return &workDone{}
 		}, wantRestart: true, wantFailure: "index out of range [3] with length 0"},
@@ -121,7 +121,7 @@ func TestGoRecoversAPanicAsTheActorsFailure(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer system.Root.Stop(root)
-			g := &goer{starts: make(chan struct{}, 4), results: make(chan messages.Message, 4)}
+			g := &goer{starts: make(chan struct{}, 4), results: make(chan Message, 4)}
 			system.Root.Send(root, spawnChild{g: g})
 			wait(t, g.starts, "the first start")
 

@@ -7,8 +7,6 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/rs/zerolog"
-
-	"github.com/actorlet/actorlet/messages"
 )
 
 func TestBackoffDelay(t *testing.T) {
@@ -99,7 +97,7 @@ func TestPanickingChildRestartsAloneWithBackoff(t *testing.T) {
 
 	pidA := actor.NewPID(system.Address(), "p/a")
 	injected := time.Now()
-	TellFromOutside(system.ActorSystem, pidA, &messages.InjectPanic{Reason: "test"})
+	TellFromOutside(system.ActorSystem, pidA, &InjectPanic{Reason: "test"})
 	if got := <-starts; got != "p/a" {
 		t.Fatalf("restarted %s, want p/a", got)
 	}
@@ -108,7 +106,7 @@ func TestPanickingChildRestartsAloneWithBackoff(t *testing.T) {
 	}
 	// A second failure in a row waits twice as long.
 	injected = time.Now()
-	TellFromOutside(system.ActorSystem, pidA, &messages.InjectPanic{Reason: "test again"})
+	TellFromOutside(system.ActorSystem, pidA, &InjectPanic{Reason: "test again"})
 	<-starts
 	if waited := time.Since(injected); waited < 100*time.Millisecond {
 		t.Errorf("second restart came after %v, before the 100ms backoff", waited)
@@ -129,7 +127,7 @@ func TestPanickingChildRestartsAloneWithBackoff(t *testing.T) {
 	}
 
 	// A third failure exceeds MaxRestarts: the strategy gives up and escalates.
-	TellFromOutside(system.ActorSystem, pidA, &messages.InjectPanic{Reason: "once too often"})
+	TellFromOutside(system.ActorSystem, pidA, &InjectPanic{Reason: "once too often"})
 	select {
 	case who := <-gaveUp:
 		if who != "p/a" {

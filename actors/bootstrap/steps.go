@@ -427,7 +427,7 @@ func (a *Actor) spawnRuntime(ctx actor.Context) (outcome, error) {
 	if err != nil {
 		return next, err
 	}
-	metrics.RegisterActors(a.p.System.Registry)
+	metrics.RegisterActors(actorCounts(a.p.System.Registry))
 	for _, ra := range runtimeActors {
 		pid, err := ctx.SpawnNamed(ra.props(a, env), ra.kind)
 		if err != nil {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/actorlet/actorlet/internal/manifest"
 	"github.com/actorlet/actorlet/messages"
+	"github.com/actorlet/actorlet/supervision"
 	"github.com/actorlet/actorlet/test/env"
 )
 
@@ -131,7 +132,7 @@ func TestAPISourceRestartsAndStops(t *testing.T) {
 
 	// A restarted actor watches again, with one informer only: one change
 	// gives one set.
-	h.system.Root.Send(h.pid, &messages.InjectPanic{Reason: "test"})
+	h.system.Root.Send(h.pid, &supervision.InjectPanic{Reason: "test"})
 	h.expect(messages.SourceAPI, "a")
 	if _, err := kube.CoreV1().Pods("default").Create(context.Background(), boundPod("b", "node-1"), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)

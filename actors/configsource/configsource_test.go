@@ -357,7 +357,7 @@ func TestRestartRestartsReaders(t *testing.T) {
 	if got := sources(); !slices.Equal(got, []string{"file", "http"}) {
 		t.Fatalf("first updates from %v, want file and http", got)
 	}
-	supervision.TellFromOutside(h.system.ActorSystem, h.pid, &messages.InjectPanic{Reason: "test"})
+	supervision.TellFromOutside(h.system.ActorSystem, h.pid, &supervision.InjectPanic{Reason: "test"})
 	// The new incarnation reads again and sends its first sets.
 	if got := sources(); !slices.Equal(got, []string{"file", "http"}) {
 		t.Fatalf("updates after the restart from %v, want file and http", got)

@@ -15,9 +15,9 @@ import (
 	"github.com/rs/zerolog"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/actorlet/actorlet/internal/parallel"
 	"github.com/actorlet/actorlet/internal/podruntime"
 	"github.com/actorlet/actorlet/messages"
-	"github.com/actorlet/actorlet/supervision"
 )
 
 // Upstream's names of rotated logs: <path>.<timestamp>, gzip'd as
@@ -62,7 +62,7 @@ func (p logRotation) Run(ctx context.Context) *messages.LogsRotated {
 	}
 	var (
 		mu    sync.Mutex
-		parts supervision.Group
+		parts parallel.Group
 		sem   = make(chan struct{}, max(p.Workers, 1))
 	)
 	for _, ct := range cl.Containers {

@@ -13,7 +13,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
-	"github.com/actorlet/actorlet/actors/podworker"
 	"github.com/actorlet/actorlet/internal/podruntime"
 	"github.com/actorlet/actorlet/messages"
 	"github.com/actorlet/actorlet/supervision"
@@ -127,11 +126,11 @@ func (a *Actor) injectPanic(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, fmt.Sprintf("no live actor at %q", path), http.StatusNotFound)
 		return
 	}
-	msg := &messages.InjectPanic{Reason: "POST /debug/inject/panic from " + r.RemoteAddr}
+	msg := &supervision.InjectPanic{Reason: "POST /debug/inject/panic from " + r.RemoteAddr}
 	switch in := r.URL.Query().Get("in"); in {
 	case "":
 	case "sync-work":
-		if info.Kind != podworker.Kind {
+		if info.Kind != messages.PodWorkerKind {
 			http.Error(w, fmt.Sprintf("in=sync-work: %q is a %s; only a pod-worker has sync work", path, info.Kind), http.StatusBadRequest)
 			return
 		}

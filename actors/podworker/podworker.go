@@ -23,7 +23,7 @@ import (
 )
 
 // Kind is this actor's kind in the registry and on the dashboard.
-const Kind = "pod-worker"
+const Kind = messages.PodWorkerKind
 
 // Runtime is what a pod-worker needs of the container runtime.
 type Runtime interface {
@@ -94,7 +94,7 @@ type Actor struct {
 	// annotations) since the last sync started.
 	specChanged bool
 	// injectedFault, when set, is the reason of a panic injected into the
-	// next sync work (messages.InjectPanic with InSyncWork). It lives in the
+	// next sync work (supervision.InjectPanic with InSyncWork). It lives in the
 	// actor, so that it fires once: the restarted worker has none.
 	injectedFault string
 }
@@ -144,7 +144,7 @@ func (a *Actor) Receive(ctx actor.Context) {
 		a.step(ctx, EvSynced{Gen: m.Gen, RetryAfter: m.RetryAfter, Err: m.Err, Terminal: terminal, Observed: m.Observed, Status: &m.Status})
 	case *messages.PodStopped:
 		a.step(ctx, EvStopped{Gen: m.Gen})
-	case *messages.InjectPanic:
+	case *supervision.InjectPanic:
 		// Only with InSyncWork does the middleware let it through. A sync
 		// is started for it, as an update with the same pod would.
 		a.injectedFault = m.Reason

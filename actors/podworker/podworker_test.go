@@ -162,7 +162,7 @@ func TestPanicInjectedInSyncWorkRestartsTheWorker(t *testing.T) {
 		}
 	}
 	waitSync("the first sync")
-	supervision.TellFromOutside(system.ActorSystem, worker, &messages.InjectPanic{Reason: "test", InSyncWork: true})
+	supervision.TellFromOutside(system.ActorSystem, worker, &supervision.InjectPanic{Reason: "test", InSyncWork: true})
 	// The injected sync panics before it reaches the runtime; the restarted
 	// worker's first sync is the next one the runtime sees.
 	waitSync("the restarted worker's sync")

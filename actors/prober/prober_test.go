@@ -213,7 +213,7 @@ func TestProberMetricsGoWithTheProbes(t *testing.T) {
 			system.Root.Send(parent, &messages.ProbeTargets{})
 		}},
 		{"the prober restarts", func(system *actor.ActorSystem, _, prober *actor.PID) {
-			system.Root.Send(prober, &messages.InjectPanic{Reason: "test"})
+			system.Root.Send(prober, &supervision.InjectPanic{Reason: "test"})
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

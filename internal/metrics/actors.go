@@ -6,13 +6,32 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/actorlet/actorlet/supervision"
 )
 
-// The actor metrics are read from a supervision.Registry at scrape time and
-// aggregated by actor kind: a node has one pod-worker per pod, and one
+// The actor metrics are read from the actor tree's registry at scrape time
+// and aggregated by actor kind: a node has one pod-worker per pod, and one
 // series per kind keeps /metrics the same size whatever the pod count.
+
+// ActorCounts is what the actor metrics read of one live actor.
+type ActorCounts struct {
+	// Path names the actor; Started tells it from a later actor at the
+	// same path.
+	Path    string
+	Kind    string
+	Started time.Time
+	// MailboxDepth is how many messages wait in its mailbox.
+	MailboxDepth int64
+	// Processed counts the messages it handled, MeanHandling is the mean
+	// time it took per message, Restarts counts its restarts.
+	Processed    uint64
+	MeanHandling time.Duration
+	Restarts     int
+}
+
+// ActorLister lists the live actors of an actor tree. The wiring adapts the
+// tree's registry (supervision.Registry) to it, so that metrics, a
+// mechanism, does not import the actor framework.
+type ActorLister func() []ActorCounts
 
 var (
 	actorsDesc = prometheus.NewDesc("actorlet_actors",
@@ -27,14 +46,14 @@ var (
 		"Cumulative number of actor restarts by their supervisors, by actor kind.", []string{"kind"}, nil)
 )
 
-// ActorCollector reports the actors of a supervision.Registry by kind.
+// ActorCollector reports the actors an ActorLister lists, by kind.
 //
 // The registry forgets an actor once it stops, with its counts; the
 // collector keeps what each stopped actor had reached at the previous
 // scrape, so that the counters of a kind never go down when a pod-worker
 // goes (what it handled after that scrape is not counted).
 type ActorCollector struct {
-	source func() *supervision.Registry
+	source func() ActorLister
 
 	mu sync.Mutex
 	// live holds the counts of each actor seen at the previous scrape, by
@@ -64,13 +83,13 @@ func (c *kindCounts) add(o kindCounts) {
 	c.restarts += o.restarts
 }
 
-// NewActorCollector returns a collector of r's actors, for a registry of
-// one's own (a test's).
-func NewActorCollector(r *supervision.Registry) *ActorCollector {
-	return newActorCollector(func() *supervision.Registry { return r })
+// NewActorCollector returns a collector of the actors list lists, for a
+// prometheus registry of one's own (a test's).
+func NewActorCollector(list ActorLister) *ActorCollector {
+	return newActorCollector(func() ActorLister { return list })
 }
 
-func newActorCollector(source func() *supervision.Registry) *ActorCollector {
+func newActorCollector(source func() ActorLister) *ActorCollector {
 	return &ActorCollector{source: source, live: map[string]actorCounts{}, retired: map[string]kindCounts{}}
 }
 
@@ -83,11 +102,11 @@ func (c *ActorCollector) Describe(ch chan<- *prometheus.Desc) {
 
 // Collect implements prometheus.Collector.
 func (c *ActorCollector) Collect(ch chan<- prometheus.Metric) {
-	r := c.source()
-	if r == nil {
+	list := c.source()
+	if list == nil {
 		return
 	}
-	snapshot := r.Actors()
+	snapshot := list()
 
 	c.mu.Lock()
 	live := make(map[string]actorCounts, len(snapshot))
@@ -139,16 +158,25 @@ func (c *ActorCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
-// actorSource is the registry whose actors Registry reports.
-var actorSource atomic.Pointer[supervision.Registry]
+// actorSource lists the actors Registry reports.
+var actorSource atomic.Pointer[ActorLister]
 
 func init() {
-	Registry.MustRegister(newActorCollector(actorSource.Load))
+	Registry.MustRegister(newActorCollector(func() ActorLister {
+		if list := actorSource.Load(); list != nil {
+			return *list
+		}
+		return nil
+	}))
 }
 
-// RegisterActors makes /metrics report r's actors. It may be called more
-// than once: the latest registry is reported (a process runs one actor
-// tree; a test that starts several sees its latest).
-func RegisterActors(r *supervision.Registry) {
-	actorSource.Store(r)
+// RegisterActors makes /metrics report the actors list lists (nil: none).
+// It may be called more than once: the latest is reported (a process runs
+// one actor tree; a test that starts several sees its latest).
+func RegisterActors(list ActorLister) {
+	if list == nil {
+		actorSource.Store(nil)
+		return
+	}
+	actorSource.Store(&list)
 }

@@ -5,12 +5,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
-	"github.com/asynkron/protoactor-go/actor"
 	dto "github.com/prometheus/client_model/go"
-	"github.com/rs/zerolog"
-
-	"github.com/actorlet/actorlet/supervision"
 )
 
 var (
@@ -63,13 +60,8 @@ func TestRegistryServesThePromisedMetrics(t *testing.T) {
 	RuntimeOperationsErrors.WithLabelValues("version")
 	RuntimeOperationsDuration.WithLabelValues("version")
 	// The actor metrics show once there is an actor.
-	system := supervision.NewSystem(zerolog.Nop())
-	defer system.Shutdown()
-	if _, err := system.Root.SpawnNamed(system.Registry.Props("pleg", func() actor.Actor { return &worker{} }, nil), "pleg"); err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, system.Registry, "pleg registered", func(a []supervision.ActorInfo) bool { return len(a) == 1 })
-	RegisterActors(system.Registry)
+	tree := actors{{Path: "pleg", Kind: "pleg", Started: time.Now()}}
+	RegisterActors(tree.list)
 	defer RegisterActors(nil)
 
 	mfs := gather(t, Registry)

@@ -13,8 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/actorlet/actorlet/internal/parallel"
 	"github.com/actorlet/actorlet/internal/podref"
-	"github.com/actorlet/actorlet/supervision"
 )
 
 const (
@@ -171,7 +171,7 @@ func (r *Runtime) RemovePodLogs(uid types.UID, name, namespace string) error {
 // one grace period.
 func (r *Runtime) stopPod(ctx context.Context, pod *v1.Pod, status *PodStatus, grace int64) error {
 	var (
-		parts   supervision.Group
+		parts   parallel.Group
 		mu      sync.Mutex
 		errs    []error
 		running []string

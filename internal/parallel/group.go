@@ -1,18 +1,19 @@
-package supervision
+// Package parallel runs the parallel parts of one piece of work, so that a
+// panic in a part fails the work rather than the process.
+package parallel
 
 import (
-	"errors"
 	"fmt"
 	"runtime/debug"
 	"sync"
 )
 
-// Group runs the parallel parts of one piece of work started with Go (the
-// containers of a pod stopped side by side, logs rotated side by side). A
-// panic in a part's own goroutine would be out of reach of Go's recovery
-// and kill the process; Group recovers it, and Wait panics with it in the
-// work's goroutine once every part returned, so that it fails the actor
-// that started the work. The zero Group is ready to use.
+// Group runs the parallel parts of one piece of work (the containers of a
+// pod stopped side by side, logs rotated side by side). A panic in a part's
+// own goroutine would be out of reach of any recovery in the work's
+// goroutine (supervision.Go's) and kill the process; Group recovers it, and
+// Wait panics with it in the work's goroutine once every part returned, so
+// that it fails the actor that started the work. The zero Group is ready to use.
 type Group struct {
 	wg     sync.WaitGroup
 	mu     sync.Mutex
@@ -63,14 +64,4 @@ func (g *Group) Wait() {
 	if failed != nil {
 		panic(failed)
 	}
-}
-
-// stackOf is the stack to log for a recovered panic: the part's, for a
-// Group's, else the current goroutine's.
-func stackOf(rec any) []byte {
-	var part *PartPanic
-	if err, ok := rec.(error); ok && errors.As(err, &part) {
-		return part.Stack
-	}
-	return debug.Stack()
 }
