@@ -12,8 +12,7 @@ import (
 
 // protoactor's process registry spreads actors over many concurrent maps,
 // each made of cmap.SHARD_COUNT locked shards: with concurrent-map's default
-// the empty shards were a large part of an idle actorlet's live heap
-// (docs/performance.md, "One shard per protoactor registry bucket"). The
+// the empty shards were a large part of an idle actorlet's live heap. The
 // registry's buckets already spread the locking, so one shard each is
 // enough. Set before any system exists; the maps read it when made.
 func init() { cmap.SHARD_COUNT = 1 }

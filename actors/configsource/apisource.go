@@ -46,8 +46,7 @@ type apiSource struct {
 	// resourceVersion has not changed is sent as the same copy. Every set
 	// follows a change of one pod or a few, and copying every pod of the
 	// node for each made the source's cost grow with the square of the
-	// pods being started (docs/performance.md, "A pod unchanged since the
-	// last set is sent as the same copy").
+	// pods being started.
 	sent map[types.UID]*v1.Pod
 }
 

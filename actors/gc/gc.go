@@ -82,7 +82,7 @@ type Params struct {
 	CgroupRoot, CgroupDriver string
 	PodCgroupParents         []string
 	StopSlice                func(unit string) error
-	RootDir                  string // not used yet (see docs/gc.md)
+	RootDir                  string // not used yet
 	// PulledImages, when set, forgets the credentials of the images
 	// removed after each image pass (imagepull.Manager).
 	PulledImages PulledImages

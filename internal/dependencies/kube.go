@@ -65,8 +65,7 @@ func heartbeatConfig(base *rest.Config, statusUpdateFrequency, leaseDuration tim
 // remembers (for aggregating similar events and for its spam filter) in
 // each of its LRU caches. With client-go's default the heap grew with every
 // pod's new keys for the whole of make bench-churn, and with a quarter of
-// that size it still grew for most of the run (docs/performance.md, "A
-// smaller event correlator cache"). This size still holds the recent
+// that size it still grew for most of the run. This size still holds the recent
 // events of a full node (maxPods pods, a few events each over start and
 // deletion).
 const eventCorrelatorCache = 512
