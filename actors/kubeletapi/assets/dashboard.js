@@ -117,7 +117,7 @@ async function refreshTimeline() {
     const tr = h("tr");
     const at = new Date(r.at);
     tr.appendChild(h("td", { class: "at" }, at.toTimeString().slice(0, 8) + "." + String(at.getMilliseconds()).padStart(3, "0")));
-    tr.appendChild(h("td", {}, r.type.replace(/^messages\./, "")));
+    tr.appendChild(h("td", {}, r.type.replace(/^(messages|supervision)\./, "")));
     tr.appendChild(h("td", {}, r.sender));
     tr.appendChild(h("td", {}, r.summary));
     tbody.appendChild(tr);

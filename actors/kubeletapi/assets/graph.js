@@ -132,7 +132,7 @@ function collectFlows(snap, nodes, kindNode, view) {
     const r = view.edgeRate.get(e.from + "|" + e.to + "|" + e.type) || 0;
     f.rate += r;
     f.count += e.count;
-    f.types.push({ type: e.type.replace(/^messages\./, ""), rate: r, count: e.count });
+    f.types.push({ type: e.type.replace(/^(messages|supervision)\./, ""), rate: r, count: e.count });
   }
   for (const f of flows.values()) {
     f.types.sort((x, y) => y.rate - x.rate || y.count - x.count || (x.type < y.type ? -1 : 1));
