@@ -64,8 +64,8 @@ type step struct {
 }
 
 // systemdRunDir tells whether systemd is the init system
-// (podruntime.CheckCgroupDriver); a variable for tests.
-var systemdRunDir = podruntime.SystemdRunDir
+// (cgroups.CheckCgroupDriver); a variable for tests.
+var systemdRunDir = cgroups.SystemdRunDir
 
 // steps is the start-up sequence, in order (docs/startup.md).
 var steps = []step{
@@ -327,7 +327,7 @@ var runtimeActors = []struct {
 			ContainerLogsDir: podruntime.DefaultContainerLogsDir,
 			Events:           a.deps.Events, NodeName: a.deps.NodeName, Registry: a.p.System.Registry,
 			CgroupRoot: "/sys/fs/cgroup", PodCgroupParents: env.cgroups.PodParents(), CgroupDriver: env.runtime.Opts.CgroupDriver,
-			StopSlice: podruntime.StopSystemdUnit, PulledImages: env.pulledImages(),
+			StopSlice: cgroups.StopSystemdUnit, PulledImages: env.pulledImages(),
 		}), nil)
 	}},
 	{eviction.Kind, func(a *Actor, env *runtimeEnv) *actor.Props {
@@ -367,7 +367,7 @@ var runtimeActors = []struct {
 // this machine: checked here, before anything starts, rather than by
 // every pod failing in the runtime.
 func (a *Actor) cgroupDriver() error {
-	driver, fromRuntime, err := podruntime.RuntimeCgroupDriver(a.p.Ctx, a.deps.Runtime)
+	driver, fromRuntime, err := cgroups.RuntimeCgroupDriver(a.p.Ctx, a.deps.Runtime)
 	if err != nil {
 		return err
 	}
@@ -376,10 +376,10 @@ func (a *Actor) cgroupDriver() error {
 			Msg("the container runtime's cgroup driver is used, not cgroupDriver's (KubeletCgroupDriverFromCRI)")
 		a.cfg.CgroupDriver = driver
 	}
-	if err := podruntime.CheckCgroupDriver(a.cfg.CgroupDriver, systemdRunDir, fromRuntime); err != nil {
+	if err := cgroups.CheckCgroupDriver(a.cfg.CgroupDriver, systemdRunDir, fromRuntime); err != nil {
 		return err
 	}
-	_, err = podruntime.PodsCgroupParent(a.cfg.CgroupRoot, a.cfg.CgroupDriver)
+	_, err = cgroups.PodsCgroupParent(a.cfg.CgroupRoot, a.cfg.CgroupDriver)
 	return err
 }
 
@@ -490,7 +490,7 @@ func (a *Actor) runtimeEnv() (*runtimeEnv, error) {
 		})
 		env.volumes.Sources, env.volumeSources = sources, sources
 	}
-	pods, err := podruntime.PodsCgroupParent(c.CgroupRoot, c.CgroupDriver)
+	pods, err := cgroups.PodsCgroupParent(c.CgroupRoot, c.CgroupDriver)
 	if err != nil {
 		return nil, err
 	}

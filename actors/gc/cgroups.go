@@ -7,7 +7,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/actorlet/actorlet/internal/podruntime"
+	"github.com/actorlet/actorlet/internal/cgroups"
 )
 
 // podCgroups is where pod cgroups are, as podcgroups lays them out: below
@@ -57,7 +57,7 @@ func removePodCgroups(c podCgroups, known knownPods, left map[types.UID]bool) (i
 			errs = append(errs, removeBelow(c, filepath.Join(h, parent), parent, known, left, removed)...)
 		}
 	}
-	if c.Driver == podruntime.CgroupDriverSystemd && c.StopSlice != nil {
+	if c.Driver == cgroups.CgroupDriverSystemd && c.StopSlice != nil {
 		for _, unit := range removed {
 			if err := c.StopSlice(unit); err != nil {
 				errs = append(errs, fmt.Errorf("stop pod slice %s: %w", unit, err))
@@ -79,7 +79,7 @@ func removeBelow(c podCgroups, dir, parent string, known knownPods, left map[typ
 		if !e.IsDir() {
 			continue
 		}
-		uid, ok := podruntime.PodCgroupUID(parent, c.Driver, e.Name())
+		uid, ok := cgroups.PodCgroupUID(parent, c.Driver, e.Name())
 		if !ok || known.has(uid) || left[uid] {
 			continue
 		}

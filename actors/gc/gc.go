@@ -78,7 +78,7 @@ type Params struct {
 	// of pods that are gone are removed; either empty turns that off
 	// (tests, cgroupsPerQOS: false). CgroupDriver names them (podruntime's
 	// CgroupDriver); with systemd, StopSlice stops a removed pod's slice
-	// unit (podruntime.StopSystemdUnit).
+	// unit (cgroups.StopSystemdUnit).
 	CgroupRoot, CgroupDriver string
 	PodCgroupParents         []string
 	StopSlice                func(unit string) error

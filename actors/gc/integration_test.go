@@ -16,6 +16,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/actorlet/actorlet/internal/podruntime"
+	"github.com/actorlet/actorlet/internal/podruntime/logs"
 	"github.com/actorlet/actorlet/test/env"
 )
 
@@ -37,7 +38,7 @@ func TestContainerGCAgainstContainerd(t *testing.T) {
 	uid := name + "-uid"
 	const ns = "gc-test"
 	logsRoot := t.TempDir()
-	logDir := podruntime.PodLogsDir(logsRoot, ns, name, types.UID(uid))
+	logDir := logs.PodLogsDir(logsRoot, ns, name, types.UID(uid))
 	if err := os.MkdirAll(logDir, 0o755); err != nil {
 		t.Fatal(err)
 	}

@@ -13,7 +13,7 @@ import (
 	schedulingcorev1 "k8s.io/component-helpers/scheduling/corev1"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 
-	"github.com/actorlet/actorlet/internal/podruntime"
+	"github.com/actorlet/actorlet/internal/cgroups"
 	"github.com/actorlet/actorlet/messages"
 )
 
@@ -162,7 +162,7 @@ func admitPressure(pod *v1.Pod, a Admission) *Rejection {
 		return nil
 	}
 	if len(a.Pressure) == 1 && a.Pressure[0] == v1.NodeMemoryPressure {
-		if podruntime.PodQOSClass(pod) != v1.PodQOSBestEffort {
+		if cgroups.QOSClass(pod) != v1.PodQOSBestEffort {
 			return nil
 		}
 		taint := &v1.Taint{Key: v1.TaintNodeMemoryPressure, Effect: v1.TaintEffectNoSchedule}

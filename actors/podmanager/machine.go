@@ -12,7 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/actorlet/actorlet/internal/podruntime"
+	"github.com/actorlet/actorlet/internal/cgroups"
 	"github.com/actorlet/actorlet/internal/retry"
 	"github.com/actorlet/actorlet/messages"
 )
@@ -830,7 +830,7 @@ func (m *Machine) reject(pod *v1.Pod, r *Rejection) {
 	m.emit(CmdEvent{Pod: pod, Type: v1.EventTypeWarning, Reason: r.Reason, Message: r.Message})
 	rejected := pod.DeepCopy()
 	rejected.Status = v1.PodStatus{Phase: v1.PodFailed, Reason: r.Reason, Message: "Pod was rejected: " + r.Message,
-		QOSClass: podruntime.PodQOSClass(pod), ObservedGeneration: pod.Generation}
+		QOSClass: cgroups.QOSClass(pod), ObservedGeneration: pod.Generation}
 	m.rejected[pod.UID] = rejected
 	m.emit(CmdReportStatus{Pod: pod, Status: rejected.Status})
 	// Nothing of it runs: the status-reporter may write its terminal

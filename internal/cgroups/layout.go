@@ -5,8 +5,6 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
-
-	"github.com/actorlet/actorlet/internal/podruntime"
 )
 
 // Layout names the node's cgroups, in cgroupfs form (the systemd
@@ -15,7 +13,7 @@ import (
 type Layout struct {
 	// CgroupRoot is the configuration's cgroupRoot ("" is "/").
 	CgroupRoot string
-	// Driver is the cgroup driver (podruntime.CgroupDriverCgroupfs or
+	// Driver is the cgroup driver (CgroupDriverCgroupfs or
 	// CgroupDriverSystemd).
 	Driver string
 	// PerQOS is cgroupsPerQOS: false puts every pod's sandbox straight
@@ -28,9 +26,9 @@ type Layout struct {
 // with cgroupsPerQOS, cgroupRoot itself without.
 func (l Layout) NodeAllocatable() (string, error) {
 	if l.PerQOS {
-		return podruntime.PodsCgroupParent(l.CgroupRoot, l.Driver)
+		return PodsCgroupParent(l.CgroupRoot, l.Driver)
 	}
-	return podruntime.RootCgroup(l.CgroupRoot, l.Driver)
+	return RootCgroup(l.CgroupRoot, l.Driver)
 }
 
 // QoS is the cgroup of the QoS class's pods below kubepods (root):
@@ -39,7 +37,7 @@ func (l Layout) NodeAllocatable() (string, error) {
 func (l Layout) QoS(root string, class v1.PodQOSClass) string {
 	switch class {
 	case v1.PodQOSBurstable, v1.PodQOSBestEffort:
-		return podruntime.ChildCgroup(root, l.Driver, strings.ToLower(string(class)))
+		return ChildCgroup(root, l.Driver, strings.ToLower(string(class)))
 	}
 	return root
 }
@@ -50,7 +48,7 @@ func (l Layout) Pod(root string, uid types.UID, class v1.PodQOSClass) string {
 	if !l.PerQOS {
 		return root
 	}
-	return podruntime.PodCgroupName(l.QoS(root, class), l.Driver, uid)
+	return PodCgroupName(l.QoS(root, class), l.Driver, uid)
 }
 
 // PodParents are the cgroups that hold pod cgroups below kubepods (root):

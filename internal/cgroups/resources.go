@@ -15,8 +15,6 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	resourcehelper "k8s.io/component-helpers/resource"
-
-	"github.com/actorlet/actorlet/internal/podruntime"
 )
 
 // Constants of upstream's cm package (helpers_linux.go): the kernel's
@@ -243,10 +241,6 @@ func ParseReserved(m map[string]string) (v1.ResourceList, error) {
 	}
 	return out, nil
 }
-
-// QOSClass is the pod's QoS class (podruntime.PodQOSClass, upstream's
-// GetPodQOS).
-func QOSClass(pod *v1.Pod) v1.PodQOSClass { return podruntime.PodQOSClass(pod) }
 
 func itoa(n int64) string  { return strconv.FormatInt(n, 10) }
 func utoa(n uint64) string { return strconv.FormatUint(n, 10) }

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/actorlet/actorlet/internal/cgroups"
 	"github.com/actorlet/actorlet/internal/probe/results"
 )
 
@@ -42,7 +43,7 @@ func GenerateAPIStatus(pod *v1.Pod, status *PodStatus, waiting map[string]Waitin
 	}
 	hasInit := len(pod.Spec.InitContainers) > 0
 	out := v1.PodStatus{
-		QOSClass:                   PodQOSClass(pod),
+		QOSClass:                   cgroups.QOSClass(pod),
 		HostIP:                     previous.HostIP,
 		HostIPs:                    previous.HostIPs,
 		InitContainerStatuses:      convertContainerStatuses(pod, status, waiting, previous.InitContainerStatuses, pod.Spec.InitContainers, hasInit, true),

@@ -12,6 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/actorlet/actorlet/internal/cgroups"
 )
 
 func basePod() *v1.Pod {
@@ -262,7 +264,7 @@ func TestContainerResourcesByQOS(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			pod := basePod()
 			pod.Spec.Containers[0].Resources = tt.res
-			if got := PodQOSClass(pod); got != tt.wantQOS {
+			if got := cgroups.QOSClass(pod); got != tt.wantQOS {
 				t.Fatalf("QoS %s, want %s", got, tt.wantQOS)
 			}
 			r, err := containerResources(pod, &pod.Spec.Containers[0], Options{NodeMemoryCapacity: 2 << 30})

@@ -5,8 +5,9 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 
-	"github.com/actorlet/actorlet/internal/podref"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/actorlet/actorlet/internal/podref"
 )
 
 // Event reasons, as upstream's pkg/kubelet/events.

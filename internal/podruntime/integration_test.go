@@ -11,12 +11,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/actorlet/actorlet/test/env"
 	"google.golang.org/grpc"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/actorlet/actorlet/test/env"
 )
 
 // fakeClock is a settable clock for backoffs.

@@ -15,6 +15,7 @@ import (
 
 	"github.com/actorlet/actorlet/internal/parallel"
 	"github.com/actorlet/actorlet/internal/podref"
+	"github.com/actorlet/actorlet/internal/podruntime/logs"
 )
 
 const (
@@ -161,7 +162,7 @@ func ranToCompletion(pod *v1.Pod, status *PodStatus) bool {
 // RemovePodLogs removes the pod's log directory, once the pod is gone for
 // good (its logs cannot be served any more without its containers).
 func (r *Runtime) RemovePodLogs(uid types.UID, name, namespace string) error {
-	return os.RemoveAll(PodLogsDir(r.Opts.PodLogsDir, namespace, name, uid))
+	return os.RemoveAll(logs.PodLogsDir(r.Opts.PodLogsDir, namespace, name, uid))
 }
 
 // stopPod stops the containers still running in parallel, each as

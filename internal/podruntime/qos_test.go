@@ -19,37 +19,6 @@ func resList(cpu, mem string) v1.ResourceList {
 	return out
 }
 
-// TestPodQOSClass checks upstream's ComputePodQOS cases.
-func TestPodQOSClass(t *testing.T) {
-	c := func(req, lim v1.ResourceList) v1.Container {
-		return v1.Container{Resources: v1.ResourceRequirements{Requests: req, Limits: lim}}
-	}
-	tests := []struct {
-		name string
-		spec v1.PodSpec
-		want v1.PodQOSClass
-	}{
-		{"none", v1.PodSpec{Containers: []v1.Container{c(nil, nil)}}, v1.PodQOSBestEffort},
-		{"zero quantities", v1.PodSpec{Containers: []v1.Container{c(resList("0", "0"), nil)}}, v1.PodQOSBestEffort},
-		{"equal", v1.PodSpec{Containers: []v1.Container{c(resList("1", "1Gi"), resList("1", "1Gi"))}}, v1.PodQOSGuaranteed},
-		{"limits without requests (not defaulted)", v1.PodSpec{Containers: []v1.Container{c(nil, resList("1", "1Gi"))}}, v1.PodQOSBurstable},
-		{"cpu only", v1.PodSpec{Containers: []v1.Container{c(resList("1", ""), resList("1", ""))}}, v1.PodQOSBurstable},
-		{"guaranteed and best effort containers", v1.PodSpec{Containers: []v1.Container{c(resList("1", "1Gi"), resList("1", "1Gi")), c(nil, nil)}}, v1.PodQOSBurstable},
-		{"burstable init container", v1.PodSpec{InitContainers: []v1.Container{c(resList("1", ""), nil)},
-			Containers: []v1.Container{c(resList("1", "1Gi"), resList("1", "1Gi"))}}, v1.PodQOSBurstable},
-		{"extended resources ignored", v1.PodSpec{Containers: []v1.Container{c(v1.ResourceList{"example.com/gpu": resource.MustParse("1")}, nil)}}, v1.PodQOSBestEffort},
-		{"pod-level resources", v1.PodSpec{Resources: &v1.ResourceRequirements{Requests: resList("1", "1Gi"), Limits: resList("1", "1Gi")},
-			Containers: []v1.Container{c(nil, nil)}}, v1.PodQOSGuaranteed},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if got := PodQOSClass(&v1.Pod{Spec: tt.spec}); got != tt.want {
-				t.Errorf("PodQOSClass = %s, want %s", got, tt.want)
-			}
-		})
-	}
-}
-
 // TestOOMScoreAdj checks upstream's GetContainerOOMScoreAdjust, with its
 // node-critical and sidecar rules, on a node of 10 GB.
 func TestOOMScoreAdj(t *testing.T) {

@@ -28,7 +28,7 @@ import (
 // where its resizePolicy says RestartContainer.
 
 // PodCgroupUpdater re-applies a pod's cgroup limits from the pod as given
-// (its container resources the allocated ones): podcgroups.Manager's Update.
+// (its container resources the allocated ones): cgroups.Manager's Update.
 type PodCgroupUpdater interface {
 	Update(pod *v1.Pod) error
 }
@@ -94,7 +94,7 @@ func (s *syncPass) resizeEvents(status *PodStatus) {
 }
 
 // cgroupUpdater is the pod cgroups' manager when it can update a pod's
-// limits (podcgroups.Manager can); nil: the pod cgroup is left as made.
+// limits (cgroups.Manager can); nil: the pod cgroup is left as made.
 func (o Options) cgroupUpdater() PodCgroupUpdater {
 	u, _ := o.Cgroups.(PodCgroupUpdater)
 	return u

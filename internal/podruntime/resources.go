@@ -7,6 +7,7 @@ import (
 	resourcehelper "k8s.io/component-helpers/resource"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/actorlet/actorlet/internal/cgroups"
 	"github.com/actorlet/actorlet/internal/manifest"
 	"github.com/actorlet/actorlet/internal/nodecapacity"
 )
@@ -70,7 +71,7 @@ func oomScoreAdj(pod *v1.Pod, c *v1.Container, opts Options) (int64, error) {
 	if isNodeCriticalPod(pod) {
 		return guaranteedOOMScoreAdj, nil
 	}
-	switch PodQOSClass(pod) {
+	switch cgroups.QOSClass(pod) {
 	case v1.PodQOSGuaranteed:
 		return guaranteedOOMScoreAdj, nil
 	case v1.PodQOSBestEffort:
@@ -147,66 +148,4 @@ func isNodeCriticalPod(pod *v1.Pod) bool {
 		return true
 	}
 	return pod.Spec.Priority != nil && *pod.Spec.Priority >= systemCriticalPriority
-}
-
-// PodQOSClass is the pod's QoS class as upstream's GetPodQOS: the one in its
-// status when set, else computed (ComputePodQOS): from pod-level
-// resources when set, else from each init and regular container's cpu and
-// memory — Guaranteed when every container's requests equal its non-zero
-// limits, BestEffort when none sets any, Burstable otherwise.
-func PodQOSClass(pod *v1.Pod) v1.PodQOSClass {
-	if pod.Status.QOSClass != "" {
-		return pod.Status.QOSClass
-	}
-	return ComputePodQOSClass(pod)
-}
-
-// ComputePodQOSClass is upstream's ComputePodQOS, ignoring the status.
-func ComputePodQOSClass(pod *v1.Pod) v1.PodQOSClass {
-	if resourcehelper.IsPodLevelResourcesSet(pod) {
-		return requirementsQOS(pod.Spec.Resources)
-	}
-	var qos v1.PodQOSClass
-	for _, cs := range [][]v1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
-		for i := range cs {
-			c := requirementsQOS(&cs[i].Resources)
-			switch {
-			case c == v1.PodQOSBurstable:
-				return c
-			case qos == "":
-				qos = c
-			case qos != c:
-				return v1.PodQOSBurstable
-			}
-		}
-	}
-	if qos == "" {
-		return v1.PodQOSBestEffort
-	}
-	return qos
-}
-
-func requirementsQOS(r *v1.ResourceRequirements) v1.PodQOSClass {
-	if len(r.Requests) == 0 && len(r.Limits) == 0 {
-		return v1.PodQOSBestEffort
-	}
-	var qos v1.PodQOSClass
-	for _, name := range []v1.ResourceName{v1.ResourceCPU, v1.ResourceMemory} {
-		req, lim := r.Requests[name], r.Limits[name]
-		var c v1.PodQOSClass
-		switch {
-		case !req.Equal(lim):
-			return v1.PodQOSBurstable
-		case req.IsZero():
-			c = v1.PodQOSBestEffort
-		default:
-			c = v1.PodQOSGuaranteed
-		}
-		if qos == "" {
-			qos = c
-		} else if qos != c {
-			return v1.PodQOSBurstable
-		}
-	}
-	return qos
 }

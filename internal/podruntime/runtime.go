@@ -47,7 +47,7 @@ type Options struct {
 	// else for cgroupfs directories (pod<UID>).
 	CgroupDriver string
 	// Cgroups makes each pod's cgroup, with its limits, before its sandbox
-	// and names it as the sandbox's CgroupParent (podcgroups.Manager);
+	// and names it as the sandbox's CgroupParent (cgroups.Manager);
 	// nil leaves the cgroup to the runtime, at CgroupParentRoot/pod<UID>.
 	Cgroups  PodCgroups
 	NodeName string
@@ -113,13 +113,12 @@ type RuntimeClasses interface {
 }
 
 const (
-	defaultPodLogsDir            = "/var/log/pods"
 	defaultCgroupParentRoot      = "/kubepods"
 	defaultRuntimeRequestTimeout = 2 * time.Minute
 )
 
 // PodCgroups is the node's cgroup tree as the pods' runtime uses it
-// (podcgroups.Manager): where a pod's sandbox goes, its cgroup made with
+// (cgroups.Manager): where a pod's sandbox goes, its cgroup made with
 // its limits before the sandbox, and the pod dropped from the active pods
 // (whose requests the QoS cgroups reflect) once stopped.
 type PodCgroups interface {

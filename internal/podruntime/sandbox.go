@@ -2,13 +2,14 @@ package podruntime
 
 import (
 	"fmt"
-	"path/filepath"
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/actorlet/actorlet/internal/cgroups"
+	"github.com/actorlet/actorlet/internal/podruntime/logs"
 )
 
 // SandboxConfig is the PodSandboxConfig for the pod's sandbox, as upstream's
@@ -29,7 +30,7 @@ func SandboxConfig(pod *v1.Pod, attempt uint32, opts Options) (*runtimeapi.PodSa
 		},
 		Labels:       sandboxLabels(pod),
 		Annotations:  sandboxAnnotations(pod),
-		LogDirectory: PodLogsDir(opts.PodLogsDir, pod.Namespace, pod.Name, pod.UID),
+		LogDirectory: logs.PodLogsDir(opts.PodLogsDir, pod.Namespace, pod.Name, pod.UID),
 	}
 	dns, err := podDNSConfig(pod, opts)
 	if err != nil {
@@ -59,15 +60,6 @@ func SandboxConfig(pod *v1.Pod, attempt uint32, opts Options) (*runtimeapi.PodSa
 	return cfg, nil
 }
 
-// PodLogsDir is the pod's log directory, ROOT/NAMESPACE_NAME_UID, which
-// kubectl logs and log collectors expect. root "" means /var/log/pods.
-func PodLogsDir(root, namespace, name string, uid types.UID) string {
-	if root == "" {
-		root = defaultPodLogsDir
-	}
-	return filepath.Join(root, strings.Join([]string{namespace, name, string(uid)}, "_"))
-}
-
 // CgroupParent is the pod's cgroup, the parent of its containers', in
 // cgroupfs form whatever the driver (as upstream passes it to the runtime:
 // containerd's systemd mode takes the slice from its base name).
@@ -77,7 +69,7 @@ func CgroupParent(opts Options, pod *v1.Pod) string {
 	if opts.Cgroups != nil {
 		return opts.Cgroups.CgroupParent(pod)
 	}
-	return PodCgroupName(opts.cgroupParentRoot(), opts.CgroupDriver, pod.UID)
+	return cgroups.PodCgroupName(opts.cgroupParentRoot(), opts.CgroupDriver, pod.UID)
 }
 
 // sandboxLinuxConfig is upstream's generatePodSandboxLinuxConfig. The

@@ -8,8 +8,9 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 
-	"github.com/actorlet/actorlet/internal/podref"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/actorlet/actorlet/internal/podref"
 )
 
 // effectiveRunAs is the container's runAsNonRoot and runAsUser, each from

@@ -17,6 +17,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/actorlet/actorlet/internal/podruntime"
+	"github.com/actorlet/actorlet/internal/podruntime/logs"
 	"github.com/actorlet/actorlet/test/agent"
 )
 
@@ -72,7 +73,7 @@ func (n *node) sandboxes(uid string) []*runtimeapi.PodSandbox {
 
 // podLogDir is the pod's directory under /var/log/pods.
 func podLogDir(p *v1.Pod) string {
-	return podruntime.PodLogsDir("/var/log/pods", p.Namespace, p.Name, p.UID)
+	return logs.PodLogsDir("/var/log/pods", p.Namespace, p.Name, p.UID)
 }
 
 // logEntry is one line of actorlet's JSON log.

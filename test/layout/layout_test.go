@@ -22,6 +22,11 @@ var childSpawns = map[[2]string]bool{
 	{"actors/podmanager", "actors/podworker"}: true,
 }
 
+// podRuntime is the CRI edge for one pod, the top of internal/: it drives
+// the other mechanics (cgroups, volumes, image pulls, logs), so no other
+// package under internal/ imports it.
+const podRuntime = "internal/podruntime"
+
 // layer ranks a package of the module (its path below the module), top
 // (highest) to bottom: cmd, actors/bootstrap, the actors, messages,
 // supervision, config, internal. test/ and hack/ are outside the rule
@@ -61,8 +66,9 @@ func root(t *testing.T) string {
 }
 
 // TestImportsPointDown fails for each import (of a non-test file) from a
-// package to one in a layer above it, or from one actor package to another
-// that it does not spawn as its child.
+// package to one in a layer above it, from one actor package to another
+// that it does not spawn as its child, or from a package under internal/ to
+// the pod runtime.
 func TestImportsPointDown(t *testing.T) {
 	cmd := exec.Command("go", "list", "-json=ImportPath,Imports", "./...")
 	cmd.Dir = root(t)
@@ -108,6 +114,8 @@ func TestImportsPointDown(t *testing.T) {
 				}
 			case toRank > fromRank:
 				t.Errorf("%s imports %s, a layer above it (cmd > actors/bootstrap > actors/* > messages > supervision > config > internal/*)", from, to)
+			case fromRank == 0 && to == podRuntime:
+				t.Errorf("%s imports %s: the pod runtime drives the other mechanics under internal/, none of them reaches back into it (move what it needs to the package that owns it, as cgroup names live in internal/cgroups)", from, to)
 			case fromRank == 4 && toRank == 4 && !childSpawns[[2]string{from, to}]:
 				t.Errorf("%s imports %s: an actor imports another actor's package only to spawn it as its child (move what it needs down, to messages or internal/)", from, to)
 			}

@@ -21,6 +21,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/actorlet/actorlet/internal/podruntime"
+	"github.com/actorlet/actorlet/internal/podruntime/logs"
 	"github.com/actorlet/actorlet/test/agent"
 )
 
@@ -298,7 +299,7 @@ func TestContainerLogLinks(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		want := filepath.Join(podruntime.PodLogsDir("/var/log/pods", pod.Namespace, pod.Name, pod.UID), "app", "0.log")
+		want := filepath.Join(logs.PodLogsDir("/var/log/pods", pod.Namespace, pod.Name, pod.UID), "app", "0.log")
 		if target != want {
 			t.Fatalf("link %s -> %s, want %s", first, target, want)
 		}

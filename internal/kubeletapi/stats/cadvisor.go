@@ -13,7 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
-	"github.com/actorlet/actorlet/internal/podruntime"
+	cgroupnames "github.com/actorlet/actorlet/internal/cgroups"
 )
 
 // cadvisorLabels are the labels of every container series, as upstream's
@@ -133,8 +133,8 @@ func (p *Provider) cadvisorSeries(ctx context.Context, now time.Time) ([]cadviso
 	out := []cadvisorSeries{p.rootSeries(ctx, mountinfo)}
 	if p.PodCgroupRoot != "" {
 		for _, name := range []string{p.PodCgroupRoot,
-			podruntime.ChildCgroup(p.PodCgroupRoot, p.CgroupDriver, "burstable"),
-			podruntime.ChildCgroup(p.PodCgroupRoot, p.CgroupDriver, "besteffort")} {
+			cgroupnames.ChildCgroup(p.PodCgroupRoot, p.CgroupDriver, "burstable"),
+			cgroupnames.ChildCgroup(p.PodCgroupRoot, p.CgroupDriver, "besteffort")} {
 			if p.cgroups.exists(name) {
 				out = append(out, cadvisorSeries{id: name, cgroup: name})
 			}

@@ -18,6 +18,7 @@ import (
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 
 	"github.com/actorlet/actorlet/internal/podruntime"
+	"github.com/actorlet/actorlet/internal/podruntime/logs"
 	"github.com/actorlet/actorlet/test/env"
 )
 
@@ -39,7 +40,7 @@ func TestStatsAgainstContainerd(t *testing.T) {
 	uid := name + "-uid"
 	const ns = "stats-test"
 	logsRoot := t.TempDir()
-	logDir := podruntime.PodLogsDir(logsRoot, ns, name, types.UID(uid))
+	logDir := logs.PodLogsDir(logsRoot, ns, name, types.UID(uid))
 	if err := os.MkdirAll(logDir, 0o755); err != nil {
 		t.Fatal(err)
 	}

@@ -11,7 +11,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 
-	"github.com/actorlet/actorlet/internal/podruntime"
+	cgroupnames "github.com/actorlet/actorlet/internal/cgroups"
 )
 
 // rateKeyNode keys the node's CPU samples among the containers' IDs.
@@ -277,9 +277,9 @@ func (p *Provider) podCgroup(uid string) (string, bool) {
 	for _, qos := range []string{"", "burstable", "besteffort"} {
 		parent := p.PodCgroupRoot
 		if qos != "" {
-			parent = podruntime.ChildCgroup(parent, p.CgroupDriver, qos)
+			parent = cgroupnames.ChildCgroup(parent, p.CgroupDriver, qos)
 		}
-		name := podruntime.PodCgroupName(parent, p.CgroupDriver, types.UID(uid))
+		name := cgroupnames.PodCgroupName(parent, p.CgroupDriver, types.UID(uid))
 		if p.cgroups.exists(name) {
 			return name, true
 		}

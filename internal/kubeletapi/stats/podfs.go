@@ -8,7 +8,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 
-	"github.com/actorlet/actorlet/internal/podruntime"
+	"github.com/actorlet/actorlet/internal/podruntime/logs"
 )
 
 // containerRootfs is the container's writable layer: its usage from CRI,
@@ -56,7 +56,7 @@ func (p *Provider) containerLogs(ref statsapi.PodReference, container string, no
 }
 
 func (p *Provider) podLogsDir(ref statsapi.PodReference) string {
-	return podruntime.PodLogsDir(p.PodLogsDir, ref.Namespace, ref.Name, types.UID(ref.UID))
+	return logs.PodLogsDir(p.PodLogsDir, ref.Namespace, ref.Name, types.UID(ref.UID))
 }
 
 // podEphemeralStorage is what the pod uses of the node's filesystem and
