@@ -134,6 +134,18 @@ func (o Options) cgroupParentRoot() string {
 	return o.CgroupParentRoot
 }
 
+// createCtx bounds a call that makes something in the runtime
+// (RunPodSandbox, CreateContainer, StartContainer) by the request timeout
+// alone: the pass's cancellation does not reach it. Cancelling such a call
+// midway leaves the runtime with what it half made (containerd 1.6 keeps a
+// task in runc init that no RemoveContainer deletes), so it runs to its end
+// and the pass checks its context after it, as upstream's SyncPod, which
+// never takes the pod worker's context.
+func (r *Runtime) createCtx(ctx context.Context) (context.Context, context.CancelFunc) {
+	return r.callCtx(context.WithoutCancel(ctx))
+}
+
+// callCtx bounds one CRI call by the request timeout and ctx.
 func (r *Runtime) callCtx(ctx context.Context) (context.Context, context.CancelFunc) {
 	d := r.Opts.RuntimeRequestTimeout
 	if d <= 0 {

@@ -296,7 +296,7 @@ func (s *syncPass) createSandbox(ctx context.Context) bool {
 		}
 		handler = h
 	}
-	sctx, cancel := r.callCtx(ctx)
+	sctx, cancel := r.createCtx(ctx)
 	defer cancel()
 	resp, err := r.RT.RunPodSandbox(sctx, &runtimeapi.RunPodSandboxRequest{Config: s.sandboxConfig, RuntimeHandler: handler})
 	if err != nil {
@@ -305,6 +305,11 @@ func (s *syncPass) createSandbox(ctx context.Context) bool {
 		return false
 	}
 	s.sandboxID = resp.PodSandboxId
+	if ctx.Err() != nil {
+		// The pod is being killed: its kill finds the sandbox and stops it.
+		s.fail(fmt.Errorf("create sandbox of pod %s/%s: %w", pod.Namespace, pod.Name, ctx.Err()))
+		return false
+	}
 	// Each call has a timeout of its own, as Options says.
 	sctx, cancel = r.callCtx(ctx)
 	defer cancel()
@@ -388,7 +393,11 @@ func (s *syncPass) startContainer(ctx context.Context, c *v1.Container) bool {
 	// A log file left by an instance with the same restart count (its
 	// container was removed) would be appended to.
 	_ = os.Remove(s.sandboxConfig.LogDirectory + "/" + cfg.LogPath)
-	sctx, cancel := r.callCtx(ctx)
+	if ctx.Err() != nil {
+		s.fail(fmt.Errorf("create container %s of pod %s/%s: %w", c.Name, pod.Namespace, pod.Name, ctx.Err()))
+		return false
+	}
+	sctx, cancel := r.createCtx(ctx)
 	defer cancel()
 	created, err := r.RT.CreateContainer(sctx, &runtimeapi.CreateContainerRequest{
 		PodSandboxId: s.sandboxID, Config: cfg, SandboxConfig: s.sandboxConfig,
@@ -405,7 +414,12 @@ func (s *syncPass) startContainer(ctx context.Context, c *v1.Container) bool {
 		s.fail(err)
 	}
 	r.containerEvent(pod, c.Name, created.ContainerId, v1.EventTypeNormal, EventCreated, "Container created")
-	sctx, cancel = r.callCtx(ctx)
+	if ctx.Err() != nil {
+		// Created, not started: the pod's kill removes it.
+		s.fail(fmt.Errorf("start container %s of pod %s/%s: %w", c.Name, pod.Namespace, pod.Name, ctx.Err()))
+		return false
+	}
+	sctx, cancel = r.createCtx(ctx)
 	defer cancel()
 	if _, err := r.RT.StartContainer(sctx, &runtimeapi.StartContainerRequest{ContainerId: created.ContainerId}); err != nil {
 		failed(created.ContainerId, status.Convert(err).Message())

@@ -128,3 +128,46 @@ func TestListPodsCallsHaveTheirOwnTimeout(t *testing.T) {
 		t.Errorf("ListPods found %d pods, want 1", len(pods))
 	}
 }
+
+// TestCreateCallsOutliveTheCancelledPass cancels the pass while one of
+// its creating calls runs: the call is not cancelled (a runtime left with
+// half a container may never delete it), it makes what it makes, and the
+// pass starts nothing after it, leaving what was made to the pod's kill.
+func TestCreateCallsOutliveTheCancelledPass(t *testing.T) {
+	for _, tc := range []struct {
+		method string
+		after  string // the next creating call, which must not be made
+		state  string // the container's state in the runtime after the pass; "" none
+		err    bool   // the pass reports its cancellation: it left something undone
+	}{
+		{method: "RunPodSandbox", after: "CreateContainer", err: true},
+		{method: "CreateContainer", after: "StartContainer", state: "CONTAINER_CREATED", err: true},
+		{method: "StartContainer", state: "CONTAINER_RUNNING"},
+	} {
+		t.Run(tc.method, func(t *testing.T) {
+			f := newFixture(t, requestTimeout)
+			pod := newPod()
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			f.cri.Inject(tc.method, 1, fakecri.Fault{Hook: func(*fakecri.Runtime) { cancel() }, Delay: requestTimeout / 2})
+
+			res := f.rt.SyncNewPod(ctx, pod, nil, nil, nil)
+			if tc.err {
+				wantErr(t, res.Err, "context canceled")
+			}
+			if tc.after != "" && f.cri.Calls(tc.after) != 0 {
+				t.Errorf("%s was called after the pass was cancelled", tc.after)
+			}
+			if n := len(f.cri.Sandboxes()); n != 1 {
+				t.Errorf("%d sandboxes in the runtime, want the one made", n)
+			}
+			var states []string
+			for _, c := range f.cri.Containers() {
+				states = append(states, c.State.String())
+			}
+			if want := []string{tc.state}; tc.state == "" && len(states) != 0 || tc.state != "" && (len(states) != 1 || states[0] != want[0]) {
+				t.Errorf("containers in the runtime %v, want %q", states, tc.state)
+			}
+		})
+	}
+}
