@@ -23,6 +23,7 @@ import (
 
 	"github.com/actorlet/actorlet/test/agent"
 	"github.com/actorlet/actorlet/test/env"
+	"github.com/actorlet/actorlet/test/env/systemdunit"
 )
 
 // dropIn is the shipped drop-in that the test runs actorlet through.
@@ -84,11 +85,11 @@ func TestJoin(t *testing.T) {
 	if err := j.write(root); err != nil {
 		t.Fatal(err)
 	}
-	u, err := parseUnit(dropIn)
+	u, err := systemdunit.Parse(dropIn)
 	if err != nil {
 		t.Fatal(err)
 	}
-	args, err := u.commandLine(func(p string) string { return root + p })
+	args, err := u.CommandLine(func(p string) string { return root + p })
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,8 @@
-package kubeadm
+// Package systemdunit reads the settings of a systemd service unit that
+// decide its command line, and expands it as systemd does: the tests check
+// kubeadm's drop-in with it, and hack/cluster's systemctl stand-in runs
+// the kubelet from it as systemd would.
+package systemdunit
 
 import (
 	"bufio"
@@ -6,29 +10,28 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"testing"
 )
 
-// unit is what a [Service] section sets that decides the command line:
+// Unit is what a [Service] section sets that decides the command line:
 // Environment= assignments, EnvironmentFile= paths (a leading "-": a
 // missing file is no error) and the last ExecStart=.
-type unit struct {
+type Unit struct {
 	env      map[string]string
 	envFiles []string
 	exec     string
 }
 
-// parseUnit reads a unit file or drop-in as systemd.syntax(7) and
+// Parse reads a unit file or drop-in as systemd.syntax(7) and
 // systemd.exec(5) say, for the settings unit holds: comments start with
 // "#" or ";", an empty ExecStart= resets the list, Environment= takes
 // space-separated, double-quoted assignments.
-func parseUnit(path string) (*unit, error) {
+func Parse(path string) (*Unit, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	u := &unit{env: map[string]string{}}
+	u := &Unit{env: map[string]string{}}
 	s := bufio.NewScanner(f)
 	for n := 1; s.Scan(); n++ {
 		line := strings.TrimSpace(s.Text())
@@ -116,11 +119,11 @@ func readEnvFile(path string, env map[string]string) error {
 	return nil
 }
 
-// commandLine is the command systemd runs for u: the environment files
+// CommandLine is the command systemd runs for u: the environment files
 // read (at host(path)) over Environment=, then ExecStart's words, where
 // "$VAR" becomes the words of VAR's value (none when it is unset or empty)
 // and "${VAR}" one word, as systemd.service(5) says.
-func (u *unit) commandLine(host func(string) string) ([]string, error) {
+func (u *Unit) CommandLine(host func(string) string) ([]string, error) {
 	env := map[string]string{}
 	for k, v := range u.env {
 		env[k] = v
@@ -151,40 +154,4 @@ func (u *unit) commandLine(host func(string) string) ([]string, error) {
 		}
 	}
 	return out, nil
-}
-
-// TestCommandLine checks the expansion against what systemd does with a
-// drop-in like kubeadm's.
-func TestCommandLine(t *testing.T) {
-	dir := t.TempDir()
-	write := func(name, content string) string {
-		t.Helper()
-		p := dir + "/" + name
-		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
-	dropIn := write("10.conf", `[Service]
-# a comment
-Environment="A=--a=1 --b=2"
-Environment="B=--c=3" "C=x y"
-EnvironmentFile=-/flags.env
-EnvironmentFile=-/missing.env
-ExecStart=
-ExecStart=/bin/agent $A $B $FLAGS $MISSING ${C}
-`)
-	write("flags.env", "FLAGS=\"--hostname-override=n1 --node-ip=\\\"10.0.0.1\\\"\"\n")
-	u, err := parseUnit(dropIn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := u.commandLine(func(p string) string { return dir + p })
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := []string{"/bin/agent", "--a=1", "--b=2", "--c=3", "--hostname-override=n1", `--node-ip="10.0.0.1"`, "x y"}
-	if strings.Join(got, "|") != strings.Join(want, "|") {
-		t.Errorf("command line %q, want %q", got, want)
-	}
 }
