@@ -184,6 +184,43 @@ func Leftovers(t testing.TB, rt runtimeapi.RuntimeServiceClient, owns Owns) (san
 	return sandboxes, containers, nil
 }
 
+// HeldByRuntime counts the leftovers that owns selects which no CRI
+// client can remove: a container whose StartContainer was cancelled midway
+// (reason StartError, "context canceled"), whose task containerd keeps in
+// runc init so that every RemoveContainer fails with "cannot delete running
+// task" (containerd/containerd#11037, #11674), and the sandbox holding it.
+// The agent never cancels a StartContainer it makes, so only its death
+// (kill -9) inside one leaves this; upstream's kubelet is exposed the same
+// way. It returns one line per container for the report.
+func HeldByRuntime(rt runtimeapi.RuntimeServiceClient, owns Owns) (sandboxes, containers int, lines []string, err error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cs, err := rt.ListContainers(ctx, &runtimeapi.ListContainersRequest{Filter: &runtimeapi.ContainerFilter{
+		State: &runtimeapi.ContainerStateValue{State: runtimeapi.ContainerState_CONTAINER_EXITED}}})
+	if err != nil {
+		return 0, 0, nil, err
+	}
+	holding := map[string]bool{}
+	for _, c := range cs.Containers {
+		if !owns(c.Labels) {
+			continue
+		}
+		st, err := rt.ContainerStatus(ctx, &runtimeapi.ContainerStatusRequest{ContainerId: c.Id})
+		if err != nil {
+			return 0, 0, nil, err
+		}
+		if st.Status.GetReason() != "StartError" || !strings.Contains(st.Status.GetMessage(), "context canceled") {
+			continue
+		}
+		containers++
+		holding[c.PodSandboxId] = true
+		lines = append(lines, fmt.Sprintf("%s/%s container %s (%.12s): %s",
+			c.Labels["io.kubernetes.pod.namespace"], c.Labels["io.kubernetes.pod.name"],
+			c.Labels["io.kubernetes.container.name"], c.Id, st.Status.GetMessage()))
+	}
+	return len(holding), containers, lines, nil
+}
+
 // NodeWatch follows the node's conditions from the API as the admin
 // (straight to kube-apiserver, not through any proxy), polling, and
 // records each change.

@@ -142,19 +142,31 @@ func TestKillChurn(t *testing.T) {
 		stuck += len(left)
 		s.Note("after the final delete: %v", err)
 	}
+	// What the runtime itself refuses to remove (HeldByRuntime) is reported
+	// beside the target, not in it: no CRI client can remove it.
+	left := func() (sb, cs, heldSB, heldCS int, held []string, err error) {
+		if sb, cs, err = Leftovers(t, n.RT, OwnedBy(n.Owns)); err != nil {
+			return
+		}
+		heldSB, heldCS, held, err = HeldByRuntime(n.RT, OwnedBy(n.Owns))
+		return
+	}
 	tookEmpty, err := WaitFor(emptied, func() error {
-		sb, cs, err := Leftovers(t, n.RT, OwnedBy(n.Owns))
-		if err == nil && sb+cs > 0 {
+		sb, cs, heldSB, heldCS, _, err := left()
+		if err == nil && sb+cs > heldSB+heldCS {
 			err = fmt.Errorf("%d sandboxes and %d containers left", sb, cs)
 		}
 		return err
 	})
-	sb, cs, lerr := Leftovers(t, n.RT, OwnedBy(n.Owns))
+	sb, cs, heldSB, heldCS, held, lerr := left()
 	if lerr != nil {
 		t.Fatal(lerr)
 	}
 	if err != nil {
 		s.Note("after the final delete: %v", err)
+	}
+	for _, h := range held {
+		s.Note("held by the runtime (containerd#11037): %s", h)
 	}
 	rs := rw.Stop()
 
@@ -176,7 +188,8 @@ func TestKillChurn(t *testing.T) {
 	}
 	s.Figure("all pods gone from the API after the final delete", tookGone.Seconds(), "s")
 	s.Figure("runtime empty after the final delete", tookEmpty.Seconds(), "s")
-	s.AtMost("sandboxes and containers left after the final delete", float64(sb+cs), 0, "")
+	s.Figure("left, held by the runtime (containerd#11037)", float64(heldSB+heldCS), "")
+	s.AtMost("sandboxes and containers left after the final delete", float64(sb+cs-heldSB-heldCS), 0, "")
 }
 
 // op is one step of a churn's wave: create or delete the pod name.
