@@ -106,7 +106,7 @@ func (a *Actor) parseFlags(actor.Context) (outcome, error) {
 		return exitNow, nil
 	}
 	if cl.Options.ShowVersion {
-		fmt.Fprintln(a.p.Stdout, version.String())
+		fmt.Fprintln(a.p.Stdout, version.Flag())
 		return exitNow, nil
 	}
 	gates, warnings, err := cl.FeatureGates()

@@ -80,7 +80,7 @@ func TestCommandLine(t *testing.T) {
 	}{
 		{name: "help", args: []string{"--help"}, stdout: []string{"Usage:\n  actorlet [flags]", "--pod-manifest-path"}},
 		{name: "short help", args: []string{"-h"}, stdout: []string{"Usage:"}},
-		{name: "version", args: []string{"--version"}, stdout: []string{version.String() + "\n"}},
+		{name: "version", args: []string{"--version"}, stdout: []string{version.Flag() + "\n"}},
 		{name: "unknown command", args: []string{"foo"}, code: 1, stderr: []string{`unknown command "foo"`, "Usage:"}, noStdout: true},
 		{name: "unknown flag", args: []string{"--no-such-flag"}, code: 1, stderr: []string{"unknown flag: --no-such-flag", "Usage:"}, noStdout: true},
 		{name: "bad flag value", args: []string{"--max-pods=many"}, code: 1, stderr: []string{`invalid argument "many" for "--max-pods"`}, noStdout: true},

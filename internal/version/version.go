@@ -10,7 +10,7 @@ var Version = "0.1.0"
 // configuration and API actorlet follows.
 const KubeletCompatible = "v1.37.2"
 
-// String is what --version prints.
+// String names actorlet and the kubelet it follows, for its logs.
 func String() string {
 	return "actorlet v" + Version + " (kubelet " + KubeletCompatible + " compatible)"
 }
@@ -20,6 +20,14 @@ func String() string {
 // ignore, so the control plane treats the node as the compatible kubelet.
 func NodeVersion() string {
 	return KubeletCompatible + "+actorlet." + Version
+}
+
+// Flag is what --version prints: upstream's "Kubernetes vX.Y.Z" with
+// actorlet's version as build metadata, so that tools which parse
+// `kubelet --version` (kubeadm's pre-flight among them) read the
+// compatible kubelet's version when actorlet is installed as kubelet.
+func Flag() string {
+	return "Kubernetes " + NodeVersion()
 }
 
 // UserAgent identifies actorlet to the API server.
