@@ -168,7 +168,7 @@ func writeReport(w io.Writer, dir string) error {
 	if len(report.scenarios) == 0 {
 		return nil
 	}
-	r := results{Date: time.Now().UTC().Format(time.RFC3339), Commit: commit(), Agent: Agent.Name,
+	r := results{Date: time.Now().UTC().Format(time.RFC3339), Commit: startCommit, Agent: Agent.Name,
 		Binary: Agent.Binary, Mode: Mode(), CPUs: runtime.NumCPU(), GoVersion: runtime.Version(), Scenarios: report.scenarios}
 	var b strings.Builder
 	table(&b, r)
@@ -225,6 +225,11 @@ func table(b *strings.Builder, r results) {
 	}
 	fmt.Fprintf(b, "\n%d of %d targets met\n", met, all)
 }
+
+// startCommit is the checkout's commit when the suite started, which the
+// agent under test was built from: a run takes over an hour, and the
+// checkout may move meanwhile.
+var startCommit = commit()
 
 // commit is the checkout's commit, with "+dirty" when it has changes.
 func commit() string {
