@@ -5,9 +5,12 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"errors"
 	"fmt"
+	"io/fs"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 	"sync"
 	"time"
@@ -67,10 +70,17 @@ func NewClient(c ClientConfig) (*Client, error) {
 		return nil, fmt.Errorf("kubeconfig %s: %w", c.Kubeconfig, err)
 	}
 	// Without its own credentials the node renews with the kubeconfig's.
+	// So it does where the bootstrap kubeconfig does not exist: kubeadm
+	// init names one in its drop-in but writes the first control-plane
+	// node's kubelet.conf with a certificate instead, and upstream's
+	// LoadClientConfig never reads the bootstrap file while the
+	// kubeconfig's certificate is valid.
 	renewalConfig := userConfig
 	if c.BootstrapKubeconfig != "" {
-		if renewalConfig, err = LoadKubeconfig(c.BootstrapKubeconfig); err != nil {
-			return nil, fmt.Errorf("bootstrap kubeconfig %s: %w", c.BootstrapKubeconfig, err)
+		if _, statErr := os.Stat(c.BootstrapKubeconfig); !errors.Is(statErr, fs.ErrNotExist) {
+			if renewalConfig, err = LoadKubeconfig(c.BootstrapKubeconfig); err != nil {
+				return nil, fmt.Errorf("bootstrap kubeconfig %s: %w", c.BootstrapKubeconfig, err)
+			}
 		}
 	}
 	certDir, err := filepath.Abs(c.CertDir)

@@ -298,7 +298,11 @@ func TestNewClient(t *testing.T) {
 	dir := t.TempDir()
 	now := time.Now()
 	kubeconfig := writeClientKubeconfig(t, dir, srv.URL, srvCA(srv), ca.client(t, "system:node:a", 7, now.Add(-time.Hour), now.Add(time.Hour)))
-	c, err := NewClient(ClientConfig{Kubeconfig: kubeconfig, CertDir: filepath.Join(dir, "pki"), NodeName: "a", Log: zerolog.Nop()})
+	// kubeadm init's node: the drop-in names a bootstrap kubeconfig that
+	// kubeadm never writes there, as kubelet.conf has a certificate.
+	missing := filepath.Join(dir, "bootstrap-kubelet.conf")
+	c, err := NewClient(ClientConfig{Kubeconfig: kubeconfig, BootstrapKubeconfig: missing,
+		CertDir: filepath.Join(dir, "pki"), NodeName: "a", Log: zerolog.Nop()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -314,5 +318,16 @@ func TestNewClient(t *testing.T) {
 	got, err := cs.Discovery().RESTClient().Get().AbsPath("/who").DoRaw(context.Background())
 	if err != nil || string(got) != "7" {
 		t.Errorf("request through the clientset: %q, %v; want serial 7", got, err)
+	}
+
+	// A bootstrap kubeconfig that exists but cannot be read is still an
+	// error naming it.
+	bad := filepath.Join(dir, "bad.conf")
+	if err := os.WriteFile(bad, []byte("not: [yaml"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := NewClient(ClientConfig{Kubeconfig: kubeconfig, BootstrapKubeconfig: bad,
+		CertDir: filepath.Join(dir, "pki2"), NodeName: "a", Log: zerolog.Nop()}); err == nil || !strings.Contains(err.Error(), bad) {
+		t.Errorf("a bootstrap kubeconfig that does not parse: %v, want an error naming %s", err, bad)
 	}
 }
