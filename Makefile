@@ -16,7 +16,7 @@ PKG_IMPORTS = $(GO) list -f '{{.ImportPath}}{{range .TestImports}} {{.}}{{end}}{
 INTEGRATION = $$($(PKG_IMPORTS) | awk '/actorlet\/test\/(env|agent)( |$$)/ || $$1 ~ /\/cmd\// {print $$1}')
 UNIT = $$($(PKG_IMPORTS) | awk '!(/actorlet\/test\/(env|agent)( |$$)/ || $$1 ~ /\/cmd\//) {print $$1}')
 
-.PHONY: build test unit integration fuzz lint upstream-flags env-up env-down run run-cluster bench bench-churn bench-static bench-cluster conformance chaos clean
+.PHONY: build test unit integration fuzz lint upstream-flags env-up env-down run run-cluster cluster cluster-down conformance-cluster bench bench-churn bench-static bench-cluster conformance chaos clean
 
 build:
 	$(GO) build -o $(BIN)/actorlet ./cmd/actorlet
@@ -111,6 +111,28 @@ PROCS ?= 4
 conformance: env-up build
 	$(GO) build -o $(BIN)/actorlet-conformance ./cmd/actorlet-conformance
 	@$(BIN)/actorlet-conformance -kubelet '$(KUBELET)' -specs '$(SPECS)' -focus '$(FOCUS)' -procs $(PROCS); \
+		rc=$$?; [ $$rc -le 1 ] || exit $$rc
+
+# A kubeadm cluster on this machine, every node's kubelet actorlet (or
+# KUBELET=upstream, or a binary): kubeadm init on the first node, kubeadm
+# join on the others, each node a network and mount namespace with its own
+# containerd (hack/cluster; docs/testing.md). KUBECONFIG is printed.
+#   make cluster                   # two nodes
+#   make cluster NODES=1 KUBELET=upstream
+#   make cluster-down
+NODES ?= 2
+cluster: build
+	KUBELET='$(if $(filter upstream,$(KUBELET)),upstream,$(abspath $(KUBELET)))' hack/cluster up --nodes $(NODES)
+
+cluster-down:
+	hack/cluster down
+
+# The whole [Conformance] suite (as a certification run) on make cluster's
+# cluster, whichever kubelet its nodes run. Results in
+# results/conformance-cluster/AGENT/; narrowed by FOCUS, in results/tmp/.
+conformance-cluster:
+	$(GO) build -o $(BIN)/actorlet-conformance ./cmd/actorlet-conformance
+	@$(BIN)/actorlet-conformance -cluster "$$(hack/cluster kubeconfig)" -kubelet "$$(hack/cluster kubelet)" -focus '$(FOCUS)' -procs $(PROCS); \
 		rc=$$?; [ $$rc -le 1 ] || exit $$rc
 
 # The fault suite in full (the README's test command runs its short
