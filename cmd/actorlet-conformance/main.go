@@ -7,11 +7,13 @@
 //	actorlet-conformance -kubelet upstream                    # the same against the upstream kubelet
 //	actorlet-conformance -kubelet bin/actorlet -focus 'Pods'  # the specs of the selection that match
 //	actorlet-conformance -kubelet bin/actorlet -specs my.txt  # the specs named in a file
+//	actorlet-conformance -cluster ADMIN.conf -kubelet actorlet # the whole [Conformance] suite on make cluster's cluster
 //
 // It writes its results to results/conformance/AGENT/ at the repository's
 // root (results.txt, junit.xml and e2e.log are kept in git; ginkgo's full
 // report.json and the agent's log are not), or with -focus or another
-// -specs file, a narrowed run, to results/tmp/conformance/AGENT/.
+// -specs file, a narrowed run, to results/tmp/conformance/AGENT/; a
+// -cluster run to results/conformance-cluster/AGENT/ (or under tmp/).
 //
 // It exits 0 when every spec passed, 1 when some failed, 2 when the run
 // could not be made.
@@ -38,6 +40,7 @@ func main() {
 	procs := flag.Int("procs", 4, "parallel ginkgo processes ([Serial] specs always run alone)")
 	kubelet := flag.String("kubelet", "bin/actorlet", `node agent binary, or "upstream" for the upstream kubelet v1.37.2 built by hack/node-env`)
 	artifacts := flag.String("artifacts", "", "directory for results.txt, junit.xml, e2e.log, report.json and the agent's log, emptied first (default results/conformance/AGENT, or results/tmp/conformance/AGENT for a narrowed run)")
+	cluster := flag.String("cluster", "", "admin kubeconfig of a running cluster (make cluster): run the whole [Conformance] suite there, with no agent started; -kubelet then only names the run")
 	flag.Parse()
 	if flag.NArg() > 0 {
 		fail(2, "unexpected arguments: %s", strings.Join(flag.Args(), " "))
@@ -51,7 +54,16 @@ func main() {
 		fail(2, "environment: %v", err)
 	}
 	agent, name := *kubelet, filepath.Base(*kubelet)
-	if agent == "upstream" {
+	if *cluster != "" {
+		if _, err := os.Stat(*cluster); err != nil {
+			fail(2, "-cluster: %v (is a cluster up? make cluster)", err)
+		}
+		if *artifacts == "" {
+			if *artifacts, err = resultsDir(filepath.Join("conformance-cluster", name), *focus != ""); err != nil {
+				fail(2, "%v", err)
+			}
+		}
+	} else if agent == "upstream" {
 		out, err := exec.Command(e.Script, "upstream-kubelet").Output()
 		if err != nil {
 			fail(2, "building the upstream kubelet: %v", err)
@@ -60,19 +72,21 @@ func main() {
 	} else if agent, err = filepath.Abs(agent); err != nil {
 		fail(2, "-kubelet: %v", err)
 	}
-	if _, err := os.Stat(agent); err != nil {
-		fail(2, "-kubelet: %v", err)
-	}
-	if *artifacts == "" {
-		if *artifacts, err = resultsDir(name, *specsFile, *focus); err != nil {
-			fail(2, "%v", err)
+	if *cluster == "" {
+		if _, err := os.Stat(agent); err != nil {
+			fail(2, "-kubelet: %v", err)
+		}
+		if *artifacts == "" {
+			if *artifacts, err = resultsDir(filepath.Join("conformance", name), narrowed(*specsFile, *focus)); err != nil {
+				fail(2, "%v", err)
+			}
 		}
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	out, err := conformance.Run(ctx, e, conformance.Options{
 		Specs: specs, Focus: *focus, Procs: *procs,
-		Agent: agent, AgentName: name, Artifacts: *artifacts, Out: os.Stdout,
+		Agent: agent, AgentName: name, Artifacts: *artifacts, Out: os.Stdout, Cluster: *cluster,
 	})
 	if err != nil {
 		fail(2, "%v", err)
@@ -83,23 +97,29 @@ func main() {
 	}
 }
 
-// resultsDir is where a run against agent writes by default: the full
-// selection's run, the one docs/conformance.md links, under results/ in
-// git; a narrowed run under results/tmp/, which git ignores.
-func resultsDir(agent, specsFile, focus string) (string, error) {
+// resultsDir is where a run writes by default: results/KIND/AGENT, kept in
+// git and linked by docs/conformance.md, for a full run; under
+// results/tmp/, which git ignores, for a narrowed one.
+func resultsDir(kindAgent string, narrowed bool) (string, error) {
 	root, err := env.RepoRoot()
 	if err != nil {
 		return "", err
 	}
-	full := filepath.Join(root, "test", "conformance", "specs.txt")
-	specs, err := filepath.Abs(specsFile)
+	if narrowed {
+		return filepath.Join(root, "results", "tmp", kindAgent), nil
+	}
+	return filepath.Join(root, "results", kindAgent), nil
+}
+
+// narrowed tells whether a run on the environment's node runs less than
+// the whole selection.
+func narrowed(specsFile, focus string) bool {
+	root, err := env.RepoRoot()
 	if err != nil {
-		return "", err
+		return true
 	}
-	if focus != "" || specs != full {
-		return filepath.Join(root, "results", "tmp", "conformance", agent), nil
-	}
-	return filepath.Join(root, "results", "conformance", agent), nil
+	specs, err := filepath.Abs(specsFile)
+	return err != nil || focus != "" || specs != filepath.Join(root, "test", "conformance", "specs.txt")
 }
 
 func fail(code int, format string, args ...any) {

@@ -36,7 +36,15 @@ type Options struct {
 	Artifacts string
 	// Out gets progress and the per-spec table.
 	Out io.Writer
+	// Cluster, when set, is the admin kubeconfig of a cluster whose nodes
+	// run already (make cluster): Run starts no agent, Specs are ignored,
+	// and the whole [Conformance] suite runs, as a certification run does
+	// (Focus narrows it).
+	Cluster string
 }
+
+// ConformanceFocus selects the whole [Conformance] suite.
+const ConformanceFocus = `\[Conformance\]`
 
 // Outcome is what Run found.
 type Outcome struct {
@@ -49,6 +57,9 @@ type Outcome struct {
 // Artifacts/results.txt, and their JUnit XML to Artifacts/junit.xml. The error is for a run that could not be made;
 // failed specs are in the Outcome.
 func Run(ctx context.Context, e *env.Env, opts Options) (*Outcome, error) {
+	if opts.Cluster != "" {
+		return runCluster(ctx, e, opts)
+	}
 	specs, err := selectSpecs(opts.Specs, opts.Focus)
 	if err != nil {
 		return nil, err
@@ -84,11 +95,54 @@ func Run(ctx context.Context, e *env.Env, opts Options) (*Outcome, error) {
 	if err := n.waitReady(ctx, 3*time.Minute); err != nil {
 		return nil, err
 	}
+	return ginkgoRun(ctx, e, opts, specs, suiteArgs{
+		kubeconfig: e.AdminKubeconfig, focus: FocusOf(specs),
+		extra: []string{
+			"--container-runtime-endpoint=" + e.RuntimeEndpoint,
+			"--kubelet-root-dir=" + filepath.Join(n.dir, "root"),
+		},
+	})
+}
+
+// runCluster runs the [Conformance] suite on a running cluster.
+func runCluster(ctx context.Context, e *env.Env, opts Options) (*Outcome, error) {
+	focus := ConformanceFocus
+	if opts.Focus != "" {
+		if _, err := regexp.Compile(opts.Focus); err != nil {
+			return nil, fmt.Errorf("focus %q: %w", opts.Focus, err)
+		}
+		focus = "(?:" + ConformanceFocus + ".*(?:" + opts.Focus + ")|(?:" + opts.Focus + ").*" + ConformanceFocus + ")"
+	}
+	if opts.Procs < 1 {
+		opts.Procs = 1
+	}
+	if err := os.RemoveAll(opts.Artifacts); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(opts.Artifacts, 0o755); err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(opts.Out, "conformance: the [Conformance] suite on the %s cluster of %s, %d processes; artifacts in %s\n",
+		opts.AgentName, opts.Cluster, opts.Procs, opts.Artifacts)
+	return ginkgoRun(ctx, e, opts, nil, suiteArgs{kubeconfig: opts.Cluster, focus: focus})
+}
+
+// suiteArgs is what differs between a run on the environment's node and
+// one on a cluster.
+type suiteArgs struct {
+	kubeconfig, focus string
+	extra             []string // e2e.test flags
+}
+
+// ginkgoRun runs the suite and writes its table and JUnit XML: of specs,
+// in their order, or else of every spec that ran.
+func ginkgoRun(ctx context.Context, e *env.Env, opts Options, specs []string, sa suiteArgs) (*Outcome, error) {
 	start := time.Now()
-	if err := runGinkgo(ctx, e, opts, specs, n); err != nil {
+	if err := runGinkgo(ctx, e, opts, sa); err != nil {
 		return nil, err
 	}
 	out := &Outcome{Wall: time.Since(start)}
+	var err error
 	out.Results, err = ReadReport(filepath.Join(opts.Artifacts, "report.json"), specs)
 	if err != nil {
 		return nil, fmt.Errorf("reading the e2e report (log: %s): %w", filepath.Join(opts.Artifacts, "e2e.log"), err)
@@ -140,7 +194,7 @@ func adminClient(e *env.Env) (kubernetes.Interface, error) {
 // runGinkgo runs the e2e suite through the ginkgo CLI. A run with failed
 // specs exits non-zero; that is the report's to tell, so only a run
 // without a report is an error.
-func runGinkgo(ctx context.Context, e *env.Env, opts Options, specs []string, n *node) error {
+func runGinkgo(ctx context.Context, e *env.Env, opts Options, sa suiteArgs) error {
 	art, err := filepath.Abs(opts.Artifacts)
 	if err != nil {
 		return err
@@ -152,18 +206,17 @@ func runGinkgo(ctx context.Context, e *env.Env, opts Options, specs []string, n 
 		"--silence-skips",
 		"--output-dir=" + art,
 		"--json-report=report.json",
-		"--focus=" + FocusOf(specs),
+		"--focus=" + sa.focus,
 		filepath.Join(e.KubeBin, "e2e.test"),
 		"--",
-		"--kubeconfig=" + e.AdminKubeconfig,
+		"--kubeconfig=" + sa.kubeconfig,
 		"--provider=skeleton",
 		"--kubectl-path=" + e.Kubectl,
 		"--e2e-output-dir=" + art,
 		"--disable-log-dump",
-		"--container-runtime-endpoint=" + e.RuntimeEndpoint,
-		"--kubelet-root-dir=" + filepath.Join(n.dir, "root"),
 		"--node-os-distro=debian",
 	}
+	args = append(args, sa.extra...)
 	logf, err := os.Create(filepath.Join(art, "e2e.log"))
 	if err != nil {
 		return err
@@ -172,7 +225,7 @@ func runGinkgo(ctx context.Context, e *env.Env, opts Options, specs []string, n 
 	cmd := exec.CommandContext(ctx, filepath.Join(e.KubeBin, "ginkgo"), args...)
 	cmd.Dir = art
 	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+e.AdminKubeconfig)
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+sa.kubeconfig)
 	// On cancellation ginkgo gets SIGINT, as from a terminal: it interrupts
 	// its e2e processes, which clean up their namespaces and still write
 	// the report. SIGKILL would leave them running.
