@@ -96,6 +96,7 @@ type Option func(*options)
 type options struct {
 	apiServer   bool
 	conformance bool
+	cluster     bool
 }
 
 // WithAPIServer also requires etcd, kube-apiserver and kube-controller-manager.
@@ -105,6 +106,13 @@ func WithAPIServer() Option { return func(o *options) { o.apiServer = true } }
 // ginkgo under KubeBin) and the e2e test images in the registry (issue #15).
 func WithConformance() Option {
 	return func(o *options) { o.apiServer, o.conformance = true, true }
+}
+
+// WithCluster also requires what hack/cluster's kubeadm cluster runs
+// (kubeadm, kube-proxy, etcd and the control plane's images; issue #35),
+// besides all of WithConformance.
+func WithCluster() Option {
+	return func(o *options) { o.apiServer, o.conformance, o.cluster = true, true, true }
 }
 
 var (
@@ -168,6 +176,8 @@ func load(o options) (*Env, error) {
 	script := filepath.Join(root, "hack", "node-env")
 	args := []string{}
 	switch {
+	case o.cluster:
+		args = append(args, "--with-cluster")
 	case o.conformance:
 		args = append(args, "--with-conformance")
 	case o.apiServer:

@@ -4,9 +4,11 @@
 // CA, config.yaml, instance-config.yaml, kubeadm-flags.env) and the command
 // line systemd builds from the shipped drop-in
 // deploy/systemd/kubelet.service.d/10-kubeadm.conf, against the
-// environment's real kube-apiserver and kube-controller-manager:
+// environment's real kube-apiserver and kube-controller-manager; and
+// kubeadm itself, "kubeadm init" of a one-node cluster by hack/cluster
+// (TestInit, issue #35):
 //
-//	go test -timeout 20m ./test/kubeadm/
+//	go test -timeout 30m ./test/kubeadm/
 //
 // KUBEADM_KUBELET=$(hack/node-env upstream-kubelet) runs the same test
 // against upstream's kubelet.
