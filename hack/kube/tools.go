@@ -9,8 +9,8 @@
 package tools
 
 import (
-	_ "github.com/onsi/ginkgo/v2/ginkgo"
 	_ "github.com/actorlet/actorlet/hack/kube/etcd"
+	_ "github.com/onsi/ginkgo/v2/ginkgo"
 	_ "k8s.io/kubernetes/cmd/kube-apiserver"
 	_ "k8s.io/kubernetes/cmd/kube-controller-manager"
 	_ "k8s.io/kubernetes/cmd/kube-proxy"
