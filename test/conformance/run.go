@@ -64,13 +64,7 @@ func Run(ctx context.Context, e *env.Env, opts Options) (*Outcome, error) {
 	if err != nil {
 		return nil, err
 	}
-	if opts.Procs < 1 {
-		opts.Procs = 1
-	}
-	if err := os.RemoveAll(opts.Artifacts); err != nil {
-		return nil, err
-	}
-	if err := os.MkdirAll(opts.Artifacts, 0o755); err != nil {
+	if err := prepare(&opts); err != nil {
 		return nil, err
 	}
 	admin, err := adminClient(e)
@@ -104,6 +98,18 @@ func Run(ctx context.Context, e *env.Env, opts Options) (*Outcome, error) {
 	})
 }
 
+// prepare defaults the process count and empties the artifacts
+// directory, once the run's selection is known to be valid.
+func prepare(opts *Options) error {
+	if opts.Procs < 1 {
+		opts.Procs = 1
+	}
+	if err := os.RemoveAll(opts.Artifacts); err != nil {
+		return err
+	}
+	return os.MkdirAll(opts.Artifacts, 0o755)
+}
+
 // runCluster runs the [Conformance] suite on a running cluster.
 func runCluster(ctx context.Context, e *env.Env, opts Options) (*Outcome, error) {
 	focus := ConformanceFocus
@@ -113,13 +119,7 @@ func runCluster(ctx context.Context, e *env.Env, opts Options) (*Outcome, error)
 		}
 		focus = "(?:" + ConformanceFocus + ".*(?:" + opts.Focus + ")|(?:" + opts.Focus + ").*" + ConformanceFocus + ")"
 	}
-	if opts.Procs < 1 {
-		opts.Procs = 1
-	}
-	if err := os.RemoveAll(opts.Artifacts); err != nil {
-		return nil, err
-	}
-	if err := os.MkdirAll(opts.Artifacts, 0o755); err != nil {
+	if err := prepare(&opts); err != nil {
 		return nil, err
 	}
 	fmt.Fprintf(opts.Out, "conformance: the [Conformance] suite on the %s cluster of %s, %d processes; artifacts in %s\n",
