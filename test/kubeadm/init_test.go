@@ -12,6 +12,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
@@ -95,8 +96,14 @@ func TestInit(t *testing.T) {
 		}
 	}
 
+	// Two backends behind a Service: kube-proxy spreads a Service over
+	// more than one endpoint with iptables' statistic match, which needs
+	// what its image carries beside iptables itself.
+	backends := createBackends(ctx, t, cs, "two", 2)
+
 	// A pod through the scheduler, that resolves the API server's Service
-	// name with CoreDNS and reaches its backend through kube-proxy's rules.
+	// name with CoreDNS and reaches its backend through kube-proxy's rules,
+	// then reaches both backends of the other Service.
 	pod := &v1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "dns-and-service", Namespace: "default"},
 		Spec: v1.PodSpec{
@@ -105,7 +112,8 @@ func TestInit(t *testing.T) {
 				Name:  "curl",
 				Image: "registry.k8s.io/e2e-test-images/agnhost:2.66.1",
 				Command: []string{"sh", "-c",
-					"curl -sSk --max-time 10 --retry 5 --retry-all-errors https://kubernetes.default.svc.cluster.local/livez"},
+					"curl -sSk --max-time 10 --retry 5 --retry-all-errors https://kubernetes.default.svc.cluster.local/livez; echo; " +
+						"for i in $(seq 60); do curl -s --max-time 2 http://two.default.svc.cluster.local/hostname; echo; done"},
 			}},
 		},
 	}
@@ -124,14 +132,81 @@ func TestInit(t *testing.T) {
 	// curl's retries may print an error first: kube-proxy programs the
 	// DNS Service's rules a moment after CoreDNS is Ready.
 	logs, lerr := cs.CoreV1().Pods("default").GetLogs(pod.Name, &v1.PodLogOptions{}).DoRaw(ctx)
-	lines := strings.Split(strings.TrimSpace(string(logs)), "\n")
-	if last == nil || last.Status.Phase != v1.PodSucceeded || lines[len(lines)-1] != "ok" {
+	seen := map[string]bool{}
+	for _, l := range strings.Split(string(logs), "\n") {
+		seen[strings.TrimSpace(l)] = true
+	}
+	if last == nil || last.Status.Phase != v1.PodSucceeded || !seen["ok"] {
 		t.Fatalf("the pod did not resolve and reach kubernetes.default: phase %v, node %q, logs %q (%v)",
 			phaseOf(last), nodeOf(last), logs, lerr)
+	}
+	for _, b := range backends {
+		if !seen[b] {
+			t.Errorf("Service two's backend %s never answered through the Service (kube-proxy's rules for two endpoints); logs %q", b, logs)
+		}
 	}
 	if last.Spec.NodeName != "acl-n1" {
 		t.Errorf("the pod ran on %q, want acl-n1", last.Spec.NodeName)
 	}
+}
+
+// createBackends creates n agnhost netexec pods and a Service NAME in front
+// of them, waits until every pod is Running and Ready, and returns their
+// names (what /hostname answers).
+func createBackends(ctx context.Context, t *testing.T, cs kubernetes.Interface, name string, n int) []string {
+	t.Helper()
+	labels := map[string]string{"app": name}
+	svc := &v1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
+		Spec: v1.ServiceSpec{
+			Selector: labels,
+			Ports:    []v1.ServicePort{{Port: 80, TargetPort: intstr.FromInt32(8080)}},
+		},
+	}
+	if _, err := cs.CoreV1().Services("default").Create(ctx, svc, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for i := range n {
+		p := &v1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-%d", name, i), Namespace: "default", Labels: labels},
+			Spec: v1.PodSpec{Containers: []v1.Container{{
+				Name:  "netexec",
+				Image: "registry.k8s.io/e2e-test-images/agnhost:2.66.1",
+				Args:  []string{"netexec", "--http-port=8080"},
+				ReadinessProbe: &v1.Probe{ProbeHandler: v1.ProbeHandler{
+					HTTPGet: &v1.HTTPGetAction{Path: "/healthz", Port: intstr.FromInt32(8080)},
+				}, PeriodSeconds: 1},
+			}}},
+		}
+		if _, err := cs.CoreV1().Pods("default").Create(ctx, p, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		names = append(names, p.Name)
+	}
+	deadline := time.Now().Add(5 * time.Minute)
+	for _, nm := range names {
+		for {
+			p, err := cs.CoreV1().Pods("default").Get(ctx, nm, metav1.GetOptions{})
+			if err == nil && podReady(p) {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("backend %s not Ready: %v", nm, err)
+			}
+			time.Sleep(time.Second)
+		}
+	}
+	return names
+}
+
+func podReady(p *v1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == v1.PodReady {
+			return c.Status == v1.ConditionTrue
+		}
+	}
+	return false
 }
 
 // kubeletArg is hack/cluster's KUBELET: the binary the package runs.
