@@ -128,10 +128,12 @@ cluster-down:
 	hack/cluster down
 
 # The whole [Conformance] suite (as a certification run) on make cluster's
-# cluster, whichever kubelet its nodes run. Results in
+# cluster, whichever kubelet its nodes run, with the images only it needs
+# (hack/images/e2e --suite). Results in
 # results/conformance-cluster/AGENT/; narrowed by FOCUS, in results/tmp/.
 conformance-cluster:
 	$(GO) build -o $(BIN)/actorlet-conformance ./cmd/actorlet-conformance
+	hack/images/e2e --suite
 	@$(BIN)/actorlet-conformance -cluster "$$(hack/cluster kubeconfig)" -kubelet "$$(hack/cluster kubelet)" -focus '$(FOCUS)' -procs $(PROCS); \
 		rc=$$?; [ $$rc -le 1 ] || exit $$rc
 

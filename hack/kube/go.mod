@@ -11,6 +11,7 @@ require (
 	go.etcd.io/etcd/server/v3 v3.7.0
 	k8s.io/component-base v0.37.2
 	k8s.io/kubernetes v1.37.2
+	k8s.io/sample-apiserver v0.0.0
 )
 
 require (

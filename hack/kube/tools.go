@@ -21,4 +21,5 @@ import (
 	_ "k8s.io/kubernetes/test/e2e"
 	_ "k8s.io/kubernetes/test/images/agnhost"
 	_ "k8s.io/kubernetes/test/images/nonewprivs"
+	_ "k8s.io/sample-apiserver"
 )
