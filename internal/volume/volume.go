@@ -106,6 +106,10 @@ func (h *Host) setUp(ctx context.Context, pod *v1.Pod, vol *v1.Volume) (Mounted,
 		return h.setUpContent(ctx, pod, vol)
 	case src.PersistentVolumeClaim != nil:
 		return h.setUpClaim(ctx, pod, vol)
+	case src.Image != nil:
+		// The runtime mounts an image volume (CRI Mount.image), which
+		// containerd 1.x does not do; nothing here can attach it.
+		return Mounted{}, fmt.Errorf("volume type image is not supported by this node: image volumes are mounted by the container runtime, which actorlet does not ask for yet")
 	}
 	return Mounted{}, fmt.Errorf("volume type %s is not supported by this node: it needs an attach or a CSI driver", Type(vol))
 }
