@@ -95,6 +95,10 @@ func (m *PodKilled) Summary() string {
 // (from its kill's goroutine).
 type PodStopped struct {
 	Gen uint64
+	// Status is the pod's terminal status, made from what the runtime
+	// showed once everything stopped; nil when there is none (an orphan,
+	// or the runtime could not be read).
+	Status *v1.PodStatus
 }
 
 func (m *PodStopped) Summary() string { return fmt.Sprintf("kill #%d: all stopped", m.Gen) }

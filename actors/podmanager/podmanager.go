@@ -372,8 +372,16 @@ func outcome(r podruntime.SyncResult) podworker.SyncOutcome {
 	return out
 }
 
-func (w *workerRuntime) KillPod(ctx context.Context, pod *v1.Pod, uid types.UID, name, namespace string, grace int64, stopped func()) error {
-	k := podruntime.Kill{UID: uid, Name: name, Namespace: namespace, GracePeriod: &grace, Stopped: stopped}
+func (w *workerRuntime) KillPod(ctx context.Context, pod *v1.Pod, uid types.UID, name, namespace string, grace int64, stopped func(final *v1.PodStatus)) error {
+	k := podruntime.Kill{UID: uid, Name: name, Namespace: namespace, GracePeriod: &grace}
+	k.Stopped = func(final *podruntime.PodStatus) {
+		if final == nil || pod == nil || w.orphan {
+			stopped(nil)
+			return
+		}
+		s := podruntime.TerminalAPIStatus(pod, final, &pod.Status, time.Now())
+		stopped(&s)
+	}
 	if w.orphan {
 		// No spec: the grace period recorded on the containers applies.
 		k.GracePeriod = nil

@@ -64,7 +64,7 @@ func (f *fakeRuntime) sync(pod *v1.Pod, how string) podruntime.SyncResult {
 
 func (f *fakeRuntime) Kill(_ context.Context, k podruntime.Kill) error {
 	if k.Stopped != nil {
-		k.Stopped()
+		k.Stopped(nil)
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -139,8 +139,11 @@ type EvSynced struct {
 }
 
 // EvStopped: the kill in flight has stopped everything and goes on to
-// remove it.
-type EvStopped struct{ Gen uint64 }
+// remove it. Status, when set, is the pod's terminal status.
+type EvStopped struct {
+	Gen    uint64
+	Status *v1.PodStatus
+}
 
 // EvVolumesReady: every volume of the pod is set up.
 type EvVolumesReady struct{ Volumes messages.PodVolumes }
@@ -391,12 +394,20 @@ func (s State) onStopped(e EvStopped) (State, []Command) {
 		return s, nil
 	}
 	s.stopped = true
+	var cmds []Command
+	if e.Status != nil {
+		// The pod's last word, before it may go from the API: a terminal
+		// phase and its containers terminated, as upstream's
+		// SyncTerminatingPod reports once killPod returned.
+		s.status = e.Status
+		cmds = append(cmds, CmdReportStatus{Status: e.Status})
+	}
 	if hasProbes(s.Pod) {
 		// Nothing runs to probe any more, as upstream's RemovePod once
 		// killPod returned.
-		return s, []Command{CmdSetProbeTargets{}, CmdReportStopped{}}
+		cmds = append(cmds, CmdSetProbeTargets{})
 	}
-	return s, []Command{CmdReportStopped{}}
+	return s, append(cmds, CmdReportStopped{})
 }
 
 func (s State) onVolumesReady(e EvVolumesReady) (State, []Command) {

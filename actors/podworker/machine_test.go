@@ -71,6 +71,9 @@ var (
 	notReadyStatus = probeStatus(false, []v1.PodCondition{
 		{Type: v1.PodReady, Status: v1.ConditionFalse, Reason: "ContainersNotReady", Message: "containers with unready status: [c]", LastTransitionTime: metav1.NewTime(tNow)},
 		{Type: v1.ContainersReady, Status: v1.ConditionFalse, Reason: "ContainersNotReady", Message: "containers with unready status: [c]", LastTransitionTime: metav1.NewTime(tNow)}})
+	// failedStatus is a terminated pod's: its container killed.
+	failedStatus = &v1.PodStatus{Phase: v1.PodFailed, ContainerStatuses: []v1.ContainerStatus{{Name: "c", ContainerID: "containerd://c1",
+		State: v1.ContainerState{Terminated: &v1.ContainerStateTerminated{ExitCode: 137, Reason: "Error"}}}}}
 	readyAgainStatus = probeStatus(true, []v1.PodCondition{
 		{Type: v1.PodReady, Status: v1.ConditionTrue, LastTransitionTime: metav1.NewTime(tNow)},
 		{Type: v1.ContainersReady, Status: v1.ConditionTrue, LastTransitionTime: metav1.NewTime(tNow)}})
@@ -271,6 +274,10 @@ func TestStep(t *testing.T) {
 			[]Command{CmdStartKill{3, 1}}, Terminating},
 		{"the kill's stop is reported", []Event{EvTerminate{Grace: i64(1)}, EvStopped{Gen: 1}},
 			[]Command{CmdReportStopped{}}, Terminating},
+		{"the kill's stop reports the terminal status first", []Event{EvTerminate{Grace: i64(1)}, EvStopped{Gen: 1, Status: failedStatus}},
+			[]Command{CmdReportStatus{failedStatus}, CmdReportStopped{}}, Terminating},
+		{"and before the probes end", []Event{EvUpdate{podP}, EvSynced{Gen: 1, Status: readyStatus}, EvTerminate{}, EvStopped{Gen: 2, Status: failedStatus}},
+			[]Command{CmdReportStatus{failedStatus}, CmdSetProbeTargets{}, CmdReportStopped{}}, Terminating},
 		{"a stale stop is ignored", []Event{EvTerminate{Grace: i64(1)}, EvStopped{Gen: 7}},
 			nil, Terminating},
 		{"a stop is reported once", []Event{EvTerminate{Grace: i64(1)}, EvStopped{Gen: 1}, EvStopped{Gen: 1}},

@@ -33,9 +33,10 @@ type Runtime interface {
 	// ObservePod reports the pod's status without acting on it.
 	ObservePod(ctx context.Context, pod *v1.Pod) SyncOutcome
 	// KillPod stops the pod's containers within grace seconds, then removes
-	// its containers and sandboxes; stopped is called in between. pod is the
-	// latest spec, nil for an orphan.
-	KillPod(ctx context.Context, pod *v1.Pod, uid types.UID, name, namespace string, grace int64, stopped func()) error
+	// its containers and sandboxes; stopped is called in between, with the
+	// pod's terminal status when there is one. pod is the latest spec, its
+	// status the last one reported; nil for an orphan.
+	KillPod(ctx context.Context, pod *v1.Pod, uid types.UID, name, namespace string, grace int64, stopped func(final *v1.PodStatus)) error
 }
 
 // SyncOutcome is what one sync pass reports.
@@ -143,7 +144,7 @@ func (a *Actor) Receive(ctx actor.Context) {
 		terminal := m.Status.Phase == v1.PodSucceeded || m.Status.Phase == v1.PodFailed
 		a.step(ctx, EvSynced{Gen: m.Gen, RetryAfter: m.RetryAfter, Err: m.Err, Terminal: terminal, Observed: m.Observed, Status: &m.Status})
 	case *messages.PodStopped:
-		a.step(ctx, EvStopped{Gen: m.Gen})
+		a.step(ctx, EvStopped{Gen: m.Gen, Status: m.Status})
 	case *supervision.InjectPanic:
 		// Only with InSyncWork does the middleware let it through. A sync
 		// is started for it, as an update with the same pod would.
@@ -223,7 +224,9 @@ func (a *Actor) execute(ctx actor.Context, c Command) {
 			pod = &withStatus
 		}
 		system, self := ctx.ActorSystem(), ctx.Self()
-		stopped := func() { supervision.TellFromOutside(system, self, &messages.PodStopped{Gen: c.Gen}) }
+		stopped := func(final *v1.PodStatus) {
+			supervision.TellFromOutside(system, self, &messages.PodStopped{Gen: c.Gen, Status: final})
+		}
 		supervision.Go(ctx, func(context.Context) messages.Message {
 			defer cancel()
 			start := time.Now()

@@ -33,8 +33,8 @@ func (r *blockingRuntime) SyncPod(ctx context.Context, _ *v1.Pod, _ messages.Pod
 	return SyncOutcome{Err: ctx.Err()}
 }
 
-func (r *blockingRuntime) KillPod(_ context.Context, _ *v1.Pod, _ types.UID, _, _ string, grace int64, stopped func()) error {
-	stopped()
+func (r *blockingRuntime) KillPod(_ context.Context, _ *v1.Pod, _ types.UID, _, _ string, grace int64, stopped func(*v1.PodStatus)) error {
+	stopped(nil)
 	r.killed <- grace
 	return nil
 }
@@ -137,7 +137,7 @@ func (r *countingRuntime) SyncPod(context.Context, *v1.Pod, messages.PodVolumes,
 	return SyncOutcome{}
 }
 
-func (r *countingRuntime) KillPod(context.Context, *v1.Pod, types.UID, string, string, int64, func()) error {
+func (r *countingRuntime) KillPod(context.Context, *v1.Pod, types.UID, string, string, int64, func(*v1.PodStatus)) error {
 	return nil
 }
 

@@ -35,6 +35,22 @@ const (
 // transition times are kept. probes (nil: none yet) decide which running
 // containers are started and ready, as upstream's probe manager does.
 func GenerateAPIStatus(pod *v1.Pod, status *PodStatus, waiting map[string]WaitingReason, probes results.Pod, previous *v1.PodStatus, now time.Time) v1.PodStatus {
+	return generateAPIStatus(pod, status, waiting, probes, previous, now, false)
+}
+
+// TerminalAPIStatus is the status of a pod the kubelet has terminated
+// (upstream's generateAPIPodStatus with podIsTerminal), made from what the
+// runtime shows once nothing of it runs: its containers will not start
+// again whatever the restart policy, so a pod whose containers all
+// stopped is Succeeded when every one exited 0 and Failed otherwise (a
+// static pod keeps the phase its restart policy gives, as upstream's).
+// Controllers wait on this phase: the Job controller removes its
+// finalizer from a pod, and applies its pod failure policy, only then.
+func TerminalAPIStatus(pod *v1.Pod, status *PodStatus, previous *v1.PodStatus, now time.Time) v1.PodStatus {
+	return generateAPIStatus(pod, status, nil, nil, previous, now, true)
+}
+
+func generateAPIStatus(pod *v1.Pod, status *PodStatus, waiting map[string]WaitingReason, probes results.Pod, previous *v1.PodStatus, now time.Time, terminal bool) v1.PodStatus {
 	if previous == nil {
 		previous = &v1.PodStatus{}
 	}
@@ -55,7 +71,7 @@ func GenerateAPIStatus(pod *v1.Pod, status *PodStatus, waiting map[string]Waitin
 	notStarted(out.InitContainerStatuses)
 	notStarted(out.ContainerStatuses)
 	all := append(slices.Clone(out.InitContainerStatuses), out.ContainerStatuses...)
-	out.Phase = getPhase(pod, all, hasAnyRegularContainerStarted(pod, out.ContainerStatuses))
+	out.Phase = getPhase(pod, all, hasAnyRegularContainerStarted(pod, out.ContainerStatuses), terminal && !isStatic(pod))
 	out.StartTime = previous.StartTime
 	if out.StartTime == nil {
 		t := metav1.NewTime(now)
@@ -306,9 +322,9 @@ func hasAnyRegularContainerStarted(pod *v1.Pod, statuses []v1.ContainerStatus) b
 	return false
 }
 
-// getPhase is upstream's getPhase for a pod the kubelet has not declared
-// terminal, without container restart rules.
-func getPhase(pod *v1.Pod, info []v1.ContainerStatus, initialized bool) v1.PodPhase {
+// getPhase is upstream's getPhase without container restart rules;
+// terminal is its podIsTerminal for a pod that is not static.
+func getPhase(pod *v1.Pod, info []v1.ContainerStatus, initialized, terminal bool) v1.PodPhase {
 	pendingInit, pendingSidecars, failedInit := 0, 0, 0
 	var unknown, running, waiting, stopped, succeeded int
 	for _, c := range pod.Spec.InitContainers {
@@ -377,6 +393,10 @@ func getPhase(pod *v1.Pod, info []v1.ContainerStatus, initialized bool) v1.PodPh
 		return v1.PodRunning
 	case running == 0 && stopped > 0 && unknown == 0:
 		switch {
+		case terminal && stopped == succeeded:
+			return v1.PodSucceeded
+		case terminal:
+			return v1.PodFailed
 		case pod.Spec.RestartPolicy == v1.RestartPolicyAlways:
 			return v1.PodRunning
 		case stopped == succeeded:

@@ -164,3 +164,60 @@ func TestGenerateAPIStatusObservedGeneration(t *testing.T) {
 		}
 	}
 }
+
+// TestTerminalAPIStatus checks the status of a pod the kubelet has
+// terminated (deleted or evicted, its containers killed): terminal
+// whatever its restart policy, as upstream's getPhase with podIsTerminal,
+// and not Ready; a static pod keeps the phase its restart policy gives.
+func TestTerminalAPIStatus(t *testing.T) {
+	always, onFailure, never := v1.RestartPolicyAlways, v1.RestartPolicyOnFailure, v1.RestartPolicyNever
+	static := func(p *v1.Pod) *v1.Pod {
+		p.Annotations = map[string]string{"kubernetes.io/config.source": "file"}
+		return p
+	}
+	killed := func(name string) func(p *v1.Pod) *ContainerStatus {
+		return func(p *v1.Pod) *ContainerStatus { return withReason(cstat(p, name, exited, 137, 0), "Error") }
+	}
+	completed := func(name string) func(p *v1.Pod) *ContainerStatus {
+		return func(p *v1.Pod) *ContainerStatus { return withReason(cstat(p, name, exited, 0, 0), "Completed") }
+	}
+	tests := []struct {
+		name       string
+		pod        *v1.Pod
+		containers []func(p *v1.Pod) *ContainerStatus
+		phase      v1.PodPhase
+	}{
+		{"Never, killed", actionsPod(never, nil, "c"), []func(*v1.Pod) *ContainerStatus{killed("c")}, v1.PodFailed},
+		{"Always, killed", actionsPod(always, nil, "c"), []func(*v1.Pod) *ContainerStatus{killed("c")}, v1.PodFailed},
+		{"OnFailure, one killed", actionsPod(onFailure, nil, "a", "b"), []func(*v1.Pod) *ContainerStatus{completed("a"), killed("b")}, v1.PodFailed},
+		{"Always, every container exited 0", actionsPod(always, nil, "a", "b"), []func(*v1.Pod) *ContainerStatus{completed("a"), completed("b")}, v1.PodSucceeded},
+		{"static, Always, killed", static(actionsPod(always, nil, "c")), []func(*v1.Pod) *ContainerStatus{killed("c")}, v1.PodRunning},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var cs []*ContainerStatus
+			for _, c := range tt.containers {
+				cs = append(cs, c(tt.pod))
+			}
+			prev := GenerateAPIStatus(tt.pod, readyStatus(), nil, nil, nil, t0)
+			prev.Phase = v1.PodRunning
+			got := TerminalAPIStatus(tt.pod, readyStatus(cs...), &prev, t0)
+			if got.Phase != tt.phase {
+				t.Errorf("phase %s, want %s", got.Phase, tt.phase)
+			}
+			for _, c := range got.Conditions {
+				if c.Type == v1.PodReady && c.Status == v1.ConditionTrue {
+					t.Errorf("Ready is True in a terminated pod's status")
+				}
+			}
+			if len(got.ContainerStatuses) != len(tt.containers) {
+				t.Fatalf("%d container statuses, want %d", len(got.ContainerStatuses), len(tt.containers))
+			}
+			for _, c := range got.ContainerStatuses {
+				if c.State.Terminated == nil {
+					t.Errorf("container %s: state %+v, want terminated", c.Name, c.State)
+				}
+			}
+		})
+	}
+}

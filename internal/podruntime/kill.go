@@ -70,8 +70,10 @@ type Kill struct {
 	// Stopped, when set, is called once the pod's containers and sandbox
 	// are stopped, before anything is removed: nothing of the pod runs any
 	// more, so it may go from the API (upstream deletes it then, and
-	// leaves the removal to GC).
-	Stopped func()
+	// leaves the removal to GC). final is the pod as the runtime shows it
+	// then, its containers' exit codes for the pod's terminal status; nil
+	// when reading it failed.
+	Stopped func(final *PodStatus)
 }
 
 // Kill runs KillPodWithSpec, or KillPod without a spec, telling k.Stopped
@@ -84,7 +86,7 @@ func (r *Runtime) Kill(ctx context.Context, k Kill) error {
 	return r.killPod(ctx, pod, k.GracePeriod, k.Stopped)
 }
 
-func (r *Runtime) killPod(ctx context.Context, pod *v1.Pod, gracePeriod *int64, stopped func()) error {
+func (r *Runtime) killPod(ctx context.Context, pod *v1.Pod, gracePeriod *int64, stopped func(*PodStatus)) error {
 	uid, name, namespace := pod.UID, pod.Name, pod.Namespace
 	status, err := r.GetPodStatus(ctx, uid, name, namespace)
 	if err != nil {
@@ -102,7 +104,11 @@ func (r *Runtime) killPod(ctx context.Context, pod *v1.Pod, gracePeriod *int64, 
 		r.Opts.Cgroups.Forget(uid)
 	}
 	if stopped != nil {
-		stopped()
+		final, err := r.GetPodStatus(ctx, uid, name, namespace)
+		if err != nil {
+			final = nil
+		}
+		stopped(final)
 	}
 	// Nothing of the pod runs: what was applied to its containers goes,
 	// that of a pod that ran to completion too (its containers stay for

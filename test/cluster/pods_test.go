@@ -3,12 +3,14 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/actorlet/actorlet/test/agent"
 )
@@ -171,6 +173,45 @@ func TestDeleteWithGracePeriod(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// TestDeletedPodEndsTerminal deletes a running pod that a finalizer keeps
+// in the API, as the Job controller's does: its last status must be
+// terminal, every container terminated and the pod not Ready, as
+// upstream's kubelet writes before the final delete; the finalizer's
+// owner waits on that phase to let the pod go.
+func TestDeletedPodEndsTerminal(t *testing.T) {
+	n := startClusterNode(t)
+	ns := n.Namespace("finalizer")
+	const finalizer = "actorlet.test/hold"
+	for _, policy := range []v1.RestartPolicy{v1.RestartPolicyNever, v1.RestartPolicyAlways} {
+		name := "held-" + strings.ToLower(string(policy))
+		p := n.apiPod(ns, name, "sleep 600", 1, policy)
+		p.Finalizers = []string{finalizer}
+		n.create(p)
+		eventually(t, name+" running", 60*time.Second, n.inPhase(ns, name, v1.PodRunning))
+		if err := n.Admin.CoreV1().Pods(ns).Delete(context.Background(), name, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, name+" Failed", 60*time.Second, n.inPhase(ns, name, v1.PodFailed))
+		got, err := n.get(ns, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if podReady(got) {
+			t.Errorf("%s: Ready in its terminal status", name)
+		}
+		for _, c := range got.Status.ContainerStatuses {
+			if c.State.Terminated == nil || c.Ready {
+				t.Errorf("%s: container %s %+v, ready %v; want terminated", name, c.Name, c.State, c.Ready)
+			}
+		}
+		patch := []byte(`{"metadata":{"finalizers":null}}`)
+		if _, err := n.Admin.CoreV1().Pods(ns).Patch(context.Background(), name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, name+" gone", 60*time.Second, n.gone(ns, name))
+	}
 }
 
 func TestMirrorPodFollowsTheStaticPod(t *testing.T) {

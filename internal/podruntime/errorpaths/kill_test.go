@@ -61,7 +61,7 @@ func TestKillFailures(t *testing.T) {
 
 			stopped := false
 			err := f.rt.Kill(context.Background(), podruntime.Kill{Pod: pod, UID: pod.UID, Name: pod.Name, Namespace: pod.Namespace,
-				Stopped: func() { stopped = true }})
+				Stopped: func(*podruntime.PodStatus) { stopped = true }})
 			wantErr(t, err, tc.err...)
 			if stopped != tc.stopped {
 				t.Errorf("Stopped called: %v, want %v", stopped, tc.stopped)
