@@ -75,6 +75,9 @@ type PodState struct {
 	// ReportedGone: the status-reporter was told the pod is finished and
 	// removed when its worker stopped it, before the removal ended.
 	ReportedGone bool
+	// Stopped: its worker stopped every container and the sandbox (the
+	// removal may go on): it no longer counts against the node.
+	Stopped bool
 	// VolumesAsked: the volume-manager was asked to set up the pod's
 	// volumes; it is told to tear them down when the worker is done.
 	VolumesAsked bool
@@ -493,7 +496,9 @@ func (m *Machine) onWorkerStopped(e EvWorkerStopped) {
 	if !ok {
 		return
 	}
-	// Nothing of the pod runs: its volumes go.
+	// Nothing of the pod runs: its volumes go, and it no longer holds
+	// what admission counts.
+	p.Stopped = true
 	m.unmount(e.UID, p)
 	// A pod deleted from the API goes from it once nothing of it runs and
 	// its volumes are unmounted, as upstream; its removal from the runtime
@@ -840,11 +845,13 @@ func (m *Machine) reject(pod *v1.Pod, r *Rejection) {
 
 // admitted returns the pods admission counts against the node: those that
 // run, and those being stopped (their resources and host ports are still
-// taken), as upstream's active pods.
+// taken) until nothing of them runs, as upstream's active pods (a pod its
+// worker terminated is inactive, and a deleted one leaves the API then: a
+// preemptor the scheduler binds in its place must fit).
 func (m *Machine) admitted() []*v1.Pod {
 	out := make([]*v1.Pod, 0, len(m.pods))
 	for uid, p := range m.pods {
-		if p.Phase == Running || (p.Phase == Terminating && p.Pod != nil) {
+		if p.Phase == Running || (p.Phase == Terminating && p.Pod != nil && !p.Stopped) {
 			// At what the node allocated, not what the spec asks for.
 			out = append(out, m.workerPod(uid, p))
 		}
