@@ -245,7 +245,7 @@ func statusesCaughtUp(n *agent.APIPods, steady []string, ids map[string]string) 
 		if err == nil {
 			err = agent.PodRunning(p)
 		}
-		if err == nil && !PodIsReady(p) {
+		if err == nil && !agent.PodReady(p) {
 			err = fmt.Errorf("pod %s not Ready", name)
 		}
 		if id, ok := ids[name]; err == nil && ok && (len(p.Status.ContainerStatuses) == 0 || p.Status.ContainerStatuses[0].ContainerID != id) {

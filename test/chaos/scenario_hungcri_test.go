@@ -270,7 +270,7 @@ func podReady(n *agent.APIPods, name string) error {
 	if err != nil {
 		return err
 	}
-	if PodIsReady(p) {
+	if agent.PodReady(p) {
 		return nil
 	}
 	for _, c := range p.Status.Conditions {

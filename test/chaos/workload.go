@@ -145,16 +145,6 @@ func WaitFor(within time.Duration, check func() error) (time.Duration, error) {
 	}
 }
 
-// PodIsReady reports whether the pod's Ready condition is True.
-func PodIsReady(p *v1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == v1.PodReady {
-			return c.Status == v1.ConditionTrue
-		}
-	}
-	return false
-}
-
 // ShortID is a container ID (with or without its runtime:// prefix) cut
 // to 12 characters, for messages.
 func ShortID(id string) string {

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/actorlet/actorlet/test/agent"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -65,7 +66,7 @@ func BenchmarkAPIPodStartup(b *testing.B) {
 			mu.Lock()
 			for i := range list.Items {
 				p := &list.Items[i]
-				if _, done := ready[p.Name]; done || !podReady(p) {
+				if _, done := ready[p.Name]; done || !agent.PodReady(p) {
 					continue
 				}
 				if at, ok := created[p.Name]; ok {

@@ -44,8 +44,8 @@ func TestMirrorPodStatusIsRestored(t *testing.T) {
 			return err
 		}
 		cs := p.Status.ContainerStatuses
-		if p.Status.Phase != v1.PodRunning || !podReady(p) || len(cs) != 1 || cs[0].State.Running == nil {
-			return fmt.Errorf("phase %s, ready %v, containers %+v", p.Status.Phase, podReady(p), cs)
+		if p.Status.Phase != v1.PodRunning || !agent.PodReady(p) || len(cs) != 1 || cs[0].State.Running == nil {
+			return fmt.Errorf("phase %s, ready %v, containers %+v", p.Status.Phase, agent.PodReady(p), cs)
 		}
 		if containerID == "" {
 			containerID = cs[0].ContainerID
@@ -90,7 +90,7 @@ func TestMirrorPodStatusIsRestored(t *testing.T) {
 			return err
 		}
 		if cur.ResourceVersion != p.ResourceVersion {
-			return fmt.Errorf("resourceVersion %s, then %s: written again (phase %s, ready %v)", p.ResourceVersion, cur.ResourceVersion, cur.Status.Phase, podReady(cur))
+			return fmt.Errorf("resourceVersion %s, then %s: written again (phase %s, ready %v)", p.ResourceVersion, cur.ResourceVersion, cur.Status.Phase, agent.PodReady(cur))
 		}
 		return nil
 	})

@@ -71,15 +71,6 @@ func (n *clusterNode) gone(ns, name string) func() error {
 	}
 }
 
-func podReady(p *v1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == v1.PodReady {
-			return c.Status == v1.ConditionTrue
-		}
-	}
-	return false
-}
-
 func TestAPIPodRunsAndReportsStatus(t *testing.T) {
 	n := startClusterNode(t)
 	ns := n.Namespace("run")
@@ -91,8 +82,8 @@ func TestAPIPodRunsAndReportsStatus(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		if p.Status.Phase != v1.PodRunning || !podReady(p) {
-			return fmt.Errorf("phase %s, ready %v", p.Status.Phase, podReady(p))
+		if p.Status.Phase != v1.PodRunning || !agent.PodReady(p) {
+			return fmt.Errorf("phase %s, ready %v", p.Status.Phase, agent.PodReady(p))
 		}
 		seen, pod = time.Now(), p
 		return nil
@@ -198,7 +189,7 @@ func TestDeletedPodEndsTerminal(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if podReady(got) {
+		if agent.PodReady(got) {
 			t.Errorf("%s: Ready in its terminal status", name)
 		}
 		for _, c := range got.Status.ContainerStatuses {

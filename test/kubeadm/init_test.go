@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/actorlet/actorlet/test/agent"
 	"github.com/actorlet/actorlet/test/env"
 )
 
@@ -188,7 +189,7 @@ func createBackends(ctx context.Context, t *testing.T, cs kubernetes.Interface, 
 	for _, nm := range names {
 		for {
 			p, err := cs.CoreV1().Pods("default").Get(ctx, nm, metav1.GetOptions{})
-			if err == nil && podReady(p) {
+			if err == nil && agent.PodReady(p) {
 				break
 			}
 			if time.Now().After(deadline) {
@@ -198,15 +199,6 @@ func createBackends(ctx context.Context, t *testing.T, cs kubernetes.Interface, 
 		}
 	}
 	return names
-}
-
-func podReady(p *v1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == v1.PodReady {
-			return c.Status == v1.ConditionTrue
-		}
-	}
-	return false
 }
 
 // kubeletArg is hack/cluster's KUBELET: the binary the package runs.
