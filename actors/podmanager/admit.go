@@ -61,6 +61,23 @@ type Rejection struct {
 	// anew before it is rejected, since the cached Node may lag behind a
 	// label just added.
 	AffinityOnly bool
+	// Short is the resource a pod lacks, and by how much, when the
+	// rejection is OutOf<resource>.
+	Short *Shortfall
+	// Preempt: the pod is critical and resources are all it lacks (each
+	// rejection is in Shortfalls): as upstream's CriticalPodAdmissionHandler,
+	// the node stops lower-priority pods to admit it rather than reject it.
+	Preempt bool
+	// Shortfalls are what a critical pod lacks (Preempt).
+	Shortfalls []Shortfall
+}
+
+// Shortfall is how much of a resource a pod lacks: upstream's
+// InsufficientResourceError's insufficient amount (milli-CPU for cpu,
+// units otherwise).
+type Shortfall struct {
+	Name   v1.ResourceName
+	Amount int64
 }
 
 // Admission is what admission decides against, besides the pod and the
@@ -144,9 +161,28 @@ func admitPredicates(pod *v1.Pod, admitted []*v1.Pod, a Admission) *Rejection {
 	if len(reasons) == 0 {
 		return nil
 	}
+	if isCritical(pod, a.Static) {
+		// As upstream's CriticalPodAdmissionHandler: resources are no reason
+		// to reject a critical pod; any other reason is.
+		other := slices.DeleteFunc(slices.Clone(reasons), func(r *Rejection) bool { return r.Short != nil })
+		if len(other) == 0 {
+			r := &Rejection{Reason: reasons[0].Reason, Message: reasons[0].Message, Preempt: true}
+			for _, short := range reasons {
+				r.Shortfalls = append(r.Shortfalls, *short.Short)
+			}
+			return r
+		}
+		reasons = other
+	}
 	first := reasons[0]
 	first.AffinityOnly = !slices.ContainsFunc(reasons, func(r *Rejection) bool { return r.Reason != ReasonNodeAffinity })
 	return first
+}
+
+// isCritical is upstream's IsCriticalPod: a static pod, or one of
+// system-critical priority or above (mirror pods are never run).
+func isCritical(pod *v1.Pod, static bool) bool {
+	return static || (pod.Spec.Priority != nil && *pod.Spec.Priority >= systemCriticalPriority)
 }
 
 func predicate(name, desc string) *Rejection {
@@ -158,7 +194,7 @@ func predicate(name, desc string) *Rejection {
 // memory-pressure taint; under any other pressure, every pod. Critical
 // pods (static, or of system-critical priority) are always admitted.
 func admitPressure(pod *v1.Pod, a Admission) *Rejection {
-	if len(a.Pressure) == 0 || a.Static || (pod.Spec.Priority != nil && *pod.Spec.Priority >= systemCriticalPriority) {
+	if len(a.Pressure) == 0 || isCritical(pod, a.Static) {
 		return nil
 	}
 	if len(a.Pressure) == 1 && a.Pressure[0] == v1.NodeMemoryPressure {
@@ -278,7 +314,8 @@ func fitsResources(pod *v1.Pod, admitted []*v1.Pod, maxPods int, alloc v1.Resour
 
 func insufficient(name v1.ResourceName, requested, used, capacity int64) *Rejection {
 	return &Rejection{Reason: insufficientPrefix + string(name), Message: fmt.Sprintf(
-		"Node didn't have enough resource: %s, requested: %d, used: %d, capacity: %d", name, requested, used, capacity)}
+		"Node didn't have enough resource: %s, requested: %d, used: %d, capacity: %d", name, requested, used, capacity),
+		Short: &Shortfall{Name: name, Amount: requested - (capacity - used)}}
 }
 
 // isScalar is the scheduler's IsScalarResourceName: extended resources,

@@ -19,7 +19,11 @@ type EvEvict struct {
 func (EvEvict) isEvent() {}
 
 // Eviction is why a pod was evicted: its status says so from then on.
-type Eviction struct{ Reason, Message string }
+type Eviction struct {
+	Reason, Message string
+	// Condition is the DisruptionTarget condition's message; "": Message.
+	Condition string
+}
 
 // evict stops a running pod as upstream's eviction manager's killPodFunc
 // does: its worker kills it within the grace period, and its status is
@@ -55,8 +59,12 @@ func (m *Machine) evict(e EvEvict, now metav1.Time) {
 func evictedStatus(pod *v1.Pod, status v1.PodStatus, ev *Eviction, now metav1.Time, stopped bool) v1.PodStatus {
 	s := *status.DeepCopy()
 	s.Phase, s.Reason, s.Message = v1.PodFailed, ev.Reason, ev.Message
+	msg := ev.Condition
+	if msg == "" {
+		msg = ev.Message
+	}
 	disruption := v1.PodCondition{Type: v1.DisruptionTarget, Status: v1.ConditionTrue, Reason: v1.PodReasonTerminationByKubelet,
-		Message: ev.Message, LastTransitionTime: now, ObservedGeneration: pod.Generation}
+		Message: msg, LastTransitionTime: now, ObservedGeneration: pod.Generation}
 	found := false
 	for i := range s.Conditions {
 		c := &s.Conditions[i]

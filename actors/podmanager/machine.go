@@ -417,7 +417,7 @@ func (m *Machine) step(ev Event, now time.Time) {
 	case EvWorkerStatus:
 		m.onWorkerStatus(e, now)
 	case EvWorkerStopped:
-		m.onWorkerStopped(e)
+		m.onWorkerStopped(e, now)
 	case EvWorkerDone:
 		m.done(e.UID, now)
 	case EvRuntimeEvents:
@@ -491,7 +491,7 @@ func (m *Machine) onWorkerStatus(e EvWorkerStatus, now time.Time) {
 	}
 }
 
-func (m *Machine) onWorkerStopped(e EvWorkerStopped) {
+func (m *Machine) onWorkerStopped(e EvWorkerStopped, now time.Time) {
 	p, ok := m.pods[e.UID]
 	if !ok {
 		return
@@ -500,6 +500,7 @@ func (m *Machine) onWorkerStopped(e EvWorkerStopped) {
 	// what admission counts.
 	p.Stopped = true
 	m.unmount(e.UID, p)
+	m.admitPreempting(now)
 	// A pod deleted from the API goes from it once nothing of it runs and
 	// its volumes are unmounted, as upstream; its removal from the runtime
 	// goes on.
@@ -758,6 +759,10 @@ func (m *Machine) admitOrWait(source string, pod *v1.Pod, retried bool, now time
 		}
 		return
 	}
+	if r != nil && r.Preempt {
+		m.preemptFor(source, pod, r.Shortfalls, now)
+		return
+	}
 	delete(m.waiting, uid)
 	if r != nil {
 		m.reject(pod, r)
@@ -785,6 +790,8 @@ type waitingPod struct {
 	seq    int
 	// affinity: node affinity alone failed; the Node is being read again.
 	affinity bool
+	// preempting: a critical pod waits for pods stopped to make room.
+	preempting bool
 }
 
 // wait holds a pod before admission, keeping its place in the order of
@@ -802,14 +809,19 @@ func (m *Machine) wait(source string, pod *v1.Pod, affinity bool) {
 // admitWaiting admits (or rejects, or holds again) the waiting pods in
 // their order of arrival, as upstream admits new pods by creation time.
 func (m *Machine) admitWaiting(now time.Time) {
-	ws := slices.Collect(maps.Values(m.waiting))
-	slices.SortFunc(ws, func(a, b *waitingPod) int { return a.seq - b.seq })
-	for _, w := range ws {
+	for _, w := range m.waitingInOrder() {
 		if m.waiting[w.pod.UID] != w {
 			continue
 		}
 		m.admitOrWait(w.source, w.pod, w.affinity, now)
 	}
+}
+
+// waitingInOrder are the waiting pods in their order of arrival.
+func (m *Machine) waitingInOrder() []*waitingPod {
+	ws := slices.Collect(maps.Values(m.waiting))
+	slices.SortFunc(ws, func(a, b *waitingPod) int { return a.seq - b.seq })
+	return ws
 }
 
 // decide runs admission; a panic in it rejects the pod (upstream's
@@ -851,12 +863,28 @@ func (m *Machine) reject(pod *v1.Pod, r *Rejection) {
 func (m *Machine) admitted() []*v1.Pod {
 	out := make([]*v1.Pod, 0, len(m.pods))
 	for uid, p := range m.pods {
-		if p.Phase == Running || (p.Phase == Terminating && p.Pod != nil && !p.Stopped) {
+		if counts(p) {
 			// At what the node allocated, not what the spec asks for.
 			out = append(out, m.workerPod(uid, p))
 		}
 	}
 	return out
+}
+
+// counts reports whether a pod counts against the node: it runs, or is
+// being stopped (deleted, evicted or preempted) and something of it still
+// runs. A pod that ended by itself (its phase terminal) takes no room: its
+// containers have exited, as upstream finds a terminal pod's at a restart.
+func counts(p *PodState) bool {
+	switch p.Phase {
+	case Running:
+		return true
+	case Terminating:
+		return p.Pod != nil && !p.Stopped
+	case Ending:
+		return p.Pod != nil && p.Evicted != nil && !p.Stopped
+	}
+	return false
 }
 
 // remove terminates a pod its source no longer wants, with the grace
@@ -974,6 +1002,7 @@ func (m *Machine) done(uid types.UID, now time.Time) {
 			m.emit(CmdReportFinished{Pod: p.Pod})
 		}
 		// It no longer counts against the node.
+		m.admitPreempting(now)
 		m.retryDeferred(now)
 		return
 	}
@@ -995,6 +1024,7 @@ func (m *Machine) done(uid types.UID, now time.Time) {
 // the pod was wanted by a source (an orphan was never reported).
 func (m *Machine) forget(uid types.UID, p *PodState, report bool, now time.Time) {
 	delete(m.pods, uid)
+	m.admitPreempting(now)
 	m.recentlyDone[uid] = now
 	if report && !p.ReportedGone {
 		m.reportGone(uid, p.Pod)

@@ -32,6 +32,7 @@ import (
 	"k8s.io/client-go/tools/record"
 
 	"github.com/actorlet/actorlet/actors/podworker"
+	"github.com/actorlet/actorlet/internal/metrics"
 	"github.com/actorlet/actorlet/internal/podruntime"
 	"github.com/actorlet/actorlet/internal/probe/results"
 	"github.com/actorlet/actorlet/internal/volume"
@@ -254,6 +255,8 @@ func (a *Actor) execute(ctx actor.Context, c Command) (types.UID, bool) {
 		}
 	case CmdEvent:
 		podruntime.PodEvent(a.p.Events, c.Pod, c.Type, c.Reason, c.Message)
+	case CmdCountPreemption:
+		metrics.Preemptions.WithLabelValues(string(c.Resource)).Inc()
 	case CmdMountVolumes:
 		if a.p.VolumeManager == nil {
 			supervision.Tell(ctx, ctx.Self(), &messages.VolumesReady{UID: c.Pod.UID, Volumes: messages.PodVolumes{}})

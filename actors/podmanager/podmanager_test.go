@@ -328,7 +328,7 @@ func TestDeletionTimestampTerminatesWithItsGrace(t *testing.T) {
 
 func TestAdmissionRejects(t *testing.T) {
 	h := newHarness(t, 2)
-	h.send(messages.SourceFile, testPod("a", "1500m"), testPod("b", "1"), testPod("c", ""), testPod("d", ""))
+	h.send(messages.SourceAPI, testPod("a", "1500m"), testPod("b", "1"), testPod("c", ""), testPod("d", ""))
 	h.eventually("a and c admitted", func(s map[types.UID]int, _ map[types.UID]string) error {
 		if s["a"] == 0 || s["c"] == 0 {
 			return fmt.Errorf("synced %v", s)
