@@ -335,3 +335,88 @@ func updateNode(t *testing.T, n *agent.APIPods, change func(*v1.Node)) {
 		t.Fatalf("update node %s: %v", n.Name, err)
 	}
 }
+
+// TestCriticalPodPreemption: a critical pod bound to a node whose
+// resources a lower-priority pod holds is admitted once the node stopped
+// that pod, which ends Failed with upstream's reason, condition and event
+// (upstream's CriticalPodAdmissionHandler).
+func TestCriticalPodPreemption(t *testing.T) {
+	cfg := ""
+	if kubelet.Upstream {
+		cfg = agent.UpstreamKubeletConfig
+	}
+	n := agent.NewAPIPods(t, kubelet.Binary, agent.WithConfig(cfg))
+	n.Up(t, "preemption")
+	ctx := context.Background()
+
+	// An extended resource of the test's, two of it on the node, so that
+	// no other pod's requests matter.
+	const widget v1.ResourceName = "actorlet.test/widget"
+	setWidgets := func(q *resource.Quantity) {
+		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			node, err := n.Admin.CoreV1().Nodes().Get(ctx, n.Name, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			if q == nil {
+				delete(node.Status.Capacity, widget)
+				delete(node.Status.Allocatable, widget)
+			} else {
+				node.Status.Capacity[widget], node.Status.Allocatable[widget] = *q, *q
+			}
+			_, err = n.Admin.CoreV1().Nodes().UpdateStatus(ctx, node, metav1.UpdateOptions{})
+			return err
+		})
+		if err != nil {
+			t.Fatalf("node %s's %s: %v", n.Name, widget, err)
+		}
+	}
+	two := resource.MustParse("2")
+	setWidgets(&two)
+	t.Cleanup(func() { setWidgets(nil) })
+	agent.Eventually(t, "the node sees its widgets", 30*time.Second, func() error {
+		node, err := n.Admin.CoreV1().Nodes().Get(ctx, n.Name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if q := node.Status.Allocatable[widget]; q.Cmp(two) != 0 {
+			return fmt.Errorf("allocatable %s: %s", widget, q.String())
+		}
+		return nil
+	})
+	widgets := func(count string) func(*v1.Pod) {
+		return func(p *v1.Pod) {
+			r := v1.ResourceList{widget: resource.MustParse(count)}
+			p.Spec.Containers[0].Resources = v1.ResourceRequirements{Requests: r, Limits: r}
+		}
+	}
+	pod := func(name string, mutate ...func(*v1.Pod)) *v1.Pod {
+		p := n.NewPod(name, nil, n.Sleeper("c"))
+		grace := int64(2)
+		p.Spec.TerminationGracePeriodSeconds = &grace
+		for _, m := range mutate {
+			m(p)
+		}
+		return p
+	}
+	n.Run(t, pod("holder", widgets("2")))
+	// Not critical: refused, nothing stopped for it.
+	failedWith(t, n, rejection{pod: n.Create(t, pod("ordinary", widgets("1"))), reason: "OutOf" + string(widget),
+		message: "Node didn't have enough resource: " + string(widget) + ", requested: 1, used: 2, capacity: 2"})
+	critical := n.Create(t, pod("critical", widgets("1"), func(p *v1.Pod) { p.Spec.PriorityClassName = "system-cluster-critical" }))
+	n.Running(t, critical.Name, 60*time.Second)
+
+	holder, err := n.Get("holder")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if holder.Status.Phase != v1.PodFailed || holder.Status.Reason != "Preempting" || holder.Status.Message != "Preempted in order to admit critical pod" {
+		t.Errorf("holder: phase %s, reason %q, message %q", holder.Status.Phase, holder.Status.Reason, holder.Status.Message)
+	}
+	i := slices.IndexFunc(holder.Status.Conditions, func(c v1.PodCondition) bool { return c.Type == v1.DisruptionTarget })
+	if i < 0 || holder.Status.Conditions[i].Status != v1.ConditionTrue || holder.Status.Conditions[i].Reason != v1.PodReasonTerminationByKubelet ||
+		holder.Status.Conditions[i].Message != "Pod was preempted by Kubelet to accommodate a critical pod." {
+		t.Errorf("holder's conditions: %+v", holder.Status.Conditions)
+	}
+	n.Event(t, "holder", "Preempting", "Preempted in order to admit critical pod")
+}
