@@ -9,11 +9,11 @@ import (
 	"github.com/go-logr/logr"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
-	"k8s.io/apimachinery/pkg/util/validation"
 	schedulingcorev1 "k8s.io/component-helpers/scheduling/corev1"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 
 	"github.com/actorlet/actorlet/internal/cgroups"
+	"github.com/actorlet/actorlet/internal/nodecapacity"
 	"github.com/actorlet/actorlet/messages"
 )
 
@@ -283,7 +283,7 @@ func fitsResources(pod *v1.Pod, admitted []*v1.Pod, maxPods int, alloc v1.Resour
 	var scalar []v1.ResourceName
 	for name := range requested {
 		if isScalar(name) {
-			if _, known := alloc[name]; !known && isExtended(name) {
+			if _, known := alloc[name]; !known && nodecapacity.IsExtended(name) {
 				continue
 			}
 			scalar = append(scalar, name)
@@ -321,18 +321,8 @@ func insufficient(name v1.ResourceName, requested, used, capacity int64) *Reject
 // isScalar is the scheduler's IsScalarResourceName: extended resources,
 // hugepages and prefixed native resources (attachable volumes included).
 func isScalar(name v1.ResourceName) bool {
-	return isExtended(name) || strings.HasPrefix(string(name), v1.ResourceHugePagesPrefix) ||
+	return nodecapacity.IsExtended(name) || strings.HasPrefix(string(name), v1.ResourceHugePagesPrefix) ||
 		strings.Contains(string(name), v1.ResourceDefaultNamespacePrefix)
-}
-
-// isExtended is upstream's IsExtendedResourceName: a qualified name outside
-// the kubernetes.io/ namespace.
-func isExtended(name v1.ResourceName) bool {
-	s := string(name)
-	if !strings.Contains(s, "/") || strings.Contains(s, v1.ResourceDefaultNamespacePrefix) || strings.HasPrefix(s, v1.DefaultResourceRequestsPrefix) {
-		return false
-	}
-	return len(validation.IsQualifiedName(v1.DefaultResourceRequestsPrefix+s)) == 0
 }
 
 // hostPorts are the host ports a pod takes: those of its containers and of

@@ -141,8 +141,7 @@ func NodeAddresses(ip net.IP, name string) []v1.NodeAddress {
 func (s *nodeSpec) setStaticStatus(node *v1.Node) {
 	st := &node.Status
 	st.Addresses = NodeAddresses(s.IP, s.Name)
-	st.Capacity = s.Capacity.DeepCopy()
-	st.Allocatable = s.Allocatable.DeepCopy()
+	st.Capacity, st.Allocatable = nodecapacity.StatusResources(*st, s.Capacity, s.Allocatable)
 	st.NodeInfo = v1.NodeSystemInfo{
 		MachineID:               s.Machine.MachineID,
 		SystemUUID:              s.Machine.SystemUUID,

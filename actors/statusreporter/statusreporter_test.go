@@ -503,3 +503,27 @@ func TestNodeFeatures(t *testing.T) {
 		})
 	}
 }
+
+// TestNodeStatusKeepsOthersResources: an extended resource someone else
+// put in the Node's status (as the e2e suite and operators do) stays
+// through the node's own status updates, as upstream's MachineInfo setter
+// keeps it: no change is reported and the patch does not remove it.
+func TestNodeStatusKeepsOthersResources(t *testing.T) {
+	spec := testSpec()
+	t0 := time.Now()
+	original := spec.initialNode()
+	setConditions(original, health{}, t0)
+	original.Status.Capacity["example.com/dongle"] = resource.MustParse("3")
+	original.Status.Allocatable["example.com/dongle"] = resource.MustParse("3")
+	node, changed, _ := spec.updateNode(original, health{}, t0.Add(time.Minute))
+	if changed {
+		t.Errorf("an update that kept the Node's resources reported as changed")
+	}
+	patch, err := nodeStatusPatch(original, node)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(patch), "dongle") || strings.Contains(string(patch), "capacity") {
+		t.Errorf("patch %s touches the resources", patch)
+	}
+}
