@@ -33,6 +33,19 @@ var kubelet agent.Kubelet
 
 func TestMain(m *testing.M) { kubelet.Main(m, "ADMISSION_KUBELET") }
 
+// upNode starts the node under test with the configuration cfg (and the
+// upstream kubelet's settings, when it is the kubelet), its pods in a
+// namespace named from prefix.
+func upNode(t *testing.T, prefix, cfg string) *agent.APIPods {
+	t.Helper()
+	if kubelet.Upstream {
+		cfg += agent.UpstreamKubeletConfig
+	}
+	n := agent.NewAPIPods(t, kubelet.Binary, agent.WithConfig(cfg))
+	n.Up(t, prefix)
+	return n
+}
+
 // testTaint is the NoExecute taint the test puts on the shared node, and
 // removes at its end.
 const testTaint = "actorlet.test/admission"
@@ -50,12 +63,7 @@ type rejection struct {
 // can honour (allowed sysctls, a label just added to the node, a tolerated
 // taint) run.
 func TestAdmission(t *testing.T) {
-	cfg := "allowedUnsafeSysctls:\n- kernel.msg*\n"
-	if kubelet.Upstream {
-		cfg += agent.UpstreamKubeletConfig
-	}
-	n := agent.NewAPIPods(t, kubelet.Binary, agent.WithConfig(cfg))
-	n.Up(t, "admission")
+	n := upNode(t, "admission", "allowedUnsafeSysctls:\n- kernel.msg*\n")
 	ctx := context.Background()
 
 	// Every pod tolerates the test's taint but the one that must not:
@@ -213,12 +221,7 @@ func TestAdmission(t *testing.T) {
 // upstream, it is refused (a Warning event, no sandbox), and refused again
 // after a restart (a manifest has no phase to keep).
 func TestStaticPodRejected(t *testing.T) {
-	cfg := ""
-	if kubelet.Upstream {
-		cfg = agent.UpstreamKubeletConfig
-	}
-	n := agent.NewAPIPods(t, kubelet.Binary, agent.WithConfig(cfg))
-	n.Up(t, "admission-static")
+	n := upNode(t, "admission-static", "")
 	n.WriteManifest("unsafe.yaml", fmt.Sprintf(`apiVersion: v1
 kind: Pod
 metadata:
@@ -341,12 +344,7 @@ func updateNode(t *testing.T, n *agent.APIPods, change func(*v1.Node)) {
 // that pod, which ends Failed with upstream's reason, condition and event
 // (upstream's CriticalPodAdmissionHandler).
 func TestCriticalPodPreemption(t *testing.T) {
-	cfg := ""
-	if kubelet.Upstream {
-		cfg = agent.UpstreamKubeletConfig
-	}
-	n := agent.NewAPIPods(t, kubelet.Binary, agent.WithConfig(cfg))
-	n.Up(t, "preemption")
+	n := upNode(t, "preemption", "")
 	ctx := context.Background()
 
 	// An extended resource of the test's, two of it on the node, so that
