@@ -91,6 +91,9 @@ func (m *Machine) preempt(uid types.UID, critical *v1.Pod, short []Shortfall, no
 // admitPreempting admits anew the critical pods waiting for pods stopped
 // to make room for them.
 func (m *Machine) admitPreempting(now time.Time) {
+	if len(m.waiting) == 0 {
+		return
+	}
 	for _, w := range m.waitingInOrder() {
 		if w.preempting && m.waiting[w.pod.UID] == w {
 			m.admitOrWait(w.source, w.pod, false, now)
