@@ -396,7 +396,9 @@ func TestPodManagerRestartResumesPods(t *testing.T) {
 
 // TestRejectedStaticPodStaysRejected: a static pod refused at admission
 // (more CPU than the node has) is Failed with upstream's reason, and is
-// refused again after a restart: nothing of it is ever created.
+// refused again after a restart: nothing of it is ever created. A static
+// pod is critical, so its refusal is upstream's failed preemption
+// (UnexpectedAdmissionError), not OutOfcpu.
 func TestRejectedStaticPodStaysRejected(t *testing.T) {
 	// Held across the restart: another test binary's actorlet would
 	// meanwhile take this one's pods for orphans.
@@ -409,12 +411,12 @@ func TestRejectedStaticPodStaysRejected(t *testing.T) {
 	rejected := func() *v1.Pod {
 		t.Helper()
 		var pod *v1.Pod
-		n.Eventually("greedy rejected: Failed, OutOfcpu", 30*time.Second, func() error {
+		n.Eventually("greedy rejected: Failed, UnexpectedAdmissionError", 30*time.Second, func() error {
 			p, err := n.Pod("greedy")
 			if err != nil {
 				return err
 			}
-			if p.Status.Phase != v1.PodFailed || p.Status.Reason != "OutOfcpu" {
+			if p.Status.Phase != v1.PodFailed || p.Status.Reason != "UnexpectedAdmissionError" || !strings.Contains(p.Status.Message, "(res: cpu") {
 				return fmt.Errorf("phase %s reason %q", p.Status.Phase, p.Status.Reason)
 			}
 			pod = p
