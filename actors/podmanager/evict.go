@@ -6,6 +6,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/actorlet/actorlet/internal/podruntime"
 	"github.com/actorlet/actorlet/messages"
 )
 
@@ -93,7 +94,7 @@ func evictedStatus(pod *v1.Pod, status v1.PodStatus, ev *Eviction, now metav1.Ti
 				// As upstream's TerminatePod: the last state seen was not
 				// terminated, and nothing of the container runs any more.
 				c.State = v1.ContainerState{Terminated: &v1.ContainerStateTerminated{
-					Reason: "ContainerStatusUnknown", Message: "The container could not be located when the pod was terminated", ExitCode: 137}}
+					Reason: podruntime.ReasonContainerStatusUnknown, Message: podruntime.MessageContainerStatusUnknown, ExitCode: 137}}
 				c.Ready = false
 			}
 		}

@@ -46,8 +46,90 @@ func GenerateAPIStatus(pod *v1.Pod, status *PodStatus, waiting map[string]Waitin
 // static pod keeps the phase its restart policy gives, as upstream's).
 // Controllers wait on this phase: the Job controller removes its
 // finalizer from a pod, and applies its pod failure policy, only then.
+//
+// It then settles what the runtime no longer shows, as upstream's status
+// manager's TerminatePod: once the pod initialized, a container not
+// terminated (never created, or removed) is terminated with
+// ContainerStatusUnknown; so is every init container but the trailing
+// ones that never started; and a pod that is not static is Failed if its
+// phase is not terminal yet (deleted before anything of it ran).
 func TerminalAPIStatus(pod *v1.Pod, status *PodStatus, previous *v1.PodStatus, now time.Time) v1.PodStatus {
-	return generateAPIStatus(pod, status, nil, nil, previous, now, true)
+	out := generateAPIStatus(pod, status, nil, nil, previous, now, true)
+	if hasPodInitialized(pod, &out) {
+		markUnknownTerminated(out.ContainerStatuses)
+	}
+	markUnknownTerminated(attemptedInitContainers(out.InitContainerStatuses))
+	if !isStatic(pod) && out.Phase != v1.PodSucceeded && out.Phase != v1.PodFailed {
+		out.Phase = v1.PodFailed
+	}
+	return out
+}
+
+// ReasonContainerStatusUnknown and MessageContainerStatusUnknown are upstream's for a
+// container the runtime no longer shows when its pod is terminated.
+const (
+	ReasonContainerStatusUnknown  = "ContainerStatusUnknown"
+	MessageContainerStatusUnknown = "The container could not be located when the pod was terminated"
+)
+
+// markUnknownTerminated terminates, with upstream's ContainerStatusUnknown
+// and exit code 137 (a failure: whether it succeeded is not known), every
+// status that is not terminated.
+func markUnknownTerminated(statuses []v1.ContainerStatus) {
+	for i := range statuses {
+		s := &statuses[i]
+		if s.State.Terminated != nil {
+			continue
+		}
+		s.State = v1.ContainerState{Terminated: &v1.ContainerStateTerminated{
+			Reason: ReasonContainerStatusUnknown, Message: MessageContainerStatusUnknown, ExitCode: 137,
+		}}
+		s.Ready, s.Started = false, ptrTo(false)
+	}
+}
+
+// hasPodInitialized is upstream's status manager's: a pod without init
+// containers, one whose app containers left waiting at least once, or
+// whose last init container exited 0 (or, a sidecar, runs and started)
+// has initialized; only then are its app containers terminated.
+func hasPodInitialized(pod *v1.Pod, status *v1.PodStatus) bool {
+	if len(pod.Spec.InitContainers) == 0 {
+		return true
+	}
+	for _, s := range status.ContainerStatuses {
+		if s.LastTerminationState.Terminated != nil || s.State.Waiting == nil {
+			return true
+		}
+	}
+	l := len(status.InitContainerStatuses)
+	if l == 0 || l != len(pod.Spec.InitContainers) {
+		return false
+	}
+	last := status.InitContainerStatuses[l-1]
+	if isRestartableInit(&pod.Spec.InitContainers[l-1]) {
+		return last.State.Running != nil && last.Started != nil && *last.Started
+	}
+	for _, s := range []v1.ContainerState{last.LastTerminationState, last.State} {
+		if s.Terminated != nil && s.Terminated.ExitCode == 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// attemptedInitContainers is upstream's initializedContainers: the init
+// container statuses but the trailing ones waiting for their first start,
+// and at least the first.
+func attemptedInitContainers(statuses []v1.ContainerStatus) []v1.ContainerStatus {
+	for i := len(statuses) - 1; i >= 0; i-- {
+		if statuses[i].State.Waiting == nil || statuses[i].LastTerminationState.Terminated != nil {
+			return statuses[:i+1]
+		}
+	}
+	if len(statuses) > 0 {
+		return statuses[:1]
+	}
+	return nil
 }
 
 func generateAPIStatus(pod *v1.Pod, status *PodStatus, waiting map[string]WaitingReason, probes results.Pod, previous *v1.PodStatus, now time.Time, terminal bool) v1.PodStatus {

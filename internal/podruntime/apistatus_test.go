@@ -1,6 +1,7 @@
 package podruntime
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -216,6 +217,85 @@ func TestTerminalAPIStatus(t *testing.T) {
 			for _, c := range got.ContainerStatuses {
 				if c.State.Terminated == nil {
 					t.Errorf("container %s: state %+v, want terminated", c.Name, c.State)
+				}
+			}
+		})
+	}
+}
+
+// TestTerminalAPIStatusSettlesUnknown checks upstream's TerminatePod step
+// of a terminated pod's status: what the runtime no longer shows (never
+// created, or removed) is terminated with ContainerStatusUnknown once the
+// pod initialized, as are the init containers that ran, and a pod that is
+// not static is Failed even if nothing of it ever ran.
+func TestTerminalAPIStatusSettlesUnknown(t *testing.T) {
+	never := v1.RestartPolicyNever
+	type want struct {
+		phase      v1.PodPhase
+		inits      []string // each init container's state: "running", "terminated:REASON" or "waiting"
+		containers []string
+	}
+	tests := []struct {
+		name       string
+		pod        *v1.Pod
+		containers []func(p *v1.Pod) *ContainerStatus
+		want       want
+	}{
+		{"deleted before anything ran", actionsPod(never, nil, "a", "b"), nil,
+			want{v1.PodFailed, nil, []string{"terminated:ContainerStatusUnknown", "terminated:ContainerStatusUnknown"}}},
+		{"one container killed, one never created", actionsPod(never, nil, "a", "b"),
+			[]func(*v1.Pod) *ContainerStatus{func(p *v1.Pod) *ContainerStatus { return withReason(cstat(p, "a", exited, 137, 0), "Error") }},
+			want{v1.PodFailed, nil, []string{"terminated:Error", "terminated:ContainerStatusUnknown"}}},
+		{"init containers never ran", actionsPod(never, []string{"i1", "i2"}, "a"), nil,
+			want{v1.PodFailed, []string{"terminated:ContainerStatusUnknown", "waiting"}, []string{"waiting"}}},
+		{"first init container failed", actionsPod(never, []string{"i1", "i2"}, "a"),
+			[]func(*v1.Pod) *ContainerStatus{func(p *v1.Pod) *ContainerStatus { return withReason(cstat(p, "i1", exited, 1, 0), "Error") }},
+			want{v1.PodFailed, []string{"terminated:Error", "waiting"}, []string{"waiting"}}},
+		{"second init container killed", actionsPod(never, []string{"i1", "i2"}, "a"),
+			[]func(*v1.Pod) *ContainerStatus{
+				func(p *v1.Pod) *ContainerStatus { return withReason(cstat(p, "i2", exited, 137, 0), "Error") },
+				func(p *v1.Pod) *ContainerStatus { return withReason(cstat(p, "i1", exited, 0, 0), "Completed") },
+			},
+			want{v1.PodFailed, []string{"terminated:Completed", "terminated:Error"}, []string{"waiting"}}},
+		{"initialized, app never created", actionsPod(never, []string{"i1"}, "a"),
+			[]func(*v1.Pod) *ContainerStatus{func(p *v1.Pod) *ContainerStatus { return withReason(cstat(p, "i1", exited, 0, 0), "Completed") }},
+			want{v1.PodFailed, []string{"terminated:Completed"}, []string{"terminated:ContainerStatusUnknown"}}},
+	}
+	state := func(s v1.ContainerStatus) string {
+		switch {
+		case s.State.Running != nil:
+			return "running"
+		case s.State.Terminated != nil:
+			return "terminated:" + s.State.Terminated.Reason
+		}
+		return "waiting"
+	}
+	states := func(ss []v1.ContainerStatus) []string {
+		var out []string
+		for _, s := range ss {
+			out = append(out, state(s))
+		}
+		return out
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var cs []*ContainerStatus
+			for _, c := range tt.containers {
+				cs = append(cs, c(tt.pod))
+			}
+			got := TerminalAPIStatus(tt.pod, readyStatus(cs...), &v1.PodStatus{Phase: v1.PodPending}, t0)
+			if got.Phase != tt.want.phase {
+				t.Errorf("phase %s, want %s", got.Phase, tt.want.phase)
+			}
+			if g := states(got.InitContainerStatuses); fmt.Sprint(g) != fmt.Sprint(tt.want.inits) {
+				t.Errorf("init containers %v, want %v", g, tt.want.inits)
+			}
+			if g := states(got.ContainerStatuses); fmt.Sprint(g) != fmt.Sprint(tt.want.containers) {
+				t.Errorf("containers %v, want %v", g, tt.want.containers)
+			}
+			for _, s := range append(got.InitContainerStatuses, got.ContainerStatuses...) {
+				if term := s.State.Terminated; term != nil && term.Reason == ReasonContainerStatusUnknown && (term.ExitCode != 137 || s.Ready) {
+					t.Errorf("%s: ContainerStatusUnknown with exit code %d, ready %v", s.Name, term.ExitCode, s.Ready)
 				}
 			}
 		})
