@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -31,16 +30,6 @@ type APIPods struct {
 func NewAPIPods(t *testing.T, binary string, opts ...NodeOption) *APIPods {
 	t.Helper()
 	c := NewClusterNode(t, binary, append([]NodeOption{OnPodNetwork()}, opts...)...)
-	// Whatever is left mounted under the root directory (a failed test's
-	// tmpfs, or the root directory that upstream's kubelet bind-mounts on
-	// itself) is unmounted, so that the temporary directory can go.
-	c.AtCleanup(func() {
-		for _, mp := range MountsUnder(t, c.RootDir) {
-			if err := syscall.Unmount(mp, syscall.MNT_DETACH); err != nil {
-				t.Logf("cleanup: unmount %s: %v", mp, err)
-			}
-		}
-	})
 	return &APIPods{ClusterNode: c, Cfg: c.Env.AdminRESTConfig(t)}
 }
 

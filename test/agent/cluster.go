@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"syscall"
 	"testing"
 	"time"
 
@@ -44,6 +45,16 @@ func NewClusterNode(t testing.TB, binary string, opts ...NodeOption) *ClusterNod
 	n.Admin = n.Env.AdminClient(t)
 	n.Owns = n.owns
 	n.AtCleanup(n.deleteAPIObjects)
+	// Whatever is left mounted under the root directory (a failed test's
+	// tmpfs, or the root directory that upstream's kubelet bind-mounts on
+	// itself) is unmounted, so that the temporary directory can go.
+	n.AtCleanup(func() {
+		for _, mp := range MountsUnder(t, n.RootDir) {
+			if err := syscall.Unmount(mp, syscall.MNT_DETACH); err != nil {
+				t.Logf("cleanup: unmount %s: %v", mp, err)
+			}
+		}
+	})
 	return n
 }
 

@@ -12,7 +12,7 @@ import (
 
 // kubelet is actorlet, built once for the package, or the kubelet that
 // CLUSTER_KUBELET names. Only the tests that say so are meant to run
-// against upstream's (TestMirrorPodStatusIsRestored):
+// against upstream's (TestMirrorPodStatusIsRestored, TestDeletedPodsLastWord):
 //
 //	CLUSTER_KUBELET=$(hack/node-env upstream-kubelet) go test -run TestMirrorPodStatusIsRestored ./test/cluster/
 var kubelet agent.Kubelet
@@ -35,7 +35,7 @@ var withConfig = agent.WithConfig
 
 func newClusterNode(t testing.TB, opts ...agent.NodeOption) *clusterNode {
 	t.Helper()
-	return &clusterNode{agent.NewClusterNode(t, kubelet.Binary, opts...)}
+	return &clusterNode{agent.NewClusterNode(t, kubelet.Binary, kubelet.Options(opts...)...)}
 }
 
 // startClusterNode is newClusterNode, started and Ready.
