@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"net/http"
 	"os"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -16,6 +18,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/actorlet/actorlet/test/faults/apiproxy"
 )
 
 // TestDeletedPodsLastWord creates pods of several shapes and deletes each
@@ -29,16 +33,52 @@ import (
 //
 //	CLUSTER_KUBELET=$(hack/node-env upstream-kubelet) go test -run TestDeletedPodsLastWord ./test/cluster/
 //
-// LASTWORD_PODS overrides the number of pods.
+// LASTWORD_PODS overrides the number of pods of each test.
 func TestDeletedPodsLastWord(t *testing.T) {
-	pods, parallel := 200, 12
+	n := startClusterNode(t)
+	deleteAtRandom(t, n, lastWordPods(t, 150))
+}
+
+// TestDeletedPodsLastWordAPIFaults is TestDeletedPodsLastWord with the
+// node's API server failing a fifth of its pod status writes and pod
+// deletions (503) and slow on others: a pod's last word must survive its
+// retries.
+func TestDeletedPodsLastWordAPIFaults(t *testing.T) {
+	n := newClusterNode(t)
+	p, err := apiproxy.New(n.Kubeconfig, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	n.Kubeconfig = p.Kubeconfig
+	status := regexp.MustCompile(`/pods/[^/]+/status$`)
+	pod := regexp.MustCompile(`/pods/[^/]+$`)
+	failedPatch := p.Add(apiproxy.Rule{Method: http.MethodPatch, Path: status, Status: http.StatusServiceUnavailable, Fraction: 0.2})
+	failedDelete := p.Add(apiproxy.Rule{Method: http.MethodDelete, Path: pod, Status: http.StatusServiceUnavailable, Fraction: 0.2})
+	slowPatch := p.Add(apiproxy.Rule{Method: http.MethodPatch, Path: status, Delay: 100 * time.Millisecond, Jitter: 400 * time.Millisecond, Fraction: 0.3})
+	n.Start()
+	eventually(t, "node Ready", 30*time.Second, n.Ready)
+	deleteAtRandom(t, n, lastWordPods(t, 60))
+	t.Logf("status writes failed %d, slowed %d; deletions failed %d", failedPatch.Hits(), slowPatch.Hits(), failedDelete.Hits())
+	if failedPatch.Hits() == 0 || failedDelete.Hits() == 0 {
+		t.Errorf("the faults never acted: %s", p.Stats())
+	}
+}
+
+func lastWordPods(t *testing.T, pods int) int {
 	if s := os.Getenv("LASTWORD_PODS"); s != "" {
 		var err error
 		if pods, err = strconv.Atoi(s); err != nil {
 			t.Fatalf("LASTWORD_PODS=%q: %v", s, err)
 		}
 	}
-	n := startClusterNode(t)
+	return pods
+}
+
+// deleteAtRandom is the body of the last-word tests: pods pods on n, 12
+// at a time, each deleted at a random moment, every status update checked.
+func deleteAtRandom(t *testing.T, n *clusterNode, pods int) {
+	const parallel = 12
 	ns := n.Namespace("lastword")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
