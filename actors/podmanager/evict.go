@@ -85,18 +85,10 @@ func evictedStatus(pod *v1.Pod, status v1.PodStatus, ev *Eviction, now metav1.Ti
 		s.Conditions = append(s.Conditions, disruption)
 	}
 	if stopped {
+		// As upstream's TerminatePod: the last state seen was not
+		// terminated, and nothing of the container runs any more.
 		for _, list := range [][]v1.ContainerStatus{s.InitContainerStatuses, s.ContainerStatuses, s.EphemeralContainerStatuses} {
-			for i := range list {
-				c := &list[i]
-				if c.State.Terminated != nil {
-					continue
-				}
-				// As upstream's TerminatePod: the last state seen was not
-				// terminated, and nothing of the container runs any more.
-				c.State = v1.ContainerState{Terminated: &v1.ContainerStateTerminated{
-					Reason: podruntime.ReasonContainerStatusUnknown, Message: podruntime.MessageContainerStatusUnknown, ExitCode: 137}}
-				c.Ready = false
-			}
+			podruntime.MarkUnknownTerminated(list)
 		}
 	}
 	return s

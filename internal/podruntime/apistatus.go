@@ -56,9 +56,9 @@ func GenerateAPIStatus(pod *v1.Pod, status *PodStatus, waiting map[string]Waitin
 func TerminalAPIStatus(pod *v1.Pod, status *PodStatus, previous *v1.PodStatus, now time.Time) v1.PodStatus {
 	out := generateAPIStatus(pod, status, nil, nil, previous, now, true)
 	if hasPodInitialized(pod, &out) {
-		markUnknownTerminated(out.ContainerStatuses)
+		MarkUnknownTerminated(out.ContainerStatuses)
 	}
-	markUnknownTerminated(attemptedInitContainers(out.InitContainerStatuses))
+	MarkUnknownTerminated(attemptedInitContainers(out.InitContainerStatuses))
 	if !isStatic(pod) && out.Phase != v1.PodSucceeded && out.Phase != v1.PodFailed {
 		out.Phase = v1.PodFailed
 	}
@@ -72,10 +72,10 @@ const (
 	MessageContainerStatusUnknown = "The container could not be located when the pod was terminated"
 )
 
-// markUnknownTerminated terminates, with upstream's ContainerStatusUnknown
+// MarkUnknownTerminated terminates, with upstream's ContainerStatusUnknown
 // and exit code 137 (a failure: whether it succeeded is not known), every
 // status that is not terminated.
-func markUnknownTerminated(statuses []v1.ContainerStatus) {
+func MarkUnknownTerminated(statuses []v1.ContainerStatus) {
 	for i := range statuses {
 		s := &statuses[i]
 		if s.State.Terminated != nil {
