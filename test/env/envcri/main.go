@@ -65,10 +65,14 @@ func run(ctx context.Context, endpoint string, args []string) (int, error) {
 		if err != nil {
 			return 1, err
 		}
+		// Ready as a kubelet judges it: RuntimeReady and NetworkReady. Other
+		// conditions are informational (containerd 2.x reports
+		// ContainerdHasNoDeprecationWarnings=false on cgroup v1).
 		ready := true
 		for _, c := range st.GetStatus().GetConditions() {
 			if !c.Status {
-				ready = false
+				required := c.Type == runtimeapi.RuntimeReady || c.Type == runtimeapi.NetworkReady
+				ready = ready && !required
 				fmt.Printf("condition %s=false: %s %s\n", c.Type, c.Reason, c.Message)
 			}
 		}
