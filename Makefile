@@ -8,6 +8,13 @@ BIN := $(CURDIR)/bin
 # does not use.
 DEBUG_ADDRESS ?= 127.0.0.1:10249
 STATICCHECK_VERSION := v0.8.2
+# The test environment's container runtime (hack/node-env): 1.6, Debian's
+# containerd, or 2.4, containerd v2.4 and runc v1.5 built from their Go
+# modules. Every target that brings the environment up takes it:
+#   make conformance CONTAINERD=2.4
+ifneq ($(CONTAINERD),)
+export ACTORLET_CONTAINERD := $(CONTAINERD)
+endif
 # Packages whose tests use the shared environment (they import test/env or
 # test/agent, or run actorlet): one package at a time, since two kubelets on one containerd
 # kill each other's pods. Every other package is a unit test, run in parallel.

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -17,6 +18,9 @@ import (
 	"github.com/actorlet/actorlet/internal/version"
 	"github.com/actorlet/actorlet/test/agent"
 	"github.com/actorlet/actorlet/test/env"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
 // binary is the actorlet built once for these tests: they check what a user
@@ -139,10 +143,11 @@ func TestStartupFailureIsOneLine(t *testing.T) {
 
 // TestCgroupDriverSystemdWithoutSystemd: where systemd is not the init
 // system, cgroupDriver: systemd (kubeadm's) stops start-up with one line
-// that says so and what to do, once the runtime is connected (it may
-// choose the driver, as upstream) and before any actor starts. The
-// environment's containerd does not tell its driver (no RuntimeConfig
-// before containerd 2.0): the configuration's is used.
+// that says so and what to do, once the runtime is connected and before
+// any actor starts, unless the runtime chooses the driver (CRI
+// RuntimeConfig, containerd 2.0 and later), as upstream: actorlet then uses
+// the runtime's cgroupfs, says so, and runs. containerd 1.6 does not tell
+// its driver: the configuration's is used.
 func TestCgroupDriverSystemdWithoutSystemd(t *testing.T) {
 	if _, err := os.Stat("/run/systemd/system"); err == nil {
 		t.Skip("systemd is the init system here")
@@ -150,6 +155,32 @@ func TestCgroupDriverSystemdWithoutSystemd(t *testing.T) {
 	e := env.Require(t)
 	dir := t.TempDir()
 	systemd := writeFile(t, dir, "systemd.yaml", header+"cgroupDriver: systemd\n")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	rt, _ := e.CRI(t)
+	rc, err := rt.RuntimeConfig(ctx, &runtimeapi.RuntimeConfigRequest{})
+	if status.Code(err) != codes.Unimplemented {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := rc.GetLinux().GetCgroupDriver(); d != runtimeapi.CgroupDriver_CGROUPFS {
+			t.Fatalf("the environment's runtime says its cgroup driver is %v, want CGROUPFS", d)
+		}
+		p := agent.Start(t, binary, "--config", systemd, "--container-runtime-endpoint", e.RuntimeEndpoint,
+			"--root-dir", filepath.Join(dir, "root"), "--hostname-override", e.NodeName, "--read-only-port", "0")
+		agent.Eventually(t, "actorlet running on the runtime's cgroup driver", 30*time.Second, func() error {
+			l := p.Logs()
+			if !p.Alive() {
+				t.Fatalf("actorlet exited:\n%s", l)
+			}
+			if !strings.Contains(l, "the container runtime's cgroup driver is used") || !strings.Contains(l, "actorlet is running") {
+				return errors.New("not yet")
+			}
+			return nil
+		})
+		p.Stop(syscall.SIGTERM)
+		return
+	}
 	const line = "build dependencies: cgroupDriver is systemd, but systemd is not the init system of this machine (no /run/systemd/system): use cgroupDriver: cgroupfs"
 	for _, args := range [][]string{
 		{"--config", systemd},
