@@ -66,7 +66,7 @@ func TestPulledImageCredentials(t *testing.T) {
 			}
 			return nil
 		})
-		n.Event(t, name, "Failed", fmt.Sprintf("Failed to pull image %q", e.PrivateImage), "401 Unauthorized")
+		n.Event(t, name, "Failed", fmt.Sprintf("Failed to pull image %q", e.PrivateImage), e.PullUnauthorized())
 		if cs, err := n.ContainerState(name, "c"); err != nil || cs.State.Running != nil || cs.RestartCount != 0 {
 			t.Errorf("container c of %s ran: %+v, %v", name, cs, err)
 		}

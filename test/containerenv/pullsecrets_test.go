@@ -73,7 +73,7 @@ func TestImagePullSecrets(t *testing.T) {
 			}
 			return nil
 		})
-		n.Event(t, name, "Failed", fmt.Sprintf("Failed to pull image %q", e.PrivateImage), "401 Unauthorized")
+		n.Event(t, name, "Failed", fmt.Sprintf("Failed to pull image %q", e.PrivateImage), e.PullUnauthorized())
 	}
 
 	t.Run("dockerconfigjson", func(t *testing.T) {

@@ -42,6 +42,7 @@ import (
 // Env holds the values that `hack/node-env env` prints.
 type Env struct {
 	RuntimeEndpoint string // CONTAINER_RUNTIME_ENDPOINT, unix:///…/containerd.sock
+	Containerd      string // ACTORLET_CONTAINERD, the runtime's version: 1.6 or 2.4
 	StateDir        string // ACTORLET_STATE_DIR
 	NodeName        string // ACTORLET_NODE_NAME
 	NodeKubeconfig  string // ACTORLET_NODE_KUBECONFIG (CN=system:node:NodeName, O=system:nodes)
@@ -88,6 +89,16 @@ type Env struct {
 	Script string
 
 	vars map[string]string
+}
+
+// PullUnauthorized is what the environment's containerd says, in a failed
+// pull's error, when the registry refuses the pull without credentials:
+// 1.6 quotes the registry's status, 2.x says it in words.
+func (e *Env) PullUnauthorized() string {
+	if e.Containerd == "1.6" {
+		return "401 Unauthorized"
+	}
+	return "authorization failed"
 }
 
 // Option changes what Require asks for.
@@ -237,6 +248,7 @@ func parse(out []byte) (*Env, error) {
 		AuthRegistryUser:     vars["ACTORLET_AUTH_REGISTRY_USER"],
 		AuthRegistryPassword: vars["ACTORLET_AUTH_REGISTRY_PASSWORD"],
 		PrivateImage:         vars["ACTORLET_PRIVATE_IMAGE"],
+		Containerd:           vars["ACTORLET_CONTAINERD"],
 
 		BootstrapKubeconfig:       vars["ACTORLET_BOOTSTRAP_KUBECONFIG"],
 		BootstrapManualKubeconfig: vars["ACTORLET_BOOTSTRAP_MANUAL_KUBECONFIG"],
