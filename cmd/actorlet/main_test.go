@@ -166,7 +166,7 @@ func TestCgroupDriverSystemdWithoutSystemd(t *testing.T) {
 		if d := rc.GetLinux().GetCgroupDriver(); d != runtimeapi.CgroupDriver_CGROUPFS {
 			t.Fatalf("the environment's runtime says its cgroup driver is %v, want CGROUPFS", d)
 		}
-		p := agent.Start(t, binary, "--config", systemd, "--container-runtime-endpoint", e.RuntimeEndpoint,
+		p := agent.Start(t, binary, "--cgroup-driver", "systemd", "--container-runtime-endpoint", e.RuntimeEndpoint,
 			"--root-dir", filepath.Join(dir, "root"), "--hostname-override", e.NodeName, "--read-only-port", "0")
 		agent.Eventually(t, "actorlet running on the runtime's cgroup driver", 30*time.Second, func() error {
 			l := p.Logs()

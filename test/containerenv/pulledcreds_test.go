@@ -54,7 +54,7 @@ func TestPulledImageCredentials(t *testing.T) {
 		}
 		return p
 	}
-	refused := func(t *testing.T, n *envNode, name string) {
+	refused := func(t *testing.T, n *envNode, name string, withCredentials bool) {
 		t.Helper()
 		agent.Eventually(t, "container c of "+name+" waiting on its image", 60*time.Second, func() error {
 			cs, err := n.ContainerState(name, "c")
@@ -66,7 +66,7 @@ func TestPulledImageCredentials(t *testing.T) {
 			}
 			return nil
 		})
-		n.Event(t, name, "Failed", fmt.Sprintf("Failed to pull image %q", e.PrivateImage), e.PullUnauthorized())
+		n.Event(t, name, "Failed", fmt.Sprintf("Failed to pull image %q", e.PrivateImage), e.PullUnauthorized(withCredentials))
 		if cs, err := n.ContainerState(name, "c"); err != nil || cs.State.Running != nil || cs.RestartCount != 0 {
 			t.Errorf("container c of %s ran: %+v, %v", name, cs, err)
 		}
@@ -81,12 +81,12 @@ func TestPulledImageCredentials(t *testing.T) {
 
 	t.Run("namespace B without a secret", func(t *testing.T) {
 		b.Create(t, privatePod(b, "nosecret", v1.PullIfNotPresent))
-		refused(t, b, "nosecret")
+		refused(t, b, "nosecret", false)
 	})
 
 	t.Run("namespace B with a wrong secret", func(t *testing.T) {
 		b.Create(t, privatePod(b, "wrong", v1.PullIfNotPresent, secret(t, b, "regcred-wrong", wrongPassword)))
-		refused(t, b, "wrong")
+		refused(t, b, "wrong", true)
 	})
 
 	t.Run("namespace B with pull policy Never", func(t *testing.T) {

@@ -61,7 +61,7 @@ func TestImagePullSecrets(t *testing.T) {
 	}
 	// refused waits for the container to wait on its image and for the
 	// Failed event that quotes the registry's answer.
-	refused := func(t *testing.T, name string) {
+	refused := func(t *testing.T, name string, withCredentials bool) {
 		t.Helper()
 		agent.Eventually(t, "container c of "+name+" waiting on its image", 60*time.Second, func() error {
 			cs, err := n.ContainerState(name, "c")
@@ -73,7 +73,7 @@ func TestImagePullSecrets(t *testing.T) {
 			}
 			return nil
 		})
-		n.Event(t, name, "Failed", fmt.Sprintf("Failed to pull image %q", e.PrivateImage), e.PullUnauthorized())
+		n.Event(t, name, "Failed", fmt.Sprintf("Failed to pull image %q", e.PrivateImage), e.PullUnauthorized(withCredentials))
 	}
 
 	t.Run("dockerconfigjson", func(t *testing.T) {
@@ -103,19 +103,19 @@ func TestImagePullSecrets(t *testing.T) {
 
 	t.Run("no pull secret", func(t *testing.T) {
 		n.Create(t, privatePod(t, "anonymous"))
-		refused(t, "anonymous")
+		refused(t, "anonymous", false)
 	})
 
 	t.Run("a wrong password", func(t *testing.T) {
 		s := secret(t, "regcred-bad", v1.SecretTypeDockerConfigJson, v1.DockerConfigJsonKey,
 			fmt.Sprintf(`{"auths": {%q: {"username": %q, "password": %q}}}`, e.AuthRegistry, e.AuthRegistryUser, wrongPassword))
 		n.Create(t, privatePod(t, "wrong", s))
-		refused(t, "wrong")
+		refused(t, "wrong", true)
 	})
 
 	t.Run("a pull secret that does not exist", func(t *testing.T) {
 		n.Create(t, privatePod(t, "missing", "no-such-secret"))
-		refused(t, "missing")
+		refused(t, "missing", false)
 		n.Event(t, "missing", "FailedToRetrieveImagePullSecret",
 			"Unable to retrieve some image pull secrets (no-such-secret); attempting to pull the image may not succeed.")
 	})

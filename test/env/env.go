@@ -92,10 +92,11 @@ type Env struct {
 }
 
 // PullUnauthorized is what the environment's containerd says, in a failed
-// pull's error, when the registry refuses the pull without credentials:
-// 1.6 quotes the registry's status, 2.x says it in words.
-func (e *Env) PullUnauthorized() string {
-	if e.Containerd == "1.6" {
+// pull's error, when the registry refuses the pull: 1.6 quotes the
+// registry's 401 whether or not credentials were sent; 2.x quotes it for
+// wrong credentials and, for none, says it in words.
+func (e *Env) PullUnauthorized(withCredentials bool) string {
+	if e.Containerd == "1.6" || withCredentials {
 		return "401 Unauthorized"
 	}
 	return "authorization failed"
