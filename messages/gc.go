@@ -47,6 +47,9 @@ type ImagesDetected struct {
 	At         time.Time
 	Images     []*runtimeapi.Image
 	Containers []*runtimeapi.Container
+	// MountedImages are the images that containers mount as image
+	// volumes, as their statuses name them.
+	MountedImages []string
 	// SandboxImage is the runtime's pause image ("" when it does not say).
 	SandboxImage string
 	// CapacityBytes and AvailableBytes are those of the filesystem holding

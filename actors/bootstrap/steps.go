@@ -290,7 +290,8 @@ var runtimeActors = []struct {
 		return a.p.System.Registry.Props(podmanager.Kind, podmanager.New(podmanager.Params{
 			Registry: a.p.System.Registry, Runtime: env.runtime, MaxContainerRestartPeriod: env.maxRestartPeriod,
 			Sources: env.sources, MaxPods: int(a.cfg.MaxPods), Allocatable: env.allocatable, RootDir: a.deps.RootDir,
-			Sysctls: env.sysctls, AppArmor: podmanager.AppArmorHost(), AwaitNode: true, Events: a.deps.Events,
+			Sysctls: env.sysctls, AppArmor: podmanager.AppArmorHost(), ImageVolumes: podmanager.ImageVolumeRuntime(a.deps.RuntimeVersion),
+			AwaitNode: true, Events: a.deps.Events,
 			StatusReporter: a.child(statusreporter.Kind), ConfigSource: a.child(configsource.Kind),
 			VolumeManager: a.child(volumemanager.Kind), Log: a.log,
 			// Each pod-worker's prober runs its pod's probes through the

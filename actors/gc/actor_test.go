@@ -29,8 +29,10 @@ type fakeRuntime struct {
 	containers []*runtimeapi.Container
 	sandboxes  []*runtimeapi.PodSandbox
 	logPaths   map[string]string
-	removed    []string
-	reopened   []string
+	// mounts are the containers' mounts, which their statuses show.
+	mounts   map[string][]*runtimeapi.Mount
+	removed  []string
+	reopened []string
 	// listErr fails ListContainers.
 	listErr error
 }
@@ -53,7 +55,8 @@ func (f *fakeRuntime) ListPodSandbox(context.Context, *runtimeapi.ListPodSandbox
 func (f *fakeRuntime) ContainerStatus(_ context.Context, r *runtimeapi.ContainerStatusRequest, _ ...grpc.CallOption) (*runtimeapi.ContainerStatusResponse, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return &runtimeapi.ContainerStatusResponse{Status: &runtimeapi.ContainerStatus{Id: r.ContainerId, LogPath: f.logPaths[r.ContainerId]}}, nil
+	return &runtimeapi.ContainerStatusResponse{Status: &runtimeapi.ContainerStatus{Id: r.ContainerId, LogPath: f.logPaths[r.ContainerId],
+		Mounts: f.mounts[r.ContainerId]}}, nil
 }
 
 func (f *fakeRuntime) RemoveContainer(_ context.Context, r *runtimeapi.RemoveContainerRequest, _ ...grpc.CallOption) (*runtimeapi.RemoveContainerResponse, error) {

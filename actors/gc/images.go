@@ -9,6 +9,8 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 	"golang.org/x/sys/unix"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/actorlet/actorlet/internal/metrics"
@@ -37,7 +39,7 @@ func (a *Actor) imagesDetected(ctx actor.Context, m *messages.ImagesDetected) {
 		a.imageDone(ctx, &messages.ImageGCDone{Started: m.At, Duration: time.Since(m.At), Errs: []error{m.Err}})
 		return
 	}
-	inUse := imagesInUse(m.Containers)
+	inUse := imagesInUse(m.Containers, m.MountedImages)
 	detectImages(a.images, m.Images, inUse, m.At)
 	// An image's age is counted up to now, when the choice is made: one
 	// detected by this very listing is a little older than nothing.
@@ -203,6 +205,10 @@ func detect(ctx context.Context, rt runtimeapi.RuntimeServiceClient, img runtime
 		return out
 	}
 	out.Containers = containers.Containers
+	if out.MountedImages, err = mountedImages(ctx, rt, containers.Containers); err != nil {
+		out.Err = err
+		return out
+	}
 	if st, err := rt.Status(ctx, &runtimeapi.StatusRequest{Verbose: true}); err == nil {
 		out.SandboxImage = sandboxImage(st.Info)
 	}
@@ -226,6 +232,30 @@ func detect(ctx context.Context, rt runtimeapi.RuntimeServiceClient, img runtime
 		break
 	}
 	return out
+}
+
+// mountedImages are the images that containers mount as image volumes,
+// as upstream's handleImageVolumes finds them: in each container's status,
+// since a listing does not show its mounts. A container gone meanwhile
+// mounts nothing; any other failure fails the pass, which then cannot
+// tell which images are in use.
+func mountedImages(ctx context.Context, rt runtimeapi.RuntimeServiceClient, containers []*runtimeapi.Container) ([]string, error) {
+	var out []string
+	for _, c := range containers {
+		st, err := rt.ContainerStatus(ctx, &runtimeapi.ContainerStatusRequest{ContainerId: c.Id})
+		if status.Code(err) == codes.NotFound {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("status of container %s: %w", c.Id, err)
+		}
+		for _, m := range st.GetStatus().GetMounts() {
+			if ref := m.GetImage().GetImage(); ref != "" {
+				out = append(out, ref)
+			}
+		}
+	}
+	return out, nil
 }
 
 // sandboxImage reads the pause image from a verbose CRI Status: containerd

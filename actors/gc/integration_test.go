@@ -212,7 +212,7 @@ func TestDetectImagesAgainstContainerd(t *testing.T) {
 	// A full disk and no age limits: every candidate is fair game, but
 	// never the sandbox image or a pinned one.
 	records := map[string]*imageRecord{}
-	inUse := imagesInUse(d.Containers)
+	inUse := imagesInUse(d.Containers, d.MountedImages)
 	detectImages(records, d.Images, inUse, d.At.Add(-time.Hour))
 	choices, _ := selectImages(d.Images, inUse, d.SandboxImage, d.CapacityBytes, 0, imagePolicy{HighThresholdPercent: 85, LowThresholdPercent: 80}, d.At, d.At, records)
 	for _, c := range choices {

@@ -167,6 +167,21 @@ func TestImageGCEventsMetricsAndState(t *testing.T) {
 	}
 }
 
+// TestImageGCKeepsMountedImages: an image that a container mounts as an
+// image volume is in use, as upstream's handleImageVolumes finds it in the
+// container's status: image GC never removes it.
+func TestImageGCKeepsMountedImages(t *testing.T) {
+	rt, img, cfg := threeImages(t, 1, 0)
+	rt.mounts = map[string][]*runtimeapi.Mount{"c": {{ContainerPath: "/vol", Image: &runtimeapi.ImageSpec{Image: "sha256:old"}, Readonly: true}}}
+	rec := record.NewFakeRecorder(10)
+	spawn(t, Params{Runtime: rt, Images: img, Config: cfg, Events: rec, NodeName: "node-a",
+		ContainerGCPeriod: time.Hour, ImageGCPeriod: time.Hour})
+	nextEvent(t, rec, `Warning FreeDiskSpaceFailed .*\(freed 0 bytes\)\..*`)
+	if got := img.removedIDs(); len(got) != 0 {
+		t.Errorf("removed %v, want nothing: every image is in use, mounted or run, or the sandbox image", got)
+	}
+}
+
 // threeImages is a node for image GC: its runtime runs busybox:1 (container
 // c); its image store holds busybox (2 MiB, in use), the sandbox image
 // (1 MiB) and example/old (3 MiB, unused); its configuration sets image GC

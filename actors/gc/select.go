@@ -201,8 +201,9 @@ type imageRecord struct {
 }
 
 // imagesInUse returns the references of the images that containers use,
-// running or not: their image spec, image ref and image ID.
-func imagesInUse(containers []*runtimeapi.Container) map[string]bool {
+// running or not: their image spec, image ref and image ID, and the images
+// they mount as image volumes (mounted, as the runtime names them).
+func imagesInUse(containers []*runtimeapi.Container, mounted []string) map[string]bool {
 	in := map[string]bool{}
 	for _, c := range containers {
 		for _, ref := range []string{c.GetImage().GetImage(), c.ImageRef, c.ImageId} {
@@ -210,6 +211,9 @@ func imagesInUse(containers []*runtimeapi.Container) map[string]bool {
 				in[ref] = true
 			}
 		}
+	}
+	for _, ref := range mounted {
+		in[ref] = true
 	}
 	return in
 }

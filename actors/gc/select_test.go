@@ -246,7 +246,7 @@ func TestSelectImages(t *testing.T) {
 func TestDetectImages(t *testing.T) {
 	records := map[string]*imageRecord{"sha256:gone": {firstDetected: t0}}
 	images := []*runtimeapi.Image{image("sha256:a", 1, "a:1"), image("sha256:b", 2, "b:1")}
-	detectImages(records, images, imagesInUse([]*runtimeapi.Container{{ImageRef: "sha256:a"}}), t0)
+	detectImages(records, images, imagesInUse([]*runtimeapi.Container{{ImageRef: "sha256:a"}}, nil), t0)
 	if _, ok := records["sha256:gone"]; ok {
 		t.Error("gone image still recorded")
 	}

@@ -98,6 +98,9 @@ type Admission struct {
 	// AppArmor is why this node cannot enforce AppArmor profiles (see
 	// AppArmorHost); nil: it can.
 	AppArmor error
+	// ImageVolumes is why the container runtime cannot mount image
+	// volumes (see ImageVolumeRuntime); nil: it can.
+	ImageVolumes error
 	// Static: the pod comes from a manifest (file or URL), not the API:
 	// taints do not apply, and it is critical.
 	Static bool
@@ -116,7 +119,7 @@ func admit(pod *v1.Pod, admitted []*v1.Pod, a Admission) *Rejection {
 	if r := admitAppArmor(pod, a.AppArmor); r != nil {
 		return r
 	}
-	return admitFeatures(pod)
+	return admitFeatures(pod, a.ImageVolumes)
 }
 
 func admitPredicates(pod *v1.Pod, admitted []*v1.Pod, a Admission) *Rejection {

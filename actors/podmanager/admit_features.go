@@ -2,9 +2,11 @@ package podmanager
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
 // ReasonFeatureUnsupported is upstream's PodFeatureUnsupported: the reason
@@ -17,15 +19,19 @@ const ReasonFeatureUnsupported = "PodFeatureUnsupported"
 const (
 	featureDRA          = "DynamicResourceAllocation"
 	featureRestartRules = "ContainerRestartRules"
+	featureImageVolume  = "ImageVolume"
 )
 
 // admitFeatures refuses a pod that needs what actorlet does not implement,
 // rather than run it without: DRA claims (upstream's kubelet prepares them
 // through the claims' drivers before the sandbox, and without a driver never
 // starts the pod), and per-container restart policies and rules (upstream
-// restarts or keeps a container by them). It comes last, where upstream's
-// declared-features handler is, with that handler's reason and message.
-func admitFeatures(pod *v1.Pod) *Rejection {
+// restarts or keeps a container by them); and a pod with an image volume
+// when imageVolumes says why the runtime cannot mount one (upstream runs
+// the pod and its containers fail to be created, or run without the
+// volume). It comes last, where upstream's declared-features handler is,
+// with that handler's reason and message, and the runtime's shortcoming.
+func admitFeatures(pod *v1.Pod, imageVolumes error) *Rejection {
 	var missing []string
 	if needsDRA(pod) {
 		missing = append(missing, featureDRA)
@@ -33,11 +39,72 @@ func admitFeatures(pod *v1.Pod) *Rejection {
 	if hasRestartRules(pod) {
 		missing = append(missing, featureRestartRules)
 	}
+	imageVolumesMissing := imageVolumes != nil && hasImageVolume(pod)
+	if imageVolumesMissing {
+		missing = append(missing, featureImageVolume)
+	}
 	if len(missing) == 0 {
 		return nil
 	}
-	return &Rejection{Reason: ReasonFeatureUnsupported,
-		Message: fmt.Sprintf("Pod requires node features that are not available: %s", strings.Join(missing, ", "))}
+	msg := fmt.Sprintf("Pod requires node features that are not available: %s", strings.Join(missing, ", "))
+	if imageVolumesMissing {
+		msg += "; " + imageVolumes.Error()
+	}
+	return &Rejection{Reason: ReasonFeatureUnsupported, Message: msg}
+}
+
+func hasImageVolume(pod *v1.Pod) bool {
+	for _, v := range pod.Spec.Volumes {
+		if v.Image != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// ImageVolumeRuntime tells whether the container runtime that answered
+// the CRI Version v mounts image volumes (CRI Mount.image): containerd
+// does from 2.1 and earlier ones ignore the field, so a container would
+// run without its volume. Other runtimes are trusted to (CRI-O does from
+// 1.31). nil: it does.
+func ImageVolumeRuntime(v *runtimeapi.VersionResponse) error {
+	if v.GetRuntimeName() != "containerd" {
+		return nil
+	}
+	major, minor, ok := majorMinor(v.GetRuntimeVersion())
+	if !ok {
+		return fmt.Errorf("the container runtime containerd %s may not mount image volumes: its version does not parse", v.GetRuntimeVersion())
+	}
+	if major < 2 || (major == 2 && minor < 1) {
+		return fmt.Errorf("the container runtime containerd %s cannot mount image volumes: that needs containerd 2.1 or later", v.GetRuntimeVersion())
+	}
+	return nil
+}
+
+// majorMinor reads the major and minor numbers of a version such as
+// "v2.4.2", "1.6.20~ds1" or "2.1.0-rc.1".
+func majorMinor(version string) (major, minor int, ok bool) {
+	parts := strings.SplitN(strings.TrimPrefix(version, "v"), ".", 3)
+	if len(parts) < 2 {
+		return 0, 0, false
+	}
+	var err error
+	if major, err = strconv.Atoi(parts[0]); err != nil {
+		return 0, 0, false
+	}
+	// The minor number may run into a suffix when there is no patch
+	// number ("2.1-rc.1").
+	digits := strings.IndexFunc(parts[1], func(r rune) bool { return r < '0' || r > '9' })
+	if digits == 0 {
+		return 0, 0, false
+	}
+	if digits > 0 {
+		parts[1] = parts[1][:digits]
+	}
+	if minor, err = strconv.Atoi(parts[1]); err != nil {
+		return 0, 0, false
+	}
+	return major, minor, true
 }
 
 // needsDRA tells whether upstream's DRA manager would have a claim to

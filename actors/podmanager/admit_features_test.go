@@ -1,9 +1,12 @@
 package podmanager
 
 import (
+	"errors"
+	"fmt"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
 // TestAdmitFeatures: pods that need DRA or per-container restart rules are
@@ -76,7 +79,7 @@ func TestAdmitFeatures(t *testing.T) {
 		}), want: draRules},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := admitFeatures(tc.pod)
+			r := admitFeatures(tc.pod, nil)
 			switch {
 			case tc.want == "" && r != nil:
 				t.Errorf("refused: %+v", r)
@@ -86,6 +89,69 @@ func TestAdmitFeatures(t *testing.T) {
 			// admit asks the same, last.
 			if got := admit(tc.pod, nil, Admission{MaxPods: 10}); (got == nil) != (tc.want == "") {
 				t.Errorf("admit: %+v", got)
+			}
+		})
+	}
+}
+
+// TestAdmitImageVolumes: on a runtime that cannot mount image volumes, a
+// pod with one is refused with PodFeatureUnsupported and the runtime's
+// shortcoming, never run without its volume; elsewhere it is admitted.
+func TestAdmitImageVolumes(t *testing.T) {
+	old := errors.New("the container runtime containerd 1.6.20 cannot mount image volumes: that needs containerd 2.1 or later")
+	withImage := mutate(podWith("", ""), func(p *v1.Pod) {
+		p.Spec.Volumes = []v1.Volume{{Name: "scratch", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{}}},
+			{Name: "data", VolumeSource: v1.VolumeSource{Image: &v1.ImageVolumeSource{Reference: "data:1"}}}}
+	})
+	claim := "gpu-claim"
+	for _, tc := range []struct {
+		name    string
+		pod     *v1.Pod
+		runtime error
+		want    string // the message; "" admits
+	}{
+		{name: "an image volume, a runtime that mounts it", pod: withImage},
+		{name: "no image volume, an old runtime", pod: podWith("", ""), runtime: old},
+		{name: "an image volume, an old runtime", pod: withImage, runtime: old,
+			want: "Pod requires node features that are not available: ImageVolume; " + old.Error()},
+		{name: "with a claim", pod: mutate(withImage, func(p *v1.Pod) {
+			p.Spec.ResourceClaims = []v1.PodResourceClaim{{Name: "gpu", ResourceClaimName: &claim}}
+		}), runtime: old, want: "Pod requires node features that are not available: DynamicResourceAllocation, ImageVolume; " + old.Error()},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := admit(tc.pod, nil, Admission{MaxPods: 10, ImageVolumes: tc.runtime})
+			switch {
+			case tc.want == "" && got != nil:
+				t.Errorf("refused: %+v", got)
+			case tc.want != "" && (got == nil || got.Reason != ReasonFeatureUnsupported || got.Message != tc.want):
+				t.Errorf("got %+v, want PodFeatureUnsupported: %s", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestImageVolumeRuntime: containerd mounts image volumes from 2.1; other
+// runtimes are trusted to.
+func TestImageVolumeRuntime(t *testing.T) {
+	for _, tc := range []struct {
+		name, version string
+		want          string // the error; "" mounts
+	}{
+		{"containerd", "1.6.20~ds1", "the container runtime containerd 1.6.20~ds1 cannot mount image volumes: that needs containerd 2.1 or later"},
+		{"containerd", "v1.7.24", "the container runtime containerd v1.7.24 cannot mount image volumes: that needs containerd 2.1 or later"},
+		{"containerd", "v2.0.5", "the container runtime containerd v2.0.5 cannot mount image volumes: that needs containerd 2.1 or later"},
+		{"containerd", "v2.1.0", ""},
+		{"containerd", "2.1-rc.1", ""},
+		{"containerd", "v2.4.2", ""},
+		{"containerd", "v10.0.0", ""},
+		{"containerd", "dev", "the container runtime containerd dev may not mount image volumes: its version does not parse"},
+		{"containerd", "v2.x", "the container runtime containerd v2.x may not mount image volumes: its version does not parse"},
+		{"cri-o", "1.34.0", ""},
+	} {
+		t.Run(tc.name+" "+tc.version, func(t *testing.T) {
+			err := ImageVolumeRuntime(&runtimeapi.VersionResponse{RuntimeName: tc.name, RuntimeVersion: tc.version})
+			if got := fmt.Sprint(err); (tc.want == "" && err != nil) || (tc.want != "" && got != tc.want) {
+				t.Errorf("got %v, want %q", err, tc.want)
 			}
 		})
 	}

@@ -74,6 +74,9 @@ type Params struct {
 	// AppArmor is why AppArmor profiles cannot be enforced (AppArmorHost);
 	// nil: they can.
 	AppArmor error
+	// ImageVolumes is why the container runtime cannot mount image
+	// volumes (ImageVolumeRuntime); nil: it can.
+	ImageVolumes error
 	// AwaitNode: admission waits for the Node from the status-reporter
 	// (asked for with RefreshNode at start); false in tests without one.
 	AwaitNode bool
@@ -137,7 +140,7 @@ func (a *Actor) Receive(ctx actor.Context) {
 			}
 		}
 		a.m = NewMachine(Config{Sources: a.p.Sources, MaxPods: a.p.MaxPods, Allocatable: a.p.Allocatable, Allocations: allocations,
-			Sysctls: a.p.Sysctls, AppArmor: a.p.AppArmor, AwaitNode: a.p.AwaitNode})
+			Sysctls: a.p.Sysctls, AppArmor: a.p.AppArmor, ImageVolumes: a.p.ImageVolumes, AwaitNode: a.p.AwaitNode})
 		a.workers = map[types.UID]*actor.PID{}
 		a.step(ctx, EvStarted{First: a.first})
 		if a.p.AwaitNode && a.p.StatusReporter != nil {

@@ -195,6 +195,8 @@ func setVolumeDefaults(v *v1.Volume) {
 		src.EmptyDir = &v1.EmptyDirVolumeSource{}
 	}
 	switch {
+	case src.Image != nil && src.Image.PullPolicy == "":
+		src.Image.PullPolicy = defaultPullPolicy(src.Image.Reference)
 	case src.HostPath != nil && src.HostPath.Type == nil:
 		src.HostPath.Type = ptr(v1.HostPathUnset)
 	case src.Secret != nil && src.Secret.DefaultMode == nil:

@@ -86,7 +86,10 @@ metadata: {name: web}
 spec:
   hostNetwork: true
   terminationGracePeriodSeconds: -5
-  volumes: [{name: scratch}]
+  volumes:
+  - {name: scratch}
+  - {name: data, image: {reference: registry:5000/data}}
+  - {name: pinned-data, image: {reference: "data:v1"}}
   initContainers: [{name: init, image: "busybox@sha256:abc"}]
   containers:
   - name: app
@@ -114,6 +117,8 @@ spec:
 		{"enableServiceLinks", *s.EnableServiceLinks, true},
 		{"securityContext", s.SecurityContext != nil, true},
 		{"volume defaults to emptyDir", s.Volumes[0].EmptyDir != nil, true},
+		{"untagged image volume pull policy", s.Volumes[1].Image.PullPolicy, v1.PullAlways},
+		{"tagged image volume pull policy", s.Volumes[2].Image.PullPolicy, v1.PullIfNotPresent},
 		{"untagged image pull policy", app.ImagePullPolicy, v1.PullAlways},
 		{"digest image pull policy", init.ImagePullPolicy, v1.PullIfNotPresent},
 		{"tagged image pull policy", pinned.ImagePullPolicy, v1.PullIfNotPresent},

@@ -62,10 +62,20 @@ type PullRecords interface {
 // does for pods that did not go through it (static pods): Always for
 // :latest or untagged images, IfNotPresent otherwise.
 func PullPolicy(c *v1.Container) v1.PullPolicy {
-	if c.ImagePullPolicy != "" {
-		return c.ImagePullPolicy
+	return defaultedPullPolicy(c.ImagePullPolicy, c.Image)
+}
+
+// ImageVolumePullPolicy is an image volume's pull policy, defaulted as the
+// API server defaults it: as a container's.
+func ImageVolumePullPolicy(src *v1.ImageVolumeSource) v1.PullPolicy {
+	return defaultedPullPolicy(src.PullPolicy, src.Reference)
+}
+
+func defaultedPullPolicy(policy v1.PullPolicy, image string) v1.PullPolicy {
+	if policy != "" {
+		return policy
 	}
-	if imageTag(c.Image) == "latest" {
+	if imageTag(image) == "latest" {
 		return v1.PullAlways
 	}
 	return v1.PullIfNotPresent
@@ -90,19 +100,51 @@ func ImagePullBackoffKey(pod *v1.Pod, image string) string {
 	return "pull/" + string(pod.UID) + "_" + image
 }
 
-// ensureImage is upstream's EnsureImageExists: it applies the pull policy,
-// the pull backoff, and pulls with the pod's pull secrets, recording
-// upstream's events about the container's image.
+// pullTarget is an image a pod needs, as ensure pulls it: a container's
+// image or an image volume's.
+type pullTarget struct {
+	image  string        // the reference as the pod names it
+	policy v1.PullPolicy // defaulted
+	// of names what needs the image in errors ("container app").
+	of string
+	// event records an event about the pull: on the container for its
+	// image, on the pod for an image volume's, as upstream.
+	event func(eventtype, reason, message string)
+}
+
+// ensureImage is upstream's EnsureImageExists for the container's image:
+// it applies the pull policy, the pull backoff, and pulls with the pod's
+// pull secrets, recording upstream's events about the container's image.
 func (r *Runtime) ensureImage(ctx context.Context, pod *v1.Pod, c *v1.Container, sandbox *runtimeapi.PodSandboxConfig, backoff *Backoff) pullOutcome {
-	event := func(eventtype, reason, message string) { r.containerEvent(pod, c.Name, "", eventtype, reason, message) }
-	spec := &runtimeapi.ImageSpec{Image: c.Image, UserSpecifiedImage: c.Image}
-	policy := PullPolicy(c)
+	return r.ensure(ctx, pod, pullTarget{
+		image: c.Image, policy: PullPolicy(c), of: "container " + c.Name,
+		event: func(eventtype, reason, message string) { r.containerEvent(pod, c.Name, "", eventtype, reason, message) },
+	}, sandbox, backoff)
+}
+
+// ensureVolumeImage is upstream's EnsureImageExists for an image volume,
+// as its getImageVolumes calls it: the volume's pull policy, the pod's
+// pull secrets and the same pull backoff as a container's image, its
+// events on the pod.
+func (r *Runtime) ensureVolumeImage(ctx context.Context, pod *v1.Pod, vol *v1.Volume, sandbox *runtimeapi.PodSandboxConfig, backoff *Backoff) pullOutcome {
+	return r.ensure(ctx, pod, pullTarget{
+		image: vol.Image.Reference, policy: ImageVolumePullPolicy(vol.Image), of: "image volume " + vol.Name,
+		event: func(eventtype, reason, message string) { r.podEvent(pod, eventtype, reason, message) },
+	}, sandbox, backoff)
+}
+
+// ensure applies t's pull policy, the pull backoff and the records of
+// pulled images, and pulls with the pod's pull secrets when it must.
+func (r *Runtime) ensure(ctx context.Context, pod *v1.Pod, t pullTarget, sandbox *runtimeapi.PodSandboxConfig, backoff *Backoff) pullOutcome {
+	event, image := t.event, t.image
+	spec := &runtimeapi.ImageSpec{Image: image, UserSpecifiedImage: image}
+	policy := t.policy
 	sctx, cancel := r.callCtx(ctx)
 	st, err := r.Img.ImageStatus(sctx, &runtimeapi.ImageStatusRequest{Image: spec})
 	cancel()
 	if err != nil {
-		event(v1.EventTypeWarning, EventInspectFailed, fmt.Sprintf("Failed to inspect image %q: %v", c.Image, err))
-		err = fmt.Errorf("inspect image %q for container %s of pod %s/%s: %w", c.Image, c.Name, pod.Namespace, pod.Name, err)
+		event(v1.EventTypeWarning, EventInspectFailed, fmt.Sprintf("Failed to inspect image %q: %v", image, err))
+		err = fmt.Errorf("inspect image %q for %s of pod %s/%s: %w", image, t.of, pod.Namespace, pod.Name, err)
 		return pullOutcome{waiting: &WaitingReason{ReasonErrImageInspect, err.Error()}, err: err}
 	}
 	present := st.GetImage() != nil
@@ -111,23 +153,23 @@ func (r *Runtime) ensureImage(ctx context.Context, pod *v1.Pod, c *v1.Container,
 	// does not decode fails every sync the same way, with its error as
 	// the reason.
 	lookup := sync.OnceValues(func() (credLookup, error) {
-		creds, missing, err := r.pullCredentials(ctx, pod, c.Image)
+		creds, missing, err := r.pullCredentials(ctx, pod, image)
 		return credLookup{creds, missing}, err
 	})
 	credsFailed := func(err error) pullOutcome {
 		return pullOutcome{waiting: &WaitingReason{err.Error(), err.Error()},
-			err: fmt.Errorf("credentials to pull image %q for container %s of pod %s/%s: %w", c.Image, c.Name, pod.Namespace, pod.Name, err)}
+			err: fmt.Errorf("credentials to pull image %q for %s of pod %s/%s: %w", image, t.of, pod.Namespace, pod.Name, err)}
 	}
 	records := r.Opts.PullRecords
 	if present && policy != v1.PullAlways {
 		if records == nil {
-			event(v1.EventTypeNormal, EventPulled, fmt.Sprintf("Container image %q already present on machine", c.Image))
+			event(v1.EventTypeNormal, EventPulled, fmt.Sprintf("Container image %q already present on machine", image))
 			return pullOutcome{ref: st.Image.Id, image: st.Image}
 		}
 		// KubeletEnsureSecretPulledImages: an image pulled with some
 		// pod's pull secrets is this pod's only if it has the same
 		// credentials, or if the registry accepts its own.
-		must, err := records.MustPull(c.Image, st.Image.Id, func() ([]imagepull.Secret, error) {
+		must, err := records.MustPull(image, st.Image.Id, func() ([]imagepull.Secret, error) {
 			l, err := lookup()
 			return podPullSecrets(l.creds), err
 		})
@@ -135,59 +177,59 @@ func (r *Runtime) ensureImage(ctx context.Context, pod *v1.Pod, c *v1.Container,
 			return credsFailed(err)
 		}
 		if !must {
-			event(v1.EventTypeNormal, EventPulled, fmt.Sprintf("Container image %q already present on machine and can be accessed by the pod", c.Image))
+			event(v1.EventTypeNormal, EventPulled, fmt.Sprintf("Container image %q already present on machine and can be accessed by the pod", image))
 			return pullOutcome{ref: st.Image.Id, image: st.Image}
 		}
 	}
 	if policy == v1.PullNever {
 		// Also when the image is present but the pod may not use it
 		// without a pull: as upstream, the pod is not told it is there.
-		msg := fmt.Sprintf("Container image %q is not present with pull policy of Never", c.Image)
+		msg := fmt.Sprintf("Container image %q is not present with pull policy of Never", image)
 		event(v1.EventTypeWarning, EventErrImageNeverPull, msg)
 		return pullOutcome{waiting: &WaitingReason{ReasonErrImageNeverPull, msg},
-			err: fmt.Errorf("container %s of pod %s/%s: %s", c.Name, pod.Namespace, pod.Name, msg)}
+			err: fmt.Errorf("%s of pod %s/%s: %s", t.of, pod.Namespace, pod.Name, msg)}
 	}
 	l, err := lookup()
 	if err != nil {
 		return credsFailed(err)
 	}
-	key := ImagePullBackoffKey(pod, c.Image)
+	key := ImagePullBackoffKey(pod, image)
 	if backoff != nil {
 		if in, left := backoff.InBackoffSinceUpdate(key); in {
-			msg := fmt.Sprintf("Back-off pulling image %q", c.Image)
+			msg := fmt.Sprintf("Back-off pulling image %q", image)
 			event(v1.EventTypeNormal, EventBackOff, msg)
 			return pullOutcome{waiting: &WaitingReason{ReasonImagePullBackOff, msg}, retry: left,
-				err: fmt.Errorf("container %s of pod %s/%s: %s", c.Name, pod.Namespace, pod.Name, msg)}
+				err: fmt.Errorf("%s of pod %s/%s: %s", t.of, pod.Namespace, pod.Name, msg)}
 		}
 	}
 	if records != nil {
-		if err := records.PullIntent(c.Image); err != nil {
-			err = fmt.Errorf("failed to record image pull intent for container image %q: %w", c.Image, err)
+		if err := records.PullIntent(image); err != nil {
+			err = fmt.Errorf("failed to record image pull intent for container image %q: %w", image, err)
 			return pullOutcome{waiting: &WaitingReason{ReasonErrImagePull, err.Error()}, err: err}
 		}
 	}
-	event(v1.EventTypeNormal, EventPulling, fmt.Sprintf("Pulling image %q", c.Image))
+	event(v1.EventTypeNormal, EventPulling, fmt.Sprintf("Pulling image %q", image))
 	start := time.Now()
 	ref, used, err := r.pullImage(ctx, spec, sandbox, l.creds)
 	if records != nil {
 		if err != nil {
-			records.PullFailed(c.Image)
+			records.PullFailed(image)
 		} else {
-			records.Pulled(c.Image, ref, pulledWith(used))
+			records.Pulled(image, ref, pulledWith(used))
 		}
 	}
 	if err != nil {
 		if ctx.Err() != nil {
-			return pullOutcome{err: fmt.Errorf("pull image %q for pod %s/%s aborted: %w", c.Image, pod.Namespace, pod.Name, ctx.Err())}
+			return pullOutcome{err: fmt.Errorf("pull image %q for pod %s/%s aborted: %w", image, pod.Namespace, pod.Name, ctx.Err())}
 		}
-		event(v1.EventTypeWarning, EventFailed, fmt.Sprintf("Failed to pull image %q: %v", c.Image, err))
+		event(v1.EventTypeWarning, EventFailed, fmt.Sprintf("Failed to pull image %q: %v", image, err))
 		r.missingSecretsEvent(pod, l.missing)
 		var retry time.Duration
 		if backoff != nil {
 			backoff.Next(key, backoff.Now())
 			retry = backoff.Get(key)
 		}
-		err = fmt.Errorf("pull image %q for container %s of pod %s/%s: %w", c.Image, c.Name, pod.Namespace, pod.Name, err)
+		err = fmt.Errorf("pull image %q for %s of pod %s/%s: %w", image, t.of, pod.Namespace, pod.Name, err)
 		return pullOutcome{waiting: &WaitingReason{ReasonErrImagePull, err.Error()}, retry: retry, err: err}
 	}
 	if backoff != nil {
@@ -197,7 +239,7 @@ func (r *Runtime) ensureImage(ctx context.Context, pod *v1.Pod, c *v1.Container,
 		// Pulls are not queued here: the pull took as long as the wait.
 		took := time.Since(start).Truncate(time.Millisecond)
 		event(v1.EventTypeNormal, EventPulled, fmt.Sprintf("Successfully pulled image %q in %v (%v including waiting). Image size: %v bytes.",
-			c.Image, took, took, r.imageSize(ctx, spec)))
+			image, took, took, r.imageSize(ctx, spec)))
 	}
 	return pullOutcome{ref: ref}
 }

@@ -26,7 +26,8 @@ type Subpaths interface {
 // upstream's makeMounts: each volume's host path (a subPath of it bind
 // mounted on its own), read-only when the mount or the volume says so,
 // relabelled where SELinux is on and the volume allows, and the mount
-// propagation asked (Bidirectional only for privileged containers).
+// propagation asked (Bidirectional only for privileged containers); an
+// image volume's pulled image (imageMount).
 // lookup resolves the container's environment for subPathExpr. The pod's
 // managed hosts file comes last, at /etc/hosts (see hostsMount), written
 // for the pod's IPs podIPs.
@@ -55,6 +56,16 @@ func containerMounts(pod *v1.Pod, c *v1.Container, vols map[string]volume.Mounte
 			if err := validateSubPath(subPath); err != nil {
 				return nil, err
 			}
+		}
+		if vol.Image != "" {
+			im, err := imageMount(c, m, vol, subPath)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, im)
+			continue
+		}
+		if subPath != "" {
 			if opts.Subpaths == nil {
 				return nil, fmt.Errorf("volume %q: subPath is not available on this node", m.Name)
 			}
@@ -88,6 +99,34 @@ func containerMounts(pod *v1.Pod, c *v1.Container, vols map[string]volume.Mounte
 		out = append(out, hosts)
 	}
 	return out, nil
+}
+
+// imageMount is the CRI mount of an image volume, as upstream's makeMounts
+// makes it: the pulled image for the runtime to mount, its subPath a path
+// inside the image (ImageSubPath: the runtime resolves it in the image's
+// own files, not on the host), always read-only and never relabelled (the
+// image plugin's attributes), with the propagation asked.
+func imageMount(c *v1.Container, m v1.VolumeMount, vol volume.Mounted, subPath string) (*runtimeapi.Mount, error) {
+	if vol.ImageRef == "" {
+		// The sync pass pulls every image volume before it makes a
+		// container's configuration, and creates no container whose
+		// volume's pull failed.
+		return nil, fmt.Errorf("image volume %q of container %q: image %q is not pulled", m.Name, c.Name, vol.Image)
+	}
+	propagation, err := mountPropagation(c, m.MountPropagation)
+	if err != nil {
+		return nil, err
+	}
+	if m.RecursiveReadOnly != nil && *m.RecursiveReadOnly == v1.RecursiveReadOnlyEnabled {
+		return nil, fmt.Errorf("volume %q requested recursive read-only mode, but it is not supported by the container runtime", m.Name)
+	}
+	return &runtimeapi.Mount{
+		ContainerPath: m.MountPath,
+		Image:         &runtimeapi.ImageSpec{Image: vol.ImageRef, UserSpecifiedImage: vol.Image},
+		ImageSubPath:  subPath,
+		Readonly:      true,
+		Propagation:   propagation,
+	}, nil
 }
 
 // mountPropagation is upstream's translateMountPropagation.

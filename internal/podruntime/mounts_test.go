@@ -30,7 +30,11 @@ func TestContainerMounts(t *testing.T) {
 	vols := map[string]volume.Mounted{
 		"data":   {Name: "data", Path: "/root/pods/u/volumes/kubernetes.io~empty-dir/data", SELinuxRelabel: true},
 		"config": {Name: "config", Path: "/root/pods/u/volumes/kubernetes.io~configmap/config", ReadOnly: true},
+		"image":  {Name: "image", Image: "busybox:1.36", ImageRef: "sha256:b", ReadOnly: true},
+		// An image volume whose pull the pass has not done.
+		"unpulled": {Name: "unpulled", Image: "busybox:1.36", ReadOnly: true},
 	}
+	busybox := &runtimeapi.ImageSpec{Image: "sha256:b", UserSpecifiedImage: "busybox:1.36"}
 	mode := func(m v1.MountPropagationMode) *v1.MountPropagationMode { return &m }
 	privileged := &v1.SecurityContext{Privileged: func() *bool { b := true; return &b }()}
 	env := map[string]string{"POD_NAME": "web-1"}
@@ -69,6 +73,24 @@ func TestContainerMounts(t *testing.T) {
 		{"recursive read-only is not supported", v1.Container{Name: "c", VolumeMounts: []v1.VolumeMount{{Name: "data", MountPath: "/x", ReadOnly: true,
 			RecursiveReadOnly: func() *v1.RecursiveReadOnlyMode { m := v1.RecursiveReadOnlyEnabled; return &m }()}}},
 			nil, "recursive read-only"},
+		{"an image volume: the pulled image, read-only", v1.Container{Name: "c", VolumeMounts: []v1.VolumeMount{{Name: "image", MountPath: "/vol"}}},
+			[]*runtimeapi.Mount{{ContainerPath: "/vol", Image: busybox, Readonly: true}}, ""},
+		{"an image volume with its propagation", v1.Container{Name: "c", VolumeMounts: []v1.VolumeMount{{Name: "image", MountPath: "/vol", MountPropagation: mode(v1.MountPropagationHostToContainer)}}},
+			[]*runtimeapi.Mount{{ContainerPath: "/vol", Image: busybox, Readonly: true, Propagation: runtimeapi.MountPropagation_PROPAGATION_HOST_TO_CONTAINER}}, ""},
+		// "escape" would be refused by the host's subPath preparation:
+		// an image's subPath is the runtime's to resolve inside the image.
+		{"an image volume's subPath is inside the image", v1.Container{Name: "c", VolumeMounts: []v1.VolumeMount{{Name: "image", MountPath: "/vol", SubPath: "escape/bin"}}},
+			[]*runtimeapi.Mount{{ContainerPath: "/vol", Image: busybox, ImageSubPath: "escape/bin", Readonly: true}}, ""},
+		{"an image volume's subPathExpr", v1.Container{Name: "c", VolumeMounts: []v1.VolumeMount{{Name: "image", MountPath: "/vol", SubPathExpr: "$(POD_NAME)/etc"}}},
+			[]*runtimeapi.Mount{{ContainerPath: "/vol", Image: busybox, ImageSubPath: "web-1/etc", Readonly: true}}, ""},
+		{"an absolute subPath into an image", v1.Container{Name: "c", VolumeMounts: []v1.VolumeMount{{Name: "image", MountPath: "/vol", SubPath: "/etc"}}},
+			nil, "must not be an absolute path"},
+		{"a subPath with .. into an image", v1.Container{Name: "c", VolumeMounts: []v1.VolumeMount{{Name: "image", MountPath: "/vol", SubPath: "../etc"}}},
+			nil, "must not contain '..'"},
+		{"bidirectional refused for an image volume too", v1.Container{Name: "c", VolumeMounts: []v1.VolumeMount{{Name: "image", MountPath: "/vol", MountPropagation: mode(v1.MountPropagationBidirectional)}}},
+			nil, "Bidirectional mount propagation is available only to privileged containers"},
+		{"an image volume not pulled", v1.Container{Name: "c", VolumeMounts: []v1.VolumeMount{{Name: "unpulled", MountPath: "/vol"}}},
+			nil, `image volume "unpulled" of container "c": image "busybox:1.36" is not pulled`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			pod := &v1.Pod{}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"time"
@@ -161,6 +162,9 @@ type syncPass struct {
 	sandboxID     string
 	sandboxConfig *runtimeapi.PodSandboxConfig
 	podIPs        []string
+	// volumeImages are the pulls of the pod's image volumes, by volume
+	// name; nil until the pass is about to create its first container.
+	volumeImages map[string]pullOutcome
 
 	// What the pass changed, for observe: whether it stopped anything, the
 	// sandbox it created, the containers it created (oldest first) and the
@@ -351,16 +355,16 @@ func (s *syncPass) startContainer(ctx context.Context, c *v1.Container) bool {
 			s.backoff.Next(ContainerBackoffKey(pod, c), prev.FinishedAt)
 		}
 	}
-	pullBackoff := r.Opts.PullBackoff
-	if pullBackoff == nil {
-		pullBackoff = s.backoff
-	}
 	// Failures of the container's creation are reported as upstream's
 	// startContainer does: "Error: " and the reason or the runtime's message.
 	failed := func(id, message string) {
 		r.containerEvent(pod, c.Name, id, v1.EventTypeWarning, EventFailed, "Error: "+message)
 	}
-	img := r.ensureImage(ctx, pod, c, s.sandboxConfig, pullBackoff)
+	s.pullVolumeImages(ctx)
+	if s.volumeImageFailed(c) {
+		return false
+	}
+	img := r.ensureImage(ctx, pod, c, s.sandboxConfig, s.pullBackoff())
 	if img.err != nil {
 		if img.waiting != nil {
 			s.waiting[c.Name] = *img.waiting
@@ -434,6 +438,74 @@ func (s *syncPass) startContainer(ctx context.Context, c *v1.Container) bool {
 		return s.postStart(ctx, c, created.ContainerId)
 	}
 	return true
+}
+
+// pullBackoff is the backoff of image pulls: the node's, or else the
+// pass's own.
+func (s *syncPass) pullBackoff() *Backoff {
+	if s.r.Opts.PullBackoff != nil {
+		return s.r.Opts.PullBackoff
+	}
+	return s.backoff
+}
+
+// pullVolumeImages pulls the image of every image volume of the pod, once
+// per pass and before its first container is created, as upstream's
+// getImageVolumes: a volume that no container mounts is pulled too, and a
+// failed pull holds back only the containers that mount the volume
+// (volumeImageFailed). The pass's volumes then carry each pulled image's
+// ref, which their containers' mounts name.
+func (s *syncPass) pullVolumeImages(ctx context.Context) {
+	if s.volumeImages != nil {
+		return
+	}
+	s.volumeImages = map[string]pullOutcome{}
+	var vols map[string]volume.Mounted
+	for i := range s.pod.Spec.Volumes {
+		v := &s.pod.Spec.Volumes[i]
+		if v.Image == nil {
+			continue
+		}
+		out := s.r.ensureVolumeImage(ctx, s.pod, v, s.sandboxConfig, s.pullBackoff())
+		s.volumeImages[v.Name] = out
+		m, ok := s.vols[v.Name]
+		if out.err != nil || !ok {
+			continue
+		}
+		if vols == nil {
+			// The caller's map is the pod's volumes as the volume-manager
+			// reported them: the pass changes a copy.
+			vols = maps.Clone(s.vols)
+		}
+		m.ImageRef = out.ref
+		vols[v.Name] = m
+	}
+	if vols != nil {
+		s.vols = vols
+	}
+}
+
+// volumeImageFailed reports whether c mounts an image volume whose image
+// the pass could not pull, as upstream's toKubeContainerImageVolumes: the
+// container is not created, a Failed event "Error: REASON" is recorded for
+// each such volume, and the container waits with the last one's reason
+// (ErrImagePull, ImagePullBackOff, ErrImageNeverPull, ...).
+func (s *syncPass) volumeImageFailed(c *v1.Container) bool {
+	failed := false
+	for _, m := range c.VolumeMounts {
+		out, ok := s.volumeImages[m.Name]
+		if !ok || out.err == nil {
+			continue
+		}
+		failed = true
+		if out.waiting != nil {
+			s.waiting[c.Name] = *out.waiting
+			s.r.containerEvent(s.pod, c.Name, "", v1.EventTypeWarning, EventFailed, "Error: "+out.waiting.Reason)
+		}
+		s.retryAfter(out.retry)
+		s.fail(fmt.Errorf("container %s: %w", c.Name, out.err))
+	}
+	return failed
 }
 
 // removeDeadInstances removes the exited instances of each container beyond

@@ -25,6 +25,14 @@ type Mounted struct {
 	// HostPathType is set for a hostPath volume: its Path is the node's
 	// own path, which teardown never touches.
 	HostPath bool
+	// Image is set for an image volume: the image's reference as the pod
+	// names it. Such a volume has no Path: the container runtime mounts
+	// the image (CRI Mount.image), read-only, once the sync pass has
+	// pulled it.
+	Image string
+	// ImageRef is the pulled image of an image volume, which the runtime
+	// mounts: set by the sync pass that pulled it, never by SetUp.
+	ImageRef string
 }
 
 // Sources are the API objects that volumes read, as the node reads them:
@@ -107,9 +115,11 @@ func (h *Host) setUp(ctx context.Context, pod *v1.Pod, vol *v1.Volume) (Mounted,
 	case src.PersistentVolumeClaim != nil:
 		return h.setUpClaim(ctx, pod, vol)
 	case src.Image != nil:
-		// The runtime mounts an image volume (CRI Mount.image), which
-		// containerd 1.x does not do; nothing here can attach it.
-		return Mounted{}, fmt.Errorf("volume type image is not supported by this node: image volumes are mounted by the container runtime, which actorlet does not ask for yet")
+		// Nothing on the host, as upstream's image plugin: the sync pass
+		// pulls the image with the pod's pull secrets and the runtime
+		// mounts it into each container, always read-only and never
+		// relabelled.
+		return Mounted{Image: src.Image.Reference, ReadOnly: true}, nil
 	}
 	return Mounted{}, fmt.Errorf("volume type %s is not supported by this node: it needs an attach or a CSI driver", Type(vol))
 }

@@ -2,6 +2,7 @@ package volume
 
 import (
 	"context"
+	"os"
 	"strings"
 	"testing"
 
@@ -16,8 +17,6 @@ func TestSetUpRefuses(t *testing.T) {
 		src     v1.VolumeSource
 		wantErr string
 	}{
-		{"image", v1.VolumeSource{Image: &v1.ImageVolumeSource{Reference: "registry.k8s.io/e2e-test-images/kitten:1.8"}},
-			"image volumes are mounted by the container runtime"},
 		{"nfs", v1.VolumeSource{NFS: &v1.NFSVolumeSource{Server: "nfs", Path: "/"}},
 			"volume type nfs is not supported by this node: it needs an attach or a CSI driver"},
 	}
@@ -29,5 +28,25 @@ func TestSetUpRefuses(t *testing.T) {
 				t.Fatalf("SetUp: %v, want an error containing %q", err, tt.wantErr)
 			}
 		})
+	}
+}
+
+// TestSetUpImage: an image volume is nothing on the host, as upstream's
+// image plugin; the runtime mounts its image, always read-only.
+func TestSetUpImage(t *testing.T) {
+	root := t.TempDir()
+	h := &Host{RootDir: root}
+	pod := &v1.Pod{}
+	pod.UID = "uid"
+	ref := "registry.k8s.io/e2e-test-images/kitten:1.8"
+	got, err := h.SetUp(context.Background(), pod, &v1.Volume{Name: "v", VolumeSource: v1.VolumeSource{Image: &v1.ImageVolumeSource{Reference: ref}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (Mounted{Name: "v", Image: ref, ReadOnly: true}); got != want {
+		t.Errorf("SetUp: %+v, want %+v", got, want)
+	}
+	if entries, err := os.ReadDir(root); err != nil || len(entries) != 0 {
+		t.Errorf("the root directory holds %v (%v), want nothing", entries, err)
 	}
 }

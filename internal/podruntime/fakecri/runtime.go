@@ -152,6 +152,13 @@ func (r *Runtime) CreateContainer(ctx context.Context, in *runtimeapi.CreateCont
 	if img == nil {
 		return nil, status.Errorf(codes.NotFound, "image %q: not found", cfg.GetImage().GetImage())
 	}
+	// An image volume's image must be held, as a runtime that mounts it
+	// needs it.
+	for _, m := range cfg.Mounts {
+		if ref := m.GetImage().GetImage(); ref != "" && r.findImage(ref) == nil {
+			return nil, status.Errorf(codes.NotFound, "image volume at %s: image %q: not found", m.ContainerPath, ref)
+		}
+	}
 	id := r.nextID("container")
 	r.containers[id] = &container{sandboxID: s.Id, status: &runtimeapi.ContainerStatus{
 		Id:          id,
@@ -162,6 +169,7 @@ func (r *Runtime) CreateContainer(ctx context.Context, in *runtimeapi.CreateCont
 		ImageRef:    img.Id,
 		Labels:      maps.Clone(cfg.Labels),
 		Annotations: maps.Clone(cfg.Annotations),
+		Mounts:      cloneMounts(cfg.Mounts),
 		LogPath:     cfg.LogPath,
 	}}
 	return &runtimeapi.CreateContainerResponse{ContainerId: id}, nil
@@ -328,4 +336,14 @@ func (r *Runtime) sortedContainers() []*container {
 	return slices.SortedFunc(maps.Values(r.containers), func(a, b *container) int {
 		return cmp.Compare(a.status.CreatedAt, b.status.CreatedAt)
 	})
+}
+
+// cloneMounts copies a container's mounts for its status, which shows them
+// as they were asked, as containerd's does.
+func cloneMounts(in []*runtimeapi.Mount) []*runtimeapi.Mount {
+	var out []*runtimeapi.Mount
+	for _, m := range in {
+		out = append(out, proto.Clone(m).(*runtimeapi.Mount))
+	}
+	return out
 }
