@@ -438,7 +438,7 @@ func (m *Machine) reconcile(path string) []Command {
 }
 
 // Registered returns the sockets with a registered plugin, each as
-// "path=driver", sorted: what tests and the dashboard read.
+// "path=driver", sorted, for tests.
 func (m *Machine) Registered() []string {
 	var out []string
 	for p, s := range m.sockets {

@@ -164,6 +164,7 @@ func (a *Actor) execute(ctx actor.Context, c Command) {
 		a.log.Info().Str("socket", c.Path).Str("driver", c.Driver.Name).Str("endpoint", c.Driver.Endpoint).
 			Strs("versions", c.Driver.Versions).Msg("registering CSI driver")
 		p := a.p
+		p.Log = a.log
 		supervision.Go(ctx, func(life context.Context) messages.Message {
 			return register(life, p, c)
 		})
