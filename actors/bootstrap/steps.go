@@ -21,6 +21,7 @@ import (
 	"github.com/actorlet/actorlet/actors/gc"
 	"github.com/actorlet/actorlet/actors/kubeletapi"
 	"github.com/actorlet/actorlet/actors/pleg"
+	"github.com/actorlet/actorlet/actors/pluginmanager"
 	"github.com/actorlet/actorlet/actors/podmanager"
 	"github.com/actorlet/actorlet/actors/prober"
 	"github.com/actorlet/actorlet/actors/statusreporter"
@@ -28,6 +29,8 @@ import (
 	"github.com/actorlet/actorlet/config"
 	"github.com/actorlet/actorlet/internal/certificates"
 	"github.com/actorlet/actorlet/internal/cgroups"
+	"github.com/actorlet/actorlet/internal/csi"
+	"github.com/actorlet/actorlet/internal/csi/registry"
 	"github.com/actorlet/actorlet/internal/dependencies"
 	"github.com/actorlet/actorlet/internal/evictionpolicy"
 	"github.com/actorlet/actorlet/internal/imagepull"
@@ -263,7 +266,9 @@ func (a *Actor) buildDependencies(actor.Context) (outcome, error) {
 
 // runtimeActors are spawned in this order and stopped in the reverse one:
 // the status-reporter exists before any status is reported and goes last,
-// after the final statuses; the pod-manager exists before anything sends it
+// after the final statuses; the plugin-manager outlives the volume-manager,
+// whose CSI volumes need their drivers registered until they are torn
+// down; the pod-manager exists before anything sends it
 // pods; the kubelet-API actor stops taking requests before anything else goes. Each entry builds its
 // actor's Props from the configuration, the dependencies and the PIDs of the
 // actors spawned before it.
@@ -279,6 +284,13 @@ var runtimeActors = []struct {
 			Runtime: d.Runtime, Images: d.Images, PLEG: a.child(pleg.Kind), Events: d.Events, Log: a.log,
 			PodManager: a.child(podmanager.Kind),
 		}), nil)
+	}},
+	{pluginmanager.Kind, func(a *Actor, env *runtimeEnv) *actor.Props {
+		p := pluginmanager.Params{Dir: dependencies.PluginsRegistrationDir(a.deps.RootDir), Drivers: env.csiDrivers, Log: a.log}
+		if a.deps.Kube != nil {
+			p.NodeInfo = &csi.NodeInfoManager{Kube: a.deps.Kube, NodeName: a.deps.NodeName}
+		}
+		return a.p.System.Registry.Props(pluginmanager.Kind, pluginmanager.New(p), nil)
 	}},
 	{volumemanager.Kind, func(a *Actor, env *runtimeEnv) *actor.Props {
 		return a.p.System.Registry.Props(volumemanager.Kind, volumemanager.New(volumemanager.Params{
@@ -407,6 +419,9 @@ type runtimeEnv struct {
 	// pullRecords are the records of pulled images' credentials; nil
 	// with KubeletEnsureSecretPulledImages off.
 	pullRecords *imagepull.Manager
+	// csiDrivers are the CSI drivers registered on the node: the
+	// plugin-manager writes them, CSI volumes will read them.
+	csiDrivers *registry.Registry
 }
 
 // pulledImages is what the image GC prunes the records of removed images
@@ -461,7 +476,8 @@ func (a *Actor) runtimeEnv() (*runtimeEnv, error) {
 	if err != nil {
 		return nil, err
 	}
-	env := &runtimeEnv{capacity: capacity, allocatable: allocatable, maxRestartPeriod: 5 * time.Minute}
+	env := &runtimeEnv{capacity: capacity, allocatable: allocatable, maxRestartPeriod: 5 * time.Minute,
+		csiDrivers: registry.New()}
 	if env.sysctls, err = podmanager.NodeSysctlAllowlist(c.AllowedUnsafeSysctls); err != nil {
 		return nil, err
 	}

@@ -189,14 +189,22 @@ func (d *Dependencies) Close() {
 	d.closers = nil
 }
 
-// rootDir creates the root directory and its pods directory, as upstream's
-// setupDataDirs does.
+// PluginsRegistrationDir is where kubelet plugins put their registration
+// sockets, ROOT/plugins_registry, as upstream's.
+func PluginsRegistrationDir(root string) string { return filepath.Join(root, "plugins_registry") }
+
+// PluginsDir is where kubelet plugins keep their own sockets and files,
+// ROOT/plugins, as upstream's.
+func PluginsDir(root string) string { return filepath.Join(root, "plugins") }
+
+// rootDir creates the root directory and its pods and plugins
+// directories, as upstream's setupDataDirs does.
 func rootDir(dir string) (string, error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return "", fmt.Errorf("root directory %q: %w", dir, err)
 	}
-	for _, d := range []string{abs, filepath.Join(abs, "pods")} {
+	for _, d := range []string{abs, filepath.Join(abs, "pods"), PluginsDir(abs), PluginsRegistrationDir(abs)} {
 		if err := os.MkdirAll(d, 0o750); err != nil {
 			return "", fmt.Errorf("root directory: %w", err)
 		}
