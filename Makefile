@@ -8,13 +8,18 @@ BIN := $(CURDIR)/bin
 # does not use.
 DEBUG_ADDRESS ?= 127.0.0.1:10249
 STATICCHECK_VERSION := v0.8.2
-# The test environment's container runtime (hack/node-env): 1.6, Debian's
-# containerd, or 2.4, containerd v2.4 and runc v1.5 built from their Go
-# modules. Every target that brings the environment up takes it:
-#   make conformance CONTAINERD=2.4
-ifneq ($(CONTAINERD),)
+# The test environment's container runtime (hack/node-env): 2.4,
+# containerd v2.4 and runc v1.5 built from their Go modules, or 1.6,
+# Debian's containerd. Every target that brings the environment up takes it:
+#   make conformance CONTAINERD=1.6
+CONTAINERD ?= 2.4
 export ACTORLET_CONTAINERD := $(CONTAINERD)
-endif
+# make test runs every test on CONTAINERD, then, on containerd 1.6, the
+# tests whose behaviour depends on the runtime's version (refusals of what
+# 1.6 cannot do, its messages, its missing RuntimeConfig) and the
+# environment's smoke test.
+RUNTIME16_PKGS := ./test/envsmoke ./cmd/actorlet ./actors/gc ./test/standalone ./test/volumes ./test/admission
+RUNTIME16_RUN := ^(TestCRISandboxAndContainer|TestPullFromLocalRegistry|TestCgroupDriverSystemdWithoutSystemd|TestDetectImagesAgainstContainerd|TestSecurityContextRefusals|TestImageVolumes|TestAdmission)$$
 # Packages whose tests use the shared environment (they import test/env or
 # test/agent, or run actorlet): one package at a time, since two kubelets on one containerd
 # kill each other's pods. Every other package is a unit test, run in parallel.
@@ -23,20 +28,24 @@ PKG_IMPORTS = $(GO) list -f '{{.ImportPath}}{{range .TestImports}} {{.}}{{end}}{
 INTEGRATION = $$($(PKG_IMPORTS) | awk '/actorlet\/test\/(env|agent)( |$$)/ || $$1 ~ /\/cmd\// {print $$1}')
 UNIT = $$($(PKG_IMPORTS) | awk '!(/actorlet\/test\/(env|agent)( |$$)/ || $$1 ~ /\/cmd\//) {print $$1}')
 
-.PHONY: build test unit integration fuzz lint upstream-flags env-up env-down run run-cluster cluster cluster-down conformance-cluster bench bench-churn bench-static bench-cluster conformance chaos clean
+.PHONY: build test unit integration integration-1.6 fuzz lint upstream-flags env-up env-down run run-cluster cluster cluster-down conformance-cluster bench bench-churn bench-static bench-cluster conformance chaos clean
 
 build:
 	$(GO) build -o $(BIN)/actorlet ./cmd/actorlet
 
 # The README's test command: brings the real environment up (containerd, CNI,
 # registry, etcd, kube-apiserver, kube-controller-manager), then runs every test.
-test: env-up unit integration
+test: env-up unit integration integration-1.6
 
 unit:
 	$(GO) test -race -count=1 $(UNIT)
 
 integration:
 	$(GO) test -race -count=1 -p 1 -timeout 30m $(INTEGRATION)
+
+integration-1.6:
+	ACTORLET_CONTAINERD=1.6 hack/node-env up --with-apiserver
+	ACTORLET_CONTAINERD=1.6 $(GO) test -race -count=1 -p 1 -timeout 15m -run '$(RUNTIME16_RUN)' $(RUNTIME16_PKGS)
 
 # Issue #14: every fuzz target (func FuzzXxx in a _test.go file) for
 # FUZZTIME each; go test -fuzz takes one package and one target per run.

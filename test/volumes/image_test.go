@@ -24,6 +24,23 @@ func TestImageVolumes(t *testing.T) {
 		return []v1.Volume{{Name: "img", VolumeSource: v1.VolumeSource{Image: &v1.ImageVolumeSource{Reference: ref, PullPolicy: policy}}}}
 	}
 
+	if n.Env.Containerd == "1.6" {
+		// A runtime that cannot mount images: the pod is refused, never
+		// run without its volume.
+		n.Create(t, n.NewPod("refused", image(n.Env.BusyboxImage, v1.PullIfNotPresent), n.Sleeper("c", mnt("img", "/vol"))))
+		n.Event(t, "refused", "PodFeatureUnsupported", "ImageVolume", "containerd 2.1 or later")
+		agent.Eventually(t, "the pod Failed", 30*time.Second, func() error {
+			p, err := n.Get("refused")
+			if err != nil {
+				return err
+			}
+			if p.Status.Phase != v1.PodFailed || p.Status.Reason != "PodFeatureUnsupported" {
+				return fmt.Errorf("phase %s, reason %q", p.Status.Phase, p.Status.Reason)
+			}
+			return nil
+		})
+		return
+	}
 	t.Run("the image's files, read-only", func(t *testing.T) {
 		n.Run(t, n.NewPod("whole", image(n.Env.BusyboxImage, v1.PullAlways), n.Sleeper("c", mnt("img", "/vol"))))
 		n.Expect(t, "whole", "c", "test -x /vol/bin/busybox && echo found", "found")
