@@ -41,6 +41,7 @@ import (
 	"github.com/actorlet/actorlet/internal/probe"
 	"github.com/actorlet/actorlet/internal/runtimeclass"
 	"github.com/actorlet/actorlet/internal/services"
+	"github.com/actorlet/actorlet/internal/userns"
 	"github.com/actorlet/actorlet/internal/version"
 	"github.com/actorlet/actorlet/internal/volume"
 	"github.com/actorlet/actorlet/internal/volume/apisource"
@@ -283,7 +284,7 @@ var runtimeActors = []struct {
 	{volumemanager.Kind, func(a *Actor, env *runtimeEnv) *actor.Props {
 		return a.p.System.Registry.Props(volumemanager.Kind, volumemanager.New(volumemanager.Params{
 			Host: env.volumes, Registrar: env.volumeSources, PodManager: a.child(podmanager.Kind),
-			Resync: a.cfg.SyncFrequency.Duration, Events: a.deps.Events, Log: a.log,
+			Resync: a.cfg.SyncFrequency.Duration, UserNamespaces: env.userNamespaces(), Events: a.deps.Events, Log: a.log,
 		}), nil)
 	}},
 	{podmanager.Kind, func(a *Actor, env *runtimeEnv) *actor.Props {
@@ -406,6 +407,18 @@ type runtimeEnv struct {
 	// pullRecords are the records of pulled images' credentials; nil
 	// with KubeletEnsureSecretPulledImages off.
 	pullRecords *imagepull.Manager
+	// userns allocates the user namespace ranges of pods with hostUsers:
+	// false.
+	userns *userns.Manager
+}
+
+// userNamespaces is what frees the pods' user namespace ranges: none
+// without a manager (and no typed nil in the interface).
+func (e *runtimeEnv) userNamespaces() volumemanager.UserNamespaces {
+	if e.userns == nil {
+		return nil
+	}
+	return e.userns
 }
 
 // pulledImages is what the image GC prunes the records of removed images
@@ -528,6 +541,12 @@ func (a *Actor) runtimeEnv() (*runtimeEnv, error) {
 		}
 		env.runtime.Opts.PullRecords, env.pullRecords = records, records
 	}
+	// The pods' user namespace ranges, read back from their directories:
+	// a file that cannot be taken fails the start, as upstream's.
+	if env.userns, err = newUserNamespaces(a.deps.RootDir, c); err != nil {
+		return nil, fmt.Errorf("user namespaces: %w", err)
+	}
+	env.runtime.Opts.UserNamespaces = env.userns
 	// What was applied to each container, for in-place resizes.
 	actuated, err := podruntime.NewActuatedResources(a.deps.RootDir)
 	if err != nil {

@@ -236,7 +236,7 @@ func (s *syncPass) run(ctx context.Context, a PodActions) {
 		// As upstream, the user namespace is settled while the sandbox's
 		// configuration is made, and its refusal is a failure to create the
 		// sandbox: nothing of the pod is created.
-		if _, err := r.userNamespace(ctx, pod); err != nil {
+		if err := r.checkUserNamespaceSupport(ctx, pod); err != nil {
 			if a.CreateSandbox {
 				r.podEvent(pod, v1.EventTypeWarning, EventFailedCreatePodSandBox, fmt.Sprintf("Failed to create pod sandbox: %v", err))
 			}
