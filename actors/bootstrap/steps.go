@@ -311,6 +311,7 @@ var runtimeActors = []struct {
 			StaticPodPath: c.StaticPodPath, FileCheckFrequency: c.FileCheckFrequency.Duration,
 			ManifestURL: c.StaticPodURL, ManifestURLHeader: c.StaticPodURLHeader, HTTPCheckFrequency: c.HTTPCheckFrequency.Duration,
 			NodeName: a.deps.NodeName, Kube: a.deps.Kube, PodManager: a.child(podmanager.Kind), Events: a.deps.Events, Log: a.log,
+			UserNamespacesHostNetwork: a.gates.Enabled("UserNamespacesHostNetworkSupport"),
 		}), nil)
 	}},
 	{pleg.Kind, func(a *Actor, env *runtimeEnv) *actor.Props {
