@@ -12,6 +12,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/actorlet/actorlet/internal/metrics"
 	"github.com/actorlet/actorlet/internal/podref"
 	"github.com/actorlet/actorlet/internal/probe/results"
 	"github.com/actorlet/actorlet/internal/volume"
@@ -231,6 +232,15 @@ func (s *syncPass) run(ctx context.Context, a PodActions) {
 	}
 	if !a.CreateSandbox && (a.KillPod || a.SandboxID == "") {
 		return
+	}
+	if a.CreateSandbox && !hostUsers(pod) {
+		// As upstream's SyncPod: a failure anywhere in the pass counts.
+		metrics.StartedUserNamespacedPods.Inc()
+		defer func() {
+			if len(s.errs) > 0 {
+				metrics.StartedUserNamespacedPodsErrors.Inc()
+			}
+		}()
 	}
 	if !hostUsers(pod) {
 		// As upstream, the user namespace is settled while the sandbox's
