@@ -399,6 +399,9 @@ type runtimeEnv struct {
 	// server) reads the API objects they show.
 	volumes       *volume.Host
 	volumeSources volumemanager.Registrar
+	// userns allocates the user namespace ranges of pods with hostUsers:
+	// false.
+	userns *userns.Manager
 	// stats reads /stats/summary, for the kubelet API and the eviction
 	// manager: one provider, so that its CPU rates and volume usages are
 	// measured once.
@@ -408,18 +411,6 @@ type runtimeEnv struct {
 	// pullRecords are the records of pulled images' credentials; nil
 	// with KubeletEnsureSecretPulledImages off.
 	pullRecords *imagepull.Manager
-	// userns allocates the user namespace ranges of pods with hostUsers:
-	// false.
-	userns *userns.Manager
-}
-
-// userNamespaces is what frees the pods' user namespace ranges: none
-// without a manager (and no typed nil in the interface).
-func (e *runtimeEnv) userNamespaces() volumemanager.UserNamespaces {
-	if e.userns == nil {
-		return nil
-	}
-	return e.userns
 }
 
 // pulledImages is what the image GC prunes the records of removed images

@@ -5,6 +5,7 @@ import (
 
 	kubeletconfigv1beta1 "k8s.io/kubelet/config/v1beta1"
 
+	"github.com/actorlet/actorlet/actors/volumemanager"
 	"github.com/actorlet/actorlet/internal/userns"
 )
 
@@ -29,4 +30,13 @@ func idsPerPod(c *kubeletconfigv1beta1.KubeletConfiguration) uint32 {
 		return userns.DefaultIDsPerPod
 	}
 	return uint32(*c.UserNamespaces.IDsPerPod)
+}
+
+// userNamespaces is what frees the pods' user namespace ranges: none
+// without a manager (and no typed nil in the interface).
+func (e *runtimeEnv) userNamespaces() volumemanager.UserNamespaces {
+	if e.userns == nil {
+		return nil
+	}
+	return e.userns
 }
