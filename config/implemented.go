@@ -106,6 +106,9 @@ var Implemented = map[string]bool{
 	// KubeletEnsureSecretPulledImages.
 	"imagePullCredentialsVerificationPolicy": true,
 	"preloadedImagesVerificationAllowlist":   true,
+
+	// The length of each pod's user namespace range (internal/userns).
+	"userNamespaces.idsPerPod": true,
 }
 
 // IsImplemented reports whether actorlet acts on the field at path.

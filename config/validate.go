@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"maps"
+	"math"
 	"net"
 	"path/filepath"
 	"slices"
@@ -191,6 +192,7 @@ func Validate(cfg *kubeletconfigv1beta1.KubeletConfiguration, gates *features.Ga
 	v.checkReserved("kubeReserved", c.KubeReserved)
 	v.checkReserved("systemReserved", c.SystemReserved)
 	v.checkEnforceNodeAllocatable(c)
+	v.checkUserNamespaces(c)
 
 	if len(v.problems) == 0 {
 		return nil
@@ -281,6 +283,29 @@ func (v *validator) checkReserved(field string, m map[string]string) {
 			continue
 		}
 		v.check(q.Sign() < 0, f, value, "must not be negative")
+	}
+}
+
+// userNsUnitLength is the unit of user namespace ranges, upstream's: the
+// 16-bit IDs of images' files must all map.
+const userNsUnitLength = 65536
+
+// checkUserNamespaces is upstream's (validation_linux.go): idsPerPod, when
+// set, is at least one unit of 65536 IDs, a multiple of it, and fits in
+// 32 bits.
+func (v *validator) checkUserNamespaces(c *kubeletconfigv1beta1.KubeletConfiguration) {
+	if c.UserNamespaces == nil || c.UserNamespaces.IDsPerPod == nil {
+		return
+	}
+	const field = "userNamespaces.idsPerPod"
+	n := *c.UserNamespaces.IDsPerPod
+	switch {
+	case n < userNsUnitLength:
+		v.add(field, n, fmt.Sprintf("must not be less than %d", userNsUnitLength))
+	case n%userNsUnitLength != 0:
+		v.add(field, n, fmt.Sprintf("must be a multiple of %d", userNsUnitLength))
+	case n > math.MaxUint32:
+		v.add(field, n, fmt.Sprintf("must not be more than %d", int64(math.MaxUint32)))
 	}
 }
 

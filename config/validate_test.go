@@ -197,3 +197,31 @@ func TestValidatePullCredentialsPolicy(t *testing.T) {
 		})
 	}
 }
+
+func TestValidateUserNamespaces(t *testing.T) {
+	tests := []struct {
+		idsPerPod string
+		want      string
+	}{
+		{idsPerPod: "65536"},
+		{idsPerPod: "131072"},
+		{idsPerPod: "4294901760"},
+		{idsPerPod: "0", want: "userNamespaces.idsPerPod: Invalid value: 0: must not be less than 65536"},
+		{idsPerPod: "1000", want: "userNamespaces.idsPerPod: Invalid value: 1000: must not be less than 65536"},
+		{idsPerPod: "100000", want: "userNamespaces.idsPerPod: Invalid value: 100000: must be a multiple of 65536"},
+		{idsPerPod: "4294967296", want: "userNamespaces.idsPerPod: Invalid value: 4294967296: must not be more than 4294967295"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.idsPerPod, func(t *testing.T) {
+			file := writeFile(t, t.TempDir(), "kubelet.yaml", header+"userNamespaces: {idsPerPod: "+tc.idsPerPod+"}\n")
+			cfg, _ := load(t, "--config", file)
+			got := ""
+			if err := Validate(cfg, nil); err != nil {
+				got = err.Error()
+			}
+			if got != tc.want {
+				t.Errorf("Validate = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}

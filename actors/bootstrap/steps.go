@@ -44,6 +44,7 @@ import (
 	"github.com/actorlet/actorlet/internal/probe"
 	"github.com/actorlet/actorlet/internal/runtimeclass"
 	"github.com/actorlet/actorlet/internal/services"
+	"github.com/actorlet/actorlet/internal/userns"
 	"github.com/actorlet/actorlet/internal/version"
 	"github.com/actorlet/actorlet/internal/volume"
 	"github.com/actorlet/actorlet/internal/volume/apisource"
@@ -295,7 +296,7 @@ var runtimeActors = []struct {
 	{volumemanager.Kind, func(a *Actor, env *runtimeEnv) *actor.Props {
 		return a.p.System.Registry.Props(volumemanager.Kind, volumemanager.New(volumemanager.Params{
 			Host: env.volumes, Registrar: env.volumeSources, PodManager: a.child(podmanager.Kind),
-			Resync: a.cfg.SyncFrequency.Duration, Events: a.deps.Events, Log: a.log,
+			Resync: a.cfg.SyncFrequency.Duration, UserNamespaces: env.userNamespaces(), Events: a.deps.Events, Log: a.log,
 		}), nil)
 	}},
 	{podmanager.Kind, func(a *Actor, env *runtimeEnv) *actor.Props {
@@ -323,6 +324,7 @@ var runtimeActors = []struct {
 			StaticPodPath: c.StaticPodPath, FileCheckFrequency: c.FileCheckFrequency.Duration,
 			ManifestURL: c.StaticPodURL, ManifestURLHeader: c.StaticPodURLHeader, HTTPCheckFrequency: c.HTTPCheckFrequency.Duration,
 			NodeName: a.deps.NodeName, Kube: a.deps.Kube, PodManager: a.child(podmanager.Kind), Events: a.deps.Events, Log: a.log,
+			UserNamespacesHostNetwork: a.gates.Enabled("UserNamespacesHostNetworkSupport"),
 		}), nil)
 	}},
 	{pleg.Kind, func(a *Actor, env *runtimeEnv) *actor.Props {
@@ -410,6 +412,9 @@ type runtimeEnv struct {
 	// server) reads the API objects they show.
 	volumes       *volume.Host
 	volumeSources volumemanager.Registrar
+	// userns allocates the user namespace ranges of pods with hostUsers:
+	// false.
+	userns *userns.Manager
 	// stats reads /stats/summary, for the kubelet API and the eviction
 	// manager: one provider, so that its CPU rates and volume usages are
 	// measured once.
@@ -545,6 +550,12 @@ func (a *Actor) runtimeEnv() (*runtimeEnv, error) {
 		}
 		env.runtime.Opts.PullRecords, env.pullRecords = records, records
 	}
+	// The pods' user namespace ranges, read back from their directories:
+	// a file that cannot be taken fails the start, as upstream's.
+	if env.userns, err = newUserNamespaces(a.deps.RootDir, c); err != nil {
+		return nil, fmt.Errorf("user namespaces: %w", err)
+	}
+	env.runtime.Opts.UserNamespaces = env.userns
 	// What was applied to each container, for in-place resizes.
 	actuated, err := podruntime.NewActuatedResources(a.deps.RootDir)
 	if err != nil {

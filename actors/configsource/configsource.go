@@ -52,6 +52,9 @@ type Params struct {
 	// NodeName is this node's name: static pods are named after it, and the
 	// API server source watches the pods bound to it.
 	NodeName string
+	// UserNamespacesHostNetwork is the UserNamespacesHostNetworkSupport
+	// gate: a static pod with hostUsers: false may have hostNetwork.
+	UserNamespacesHostNetwork bool
 	// PodManager receives the PodUpdates.
 	PodManager *actor.PID
 	// Events, when set, records the events on pods left out (duplicates).
@@ -129,10 +132,12 @@ func (a *Actor) startReaders(system *actor.ActorSystem, self *actor.PID) {
 	send := func(m *messages.SourceScanned) { supervision.TellFromOutside(system, self, m) }
 	if a.p.StaticPodPath != "" {
 		fs := newFileSource(a.p.StaticPodPath, a.p.NodeName, a.p.FileCheckFrequency, send, a.log)
+		fs.usernsHostNetwork = a.p.UserNamespacesHostNetwork
 		a.readers.Go(func() { fs.run(rctx) })
 	}
 	if a.p.ManifestURL != "" {
 		us := newURLSource(a.p.ManifestURL, http.Header(a.p.ManifestURLHeader), a.p.NodeName, a.p.HTTPCheckFrequency, send)
+		us.usernsHostNetwork = a.p.UserNamespacesHostNetwork
 		a.readers.Go(func() { us.run(rctx) })
 	}
 	if a.p.Kube != nil {

@@ -35,6 +35,8 @@ type fileSource struct {
 	period time.Duration
 	send   func(*messages.SourceScanned)
 	log    zerolog.Logger
+	// usernsHostNetwork is Params.UserNamespacesHostNetwork.
+	usernsHostNetwork bool
 	// target is the directory watched (see watch).
 	target string
 	// cache keeps, per file, the result for its content, so that an
@@ -294,7 +296,7 @@ func (s *fileSource) read(path string) parsed {
 	if c, ok := s.cache[path]; ok && c.version == version {
 		return c
 	}
-	pod, err := manifest.FromFile(data, manifest.Origin{Source: manifest.SourceFile, Location: path, NodeName: s.node}, time.Now())
+	pod, err := manifest.FromFile(data, manifest.Origin{Source: manifest.SourceFile, Location: path, NodeName: s.node, UserNamespacesHostNetwork: s.usernsHostNetwork}, time.Now())
 	return parsed{version: version, pod: pod, err: err}
 }
 

@@ -22,9 +22,11 @@ type urlSource struct {
 	url    string
 	header http.Header
 	node   string
-	period time.Duration
-	send   func(*messages.SourceScanned)
-	client *http.Client
+	// usernsHostNetwork is Params.UserNamespacesHostNetwork.
+	usernsHostNetwork bool
+	period            time.Duration
+	send              func(*messages.SourceScanned)
+	client            *http.Client
 	// body and pods are the last body read and its pods: an unchanged body
 	// keeps its pods (and their seen time) and is not parsed again.
 	body []byte
@@ -75,7 +77,7 @@ func (s *urlSource) poll(ctx context.Context) *messages.SourceScanned {
 		return &messages.SourceScanned{Source: messages.SourceHTTP, Pods: []*v1.Pod{}}
 	}
 	if !bytes.Equal(body, s.body) {
-		pods, err := manifest.FromURL(body, manifest.Origin{Source: manifest.SourceHTTP, Location: s.url, NodeName: s.node}, time.Now())
+		pods, err := manifest.FromURL(body, manifest.Origin{Source: manifest.SourceHTTP, Location: s.url, NodeName: s.node, UserNamespacesHostNetwork: s.usernsHostNetwork}, time.Now())
 		if err != nil {
 			return failed(err.Error(), manifest.Version(body))
 		}

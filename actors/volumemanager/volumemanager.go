@@ -42,6 +42,11 @@ type Registrar interface {
 	UnregisterPod(pod *v1.Pod)
 }
 
+// UserNamespaces frees the user namespace range of a pod (userns.Manager).
+type UserNamespaces interface {
+	Release(uid types.UID)
+}
+
 // Params configure the volume-manager.
 type Params struct {
 	Host *volume.Host
@@ -55,8 +60,11 @@ type Params struct {
 	Resync time.Duration
 	// SetUpTimeout bounds one pod's set-up.
 	SetUpTimeout time.Duration
-	Events       record.EventRecorder
-	Log          zerolog.Logger
+	// UserNamespaces, when set, frees a pod's user namespace range once
+	// its directory, which records the range, is removed.
+	UserNamespaces UserNamespaces
+	Events         record.EventRecorder
+	Log            zerolog.Logger
 }
 
 // Actor is the volume-manager actor.
@@ -168,12 +176,18 @@ func (a *Actor) execute(ctx actor.Context, c Command) {
 	case CmdUnmounted:
 		supervision.Tell(ctx, a.p.PodManager, &messages.VolumesUnmounted{UID: c.UID})
 	case CmdTearDown:
-		host, reg := a.p.Host, a.p.Registrar
+		host, reg, userns := a.p.Host, a.p.Registrar, a.p.UserNamespaces
 		supervision.Go(ctx, func(context.Context) messages.Message {
 			if c.Pod != nil && reg != nil {
 				reg.UnregisterPod(c.Pod)
 			}
-			return &messages.VolumesTornDown{UID: c.UID, Err: host.TearDownPod(c.UID)}
+			err := host.TearDownPod(c.UID)
+			if err == nil && userns != nil {
+				// Nothing of the pod runs and its record is gone: a
+				// restart would not know the range, so it is free.
+				userns.Release(c.UID)
+			}
+			return &messages.VolumesTornDown{UID: c.UID, Err: err}
 		})
 	}
 }

@@ -226,9 +226,9 @@ func adjustOOMScore(score int32, log zerolog.Logger) {
 var eventSource = corev1.EventSource{Component: "kubelet"}
 
 // logUserNamespaces says at start-up whether the runtime's default handler
-// supports user namespaces. Pods with hostUsers: false are refused either
-// way (podruntime.UserNamespaceOptions asks the runtime again for each of
-// them); this tells the operator why before the first such pod comes.
+// supports user namespaces. The runtime is asked again for each pod with
+// hostUsers: false (podruntime.UserNamespaceSupport); this tells the
+// operator before the first such pod comes whether it can run.
 func logUserNamespaces(ctx context.Context, rt runtimeapi.RuntimeServiceClient, log zerolog.Logger) {
 	ctx, cancel := context.WithTimeout(ctx, handshakeTimeout)
 	defer cancel()
@@ -247,5 +247,5 @@ func logUserNamespaces(ctx context.Context, rt runtimeapi.RuntimeServiceClient, 
 		log.Info().Msg("the container runtime does not support user namespaces: pods with hostUsers: false will not start")
 		return
 	}
-	log.Info().Msg("the container runtime supports user namespaces, but actorlet does not allocate their ID mappings: pods with hostUsers: false will not start")
+	log.Info().Msg("the container runtime supports user namespaces: pods with hostUsers: false run in user namespaces of their own")
 }

@@ -47,6 +47,9 @@ func finish(pod *v1.Pod, o Origin, seen time.Time) error {
 	if err := Validate(pod); err != nil {
 		return err
 	}
+	if err := validateHostUsers(&pod.Spec, o.UserNamespacesHostNetwork); err != nil {
+		return err
+	}
 	ref, err := apiReference(&pod.Spec)
 	if err != nil {
 		return err

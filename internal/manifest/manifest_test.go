@@ -406,3 +406,45 @@ func checkValidate(t *testing.T, pod *v1.Pod, want string) {
 		t.Fatalf("Validate = %v\nwant %s", err, want)
 	}
 }
+
+func TestHostUsersFalseSharesNoHostNamespace(t *testing.T) {
+	edit := func(spec string) string {
+		return strings.Replace(webYAML, "spec:\n", "spec:\n  hostUsers: false\n"+spec, 1)
+	}
+	const prefix = "static pod manifest /etc/kubernetes/manifests/web.yaml: "
+	tests := []struct {
+		name, data string
+		gate       bool
+		want       string
+	}{
+		{name: "a user namespace alone", data: edit("")},
+		{name: "hostNetwork", data: edit("  hostNetwork: true\n"), want: "spec.hostNetwork: Forbidden: when `hostUsers` is false"},
+		{name: "hostNetwork with UserNamespacesHostNetworkSupport", data: edit("  hostNetwork: true\n"), gate: true},
+		{name: "hostPID and hostIPC, even with the gate", data: edit("  hostPID: true\n  hostIPC: true\n"), gate: true,
+			want: "spec.HostPID: Forbidden: when `hostUsers` is false; spec.HostIPC: Forbidden: when `hostUsers` is false"},
+		{name: "volumeDevices", data: strings.Replace(edit("  volumes: [{name: d, hostPath: {path: /dev/null}}]\n"), "    ports:", "    volumeDevices: [{name: d, devicePath: /dev/x}]\n    ports:", 1),
+			want: "spec.containers[0].volumeDevices: Forbidden: when `hostUsers` is false"},
+		{name: "the host's user namespace may share the others", data: strings.Replace(webYAML, "spec:\n", "spec:\n  hostUsers: true\n  hostNetwork: true\n  hostPID: true\n", 1)},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			o := fileOrigin
+			o.UserNamespacesHostNetwork = tc.gate
+			_, err := FromFile([]byte(tc.data), o, seen)
+			want := ""
+			if tc.want != "" {
+				want = prefix + tc.want
+			}
+			if got := errOf(err); got != want {
+				t.Errorf("error %q\nwant %q", got, want)
+			}
+		})
+	}
+}
+
+func errOf(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}

@@ -62,6 +62,9 @@ type Origin struct {
 	Source   string // SourceFile or SourceHTTP
 	Location string // the file's path or the URL
 	NodeName string // this node's name
+	// UserNamespacesHostNetwork is the UserNamespacesHostNetworkSupport
+	// gate: a pod with hostUsers: false may have hostNetwork.
+	UserNamespacesHostNetwork bool
 }
 
 // MakeStatic gives a decoded and defaulted pod its identity as a static pod

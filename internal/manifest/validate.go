@@ -162,6 +162,46 @@ func validateSeccompProfile(sp *v1.SeccompProfile, path *field.Path) field.Error
 	return errs
 }
 
+// validateHostUsers is upstream's validateHostUsers, with the API
+// server's messages: a pod in a user namespace of its own shares no other
+// namespace with the host, but for hostNetwork with the
+// UserNamespacesHostNetworkSupport gate (hostNetwork). Pods from the API
+// server were checked there, with its own gate.
+func validateHostUsers(spec *v1.PodSpec, hostNetwork bool) error {
+	if spec.HostUsers == nil || *spec.HostUsers {
+		return nil
+	}
+	path := field.NewPath("spec")
+	var errs field.ErrorList
+	if spec.HostNetwork && !hostNetwork {
+		errs = append(errs, field.Forbidden(path.Child("hostNetwork"), "when `hostUsers` is false"))
+	}
+	if spec.HostPID {
+		errs = append(errs, field.Forbidden(path.Child("HostPID"), "when `hostUsers` is false"))
+	}
+	if spec.HostIPC {
+		errs = append(errs, field.Forbidden(path.Child("HostIPC"), "when `hostUsers` is false"))
+	}
+	for i := range spec.InitContainers {
+		if len(spec.InitContainers[i].VolumeDevices) > 0 {
+			errs = append(errs, field.Forbidden(path.Child("initContainers").Index(i).Child("volumeDevices"), "when `hostUsers` is false"))
+		}
+	}
+	for i := range spec.Containers {
+		if len(spec.Containers[i].VolumeDevices) > 0 {
+			errs = append(errs, field.Forbidden(path.Child("containers").Index(i).Child("volumeDevices"), "when `hostUsers` is false"))
+		}
+	}
+	if len(errs) == 0 {
+		return nil
+	}
+	msgs := make([]string, len(errs))
+	for i, e := range errs {
+		msgs[i] = e.Error()
+	}
+	return fmt.Errorf("%s", strings.Join(msgs, "; "))
+}
+
 var procMountTypes = sets.New(v1.DefaultProcMount, v1.UnmaskedProcMount)
 
 // validateProcMount is upstream's: an unmasked /proc only in a user

@@ -111,6 +111,12 @@ var (
 
 	// StartedPodsErrors counts the sandbox creations that failed.
 	StartedPodsErrors = kubeletFamily.counter("started_pods_errors_total", "Cumulative number of errors when starting pods")
+
+	// StartedUserNamespacedPods counts the sandbox creations of pods with
+	// hostUsers: false, StartedUserNamespacedPodsErrors the sync passes
+	// of such a creation that failed, as upstream's SyncPod counts them.
+	StartedUserNamespacedPods       = kubeletFamily.counter("started_user_namespaced_pods_total", "Cumulative number of pods with user namespaces started. This metric will only be collected on Linux.")
+	StartedUserNamespacedPodsErrors = kubeletFamily.counter("started_user_namespaced_pods_errors_total", "Cumulative number of errors when starting pods with user namespaces. This metric will only be collected on Linux.")
 )
 
 // kubeletMetrics are registered on Registry, in the order of the list of
@@ -122,6 +128,7 @@ var kubeletMetrics = []prometheus.Collector{
 	RuntimeOperations, RuntimeOperationsErrors, RuntimeOperationsDuration,
 	RunPodSandboxDuration, RunPodSandboxErrors,
 	StartedPods, StartedPodsErrors,
+	StartedUserNamespacedPods, StartedUserNamespacedPodsErrors,
 }
 
 func init() {

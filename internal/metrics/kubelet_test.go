@@ -42,6 +42,8 @@ var promised = []struct {
 	{"kubelet_runtime_operations_duration_seconds", histogramT, []string{"operation_type"}, runtimeOpsBuckets},
 	{"kubelet_started_pods_total", counterT, nil, nil},
 	{"kubelet_started_pods_errors_total", counterT, nil, nil},
+	{"kubelet_started_user_namespaced_pods_total", counterT, nil, nil},
+	{"kubelet_started_user_namespaced_pods_errors_total", counterT, nil, nil},
 	{"actorlet_actors", gaugeT, []string{"kind"}, nil},
 	{"actorlet_actor_mailbox_depth", gaugeT, []string{"kind"}, nil},
 	{"actorlet_actor_messages_processed_total", counterT, []string{"kind"}, nil},

@@ -20,9 +20,6 @@ import (
 // image reference to run; podIPs are the sandbox's IPs (status.podIP(s)).
 // vols are the pod's volumes as set up on the host.
 func ContainerConfig(ctx context.Context, pod *v1.Pod, c *v1.Container, restartCount int, podIPs []string, image string, vols map[string]volume.Mounted, opts Options) (*runtimeapi.ContainerConfig, error) {
-	if !hostUsers(pod) {
-		return nil, errUserNamespacesNotImplemented
-	}
 	if err := procMountError(pod, c); err != nil {
 		return nil, err
 	}
@@ -50,6 +47,8 @@ func ContainerConfig(ctx context.Context, pod *v1.Pod, c *v1.Container, restartC
 	if err != nil {
 		return nil, err
 	}
+	mounts = append(mounts, terminationMessageMounts(pod, c, opts)...)
+	idMappedMounts(mounts, linux.SecurityContext.NamespaceOptions.UsernsOptions)
 	return &runtimeapi.ContainerConfig{
 		Metadata:    &runtimeapi.ContainerMetadata{Name: c.Name, Attempt: uint32(restartCount)},
 		Image:       &runtimeapi.ImageSpec{Image: image, UserSpecifiedImage: c.Image},
@@ -57,7 +56,7 @@ func ContainerConfig(ctx context.Context, pod *v1.Pod, c *v1.Container, restartC
 		Args:        expandAll(c.Args, lookup),
 		WorkingDir:  c.WorkingDir,
 		Envs:        envs,
-		Mounts:      append(mounts, terminationMessageMounts(pod, c, opts)...),
+		Mounts:      mounts,
 		Labels:      containerLabels(pod, c),
 		Annotations: annotations,
 		LogPath:     ContainerLogPath(c.Name, restartCount),
@@ -118,8 +117,12 @@ var errNoSeccompRoot = errors.New("a Localhost seccomp profile needs the kubelet
 // pod's, its seccomp and AppArmor profiles, and the pod's supplemental
 // groups and their policy.
 func containerSecurityContext(pod *v1.Pod, c *v1.Container, opts Options) (*runtimeapi.LinuxContainerSecurityContext, error) {
+	userns, err := podUserNamespace(pod, opts)
+	if err != nil {
+		return nil, err
+	}
 	out := &runtimeapi.LinuxContainerSecurityContext{
-		NamespaceOptions:   namespaceOptions(pod),
+		NamespaceOptions:   namespaceOptions(pod, userns),
 		SupplementalGroups: podSupplementalGroups(pod),
 		MaskedPaths:        defaultMaskedPaths,
 		ReadonlyPaths:      defaultReadonlyPaths,
@@ -177,7 +180,6 @@ func containerSecurityContext(pod *v1.Pod, c *v1.Container, opts Options) (*runt
 	if opts.RootDir == "" {
 		root = ""
 	}
-	var err error
 	if out.Seccomp, err = seccompProfile(podSeccomp, cSeccomp, root, opts.SeccompDefault); err != nil {
 		return nil, err
 	}

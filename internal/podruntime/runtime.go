@@ -101,6 +101,9 @@ type Options struct {
 	// handler of their sandboxes; nil (no API server) runs every pod with
 	// the runtime's default handler, as upstream without a client.
 	RuntimeClasses RuntimeClasses
+	// UserNamespaces gives pods with hostUsers: false their ID ranges
+	// (userns.Manager); nil refuses such pods.
+	UserNamespaces UserNamespaces
 }
 
 // RuntimeClasses resolves a RuntimeClass name to its runtime handler, as

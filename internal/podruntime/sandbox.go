@@ -16,11 +16,6 @@ import (
 // generatePodSandboxConfig. It reads opts.ResolvConf when the pod's DNS
 // policy needs the host's resolver configuration.
 func SandboxConfig(pod *v1.Pod, attempt uint32, opts Options) (*runtimeapi.PodSandboxConfig, error) {
-	if !hostUsers(pod) {
-		// The sync pass refuses such a pod before it gets here, with the
-		// runtime's answer; nothing builds a sandbox for it without one.
-		return nil, errUserNamespacesNotImplemented
-	}
 	cfg := &runtimeapi.PodSandboxConfig{
 		Metadata: &runtimeapi.PodSandboxMetadata{
 			Name:      pod.Name,
@@ -78,11 +73,17 @@ func CgroupParent(opts Options, pod *v1.Pod) string {
 // containers', and a Localhost profile written for them need not allow
 // what the sandbox's process does.
 func sandboxLinuxConfig(pod *v1.Pod, opts Options) (*runtimeapi.LinuxPodSandboxConfig, error) {
+	// The sync pass has checked that the runtime supports a user
+	// namespace the pod asks for, with the runtime's answer.
+	userns, err := podUserNamespace(pod, opts)
+	if err != nil {
+		return nil, err
+	}
 	lc := &runtimeapi.LinuxPodSandboxConfig{
 		CgroupParent: CgroupParent(opts, pod),
 		SecurityContext: &runtimeapi.LinuxSandboxSecurityContext{
 			Privileged:       anyPrivileged(pod),
-			NamespaceOptions: namespaceOptions(pod),
+			NamespaceOptions: namespaceOptions(pod, userns),
 			Seccomp:          &runtimeapi.SecurityProfile{ProfileType: runtimeapi.SecurityProfile_RuntimeDefault},
 		},
 	}
@@ -132,14 +133,15 @@ func podSupplementalGroups(pod *v1.Pod) []int64 {
 	return append(groups, sc.SupplementalGroups...)
 }
 
-// namespaceOptions are the namespaces of a pod that shares the host's
-// user namespace: SandboxConfig and ContainerConfig refuse any other.
-func namespaceOptions(pod *v1.Pod) *runtimeapi.NamespaceOption {
+// namespaceOptions are the namespaces of the pod's sandbox and containers,
+// in the user namespace userns (podUserNamespace), as upstream's
+// NamespacesForPod.
+func namespaceOptions(pod *v1.Pod, userns *runtimeapi.UserNamespace) *runtimeapi.NamespaceOption {
 	return &runtimeapi.NamespaceOption{
 		Network:       networkNamespace(pod),
 		Pid:           pidNamespace(pod),
 		Ipc:           ipcNamespace(pod),
-		UsernsOptions: &runtimeapi.UserNamespace{Mode: runtimeapi.NamespaceMode_NODE},
+		UsernsOptions: userns,
 	}
 }
 

@@ -8,9 +8,11 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 
+	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/actorlet/actorlet/internal/podref"
+	"github.com/actorlet/actorlet/internal/userns"
 )
 
 // effectiveRunAs is the container's runAsNonRoot and runAsUser, each from
@@ -113,54 +115,102 @@ func hostUsers(pod *v1.Pod) bool {
 	return pod.Spec.HostUsers == nil || *pod.Spec.HostUsers
 }
 
-// errUserNamespacesNotImplemented refuses every pod with hostUsers: false:
-// actorlet does not allocate the ID ranges a user namespace maps, so it
-// never asks a runtime for one, whatever the runtime supports.
-var errUserNamespacesNotImplemented = errors.New("can't set `spec.hostUsers: false`: actorlet does not allocate user namespace ID mappings")
+// errUserNamespacesNotImplemented refuses a pod with hostUsers: false when
+// the runtime was given no ranges to map (Options.UserNamespaces unset:
+// tools and tests that build configurations alone).
+var errUserNamespacesNotImplemented = errors.New("can't set `spec.hostUsers: false`: no user namespace ID ranges to allocate from")
 
-// UserNamespaceOptions is the user namespace of the pod's sandbox and
-// containers, as upstream's GetOrCreateUserNamespaceMappings decides it for
-// the default runtime handler from the runtime's Status answer: the host's
-// for a pod that shares it; for hostUsers: false, upstream's refusal when
-// the runtime does not support user namespaces (containerd before 2.0
-// reports no handlers at all), else errUserNamespacesNotImplemented. A
-// hostUsers: false pod never gets the host's user namespace: it does not run.
-func UserNamespaceOptions(pod *v1.Pod, handlers []*runtimeapi.RuntimeHandler) (*runtimeapi.UserNamespace, error) {
-	if hostUsers(pod) {
-		return &runtimeapi.UserNamespace{Mode: runtimeapi.NamespaceMode_NODE}, nil
+// UserNamespaces gives each pod with hostUsers: false its range of host IDs
+// (userns.Manager): the same range for as long as its directory lives.
+type UserNamespaces interface {
+	PodRange(uid types.UID) (userns.IDRange, error)
+}
+
+// UserNamespaceSupport is upstream's refusal of hostUsers: false when the
+// runtime handler the pod's sandbox runs with (handler, "" for the
+// default) does not support user namespaces, from the runtime's Status
+// answer (containerd before 2.0 reports no handlers at all), with
+// upstream's messages.
+func UserNamespaceSupport(handlers []*runtimeapi.RuntimeHandler, handler string) error {
+	msg := "can't set `spec.hostUsers: false`, runtime does not support user namespaces"
+	if handler != "" {
+		msg = fmt.Sprintf("can't set `spec.hostUsers: false`, RuntimeClass handler %q does not support user namespaces", handler)
 	}
-	const msg = "can't set `spec.hostUsers: false`, runtime does not support user namespaces"
 	if len(handlers) == 0 {
-		return nil, errors.New(msg)
+		return errors.New(msg)
 	}
 	for _, h := range handlers {
-		if h.Name != "" {
+		if h.Name != handler {
 			continue
 		}
 		if !h.GetFeatures().GetUserNamespaces() {
-			return nil, errors.New(msg)
+			return errors.New(msg)
 		}
-		return nil, errUserNamespacesNotImplemented
+		return nil
 	}
-	return nil, fmt.Errorf("%s: the handler %q is not known", msg, "")
+	return fmt.Errorf("%s: the handler %q is not known", msg, handler)
 }
 
-// userNamespace asks the runtime, for a pod with hostUsers: false, whether
-// it supports user namespaces, and returns UserNamespaceOptions' answer.
-// The runtime is asked at each sandbox creation of such a pod rather than
-// once at start-up: a runtime replaced by one without the support must
-// never be handed a user namespace it would silently ignore.
-func (r *Runtime) userNamespace(ctx context.Context, pod *v1.Pod) (*runtimeapi.UserNamespace, error) {
+// podUserNamespace is the user namespace of the pod's sandbox and
+// containers, as upstream's GetOrCreateUserNamespaceMappings: the host's
+// for a pod that shares it; for hostUsers: false, one of the pod's own
+// whose container ID 0 is the first host ID of the pod's range, for users
+// and groups alike. A hostUsers: false pod never gets the host's user
+// namespace: without a range it does not run.
+func podUserNamespace(pod *v1.Pod, opts Options) (*runtimeapi.UserNamespace, error) {
 	if hostUsers(pod) {
-		return UserNamespaceOptions(pod, nil)
+		return &runtimeapi.UserNamespace{Mode: runtimeapi.NamespaceMode_NODE}, nil
+	}
+	if opts.UserNamespaces == nil {
+		return nil, errUserNamespacesNotImplemented
+	}
+	r, err := opts.UserNamespaces.PodRange(pod.UID)
+	if err != nil {
+		return nil, err
+	}
+	mapping := func() []*runtimeapi.IDMapping {
+		return []*runtimeapi.IDMapping{{HostId: r.First, ContainerId: 0, Length: r.Length}}
+	}
+	return &runtimeapi.UserNamespace{Mode: runtimeapi.NamespaceMode_POD, Uids: mapping(), Gids: mapping()}, nil
+}
+
+// checkUserNamespaceSupport asks the runtime, for a pod with hostUsers:
+// false, whether the handler of its sandbox supports user namespaces
+// (UserNamespaceSupport). The runtime is asked at each sandbox creation of
+// such a pod rather than once at start-up: a runtime replaced by one
+// without the support must never be handed a user namespace it would
+// silently ignore. The handler is resolved as createSandbox resolves it.
+func (r *Runtime) checkUserNamespaceSupport(ctx context.Context, pod *v1.Pod) error {
+	if hostUsers(pod) {
+		return nil
+	}
+	handler := ""
+	if rc := r.Opts.RuntimeClasses; rc != nil {
+		h, err := rc.LookupRuntimeHandler(ctx, pod.Spec.RuntimeClassName)
+		if err != nil {
+			return err
+		}
+		handler = h
 	}
 	sctx, cancel := r.callCtx(ctx)
 	defer cancel()
 	st, err := r.RT.Status(sctx, &runtimeapi.StatusRequest{})
 	if err != nil {
-		return nil, fmt.Errorf("ask the runtime whether it supports user namespaces: %w", err)
+		return fmt.Errorf("ask the runtime whether it supports user namespaces: %w", err)
 	}
-	return UserNamespaceOptions(pod, st.GetRuntimeHandlers())
+	return UserNamespaceSupport(st.GetRuntimeHandlers(), handler)
+}
+
+// idMappedMounts maps the mounts of a container in a user namespace of
+// the pod's own as the namespace does, as upstream does for every mount:
+// files owned by host root are then the container's root's.
+func idMappedMounts(mounts []*runtimeapi.Mount, ns *runtimeapi.UserNamespace) {
+	if ns.GetMode() != runtimeapi.NamespaceMode_POD {
+		return
+	}
+	for _, m := range mounts {
+		m.UidMappings, m.GidMappings = ns.Uids, ns.Gids
+	}
 }
 
 // sandboxInPodUserNamespace reports whether the runtime says the sandbox

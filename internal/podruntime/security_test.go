@@ -6,9 +6,13 @@ import (
 	"math"
 	"testing"
 
+	"google.golang.org/protobuf/proto"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/actorlet/actorlet/internal/userns"
 )
 
 func TestVerifyRunAsNonRoot(t *testing.T) {
@@ -102,68 +106,120 @@ func deref(p *int64) any {
 	return *p
 }
 
-func TestUserNamespaceOptions(t *testing.T) {
+func TestUserNamespaceSupport(t *testing.T) {
 	const unsupported = "can't set `spec.hostUsers: false`, runtime does not support user namespaces"
 	handler := func(name string, userns bool) *runtimeapi.RuntimeHandler {
 		return &runtimeapi.RuntimeHandler{Name: name, Features: &runtimeapi.RuntimeHandlerFeatures{UserNamespaces: userns}}
 	}
 	tests := []struct {
-		name      string
-		hostUsers *bool
-		handlers  []*runtimeapi.RuntimeHandler
-		wantMode  runtimeapi.NamespaceMode
-		want      string
+		name     string
+		handler  string
+		handlers []*runtimeapi.RuntimeHandler
+		want     string
 	}{
-		{name: "hostUsers unset: the host's", wantMode: runtimeapi.NamespaceMode_NODE},
-		{name: "hostUsers: true: the host's", hostUsers: ptrTo(true), wantMode: runtimeapi.NamespaceMode_NODE},
-		{name: "a runtime that reports no handlers (containerd 1.6)", hostUsers: ptrTo(false), want: unsupported},
-		{name: "a default handler without user namespaces", hostUsers: ptrTo(false),
+		{name: "a runtime that reports no handlers (containerd 1.6)", want: unsupported},
+		{name: "a default handler without user namespaces",
 			handlers: []*runtimeapi.RuntimeHandler{handler("", false), handler("kata", true)}, want: unsupported},
-		{name: "a handler without features", hostUsers: ptrTo(false),
+		{name: "a handler without features",
 			handlers: []*runtimeapi.RuntimeHandler{{Name: ""}}, want: unsupported},
-		{name: "no default handler", hostUsers: ptrTo(false),
+		{name: "no default handler",
 			handlers: []*runtimeapi.RuntimeHandler{handler("kata", true)}, want: unsupported + `: the handler "" is not known`},
-		{name: "a runtime with user namespaces: still refused, never the host's", hostUsers: ptrTo(false),
-			handlers: []*runtimeapi.RuntimeHandler{handler("", true)}, want: errUserNamespacesNotImplemented.Error()},
+		{name: "a default handler with user namespaces",
+			handlers: []*runtimeapi.RuntimeHandler{handler("", true), handler("kata", false)}},
+		{name: "a RuntimeClass handler with user namespaces", handler: "kata",
+			handlers: []*runtimeapi.RuntimeHandler{handler("", false), handler("kata", true)}},
+		{name: "a RuntimeClass handler without", handler: "kata",
+			handlers: []*runtimeapi.RuntimeHandler{handler("", true), handler("kata", false)},
+			want:     "can't set `spec.hostUsers: false`, RuntimeClass handler \"kata\" does not support user namespaces"},
+		{name: "a RuntimeClass handler the runtime does not know", handler: "gvisor",
+			handlers: []*runtimeapi.RuntimeHandler{handler("", true)},
+			want:     "can't set `spec.hostUsers: false`, RuntimeClass handler \"gvisor\" does not support user namespaces: the handler \"gvisor\" is not known"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			pod := &v1.Pod{Spec: v1.PodSpec{HostUsers: tc.hostUsers}}
-			ns, err := UserNamespaceOptions(pod, tc.handlers)
-			if got := errString(err); got != tc.want {
-				t.Fatalf("error %q, want %q", got, tc.want)
-			}
-			if err != nil {
-				if ns != nil {
-					t.Errorf("a refusal came with namespace %v", ns)
-				}
-				return
-			}
-			if ns.GetMode() != tc.wantMode {
-				t.Errorf("mode %v, want %v", ns.GetMode(), tc.wantMode)
+			if got := errString(UserNamespaceSupport(tc.handlers, tc.handler)); got != tc.want {
+				t.Errorf("error %q, want %q", got, tc.want)
 			}
 		})
 	}
 }
 
-func TestHostUsersFalseIsNeverConfigured(t *testing.T) {
+// fixedRanges gives every pod the same range, or fails.
+type fixedRanges struct {
+	r   userns.IDRange
+	err error
+}
+
+func (f fixedRanges) PodRange(types.UID) (userns.IDRange, error) { return f.r, f.err }
+
+func TestHostUsersFalseConfigs(t *testing.T) {
 	pod := basePod()
 	pod.Spec.HostUsers = ptrTo(false)
-	if _, err := SandboxConfig(pod, 0, Options{}); !errors.Is(err, errUserNamespacesNotImplemented) {
-		t.Errorf("SandboxConfig: %v", err)
-	}
-	if _, err := ContainerConfig(context.Background(), pod, &pod.Spec.Containers[0], 0, nil, "img", nil, Options{}); !errors.Is(err, errUserNamespacesNotImplemented) {
-		t.Errorf("ContainerConfig: %v", err)
-	}
-	// A pod that shares the host's user namespace says so, as upstream.
-	pod.Spec.HostUsers = nil
-	cfg, err := SandboxConfig(pod, 0, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if m := cfg.Linux.SecurityContext.NamespaceOptions.GetUsernsOptions().GetMode(); m != runtimeapi.NamespaceMode_NODE {
-		t.Errorf("sandbox user namespace %v", m)
-	}
+	t.Run("without ranges: refused, never the host's user namespace", func(t *testing.T) {
+		if _, err := SandboxConfig(pod, 0, Options{}); !errors.Is(err, errUserNamespacesNotImplemented) {
+			t.Errorf("SandboxConfig: %v", err)
+		}
+		if _, err := ContainerConfig(context.Background(), pod, &pod.Spec.Containers[0], 0, nil, "img", nil, Options{}); !errors.Is(err, errUserNamespacesNotImplemented) {
+			t.Errorf("ContainerConfig: %v", err)
+		}
+	})
+	t.Run("an allocation that fails refuses the pod", func(t *testing.T) {
+		opts := Options{UserNamespaces: fixedRanges{err: errors.New("create user namespace: could not find an empty slot to allocate a user namespace")}}
+		if _, err := SandboxConfig(pod, 0, opts); errString(err) != "create user namespace: could not find an empty slot to allocate a user namespace" {
+			t.Errorf("SandboxConfig: %v", err)
+		}
+		if _, err := ContainerConfig(context.Background(), pod, &pod.Spec.Containers[0], 0, nil, "img", nil, opts); err == nil {
+			t.Errorf("ContainerConfig without a range succeeded")
+		}
+	})
+	t.Run("the pod's range, in the sandbox, the containers and their mounts", func(t *testing.T) {
+		opts := Options{UserNamespaces: fixedRanges{r: userns.IDRange{First: 3 * 65536, Length: 65536}}, RootDir: t.TempDir()}
+		want := &runtimeapi.UserNamespace{Mode: runtimeapi.NamespaceMode_POD,
+			Uids: []*runtimeapi.IDMapping{{HostId: 3 * 65536, ContainerId: 0, Length: 65536}},
+			Gids: []*runtimeapi.IDMapping{{HostId: 3 * 65536, ContainerId: 0, Length: 65536}}}
+		sb, err := SandboxConfig(pod, 0, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := sb.Linux.SecurityContext.NamespaceOptions.GetUsernsOptions(); !proto.Equal(got, want) {
+			t.Errorf("sandbox user namespace %v, want %v", got, want)
+		}
+		cfg, err := ContainerConfig(context.Background(), pod, &pod.Spec.Containers[0], 0, nil, "img", nil, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := cfg.Linux.SecurityContext.NamespaceOptions.GetUsernsOptions(); !proto.Equal(got, want) {
+			t.Errorf("container user namespace %v, want %v", got, want)
+		}
+		if len(cfg.Mounts) == 0 {
+			t.Fatal("no mounts to check")
+		}
+		for _, m := range cfg.Mounts {
+			if !proto.Equal(&runtimeapi.UserNamespace{Uids: m.UidMappings, Gids: m.GidMappings}, &runtimeapi.UserNamespace{Uids: want.Uids, Gids: want.Gids}) {
+				t.Errorf("mount %s: uid mappings %v, gid mappings %v", m.ContainerPath, m.UidMappings, m.GidMappings)
+			}
+		}
+	})
+	t.Run("a pod that shares the host's user namespace says so, with plain mounts", func(t *testing.T) {
+		pod := basePod()
+		opts := Options{UserNamespaces: fixedRanges{err: errors.New("never asked")}, RootDir: t.TempDir()}
+		sb, err := SandboxConfig(pod, 0, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m := sb.Linux.SecurityContext.NamespaceOptions.GetUsernsOptions().GetMode(); m != runtimeapi.NamespaceMode_NODE {
+			t.Errorf("sandbox user namespace %v", m)
+		}
+		cfg, err := ContainerConfig(context.Background(), pod, &pod.Spec.Containers[0], 0, nil, "img", nil, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range cfg.Mounts {
+			if m.UidMappings != nil || m.GidMappings != nil {
+				t.Errorf("mount %s is ID-mapped", m.ContainerPath)
+			}
+		}
+	})
 }
 
 func TestSandboxOfHostUsersFalsePodIsReplaced(t *testing.T) {

@@ -13,6 +13,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/actorlet/actorlet/internal/metrics"
 	"github.com/actorlet/actorlet/internal/podref"
 	"github.com/actorlet/actorlet/internal/probe/results"
 	"github.com/actorlet/actorlet/internal/volume"
@@ -236,11 +237,20 @@ func (s *syncPass) run(ctx context.Context, a PodActions) {
 	if !a.CreateSandbox && (a.KillPod || a.SandboxID == "") {
 		return
 	}
+	if a.CreateSandbox && !hostUsers(pod) {
+		// As upstream's SyncPod: a failure anywhere in the pass counts.
+		metrics.StartedUserNamespacedPods.Inc()
+		defer func() {
+			if len(s.errs) > 0 {
+				metrics.StartedUserNamespacedPodsErrors.Inc()
+			}
+		}()
+	}
 	if !hostUsers(pod) {
 		// As upstream, the user namespace is settled while the sandbox's
 		// configuration is made, and its refusal is a failure to create the
 		// sandbox: nothing of the pod is created.
-		if _, err := r.userNamespace(ctx, pod); err != nil {
+		if err := r.checkUserNamespaceSupport(ctx, pod); err != nil {
 			if a.CreateSandbox {
 				r.podEvent(pod, v1.EventTypeWarning, EventFailedCreatePodSandBox, fmt.Sprintf("Failed to create pod sandbox: %v", err))
 			}

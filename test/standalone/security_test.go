@@ -10,8 +10,9 @@ import (
 )
 
 // TestSecurityContextRefusals runs static pods that must not run as they
-// ask on this environment's containerd (1.6, without user namespaces):
-// hostUsers: false and runAsNonRoot over a root user are refused with
+// ask: hostUsers: false on a runtime without user namespaces (containerd
+// 1.6; TestUserNamespaces runs them where they are supported) and
+// runAsNonRoot over a root user are refused with
 // upstream's reasons and events, and nothing of them runs; a non-root image
 // under runAsNonRoot runs; procMount: Unmasked in the host's user namespace
 // is an invalid manifest.
@@ -33,6 +34,9 @@ func TestSecurityContextRefusals(t *testing.T) {
 	n.Running("nonroot", 60*time.Second)
 
 	t.Run("hostUsers: false is refused and nothing of it is created", func(t *testing.T) {
+		if runtimeSupportsUserNamespaces(t, n.RT) {
+			t.Skip("the runtime supports user namespaces: TestUserNamespaces runs such pods")
+		}
 		const reason = "can't set `spec.hostUsers: false`, runtime does not support user namespaces"
 		n.Eventually("the refusal's event", 60*time.Second, func() error {
 			if !strings.Contains(n.Logs(), "Failed to create pod sandbox: "+reason) {
