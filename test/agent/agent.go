@@ -196,15 +196,38 @@ func (p *Process) Logs() string {
 	return p.log.String()
 }
 
-// FreePort returns a loopback port free at the time of the call.
+// handedOut holds the ports FreePort has returned in this process. The
+// kernel may give a port that was just closed to the next listen on port
+// 0, so two calls in a row (a node's healthz and read-only ports) could
+// otherwise return the same port, and the agent would fail to bind one.
+var handedOut struct {
+	sync.Mutex
+	ports map[int]bool
+}
+
+// FreePort returns a loopback port free at the time of the call and not
+// returned before in this process.
 func FreePort(t testing.TB) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	handedOut.Lock()
+	defer handedOut.Unlock()
+	if handedOut.ports == nil {
+		handedOut.ports = map[int]bool{}
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	for tries := 0; tries < 100; tries++ {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		port := l.Addr().(*net.TCPAddr).Port
+		l.Close()
+		if !handedOut.ports[port] {
+			handedOut.ports[port] = true
+			return port
+		}
+	}
+	t.Fatal("FreePort: the kernel kept returning ports already handed out")
+	return 0
 }
 
 // Eventually polls check until it returns nil, failing the test after
