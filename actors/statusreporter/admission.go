@@ -17,8 +17,8 @@ import (
 	"github.com/actorlet/actorlet/supervision"
 )
 
-// The pod-manager's admission decides against the Node's labels, taints
-// and allocatable resources: the status-reporter, which reads the Node on
+// The pod-manager's admission decides against the Node's labels, taints,
+// allocatable resources and features: the status-reporter, which reads the Node on
 // every status update, hands them over whenever they change, and on
 // request (RefreshNode), and on every version its watch of the Node sees
 // (labels and taints others set reach admission at once, as upstream's
@@ -76,11 +76,13 @@ func (a *Actor) sendNode(ctx actor.Context, node *v1.Node, fromAPI bool) {
 }
 
 // sameForAdmission tells Nodes alike in what admission reads: name,
-// labels, taints and allocatable resources.
+// labels, taints, allocatable resources and the runtime's features
+// (supplementalGroupsPolicy: Strict is admitted only once they say so).
 func sameForAdmission(a, b *v1.Node) bool {
 	return a.Name == b.Name && maps.Equal(a.Labels, b.Labels) &&
 		apiequality.Semantic.DeepEqual(a.Spec.Taints, b.Spec.Taints) &&
-		apiequality.Semantic.DeepEqual(a.Status.Allocatable, b.Status.Allocatable)
+		apiequality.Semantic.DeepEqual(a.Status.Allocatable, b.Status.Allocatable) &&
+		apiequality.Semantic.DeepEqual(a.Status.Features, b.Status.Features)
 }
 
 // watchNode watches this node's Node, as upstream's node informer, and

@@ -35,6 +35,9 @@ func TestSameForAdmission(t *testing.T) {
 		{"a label", func(n *v1.Node) { n.Labels["b"] = "2" }, false},
 		{"a taint", func(n *v1.Node) { n.Spec.Taints = nil }, false},
 		{"allocatable", func(n *v1.Node) { n.Status.Allocatable["example.com/gpu"] = resource.MustParse("1") }, false},
+		{"the runtime's features", func(n *v1.Node) {
+			n.Status.Features = &v1.NodeFeatures{SupplementalGroupsPolicy: ptrTo(true)}
+		}, false},
 	} {
 		changed := base.DeepCopy()
 		tc.change(changed)

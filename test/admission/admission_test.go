@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -23,6 +24,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/actorlet/actorlet/test/agent"
 )
@@ -190,6 +192,12 @@ func TestAdmission(t *testing.T) {
 		n.Run(t, pod("labelled", func(p *v1.Pod) { p.Spec.NodeSelector = map[string]string{testTaint: "labelled"} }))
 	})
 
+	if !strings.HasPrefix(ver.RuntimeVersion, "1.") {
+		t.Run("strict groups", func(t *testing.T) {
+			strictGroups(t, n, tolerate)
+		})
+	}
+
 	// The refusals survive a restart: the pods stay Failed, with their
 	// reasons, and none of them ever gets a sandbox.
 	n.Stop(syscall.SIGKILL)
@@ -214,6 +222,44 @@ func TestAdmission(t *testing.T) {
 	})
 	if _, err := n.Admin.CoreV1().Pods(n.NS).Get(ctx, "port-holder", metav1.GetOptions{}); err != nil {
 		t.Error(err)
+	}
+}
+
+// strictGroups runs, on a runtime that honours it, a pod with
+// supplementalGroupsPolicy: Strict beside one with Merge, as uid 1000 of
+// the agnhost image, whose /etc/group puts that user in group 50000: with
+// Merge the container's groups include 50000, with Strict only the pod's
+// own, as id -G shows in the container and containerStatuses[].user says.
+func strictGroups(t *testing.T, n *agent.APIPods, tolerate func(*v1.Pod) *v1.Pod) {
+	const agnhost = "registry.k8s.io/e2e-test-images/agnhost:2.66.1"
+	for _, tc := range []struct {
+		policy v1.SupplementalGroupsPolicy
+		groups string
+	}{
+		{v1.SupplementalGroupsPolicyMerge, "1000 50000 60000"},
+		{v1.SupplementalGroupsPolicyStrict, "1000 60000"},
+	} {
+		name := "groups-" + strings.ToLower(string(tc.policy))
+		policy := tc.policy
+		p := tolerate(n.NewPod(name, nil, v1.Container{Name: "c", Image: agnhost,
+			ImagePullPolicy: v1.PullIfNotPresent, Args: []string{"pause"}}))
+		p.Spec.SecurityContext = &v1.PodSecurityContext{RunAsUser: ptr.To[int64](1000),
+			SupplementalGroups: []int64{60000}, SupplementalGroupsPolicy: &policy}
+		n.Run(t, p)
+		n.Expect(t, name, "c", "id -G", tc.groups)
+		st, err := n.ContainerState(name, "c")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		if u := st.User; u != nil && u.Linux != nil {
+			for _, g := range u.Linux.SupplementalGroups {
+				got = append(got, strconv.FormatInt(g, 10))
+			}
+		}
+		if want := strings.Fields(tc.groups); !slices.Equal(got, want) {
+			t.Errorf("%s: containerStatuses[].user.linux.supplementalGroups %v, want %v", name, got, want)
+		}
 	}
 }
 

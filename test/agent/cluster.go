@@ -15,6 +15,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -44,6 +45,7 @@ func NewClusterNode(t testing.TB, binary string, opts ...NodeOption) *ClusterNod
 	n := &ClusterNode{Node: NewNode(t, binary, append([]NodeOption{InCluster()}, opts...)...)}
 	n.Admin = n.Env.AdminClient(t)
 	n.Owns = n.owns
+	n.forgetRuntimeFeatures()
 	n.AtCleanup(n.deleteAPIObjects)
 	// Whatever is left mounted under the root directory (a failed test's
 	// tmpfs, or the root directory that upstream's kubelet bind-mounts on
@@ -56,6 +58,22 @@ func NewClusterNode(t testing.TB, binary string, opts ...NodeOption) *ClusterNod
 		}
 	})
 	return n
+}
+
+// forgetRuntimeFeatures clears the shared Node's status.features before
+// the agent starts. They describe the runtime of the agent that last ran
+// as this node, and the environment may have switched containerd since: a
+// runtime that reports no features (containerd 1.x) leaves the Node's as
+// they are, as upstream's NodeFeatures setter does, so admission would
+// read another runtime's support for supplementalGroupsPolicy: Strict.
+func (n *ClusterNode) forgetRuntimeFeatures() {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_, err := n.Admin.CoreV1().Nodes().Patch(ctx, n.Name, types.MergePatchType,
+		[]byte(`{"status":{"features":null}}`), metav1.PatchOptions{}, "status")
+	if err != nil && !apierrors.IsNotFound(err) {
+		n.T.Fatalf("clear the status.features of node %s: %v", n.Name, err)
+	}
 }
 
 // Namespace creates a namespace for the test's pods, deleted at cleanup.
