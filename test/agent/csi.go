@@ -148,10 +148,13 @@ var sidecarsOnce struct {
 	err error
 }
 
-// sidecarsDir builds the sidecars once per test binary (hack/node-env
+// CSISidecars builds the sidecars once per test binary (hack/node-env
 // csi-sidecars, a no-op while hack/csi is unchanged since the last build)
-// and returns their directory.
-func sidecarsDir(t testing.TB, e *env.Env) string {
+// and returns their directory. StartCSIDriver calls it; a test that holds
+// the runtime lock when it starts the driver (a cluster node's test) calls
+// it first, so that a cold build of minutes does not keep other test
+// binaries from the runtime.
+func CSISidecars(t testing.TB, e *env.Env) string {
 	t.Helper()
 	sidecarsOnce.Do(func() {
 		start := time.Now()
@@ -180,7 +183,7 @@ func (d *CSIDriver) startSidecars() {
 	if !d.env.WithAPIServer {
 		t.Fatal("the CSI sidecars need the API server: env.Require(t, env.WithAPIServer())")
 	}
-	bin := sidecarsDir(t, d.env)
+	bin := CSISidecars(t, d.env)
 	d.admin = d.env.AdminClient(t)
 	ctx := context.Background()
 

@@ -147,6 +147,7 @@ func TestCSIProvisioning(t *testing.T) {
 // from the CSINode, its publish context in the status. Deleted, it is
 // detached and goes; then the claim and the volume go.
 func TestCSIAttach(t *testing.T) {
+	agent.CSISidecars(t, env.Require(t, env.WithAPIServer()))
 	n := agent.NewClusterNode(t, kubelet.Binary, kubelet.Options()...)
 	n.Start()
 	d := agent.StartCSIDriver(t, n.Env, agent.CSIDriverConfig{Sidecars: true, KubeletRoot: n.RootDir,
