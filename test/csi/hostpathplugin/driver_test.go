@@ -3,13 +3,16 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 	"k8s.io/mount-utils"
 )
 
@@ -198,5 +201,25 @@ func TestNodeMounts(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(d.volumeDir(id), "f")); err != nil {
 		t.Errorf("the volume's data after unstage: %v", err)
+	}
+}
+
+// TestLogWithoutSecrets: what the driver logs of a request carries no
+// secret, whichever request carries them, and the rest of it is there.
+func TestLogWithoutSecrets(t *testing.T) {
+	secrets := map[string]string{"password": "hunter2"}
+	for _, req := range []proto.Message{
+		&csi.CreateVolumeRequest{Name: "vol-1", Secrets: secrets},
+		&csi.ControllerPublishVolumeRequest{VolumeId: "vol-1", Secrets: secrets},
+		&csi.NodeStageVolumeRequest{VolumeId: "vol-1", Secrets: secrets},
+		&csi.NodePublishVolumeRequest{VolumeId: "vol-1", Secrets: secrets},
+	} {
+		logged := fmt.Sprint(withoutSecrets(req))
+		if strings.Contains(logged, "hunter2") || !strings.Contains(logged, "vol-1") {
+			t.Errorf("%T logged as %s: want vol-1 and no secret", req, logged)
+		}
+		if !strings.Contains(fmt.Sprint(req), "hunter2") {
+			t.Errorf("%T: the request itself lost its secrets", req)
+		}
 	}
 }

@@ -29,10 +29,13 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"google.golang.org/grpc"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
 	registerapi "k8s.io/kubelet/pkg/apis/pluginregistration/v1"
 	"k8s.io/mount-utils"
 )
@@ -111,15 +114,37 @@ func listenUnix(path string) (net.Listener, error) {
 }
 
 // logCalls logs each call with its outcome, so a failing test can show
-// what its driver was asked.
+// what its driver was asked; without the secrets CSI requests carry.
 func logCalls(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
 	resp, err := handler(ctx, req)
 	if err != nil {
-		log.Printf("%s %v: error: %v", info.FullMethod, req, err)
+		log.Printf("%s %v: error: %v", info.FullMethod, withoutSecrets(req), err)
 	} else {
-		log.Printf("%s %v: %v", info.FullMethod, req, resp)
+		log.Printf("%s %v: %v", info.FullMethod, withoutSecrets(req), resp)
 	}
 	return resp, err
+}
+
+// withoutSecrets is a copy of a request without its secrets: CSI puts them
+// in top-level maps named secrets (CreateVolumeRequest.secrets,
+// NodeStageVolumeRequest.secrets, ...).
+func withoutSecrets(req any) any {
+	m, ok := req.(proto.Message)
+	if !ok {
+		return req
+	}
+	c := proto.Clone(m).ProtoReflect()
+	var secrets []protoreflect.FieldDescriptor
+	c.Range(func(fd protoreflect.FieldDescriptor, _ protoreflect.Value) bool {
+		if fd.IsMap() && strings.HasSuffix(string(fd.Name()), "secrets") {
+			secrets = append(secrets, fd)
+		}
+		return true
+	})
+	for _, fd := range secrets {
+		c.Clear(fd)
+	}
+	return c.Interface()
 }
 
 // registrar is the node-driver-registrar's part: it tells the kubelet's
