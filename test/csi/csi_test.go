@@ -7,6 +7,11 @@
 // again. Upstream kubelet v1.37.2 is the reference:
 //
 //	CSI_KUBELET=$(hack/node-env upstream-kubelet) go test ./test/csi/
+//
+// The other tests run the project's hostpath CSI driver
+// (test/csi/hostpathplugin) with external-provisioner and
+// external-attacher (agent.StartCSIDriver): dynamic provisioning and
+// deletion, and a VolumeAttachment attached to the node it registered on.
 package csi
 
 import (
