@@ -28,14 +28,20 @@ PKG_IMPORTS = $(GO) list -f '{{.ImportPath}}{{range .TestImports}} {{.}}{{end}}{
 INTEGRATION = $$($(PKG_IMPORTS) | awk '/actorlet\/test\/(env|agent)( |$$)/ || $$1 ~ /\/cmd\// {print $$1}')
 UNIT = $$($(PKG_IMPORTS) | awk '!(/actorlet\/test\/(env|agent)( |$$)/ || $$1 ~ /\/cmd\//) {print $$1}')
 
-.PHONY: build test unit integration integration-1.6 fuzz lint upstream-flags env-up env-down run run-cluster cluster cluster-down conformance-cluster bench bench-churn bench-static bench-cluster conformance chaos clean
+.PHONY: build test csi-sidecars-background unit integration integration-1.6 fuzz lint upstream-flags env-up env-down run run-cluster cluster cluster-down conformance-cluster bench bench-churn bench-static bench-cluster conformance chaos clean
 
 build:
 	$(GO) build -o $(BIN)/actorlet ./cmd/actorlet
 
 # The README's test command: brings the real environment up (containerd, CNI,
 # registry, etcd, kube-apiserver, kube-controller-manager), then runs every test.
-test: env-up unit integration integration-1.6
+test: env-up csi-sidecars-background unit integration integration-1.6
+
+# The CSI tests' sidecars (hack/csi) take minutes of CPU to build cold:
+# built in the background at the lowest priority while the tests run, they
+# are ready (or nearly) when test/csi asks for them.
+csi-sidecars-background:
+	nohup nice -n 19 hack/node-env csi-sidecars >/dev/null 2>&1 &
 
 unit:
 	$(GO) test -race -count=1 $(UNIT)
