@@ -499,7 +499,7 @@ func (a *Actor) runtimeEnv() (*runtimeEnv, error) {
 		env.sources = append(env.sources, messages.SourceAPI)
 	}
 	env.volumes = &volume.Host{RootDir: a.deps.RootDir, NodeName: a.deps.NodeName,
-		NodeAllocatable: allocatable, Mounter: mount.New("")}
+		NodeAllocatable: allocatable, Mounter: mount.New(""), CSIDrivers: env.csiDrivers}
 	if a.deps.Kube != nil {
 		// The objects volumes show, read as the node: a watch per object
 		// the node's pods reference, whose changes refresh those pods.
