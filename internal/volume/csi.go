@@ -125,6 +125,9 @@ func (h *Host) setUpCSI(ctx context.Context, pod *v1.Pod, v csiVolume) (Mounted,
 	defer cancel()
 
 	var publishContext map[string]string
+	if v.needsAttach(policy) && h.KubeletAttaches {
+		return Mounted{}, fmt.Errorf("volume %s of driver %s needs an attach, which this node leaves to the attach-detach controller: enableControllerAttachDetach is false", v.handle, v.driver)
+	}
 	if v.needsAttach(policy) {
 		name := csiAttachmentName(v.handle, v.driver, h.NodeName)
 		va, err := h.Sources.VolumeAttachment(ctx, name)

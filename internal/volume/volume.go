@@ -93,6 +93,11 @@ type Host struct {
 	Mounter mount.Interface
 	// CSIDrivers are the CSI drivers registered on the node; nil: none.
 	CSIDrivers registry.Reader
+	// KubeletAttaches is enableControllerAttachDetach: false, where
+	// upstream's kubelet attaches volumes itself; this node does not, and
+	// refuses volumes that need an attach rather than wait for one that
+	// nobody makes.
+	KubeletAttaches bool
 
 	csi csiState
 }
