@@ -126,7 +126,9 @@ func (h *Host) setUpCSI(ctx context.Context, pod *v1.Pod, v csiVolume) (Mounted,
 
 	var publishContext map[string]string
 	if v.needsAttach(policy) && h.KubeletAttaches {
-		return Mounted{}, fmt.Errorf("volume %s of driver %s needs an attach, which this node leaves to the attach-detach controller: enableControllerAttachDetach is false", v.handle, v.driver)
+		// Upstream's kubelet refuses alike: its CSI attacher says
+		// "attaching volumes from the kubelet is not supported".
+		return Mounted{}, fmt.Errorf("kubernetes.io/csi: volume %s of driver %s needs an attach: attaching volumes from the kubelet is not supported (enableControllerAttachDetach is false)", v.handle, v.driver)
 	}
 	if v.needsAttach(policy) {
 		name := csiAttachmentName(v.handle, v.driver, h.NodeName)
