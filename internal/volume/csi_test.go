@@ -342,3 +342,26 @@ func TestCSITearDownKeepsWhatItCannot(t *testing.T) {
 		t.Fatalf("pod directory stays: %v", err)
 	}
 }
+
+// TestCSITearDownAfterRestart: a Host of a new process, which staged and
+// published nothing itself, tears down what the disk says.
+func TestCSITearDownAfterRestart(t *testing.T) {
+	f := newCSIFixture(t, true)
+	f.driverObject(false, storagev1.VolumeLifecyclePersistent)
+	m, err := f.h.SetUp(t.Context(), csiPod("r"), f.claimed("vol-4", nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	restarted := &Host{RootDir: f.h.RootDir, NodeName: f.h.NodeName, Sources: f.src, Mounter: f.h.Mounter, CSIDrivers: f.h.CSIDrivers}
+	if err := restarted.TearDownPod("r"); err != nil {
+		t.Fatal(err)
+	}
+	calls := f.plugin.Calls()
+	if got := methods(calls); !slices.Equal(got, []string{"NodeStageVolume", "NodePublishVolume", "NodeUnpublishVolume", "NodeUnstageVolume"}) ||
+		calls[2].Path != m.Path || calls[3].Path != calls[0].Path {
+		t.Fatalf("calls %+v", calls)
+	}
+	if _, err := os.Stat(csiGlobalDir(f.h.RootDir, testDriver, "vol-4")); !os.IsNotExist(err) {
+		t.Fatalf("global directory stays: %v", err)
+	}
+}

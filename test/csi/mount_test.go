@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -34,9 +35,9 @@ type csiNode struct {
 
 // newCSINode starts the node, registers the fake driver (staging volumes)
 // and makes its CSIDriver object with attachRequired as asked.
-func newCSINode(t *testing.T, attachRequired bool) *csiNode {
+func newCSINode(t *testing.T, attachRequired bool, opts ...agent.NodeOption) *csiNode {
 	t.Helper()
-	n := &csiNode{APIPods: kubelet.NewAPIPods(t), backing: t.TempDir()}
+	n := &csiNode{APIPods: kubelet.NewAPIPods(t, opts...), backing: t.TempDir()}
 	n.AtCleanup(func() { removeTopologyLabel(t, n.ClusterNode) })
 	n.Up(t, "csi")
 	csiDir := filepath.Join(n.RootDir, "plugins", driver)
@@ -227,6 +228,35 @@ func TestCSIVolumes(t *testing.T) {
 	if b, err := os.ReadFile(filepath.Join(n.backing, handle, "hello")); err != nil || string(b) != "from-the-pod\n" {
 		t.Errorf("the volume's data after the pod: %q, %v", b, err)
 	}
+}
+
+// TestCSIVolumesAfterRestart: the node killed while a pod's CSI volume is
+// mounted, the pod deleted meanwhile: the node back, what its directories
+// say (vol_data.json) is unpublished and unstaged, and nothing stays.
+func TestCSIVolumesAfterRestart(t *testing.T) {
+	n := newCSINode(t, false, agent.WithConfig("syncFrequency: 10s\n"))
+	handle := "restart-" + n.NS
+	n.boundClaim(t, "data", handle)
+	pod := n.Run(t, n.NewPod("before", []v1.Volume{claimVolume("data", "data")}, n.Sleeper("c", mnt("data", "/data"))))
+	n.Stop(syscall.SIGKILL)
+	zero := int64(0)
+	if err := n.Admin.CoreV1().Pods(n.NS).Delete(context.Background(), "before", metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil {
+		t.Fatal(err)
+	}
+	n.Start()
+	agent.Eventually(t, "the volume unpublished and unstaged", 90*time.Second, func() error {
+		calls := n.plugin.Calls()
+		if count(calls, "NodeUnpublishVolume", handle) == 0 || count(calls, "NodeUnstageVolume", handle) == 0 {
+			return fmt.Errorf("calls %v", calls)
+		}
+		if m := n.csiMounts(t); len(m) != 0 {
+			return fmt.Errorf("still mounted: %v", m)
+		}
+		if _, err := os.Stat(filepath.Join(n.RootDir, "pods", string(pod.UID))); !os.IsNotExist(err) {
+			return fmt.Errorf("the pod's directory stays: %v", err)
+		}
+		return nil
+	})
 }
 
 // TestCSIHungPublish: a driver whose NodePublishVolume never answers
