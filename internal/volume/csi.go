@@ -33,6 +33,10 @@ type csiState struct {
 	mu     sync.Mutex
 	busy   map[string]chan struct{}
 	staged map[string]bool
+	// owned are the publish targets whose fsGroup this process applied:
+	// a walk that failed after the publish is tried again at the next
+	// set-up, which finds the target mounted already.
+	owned map[string]bool
 }
 
 // lock waits until no other operation holds the volume key, or ctx ends.
@@ -40,7 +44,7 @@ func (s *csiState) lock(ctx context.Context, key string) (unlock func(), err err
 	for {
 		s.mu.Lock()
 		if s.busy == nil {
-			s.busy, s.staged = map[string]chan struct{}{}, map[string]bool{}
+			s.busy, s.staged, s.owned = map[string]chan struct{}{}, map[string]bool{}, map[string]bool{}
 		}
 		ch, held := s.busy[key]
 		if !held {
@@ -77,6 +81,22 @@ func (s *csiState) isStaged(key string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.staged[key]
+}
+
+func (s *csiState) setOwned(target string, owned bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if owned {
+		s.owned[target] = true
+	} else {
+		delete(s.owned, target)
+	}
+}
+
+func (s *csiState) isOwned(target string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.owned[target]
 }
 
 // csiDriver is the registered driver's endpoint, or upstream's error for
@@ -199,7 +219,9 @@ func (h *Host) setUpCSI(ctx context.Context, pod *v1.Pod, v csiVolume) (Mounted,
 		return Mounted{}, fmt.Errorf("checking mount point %s: %w", target, err)
 	}
 	if mounted && !policy.requiresRepublish {
-		return m, nil // published already: a refresh of the pod's volumes
+		// Published already: a refresh of the pod's volumes, or a retry
+		// of an fsGroup walk that failed.
+		return m, h.csiOwnership(pod, v, fsg, target)
 	}
 	secrets, err := h.csiSecrets(ctx, v.publishSecretRef)
 	if err != nil {
@@ -217,12 +239,24 @@ func (h *Host) setUpCSI(ctx context.Context, pod *v1.Pod, v csiVolume) (Mounted,
 		// pod's teardown unpublishes (idempotent) what it names.
 		return Mounted{}, fmt.Errorf("kubernetes.io/csi: mounter.SetUpAt failed: %w", err)
 	}
-	if fsg.walk {
-		if err := ownership.Set(target, fsGroupOf(pod), fsGroupChangePolicyOf(pod), false); err != nil {
-			return Mounted{}, fmt.Errorf("applyFSGroup failed for vol %s: %w", v.handle, err)
-		}
+	h.csi.setOwned(target, false)
+	if err := h.csiOwnership(pod, v, fsg, target); err != nil {
+		return Mounted{}, err
 	}
 	return m, nil
+}
+
+// csiOwnership applies the pod's fsGroup to a published target when the
+// kubelet is the one to (fsg.walk), once per publish.
+func (h *Host) csiOwnership(pod *v1.Pod, v csiVolume, fsg fsGroupPlan, target string) error {
+	if !fsg.walk || h.csi.isOwned(target) {
+		return nil
+	}
+	if err := ownership.Set(target, fsGroupOf(pod), fsGroupChangePolicyOf(pod), false); err != nil {
+		return fmt.Errorf("applyFSGroup failed for vol %s: %w", v.handle, err)
+	}
+	h.csi.setOwned(target, true)
+	return nil
 }
 
 // csiSecrets reads a secret's data as strings, as upstream's
@@ -290,6 +324,7 @@ func (h *Host) tearDownCSIVolume(uid types.UID, dir string) error {
 	if err := csi.NodeUnpublishVolume(ctx, drv.Endpoint, handle, target); err != nil {
 		return fmt.Errorf("kubernetes.io/csi: Unmounter.TearDownAt failed: %w", err)
 	}
+	h.csi.setOwned(target, false)
 	// The driver removes the target, as the CSI spec says; a buggy one
 	// may leave it, empty and unmounted, which is removed here. Never a
 	// mount point.

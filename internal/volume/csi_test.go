@@ -3,6 +3,7 @@ package volume
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -10,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -63,7 +65,7 @@ type csiFixture struct {
 	backing string
 }
 
-func newCSIFixture(t *testing.T, stage bool) *csiFixture {
+func newCSIFixture(t *testing.T, stage bool, configure ...func(*fakeplugin.Plugin)) *csiFixture {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("the fake CSI driver bind-mounts: needs root")
@@ -73,6 +75,9 @@ func newCSIFixture(t *testing.T, stage bool) *csiFixture {
 	backing := t.TempDir()
 	plugin := &fakeplugin.Plugin{Type: registerapi.CSIPlugin, Name: testDriver, Versions: []string{"1.0.0"},
 		NodeID: "n", BackingDir: backing, StageUnstage: stage}
+	for _, c := range configure {
+		c(plugin) // before it serves: its handlers read it
+	}
 	plugin.Serve(t, filepath.Join(sock, "reg.sock"), filepath.Join(sock, "csi.sock"))
 	reg := registry.New()
 	reg.Set(registry.Driver{Name: testDriver, Endpoint: plugin.Endpoint, HighestVersion: "1.0.0"})
@@ -363,5 +368,37 @@ func TestCSITearDownAfterRestart(t *testing.T) {
 	}
 	if _, err := os.Stat(csiGlobalDir(f.h.RootDir, testDriver, "vol-4")); !os.IsNotExist(err) {
 		t.Fatalf("global directory stays: %v", err)
+	}
+}
+
+// TestCSIFSGroup: with fsGroupPolicy File and no VOLUME_MOUNT_GROUP the
+// published volume is given to the pod's fsGroup; a driver with the
+// capability is given it as volume_mount_group instead, and nothing is
+// walked.
+func TestCSIFSGroup(t *testing.T) {
+	for _, mountGroup := range []bool{false, true} {
+		t.Run(fmt.Sprintf("VOLUME_MOUNT_GROUP=%v", mountGroup), func(t *testing.T) {
+			f := newCSIFixture(t, false, func(p *fakeplugin.Plugin) { p.VolumeMountGroup = mountGroup })
+			f.driverObject(false, storagev1.VolumeLifecycleEphemeral)
+			pod := csiPod("g")
+			pod.Spec.SecurityContext = &v1.PodSecurityContext{FSGroup: ptr(int64(2345))}
+			vol := &v1.Volume{Name: "v", VolumeSource: v1.VolumeSource{CSI: &v1.CSIVolumeSource{Driver: testDriver}}}
+			m, err := f.h.SetUp(t.Context(), pod, vol)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var st unix.Stat_t
+			if err := unix.Stat(m.Path, &st); err != nil {
+				t.Fatal(err)
+			}
+			calls := f.plugin.Calls()
+			got := calls[0].Capability.GetMount().GetVolumeMountGroup()
+			if mountGroup && (got != "2345" || st.Gid == 2345) || !mountGroup && (got != "" || st.Gid != 2345) {
+				t.Fatalf("volume_mount_group %q, the target's group %d", got, st.Gid)
+			}
+			if err := f.h.TearDownPod("g"); err != nil {
+				t.Fatal(err)
+			}
+		})
 	}
 }
