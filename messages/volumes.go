@@ -131,3 +131,20 @@ type OrphanedPodDirs struct {
 func (m *OrphanedPodDirs) Summary() string {
 	return fmt.Sprintf("%d orphaned pod directories", len(m.UIDs))
 }
+
+// VolumesInUseRequest asks which attachable volumes the node's pods have
+// mounted. The asker waits for a VolumesInUse with a timeout.
+// Sender: the status-reporter, at each node status update. Receiver: the
+// volume-manager.
+type VolumesInUseRequest struct{}
+
+func (m *VolumesInUseRequest) Summary() string { return "volumes in use?" }
+
+// VolumesInUse answers a VolumesInUseRequest: upstream's unique names of
+// the attachable volumes mounted for the node's pods, sorted, which the
+// Node's status.volumesInUse lists so that the attach-detach controller
+// does not detach them.
+// Sender: the volume-manager. Receiver: whoever asked.
+type VolumesInUse struct{ Names []v1.UniqueVolumeName }
+
+func (m *VolumesInUse) Summary() string { return fmt.Sprintf("%d volumes in use", len(m.Names)) }

@@ -283,7 +283,7 @@ var runtimeActors = []struct {
 			Kube: d.Kube, Heartbeat: d.Heartbeat, NodeName: d.NodeName, NodeIP: d.NodeIP, Config: a.cfg, NodeLabels: a.cmdline.Options.NodeLabels,
 			Capacity: env.capacity, Allocatable: env.allocatable, RootDir: d.RootDir, RuntimeVersion: d.RuntimeVersion,
 			Runtime: d.Runtime, Images: d.Images, PLEG: a.child(pleg.Kind), Events: d.Events, Log: a.log,
-			PodManager: a.child(podmanager.Kind),
+			PodManager: a.child(podmanager.Kind), VolumeManager: a.child(volumemanager.Kind),
 		}), nil)
 	}},
 	{pluginmanager.Kind, func(a *Actor, env *runtimeEnv) *actor.Props {
@@ -499,7 +499,8 @@ func (a *Actor) runtimeEnv() (*runtimeEnv, error) {
 		env.sources = append(env.sources, messages.SourceAPI)
 	}
 	env.volumes = &volume.Host{RootDir: a.deps.RootDir, NodeName: a.deps.NodeName,
-		NodeAllocatable: allocatable, Mounter: mount.New("")}
+		NodeAllocatable: allocatable, Mounter: mount.New(""), CSIDrivers: env.csiDrivers,
+		KubeletAttaches: c.EnableControllerAttachDetach != nil && !*c.EnableControllerAttachDetach}
 	if a.deps.Kube != nil {
 		// The objects volumes show, read as the node: a watch per object
 		// the node's pods reference, whose changes refresh those pods.

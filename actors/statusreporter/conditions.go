@@ -32,6 +32,11 @@ type health struct {
 	// them; nil when it gave none (containerd before 2.0) or could not be
 	// asked: the Node's status.features is then left as it is.
 	Features *runtimeapi.RuntimeFeatures
+	// VolumesInUse are the attachable volumes the volume-manager has
+	// mounted; VolumesInUseKnown is false when it did not answer, and the
+	// Node's list is then kept, never emptied under a mount.
+	VolumesInUse      []v1.UniqueVolumeName
+	VolumesInUseKnown bool
 }
 
 // runtimeProblems turns a CRI Status answer into upstream's runtime and

@@ -122,9 +122,18 @@ func (s *nodeSpec) initialNode() *v1.Node {
 		ObjectMeta: metav1.ObjectMeta{Name: s.Name, Labels: labels},
 		Spec:       v1.NodeSpec{Taints: append([]v1.Taint(nil), s.Taints...), ProviderID: s.ProviderID},
 	}
+	if s.ControllerAttachDetach {
+		node.Annotations = map[string]string{AnnotationControllerManagedAttachDetach: "true"}
+	}
 	s.setStaticStatus(node)
 	return node
 }
+
+// AnnotationControllerManagedAttachDetach is upstream's
+// volumehelper.ControllerManagedAttachAnnotation: with it, the
+// attach-detach controller attaches and detaches the node's volumes
+// (for CSI, it makes their VolumeAttachments).
+const AnnotationControllerManagedAttachDetach = "volumes.kubernetes.io/controller-managed-attach-detach"
 
 // NodeAddresses are the addresses the node reports in its status: its IP
 // (when known) and its host name. The serving certificate's SANs are these.
@@ -160,7 +169,7 @@ func (s *nodeSpec) setStaticStatus(node *v1.Node) {
 // the initial Node, never removing others, as upstream does. It reports
 // whether existing changed.
 func reconcileExisting(initial, existing *v1.Node) bool {
-	changed := false
+	changed := reconcileAttachDetachAnnotation(initial, existing)
 	if existing.Labels == nil {
 		existing.Labels = map[string]string{}
 	}
@@ -178,6 +187,27 @@ func reconcileExisting(initial, existing *v1.Node) bool {
 		}
 	}
 	return changed
+}
+
+// reconcileAttachDetachAnnotation is upstream's
+// reconcileCMADAnnotationWithExistingNode: the existing Node's annotation
+// follows enableControllerAttachDetach, set or removed. It reports whether
+// existing changed.
+func reconcileAttachDetachAnnotation(initial, existing *v1.Node) bool {
+	want, wanted := initial.Annotations[AnnotationControllerManagedAttachDetach]
+	have, has := existing.Annotations[AnnotationControllerManagedAttachDetach]
+	switch {
+	case wanted && (!has || have != want):
+		if existing.Annotations == nil {
+			existing.Annotations = map[string]string{}
+		}
+		existing.Annotations[AnnotationControllerManagedAttachDetach] = want
+		return true
+	case !wanted && has:
+		delete(existing.Annotations, AnnotationControllerManagedAttachDetach)
+		return true
+	}
+	return false
 }
 
 // register creates the Node, or reconciles the existing one, as upstream's

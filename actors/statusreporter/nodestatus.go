@@ -34,6 +34,10 @@ type nodeSpec struct {
 	RuntimeVersion        string // containerd://1.6.20
 	Port                  int32
 	MaxImages             int32
+	// ControllerAttachDetach is enableControllerAttachDetach: the Node
+	// carries upstream's annotation that hands attach and detach of its
+	// volumes to the attach-detach controller.
+	ControllerAttachDetach bool
 }
 
 // updateNode is upstream's updateNode: a copy of original with the
@@ -55,6 +59,11 @@ func (s *nodeSpec) updateNode(original *v1.Node, h health, now time.Time) (*v1.N
 	setFeatures(node, h.Features)
 	if h.ImagesKnown {
 		node.Status.Images = h.Images
+	}
+	if h.VolumesInUseKnown {
+		// As upstream's VolumesInUse setter: the volume-manager's list,
+		// sorted; nil when none.
+		node.Status.VolumesInUse = h.VolumesInUse
 	}
 	transition := setConditions(node, h, now)
 	return node, labelsChanged || nodeStatusChanged(&original.Status, &node.Status), transition
@@ -149,6 +158,12 @@ func probe(ctx context.Context, system *actor.ActorSystem, p *Params, maxImages 
 			}
 		} else {
 			h.Problems = append(h.Problems, fmt.Sprintf("PLEG is not healthy: no health report within %s", plegTimeout))
+		}
+	}
+	if p.VolumeManager != nil {
+		res, err := system.Root.RequestFuture(p.VolumeManager, &messages.VolumesInUseRequest{}, plegTimeout).Result()
+		if r, ok := res.(*messages.VolumesInUse); err == nil && ok {
+			h.VolumesInUse, h.VolumesInUseKnown = r.Names, true
 		}
 	}
 	if p.Images != nil {

@@ -82,8 +82,11 @@ type Params struct {
 	// PodManager receives the Node as admission needs it (NodeChanged);
 	// nil: nobody does.
 	PodManager *actor.PID
-	Events     record.EventRecorder
-	Log        zerolog.Logger
+	// VolumeManager answers VolumesInUseRequest, which the Node's
+	// status.volumesInUse lists; nil: it is not asked.
+	VolumeManager *actor.PID
+	Events        record.EventRecorder
+	Log           zerolog.Logger
 }
 
 // Actor is the status-reporter actor.
@@ -189,6 +192,7 @@ func (a *Actor) start(ctx actor.Context) {
 	spec := &nodeSpec{
 		Name: a.p.NodeName, IP: a.p.NodeIP, Labels: a.p.NodeLabels, Taints: c.RegisterWithTaints,
 		ProviderID: c.ProviderID, Machine: readMachineInfo(), Port: c.Port, MaxImages: 50,
+		ControllerAttachDetach: c.EnableControllerAttachDetach == nil || *c.EnableControllerAttachDetach,
 	}
 	if c.NodeStatusMaxImages != nil {
 		spec.MaxImages = *c.NodeStatusMaxImages

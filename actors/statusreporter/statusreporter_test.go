@@ -24,7 +24,7 @@ func testSpec() *nodeSpec {
 		Capacity:       v1.ResourceList{v1.ResourceCPU: resource.MustParse("2")},
 		Allocatable:    v1.ResourceList{v1.ResourceCPU: resource.MustParse("2")},
 		Machine:        machineInfo{MachineID: "m", SystemUUID: "s", BootID: "b", KernelVersion: "6.1", OSImage: "Debian"},
-		RuntimeVersion: "containerd://1.6.20~ds1", Port: 10250, MaxImages: 50,
+		RuntimeVersion: "containerd://1.6.20~ds1", Port: 10250, MaxImages: 50, ControllerAttachDetach: true,
 	}
 }
 
@@ -50,6 +50,14 @@ func TestInitialNode(t *testing.T) {
 		info.MachineID != "m" || info.SystemUUID != "s" || info.BootID != "b" || info.OSImage != "Debian" || info.OperatingSystem != "linux" {
 		t.Errorf("nodeInfo = %+v", info)
 	}
+	if n.Annotations["volumes.kubernetes.io/controller-managed-attach-detach"] != "true" {
+		t.Errorf("annotations = %v", n.Annotations)
+	}
+	spec := testSpec()
+	spec.ControllerAttachDetach = false
+	if n := spec.initialNode(); len(n.Annotations) != 0 {
+		t.Errorf("enableControllerAttachDetach false: annotations = %v", n.Annotations)
+	}
 	if n.Status.DaemonEndpoints.KubeletEndpoint.Port != 10250 {
 		t.Errorf("port = %d", n.Status.DaemonEndpoints.KubeletEndpoint.Port)
 	}
@@ -70,7 +78,8 @@ func TestReconcileExisting(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			existing := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1", Labels: tt.labels}}
+			existing := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1", Labels: tt.labels,
+				Annotations: map[string]string{AnnotationControllerManagedAttachDetach: "true"}}}
 			if got := reconcileExisting(initial, existing); got != tt.wantChanged {
 				t.Errorf("changed = %v, want %v", got, tt.wantChanged)
 			}
@@ -84,6 +93,54 @@ func TestReconcileExisting(t *testing.T) {
 				t.Errorf("--node-labels applied to an existing node: %v", existing.Labels)
 			}
 		})
+	}
+}
+
+// TestReconcileAttachDetachAnnotation: an existing Node's annotation
+// follows enableControllerAttachDetach, as upstream's
+// reconcileCMADAnnotationWithExistingNode.
+func TestReconcileAttachDetachAnnotation(t *testing.T) {
+	const key = AnnotationControllerManagedAttachDetach
+	for _, tt := range []struct {
+		name        string
+		enabled     bool
+		existing    map[string]string
+		want        map[string]string
+		wantChanged bool
+	}{
+		{"added", true, nil, map[string]string{key: "true"}, true},
+		{"kept", true, map[string]string{key: "true", "x": "y"}, map[string]string{key: "true", "x": "y"}, false},
+		{"corrected", true, map[string]string{key: "false"}, map[string]string{key: "true"}, true},
+		{"removed", false, map[string]string{key: "true", "x": "y"}, map[string]string{"x": "y"}, true},
+		{"absent stays so", false, map[string]string{"x": "y"}, map[string]string{"x": "y"}, false},
+	} {
+		spec := testSpec()
+		spec.ControllerAttachDetach = tt.enabled
+		existing := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1", Annotations: tt.existing}}
+		if got := reconcileAttachDetachAnnotation(spec.initialNode(), existing); got != tt.wantChanged || !reflect.DeepEqual(existing.Annotations, tt.want) {
+			t.Errorf("%s: changed %v, annotations %v; want %v, %v", tt.name, got, existing.Annotations, tt.wantChanged, tt.want)
+		}
+	}
+}
+
+// TestVolumesInUse: the volume-manager's answer is the Node's list, a
+// change of it a change of the status; without an answer the list stays.
+func TestVolumesInUse(t *testing.T) {
+	spec := testSpec()
+	t0 := time.Now()
+	original := spec.initialNode()
+	setConditions(original, health{}, t0)
+	inUse := []v1.UniqueVolumeName{"kubernetes.io/csi/d^h"}
+	node, changed, _ := spec.updateNode(original, health{VolumesInUse: inUse, VolumesInUseKnown: true}, t0)
+	if !changed || !reflect.DeepEqual(node.Status.VolumesInUse, inUse) {
+		t.Fatalf("changed %v, volumesInUse %v", changed, node.Status.VolumesInUse)
+	}
+	kept, changed, _ := spec.updateNode(node, health{}, t0)
+	if changed || !reflect.DeepEqual(kept.Status.VolumesInUse, inUse) {
+		t.Fatalf("unknown: changed %v, volumesInUse %v", changed, kept.Status.VolumesInUse)
+	}
+	if none, changed, _ := spec.updateNode(node, health{VolumesInUseKnown: true}, t0); !changed || none.Status.VolumesInUse != nil {
+		t.Fatalf("none: changed %v, volumesInUse %v", changed, none.Status.VolumesInUse)
 	}
 }
 

@@ -69,10 +69,16 @@ type entry struct {
 // mutator; it does no I/O and reads no clock.
 type Machine struct {
 	pods map[types.UID]*entry
+	// leftover are the attachable volumes of pods whose teardown failed:
+	// still mounted, so still in use, until a teardown of the pod's
+	// directory succeeds.
+	leftover map[types.UID][]v1.UniqueVolumeName
 }
 
 // NewMachine returns a machine that knows no pod.
-func NewMachine() *Machine { return &Machine{pods: map[types.UID]*entry{}} }
+func NewMachine() *Machine {
+	return &Machine{pods: map[types.UID]*entry{}, leftover: map[types.UID][]v1.UniqueVolumeName{}}
+}
 
 // Event is what happens to the volume-manager; one type per kind.
 type Event interface{ isEvent() }
@@ -293,7 +299,10 @@ func (m *Machine) onTornDown(e EvTornDown) []Command {
 	delete(m.pods, e.UID)
 	var cmds []Command
 	if e.Err == nil {
+		delete(m.leftover, e.UID)
 		cmds = append(cmds, CmdUnmounted{UID: e.UID})
+	} else if names := inUse(en.volumes); len(names) > 0 {
+		m.leftover[e.UID] = names
 	}
 	if en.again != nil {
 		// Its source gave the pod back: set it up afresh.
@@ -320,7 +329,46 @@ func (m *Machine) onSourceChanged(e EvSourceChanged) []Command {
 }
 
 func (m *Machine) onResync() []Command {
-	return m.setUpEach(func(en *entry) bool { return en.phase == Ready && hasContent(en.pod) })
+	return m.setUpEach(func(en *entry) bool {
+		return en.phase == Ready && (hasContent(en.pod) || republishes(en.volumes))
+	})
+}
+
+// republishes: a CSI driver of one of the volumes asks to be called again
+// periodically (requiresRepublish), as upstream's remount of such volumes
+// at every sync of the pod.
+func republishes(vols messages.PodVolumes) bool {
+	for _, v := range vols {
+		if v.CSIRepublish {
+			return true
+		}
+	}
+	return false
+}
+
+// VolumesInUse are the unique names of the attachable volumes set up for
+// the pods the machine holds, until their teardown succeeds, sorted and
+// each once: what node.status.volumesInUse lists.
+func (m *Machine) VolumesInUse() []v1.UniqueVolumeName {
+	var out []v1.UniqueVolumeName
+	for _, en := range m.pods {
+		out = append(out, inUse(en.volumes)...)
+	}
+	for _, names := range m.leftover {
+		out = append(out, names...)
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+func inUse(vols messages.PodVolumes) []v1.UniqueVolumeName {
+	var out []v1.UniqueVolumeName
+	for _, v := range vols {
+		if v.UniqueName != "" {
+			out = append(out, v1.UniqueVolumeName(v.UniqueName))
+		}
+	}
+	return out
 }
 
 // setUpEach sets up again, in the order of their UIDs, the pods that want.

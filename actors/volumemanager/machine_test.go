@@ -30,6 +30,11 @@ var (
 	podP  = testPod("p", projVol)
 	volsA = messages.PodVolumes{"scratch": {Name: "scratch", Path: "/pods/a/volumes/kubernetes.io~empty-dir/scratch"}}
 	errNo = errors.New("configmap \"cm\" not found")
+
+	csiVol        = v1.Volume{Name: "data", VolumeSource: v1.VolumeSource{PersistentVolumeClaim: &v1.PersistentVolumeClaimVolumeSource{ClaimName: "data"}}}
+	podV          = testPod("v", csiVol)
+	volsAttached  = messages.PodVolumes{"data": {Name: "data", Path: "/m", UniqueName: "kubernetes.io/csi/d^h"}}
+	volsRepublish = messages.PodVolumes{"data": {Name: "data", Path: "/m", CSIRepublish: true}}
 )
 
 func setUp(gen uint64, p *v1.Pod, first bool) CmdSetUp {
@@ -85,6 +90,10 @@ func TestStep(t *testing.T) {
 			nil, Ready},
 		{"nor a pod still mounting (its retry does)", "c", []Event{EvMount{podC}, EvResync{}},
 			nil, Mounting},
+		{"resync republishes a CSI volume whose driver asks", "v", []Event{EvMount{podV}, EvSetUp{UID: "v", Gen: 1, Volumes: volsRepublish}, EvResync{}},
+			[]Command{setUp(2, podV, false)}, Ready},
+		{"but not one whose driver does not", "v", []Event{EvMount{podV}, EvSetUp{UID: "v", Gen: 1, Volumes: volsAttached}, EvResync{}},
+			nil, Ready},
 
 		// Teardown.
 		{"unmount tears down", "a", []Event{EvMount{podA}, EvSetUp{UID: "a", Gen: 1, Volumes: volsA}, EvUnmount{UID: "a"}},
@@ -129,6 +138,38 @@ func TestStep(t *testing.T) {
 				t.Errorf("phase %v, want %v", phase, tc.phase)
 			}
 		})
+	}
+}
+
+// TestVolumesInUse: the attachable volumes of the pods set up, each once,
+// until their teardown ends.
+func TestVolumesInUse(t *testing.T) {
+	podW := testPod("w", csiVol)
+	for _, tc := range []struct {
+		name   string
+		events []Event
+		want   []v1.UniqueVolumeName
+	}{
+		{"none", []Event{EvMount{podA}, EvSetUp{UID: "a", Gen: 1, Volumes: volsA}}, nil},
+		{"not before the set-up", []Event{EvMount{podV}}, nil},
+		{"set up", []Event{EvMount{podV}, EvSetUp{UID: "v", Gen: 1, Volumes: volsAttached}}, []v1.UniqueVolumeName{"kubernetes.io/csi/d^h"}},
+		{"two pods, once", []Event{EvMount{podV}, EvSetUp{UID: "v", Gen: 1, Volumes: volsAttached}, EvMount{podW}, EvSetUp{UID: "w", Gen: 1, Volumes: volsAttached}},
+			[]v1.UniqueVolumeName{"kubernetes.io/csi/d^h"}},
+		{"during the teardown", []Event{EvMount{podV}, EvSetUp{UID: "v", Gen: 1, Volumes: volsAttached}, EvUnmount{UID: "v"}},
+			[]v1.UniqueVolumeName{"kubernetes.io/csi/d^h"}},
+		{"not after it", []Event{EvMount{podV}, EvSetUp{UID: "v", Gen: 1, Volumes: volsAttached}, EvUnmount{UID: "v"}, EvTornDown{UID: "v"}}, nil},
+		{"still after a failed one", []Event{EvMount{podV}, EvSetUp{UID: "v", Gen: 1, Volumes: volsAttached}, EvUnmount{UID: "v"}, EvTornDown{UID: "v", Err: errNo}},
+			[]v1.UniqueVolumeName{"kubernetes.io/csi/d^h"}},
+		{"until the orphan search's succeeds", []Event{EvMount{podV}, EvSetUp{UID: "v", Gen: 1, Volumes: volsAttached}, EvUnmount{UID: "v"}, EvTornDown{UID: "v", Err: errNo},
+			EvOrphans{UIDs: []types.UID{"v"}}, EvTornDown{UID: "v"}}, nil},
+	} {
+		m := NewMachine()
+		for _, ev := range tc.events {
+			m.Step(ev, time.Time{})
+		}
+		if got := m.VolumesInUse(); !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+		}
 	}
 }
 

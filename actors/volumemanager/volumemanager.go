@@ -132,6 +132,8 @@ func (a *Actor) Receive(ctx actor.Context) {
 		a.findOrphans(ctx)
 	case *messages.PodList:
 		a.podList(ctx, m)
+	case *messages.VolumesInUseRequest:
+		ctx.Respond(&messages.VolumesInUse{Names: a.m.VolumesInUse()})
 	case error:
 		// The ListPods request timed out: the next resync asks again.
 		a.listing = false

@@ -50,3 +50,91 @@ func dial(path string) (*grpc.ClientConn, error) {
 			return (&net.Dialer{}).DialContext(ctx, "unix", addr)
 		}))
 }
+
+// Node capabilities that change how the kubelet mounts a driver's volumes.
+type NodeCapabilities struct {
+	// StageUnstage: the driver stages a volume once per node
+	// (NodeStageVolume at the global mount path) before publishing it
+	// into pods.
+	StageUnstage bool
+	// VolumeMountGroup: the driver applies a pod's fsGroup itself, given
+	// as volume_mount_group, so the kubelet does not walk the volume.
+	VolumeMountGroup bool
+	// SingleNodeMultiWriter: the driver tells ReadWriteOnce from
+	// ReadWriteOncePod (SINGLE_NODE_MULTI_WRITER, SINGLE_NODE_SINGLE_WRITER).
+	SingleNodeMultiWriter bool
+}
+
+// NodeGetCapabilities asks the driver at endpoint for its Node service's
+// capabilities, as upstream's NodeSupportsStageUnstage and friends do
+// (each of them one call; here one call answers them all).
+func NodeGetCapabilities(ctx context.Context, endpoint string) (NodeCapabilities, error) {
+	conn, err := dial(endpoint)
+	if err != nil {
+		return NodeCapabilities{}, err
+	}
+	defer conn.Close()
+	res, err := csipb.NewNodeClient(conn).NodeGetCapabilities(ctx, &csipb.NodeGetCapabilitiesRequest{})
+	if err != nil {
+		return NodeCapabilities{}, fmt.Errorf("CSI NodeGetCapabilities at %s: %w", endpoint, err)
+	}
+	var caps NodeCapabilities
+	for _, c := range res.GetCapabilities() {
+		switch c.GetRpc().GetType() {
+		case csipb.NodeServiceCapability_RPC_STAGE_UNSTAGE_VOLUME:
+			caps.StageUnstage = true
+		case csipb.NodeServiceCapability_RPC_VOLUME_MOUNT_GROUP:
+			caps.VolumeMountGroup = true
+		case csipb.NodeServiceCapability_RPC_SINGLE_NODE_MULTI_WRITER:
+			caps.SingleNodeMultiWriter = true
+		}
+	}
+	return caps, nil
+}
+
+// NodeStageVolume, NodePublishVolume, NodeUnpublishVolume and
+// NodeUnstageVolume make one call each to the driver at endpoint; the
+// caller bounds them with ctx (upstream's csiTimeout), so a hung driver
+// stalls only the operation that called it.
+func NodeStageVolume(ctx context.Context, endpoint string, req *csipb.NodeStageVolumeRequest) error {
+	return call(ctx, endpoint, "NodeStageVolume", func(c csipb.NodeClient) error {
+		_, err := c.NodeStageVolume(ctx, req)
+		return err
+	})
+}
+
+// NodePublishVolume: see NodeStageVolume.
+func NodePublishVolume(ctx context.Context, endpoint string, req *csipb.NodePublishVolumeRequest) error {
+	return call(ctx, endpoint, "NodePublishVolume", func(c csipb.NodeClient) error {
+		_, err := c.NodePublishVolume(ctx, req)
+		return err
+	})
+}
+
+// NodeUnpublishVolume: see NodeStageVolume.
+func NodeUnpublishVolume(ctx context.Context, endpoint, volumeID, targetPath string) error {
+	return call(ctx, endpoint, "NodeUnpublishVolume", func(c csipb.NodeClient) error {
+		_, err := c.NodeUnpublishVolume(ctx, &csipb.NodeUnpublishVolumeRequest{VolumeId: volumeID, TargetPath: targetPath})
+		return err
+	})
+}
+
+// NodeUnstageVolume: see NodeStageVolume.
+func NodeUnstageVolume(ctx context.Context, endpoint, volumeID, stagingPath string) error {
+	return call(ctx, endpoint, "NodeUnstageVolume", func(c csipb.NodeClient) error {
+		_, err := c.NodeUnstageVolume(ctx, &csipb.NodeUnstageVolumeRequest{VolumeId: volumeID, StagingTargetPath: stagingPath})
+		return err
+	})
+}
+
+func call(ctx context.Context, endpoint, rpc string, fn func(csipb.NodeClient) error) error {
+	conn, err := dial(endpoint)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	if err := fn(csipb.NewNodeClient(conn)); err != nil {
+		return fmt.Errorf("%s at %s: %w", rpc, endpoint, err)
+	}
+	return nil
+}

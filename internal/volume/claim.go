@@ -20,8 +20,8 @@ import (
 const pvcProtectionFinalizer = "kubernetes.io/pvc-protection"
 
 // setUpClaim resolves a persistentVolumeClaim to its bound PV and sets up
-// a hostPath or local PV (a PV's node affinity must admit this node); any
-// other PV is refused with a clear reason.
+// a hostPath, local or CSI PV (a PV's node affinity must admit this
+// node); any other PV is refused with a clear reason.
 func (h *Host) setUpClaim(ctx context.Context, pod *v1.Pod, vol *v1.Volume) (Mounted, error) {
 	src := vol.PersistentVolumeClaim
 	pv, err := h.claimedVolume(ctx, pod.Namespace, src.ClaimName)
@@ -46,8 +46,10 @@ func (h *Host) setUpClaim(ctx context.Context, pod *v1.Pod, vol *v1.Volume) (Mou
 			return Mounted{}, err
 		}
 		return Mounted{Path: dir, ReadOnly: src.ReadOnly, SELinuxRelabel: true}, nil
+	case pv.Spec.CSI != nil:
+		return h.setUpCSI(ctx, pod, csiFromPV(pv, src.ReadOnly))
 	}
-	return Mounted{}, fmt.Errorf("persistent volume %s is of type %s, which this node cannot attach or mount: only hostPath and local persistent volumes are supported", pv.Name, pvType(pv))
+	return Mounted{}, fmt.Errorf("persistent volume %s is of type %s, which this node cannot attach or mount: only hostPath, local and CSI persistent volumes are supported", pv.Name, pvType(pv))
 }
 
 // claimedVolume is the PV bound to the claim, with upstream's checks

@@ -154,7 +154,7 @@ func TestSetUpClaim(t *testing.T) {
 		}(), wantErr: "block volumes are not supported by this node"},
 		{name: "csi", claim: boundClaim("data", "pv1"),
 			pv:      pvFor("pv1", "data", v1.PersistentVolumeSource{CSI: &v1.CSIPersistentVolumeSource{Driver: "d", VolumeHandle: "h"}}),
-			wantErr: "persistent volume pv1 is of type csi, which this node cannot attach or mount"},
+			wantErr: "kubernetes.io/csi: mounter.SetUpAt failed to get CSI client: driver name d not found in the list of registered CSI drivers"},
 		{name: "nfs", claim: boundClaim("data", "pv1"),
 			pv:      pvFor("pv1", "data", v1.PersistentVolumeSource{NFS: &v1.NFSVolumeSource{Server: "s", Path: "/"}}),
 			wantErr: "is of type nfs, which this node cannot attach or mount"},

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -82,6 +83,14 @@ func (f *fakeSources) PersistentVolumeClaim(context.Context, string, string) (*v
 }
 
 func (f *fakeSources) PersistentVolume(context.Context, string) (*v1.PersistentVolume, error) {
+	return nil, errors.New("not in this fake")
+}
+
+func (f *fakeSources) CSIDriver(context.Context, string) (*storagev1.CSIDriver, error) {
+	return nil, errors.New("not in this fake")
+}
+
+func (f *fakeSources) VolumeAttachment(context.Context, string) (*storagev1.VolumeAttachment, error) {
 	return nil, errors.New("not in this fake")
 }
 

@@ -16,6 +16,7 @@ const (
 	PluginDownwardAPI = "kubernetes.io~downward-api"
 	PluginProjected   = "kubernetes.io~projected"
 	PluginLocal       = "kubernetes.io~local-volume"
+	PluginCSI         = "kubernetes.io~csi"
 )
 
 // PodDir is ROOT/pods/UID, the pod's directory.

@@ -5,7 +5,10 @@ import (
 	"fmt"
 
 	v1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/mount-utils"
+
+	"github.com/actorlet/actorlet/internal/csi/registry"
 )
 
 // Mounted is one of a pod's volumes set up on the host, as its containers'
@@ -33,6 +36,15 @@ type Mounted struct {
 	// ImageRef is the pulled image of an image volume, which the runtime
 	// mounts: set by the sync pass that pulled it, never by SetUp.
 	ImageRef string
+	// UniqueName is set for a volume that the attach-detach controller
+	// attaches (a CSI volume whose driver requires attach): upstream's
+	// unique volume name, which node.status.volumesInUse lists while it
+	// is mounted, so that the controller does not detach it under a pod.
+	UniqueName string
+	// CSIRepublish: the CSI driver asks for NodePublishVolume again
+	// periodically (requiresRepublish), so the volume is set up again at
+	// every resync, as content volumes are.
+	CSIRepublish bool
 }
 
 // Sources are the API objects that volumes read, as the node reads them:
@@ -57,6 +69,10 @@ type Sources interface {
 	PodCertificateCredentials(ctx context.Context, pod *v1.Pod, volumeName string, sourceIndex int) (key, chain []byte, err error)
 	PersistentVolumeClaim(ctx context.Context, namespace, name string) (*v1.PersistentVolumeClaim, error)
 	PersistentVolume(ctx context.Context, name string) (*v1.PersistentVolume, error)
+	// CSIDriver and VolumeAttachment read the cluster-scoped objects of
+	// CSI volumes, which the Node authorizer lets every node read.
+	CSIDriver(ctx context.Context, name string) (*storagev1.CSIDriver, error)
+	VolumeAttachment(ctx context.Context, name string) (*storagev1.VolumeAttachment, error)
 }
 
 // Host is what setting up volumes needs of the node.
@@ -75,6 +91,15 @@ type Host struct {
 	Sources Sources
 	// Mounter makes and inspects mounts.
 	Mounter mount.Interface
+	// CSIDrivers are the CSI drivers registered on the node; nil: none.
+	CSIDrivers registry.Reader
+	// KubeletAttaches is enableControllerAttachDetach: false, where
+	// upstream's kubelet attaches volumes itself; this node does not, and
+	// refuses volumes that need an attach rather than wait for one that
+	// nobody makes.
+	KubeletAttaches bool
+
+	csi csiState
 }
 
 // SetUpError is a volume that could not be set up, with upstream's wording
@@ -114,6 +139,8 @@ func (h *Host) setUp(ctx context.Context, pod *v1.Pod, vol *v1.Volume) (Mounted,
 		return h.setUpContent(ctx, pod, vol)
 	case src.PersistentVolumeClaim != nil:
 		return h.setUpClaim(ctx, pod, vol)
+	case src.CSI != nil:
+		return h.setUpCSI(ctx, pod, csiFromInline(pod, vol))
 	case src.Image != nil:
 		// Nothing on the host, as upstream's image plugin: the sync pass
 		// pulls the image with the pod's pull secrets and the runtime

@@ -1,19 +1,26 @@
 // Package fakeplugin is a kubelet plugin for tests, as a CSI driver's
 // node-driver-registrar and node service are: a registration server
 // (pluginregistration/v1) on one Unix socket and a CSI Identity and Node
-// server on another. It records what the kubelet tells it. Production
+// server on another. It records what the kubelet tells it, and serves
+// volumes as bind mounts of directories it owns. Production
 // code does not import it.
 package fakeplugin
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"os"
+	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 
 	csipb "github.com/container-storage-interface/spec/lib/go/csi"
+	"golang.org/x/sys/unix"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	registerapi "k8s.io/kubelet/pkg/apis/pluginregistration/v1"
 )
 
@@ -29,9 +36,60 @@ type Plugin struct {
 	Topology   map[string]string
 	// HangGetInfo makes GetInfo wait for the caller to give up.
 	HangGetInfo bool
+	// BackingDir holds the volumes' data, one directory per volume ID,
+	// made at its first stage or publish: the staging and target paths
+	// are real bind mounts of it, so containers see its files.
+	BackingDir string
+	// StageUnstage and VolumeMountGroup are the Node service's
+	// capabilities that NodeGetCapabilities reports.
+	StageUnstage, VolumeMountGroup bool
 
 	mu       sync.Mutex
 	statuses []*registerapi.RegistrationStatus
+	calls    []Call
+	hang     map[string]bool
+}
+
+// Call is one CSI Node call the plugin served.
+type Call struct {
+	// Method is the RPC: "NodeStageVolume", "NodePublishVolume",
+	// "NodeUnpublishVolume", "NodeUnstageVolume".
+	Method   string
+	VolumeID string
+	// Path is the staging path of a stage or unstage, the target path of
+	// a publish or unpublish; StagingPath is a publish's staging path.
+	Path, StagingPath string
+	ReadOnly          bool
+	VolumeContext     map[string]string
+	PublishContext    map[string]string
+	Secrets           map[string]string
+	Capability        *csipb.VolumeCapability
+}
+
+// Calls are the CSI Node calls served so far (not NodeGetInfo nor
+// NodeGetCapabilities), in order.
+func (p *Plugin) Calls() []Call {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]Call(nil), p.calls...)
+}
+
+// HangPublish makes NodePublishVolume of volumeID wait for the caller to
+// give up, as a hung driver does.
+func (p *Plugin) HangPublish(volumeID string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.hang == nil {
+		p.hang = map[string]bool{}
+	}
+	p.hang[volumeID] = true
+}
+
+func (p *Plugin) record(c Call) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.calls = append(p.calls, c)
+	return p.hang[c.VolumeID] && c.Method == "NodePublishVolume"
 }
 
 // Statuses are the registration statuses the kubelet notified so far.
@@ -124,6 +182,139 @@ func (identity) Probe(context.Context, *csipb.ProbeRequest) (*csipb.ProbeRespons
 type node struct {
 	csipb.UnimplementedNodeServer
 	p *Plugin
+}
+
+func (n node) NodeGetCapabilities(context.Context, *csipb.NodeGetCapabilitiesRequest) (*csipb.NodeGetCapabilitiesResponse, error) {
+	var caps []*csipb.NodeServiceCapability
+	add := func(t csipb.NodeServiceCapability_RPC_Type) {
+		caps = append(caps, &csipb.NodeServiceCapability{Type: &csipb.NodeServiceCapability_Rpc{Rpc: &csipb.NodeServiceCapability_RPC{Type: t}}})
+	}
+	if n.p.StageUnstage {
+		add(csipb.NodeServiceCapability_RPC_STAGE_UNSTAGE_VOLUME)
+	}
+	if n.p.VolumeMountGroup {
+		add(csipb.NodeServiceCapability_RPC_VOLUME_MOUNT_GROUP)
+	}
+	return &csipb.NodeGetCapabilitiesResponse{Capabilities: caps}, nil
+}
+
+// NodeStageVolume bind-mounts the volume's backing directory at the
+// staging path, once (a second call finds it mounted: idempotent).
+func (n node) NodeStageVolume(_ context.Context, r *csipb.NodeStageVolumeRequest) (*csipb.NodeStageVolumeResponse, error) {
+	n.p.record(Call{Method: "NodeStageVolume", VolumeID: r.VolumeId, Path: r.StagingTargetPath,
+		VolumeContext: r.VolumeContext, PublishContext: r.PublishContext, Secrets: r.Secrets, Capability: r.VolumeCapability})
+	src, err := n.p.backing(r.VolumeId)
+	if err != nil {
+		return nil, err
+	}
+	if err := bindOnce(src, r.StagingTargetPath, false); err != nil {
+		return nil, status.Error(codes.Internal, err.Error())
+	}
+	return &csipb.NodeStageVolumeResponse{}, nil
+}
+
+// NodePublishVolume bind-mounts the staging path (or, for a driver that
+// does not stage, the backing directory) at the target path, which it
+// makes, read-only when asked.
+func (n node) NodePublishVolume(ctx context.Context, r *csipb.NodePublishVolumeRequest) (*csipb.NodePublishVolumeResponse, error) {
+	hang := n.p.record(Call{Method: "NodePublishVolume", VolumeID: r.VolumeId, Path: r.TargetPath, StagingPath: r.StagingTargetPath,
+		ReadOnly: r.Readonly, VolumeContext: r.VolumeContext, PublishContext: r.PublishContext, Secrets: r.Secrets, Capability: r.VolumeCapability})
+	if hang {
+		<-ctx.Done()
+		return nil, status.FromContextError(ctx.Err()).Err()
+	}
+	src := r.StagingTargetPath
+	if src == "" {
+		var err error
+		if src, err = n.p.backing(r.VolumeId); err != nil {
+			return nil, err
+		}
+	}
+	if err := os.MkdirAll(r.TargetPath, 0o750); err != nil {
+		return nil, status.Error(codes.Internal, err.Error())
+	}
+	if err := bindOnce(src, r.TargetPath, r.Readonly); err != nil {
+		return nil, status.Error(codes.Internal, err.Error())
+	}
+	return &csipb.NodePublishVolumeResponse{}, nil
+}
+
+// NodeUnpublishVolume unmounts the target path and removes it, as the
+// CSI spec asks of a driver.
+func (n node) NodeUnpublishVolume(_ context.Context, r *csipb.NodeUnpublishVolumeRequest) (*csipb.NodeUnpublishVolumeResponse, error) {
+	n.p.record(Call{Method: "NodeUnpublishVolume", VolumeID: r.VolumeId, Path: r.TargetPath})
+	if err := unmountAll(r.TargetPath); err != nil {
+		return nil, status.Error(codes.Internal, err.Error())
+	}
+	if err := os.Remove(r.TargetPath); err != nil && !os.IsNotExist(err) {
+		return nil, status.Error(codes.Internal, err.Error())
+	}
+	return &csipb.NodeUnpublishVolumeResponse{}, nil
+}
+
+// NodeUnstageVolume unmounts the staging path.
+func (n node) NodeUnstageVolume(_ context.Context, r *csipb.NodeUnstageVolumeRequest) (*csipb.NodeUnstageVolumeResponse, error) {
+	n.p.record(Call{Method: "NodeUnstageVolume", VolumeID: r.VolumeId, Path: r.StagingTargetPath})
+	if err := unmountAll(r.StagingTargetPath); err != nil {
+		return nil, status.Error(codes.Internal, err.Error())
+	}
+	return &csipb.NodeUnstageVolumeResponse{}, nil
+}
+
+// backing is the volume's directory under BackingDir, made if need be.
+func (p *Plugin) backing(volumeID string) (string, error) {
+	if p.BackingDir == "" || volumeID == "" || strings.ContainsAny(volumeID, "/\x00") || volumeID == "." || volumeID == ".." {
+		return "", status.Errorf(codes.InvalidArgument, "volume %q has no backing directory", volumeID)
+	}
+	dir := filepath.Join(p.BackingDir, volumeID)
+	if err := os.MkdirAll(dir, 0o777); err != nil {
+		return "", status.Error(codes.Internal, err.Error())
+	}
+	return dir, nil
+}
+
+// bindOnce bind-mounts src at dst unless dst is a mount point already.
+func bindOnce(src, dst string, readOnly bool) error {
+	if mounted(dst) {
+		return nil
+	}
+	if err := unix.Mount(src, dst, "", unix.MS_BIND, ""); err != nil {
+		return fmt.Errorf("bind %s at %s: %w", src, dst, err)
+	}
+	if readOnly {
+		if err := unix.Mount("", dst, "", unix.MS_BIND|unix.MS_REMOUNT|unix.MS_RDONLY, ""); err != nil {
+			_ = unix.Unmount(dst, 0)
+			return fmt.Errorf("remount %s read-only: %w", dst, err)
+		}
+	}
+	return nil
+}
+
+// mounted reports whether path is a mount point, as its mount ID differs
+// from its parent's.
+func mounted(path string) bool {
+	id := func(p string) (uint64, bool) {
+		var stx unix.Statx_t
+		if err := unix.Statx(unix.AT_FDCWD, p, unix.AT_SYMLINK_NOFOLLOW, unix.STATX_MNT_ID, &stx); err != nil {
+			return 0, false
+		}
+		return stx.Mnt_id, true
+	}
+	a, ok1 := id(path)
+	b, ok2 := id(filepath.Dir(path))
+	return ok1 && ok2 && a != b
+}
+
+func unmountAll(path string) error {
+	for range 8 {
+		if !mounted(path) {
+			return nil
+		}
+		if err := unix.Unmount(path, 0); err != nil {
+			return fmt.Errorf("unmount %s: %w", path, err)
+		}
+	}
+	return fmt.Errorf("%s is still mounted", path)
 }
 
 func (n node) NodeGetInfo(context.Context, *csipb.NodeGetInfoRequest) (*csipb.NodeGetInfoResponse, error) {

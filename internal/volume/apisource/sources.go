@@ -7,6 +7,7 @@ import (
 
 	"github.com/rs/zerolog"
 	v1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -185,4 +186,16 @@ func (s *Sources) ClusterTrustBundles(ctx context.Context, p *v1.ClusterTrustBun
 // told through OnChange (KindPod).
 func (s *Sources) PodCertificateCredentials(_ context.Context, pod *v1.Pod, volumeName string, sourceIndex int) ([]byte, []byte, error) {
 	return s.certs.credentials(pod, volumeName, sourceIndex)
+}
+
+// CSIDriver reads the driver's object with a GET: the Node authorizer
+// allows every node to read CSIDrivers.
+func (s *Sources) CSIDriver(ctx context.Context, name string) (*storagev1.CSIDriver, error) {
+	return s.client.StorageV1().CSIDrivers().Get(ctx, name, metav1.GetOptions{})
+}
+
+// VolumeAttachment reads the attachment with a GET: the Node authorizer
+// allows it for the attachments to this node.
+func (s *Sources) VolumeAttachment(ctx context.Context, name string) (*storagev1.VolumeAttachment, error) {
+	return s.client.StorageV1().VolumeAttachments().Get(ctx, name, metav1.GetOptions{})
 }

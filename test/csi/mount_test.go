@@ -1,0 +1,419 @@
+package csi
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	registerapi "k8s.io/kubelet/pkg/apis/pluginregistration/v1"
+
+	"github.com/actorlet/actorlet/internal/plugins/fakeplugin"
+	"github.com/actorlet/actorlet/test/agent"
+)
+
+// csiNode is the environment's node with the fake driver registered on
+// it, serving volumes from backing, and its CSIDriver object.
+type csiNode struct {
+	*agent.APIPods
+	plugin  *fakeplugin.Plugin
+	backing string
+}
+
+// newCSINode starts the node, registers the fake driver (staging volumes)
+// and makes its CSIDriver object with attachRequired as asked.
+func newCSINode(t *testing.T, attachRequired bool, opts ...agent.NodeOption) *csiNode {
+	t.Helper()
+	n := &csiNode{APIPods: kubelet.NewAPIPods(t, opts...), backing: t.TempDir()}
+	n.AtCleanup(func() { removeTopologyLabel(t, n.ClusterNode) })
+	n.Up(t, "csi")
+	csiDir := filepath.Join(n.RootDir, "plugins", driver)
+	if err := os.MkdirAll(csiDir, 0o750); err != nil {
+		t.Fatal(err)
+	}
+	n.plugin = &fakeplugin.Plugin{Type: registerapi.CSIPlugin, Name: driver, Versions: []string{"1.0.0"},
+		NodeID: "fake-node-" + n.Name, MaxVolumes: 7, Topology: map[string]string{topologyKey: "zone-1"},
+		BackingDir: n.backing, StageUnstage: true}
+	n.plugin.Serve(t, filepath.Join(n.RootDir, "plugins_registry", driver+"-reg.sock"), filepath.Join(csiDir, "csi.sock"))
+	registered(t, n.ClusterNode, n.plugin, 1)
+
+	file := storagev1.FileFSGroupPolicy
+	yes := true
+	obj := &storagev1.CSIDriver{ObjectMeta: metav1.ObjectMeta{Name: driver}, Spec: storagev1.CSIDriverSpec{
+		AttachRequired: &attachRequired, PodInfoOnMount: &yes, FSGroupPolicy: &file,
+		VolumeLifecycleModes: []storagev1.VolumeLifecycleMode{storagev1.VolumeLifecyclePersistent, storagev1.VolumeLifecycleEphemeral}}}
+	drivers := n.Admin.StorageV1().CSIDrivers()
+	_ = drivers.Delete(context.Background(), driver, metav1.DeleteOptions{})
+	if _, err := drivers.Create(context.Background(), obj, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = drivers.Delete(context.Background(), driver, metav1.DeleteOptions{}) })
+	return n
+}
+
+// boundClaim makes a CSI PersistentVolume of the fake driver with handle
+// and a claim bound to it, as test/volumes binds its claims (the
+// environment runs no PV controller); the cleanup deletes both.
+func (n *csiNode) boundClaim(t *testing.T, name, handle string) {
+	t.Helper()
+	ctx := context.Background()
+	pvName := n.NS + "-" + name
+	size := resource.MustParse("1Gi")
+	empty := ""
+	pvs, pvcs := n.Admin.CoreV1().PersistentVolumes(), n.Admin.CoreV1().PersistentVolumeClaims(n.NS)
+	t.Cleanup(func() {
+		unprotect := []byte(`{"metadata":{"finalizers":null}}`)
+		_, _ = pvcs.Patch(ctx, name, types.MergePatchType, unprotect, metav1.PatchOptions{})
+		_ = pvcs.Delete(ctx, name, metav1.DeleteOptions{})
+		_, _ = pvs.Patch(ctx, pvName, types.MergePatchType, unprotect, metav1.PatchOptions{})
+		_ = pvs.Delete(ctx, pvName, metav1.DeleteOptions{})
+	})
+	pv, err := pvs.Create(ctx, &v1.PersistentVolume{
+		ObjectMeta: metav1.ObjectMeta{Name: pvName},
+		Spec: v1.PersistentVolumeSpec{
+			Capacity:                      v1.ResourceList{v1.ResourceStorage: size},
+			AccessModes:                   []v1.PersistentVolumeAccessMode{v1.ReadWriteOnce},
+			PersistentVolumeReclaimPolicy: v1.PersistentVolumeReclaimRetain,
+			StorageClassName:              empty,
+			PersistentVolumeSource: v1.PersistentVolumeSource{CSI: &v1.CSIPersistentVolumeSource{
+				Driver: driver, VolumeHandle: handle, VolumeAttributes: map[string]string{"from": "pv"}}},
+			ClaimRef: &v1.ObjectReference{Kind: "PersistentVolumeClaim", Namespace: n.NS, Name: name},
+		},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("create PV %s: %v", pvName, err)
+	}
+	pvc, err := pvcs.Create(ctx, &v1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: v1.PersistentVolumeClaimSpec{
+			AccessModes: []v1.PersistentVolumeAccessMode{v1.ReadWriteOnce}, StorageClassName: &empty, VolumeName: pvName,
+			Resources: v1.VolumeResourceRequirements{Requests: v1.ResourceList{v1.ResourceStorage: size}},
+		},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("create PVC %s: %v", name, err)
+	}
+	pv.Spec.ClaimRef.UID = pvc.UID
+	if pv, err = pvs.Update(ctx, pv, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	pv.Status.Phase = v1.VolumeBound
+	if _, err := pvs.UpdateStatus(ctx, pv, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	pvc.Status.Phase = v1.ClaimBound
+	pvc.Status.AccessModes, pvc.Status.Capacity = pvc.Spec.AccessModes, v1.ResourceList{v1.ResourceStorage: size}
+	if _, err := pvcs.UpdateStatus(ctx, pvc, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func claimVolume(name, claim string) v1.Volume {
+	return v1.Volume{Name: name, VolumeSource: v1.VolumeSource{PersistentVolumeClaim: &v1.PersistentVolumeClaimVolumeSource{ClaimName: claim}}}
+}
+
+func mnt(volume, path string) v1.VolumeMount { return v1.VolumeMount{Name: volume, MountPath: path} }
+
+// count is how many calls of method the plugin served for volumeID ("":
+// any).
+func count(calls []fakeplugin.Call, method, volumeID string) int {
+	c := 0
+	for _, call := range calls {
+		if call.Method == method && (volumeID == "" || call.VolumeID == volumeID) {
+			c++
+		}
+	}
+	return c
+}
+
+// deleted deletes the pod and waits until the API no longer has it: the
+// node lets it go only once its volumes are torn down.
+func (n *csiNode) deleted(t *testing.T, name string) {
+	t.Helper()
+	if err := n.Admin.CoreV1().Pods(n.NS).Delete(context.Background(), name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	agent.Eventually(t, "pod "+name+" gone", 90*time.Second, func() error {
+		_, err := n.Get(name)
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("still there: %v", err)
+	})
+}
+
+// csiMounts are the host's mounts of CSI volumes under the node's root.
+func (n *csiNode) csiMounts(t *testing.T) []string {
+	var out []string
+	for _, m := range agent.MountsUnder(t, n.RootDir) {
+		if strings.Contains(m, "kubernetes.io~csi") || strings.Contains(m, "kubernetes.io/csi") {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// TestCSIVolumes: a pod with a claim of a CSI PV (the driver requires no
+// attach) and an inline CSI volume runs; what it writes is in the
+// driver's directories; the PV was staged once and both published into
+// the pod with its information; deleted, the pod's volumes are
+// unpublished, the PV unstaged, and nothing stays mounted.
+func TestCSIVolumes(t *testing.T) {
+	n := newCSINode(t, false)
+	handle := "vol-" + n.NS
+	n.boundClaim(t, "data", handle)
+	inline := v1.Volume{Name: "scratch", VolumeSource: v1.VolumeSource{CSI: &v1.CSIVolumeSource{Driver: driver,
+		VolumeAttributes: map[string]string{"from": "inline"}}}}
+	pod := n.Run(t, n.NewPod("csi-pod", []v1.Volume{claimVolume("data", "data"), inline},
+		n.Busybox("c", "echo from-the-pod > /data/hello && echo inline > /scratch/hi && exec sleep 3600", mnt("data", "/data"), mnt("scratch", "/scratch"))))
+	agent.Eventually(t, "the pod's files in the driver's directories", 30*time.Second, func() error {
+		b, err := os.ReadFile(filepath.Join(n.backing, handle, "hello"))
+		if err != nil || string(b) != "from-the-pod\n" {
+			return fmt.Errorf("PV: %q, %v", b, err)
+		}
+		matches, _ := filepath.Glob(filepath.Join(n.backing, "csi-*", "hi"))
+		if len(matches) != 1 {
+			return fmt.Errorf("inline: %v", matches)
+		}
+		return nil
+	})
+	calls := n.plugin.Calls()
+	if count(calls, "NodeStageVolume", handle) != 1 || count(calls, "NodePublishVolume", handle) != 1 || count(calls, "NodePublishVolume", "") != 2 ||
+		count(calls, "NodeStageVolume", "") != 1 {
+		t.Fatalf("calls: %+v", calls)
+	}
+	for _, c := range calls {
+		if c.Method != "NodePublishVolume" {
+			continue
+		}
+		if c.VolumeContext["csi.storage.k8s.io/pod.name"] != "csi-pod" || c.VolumeContext["csi.storage.k8s.io/pod.uid"] != string(pod.UID) {
+			t.Errorf("publish without the pod's information: %+v", c.VolumeContext)
+		}
+		wantEph := strconv.FormatBool(c.VolumeID != handle)
+		if c.VolumeContext["csi.storage.k8s.io/ephemeral"] != wantEph {
+			t.Errorf("publish of %s: ephemeral %q, want %s", c.VolumeID, c.VolumeContext["csi.storage.k8s.io/ephemeral"], wantEph)
+		}
+		if !strings.HasPrefix(c.Path, filepath.Join(n.RootDir, "pods", string(pod.UID), "volumes", "kubernetes.io~csi")+"/") {
+			t.Errorf("target %s", c.Path)
+		}
+	}
+	if len(n.csiMounts(t)) != 3 { // the staging path and two targets
+		t.Errorf("CSI mounts: %v", n.csiMounts(t))
+	}
+
+	n.deleted(t, "csi-pod")
+	calls = n.plugin.Calls()
+	if count(calls, "NodeUnpublishVolume", "") != 2 || count(calls, "NodeUnstageVolume", handle) != 1 {
+		t.Fatalf("calls after the pod went: %+v", calls)
+	}
+	if m := n.csiMounts(t); len(m) != 0 {
+		t.Errorf("still mounted: %v", m)
+	}
+	// Upstream's kubelet removes the directory in a later housekeeping
+	// pass; actorlet before the pod leaves the API.
+	agent.Eventually(t, "the pod's directory removed", 30*time.Second, func() error {
+		if _, err := os.Stat(filepath.Join(n.RootDir, "pods", string(pod.UID))); !os.IsNotExist(err) {
+			return fmt.Errorf("the pod's directory stays: %v", err)
+		}
+		return nil
+	})
+	if b, err := os.ReadFile(filepath.Join(n.backing, handle, "hello")); err != nil || string(b) != "from-the-pod\n" {
+		t.Errorf("the volume's data after the pod: %q, %v", b, err)
+	}
+}
+
+// TestCSIVolumesAfterRestart: the node killed while a pod's CSI volume is
+// mounted, the pod deleted meanwhile: the node back, what its directories
+// say (vol_data.json) is unpublished and unstaged, and nothing stays.
+func TestCSIVolumesAfterRestart(t *testing.T) {
+	n := newCSINode(t, false, agent.WithConfig("syncFrequency: 10s\n"))
+	handle := "restart-" + n.NS
+	n.boundClaim(t, "data", handle)
+	pod := n.Run(t, n.NewPod("before", []v1.Volume{claimVolume("data", "data")}, n.Sleeper("c", mnt("data", "/data"))))
+	n.Stop(syscall.SIGKILL)
+	zero := int64(0)
+	if err := n.Admin.CoreV1().Pods(n.NS).Delete(context.Background(), "before", metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil {
+		t.Fatal(err)
+	}
+	n.Start()
+	agent.Eventually(t, "the volume unpublished and unstaged", 90*time.Second, func() error {
+		calls := n.plugin.Calls()
+		if count(calls, "NodeUnpublishVolume", handle) == 0 || count(calls, "NodeUnstageVolume", handle) == 0 {
+			return fmt.Errorf("calls %v", calls)
+		}
+		if m := n.csiMounts(t); len(m) != 0 {
+			return fmt.Errorf("still mounted: %v", m)
+		}
+		if _, err := os.Stat(filepath.Join(n.RootDir, "pods", string(pod.UID))); !os.IsNotExist(err) {
+			return fmt.Errorf("the pod's directory stays: %v", err)
+		}
+		return nil
+	})
+}
+
+// TestCSIHungPublish: a driver whose NodePublishVolume never answers
+// keeps only its pod waiting: another pod of the node starts meanwhile.
+func TestCSIHungPublish(t *testing.T) {
+	n := newCSINode(t, false)
+	handle := "hung-" + n.NS
+	n.boundClaim(t, "hung", handle)
+	n.plugin.HangPublish(handle)
+	n.Create(t, n.NewPod("stuck", []v1.Volume{claimVolume("data", "hung")}, n.Sleeper("c", mnt("data", "/data"))))
+	agent.Eventually(t, "the hung publish called", 30*time.Second, func() error {
+		if count(n.plugin.Calls(), "NodePublishVolume", handle) == 0 {
+			return fmt.Errorf("not yet")
+		}
+		return nil
+	})
+	n.Run(t, n.NewPod("free", nil, n.Sleeper("c")))
+	p, err := n.Get("stuck")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Status.Phase != v1.PodPending {
+		t.Errorf("the pod of the hung volume is %s", p.Status.Phase)
+	}
+}
+
+// TestCSIAttachRequired: with a driver that requires attach, the pod
+// waits until its VolumeAttachment, which the attach-detach controller
+// makes, is attached (the test plays external-attacher), and is then
+// given its publish context; the Node lists the volume in use meanwhile.
+func TestCSIAttachRequired(t *testing.T) {
+	n := newCSINode(t, true)
+	node, err := n.NodeObject()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if node.Annotations["volumes.kubernetes.io/controller-managed-attach-detach"] != "true" {
+		t.Fatalf("the Node's annotations: %v", node.Annotations)
+	}
+	startAttachDetachController(t, n)
+	handle := "att-" + n.NS
+	n.boundClaim(t, "data", handle)
+	n.Create(t, n.NewPod("attached", []v1.Volume{claimVolume("data", "data")}, n.Sleeper("c", mnt("data", "/data"))))
+
+	vas := n.Admin.StorageV1().VolumeAttachments()
+	var va *storagev1.VolumeAttachment
+	agent.Eventually(t, "the attach-detach controller's VolumeAttachment", 60*time.Second, func() error {
+		list, err := vas.List(context.Background(), metav1.ListOptions{})
+		if err != nil {
+			return err
+		}
+		for i := range list.Items {
+			if s := list.Items[i].Spec.Source.PersistentVolumeName; s != nil && *s == n.NS+"-data" && list.Items[i].Spec.NodeName == n.Name {
+				va = &list.Items[i]
+				return nil
+			}
+		}
+		return fmt.Errorf("none among %d", len(list.Items))
+	})
+	t.Cleanup(func() { _ = vas.Delete(context.Background(), va.Name, metav1.DeleteOptions{}) })
+	// Not attached yet: the pod waits, and nothing is published.
+	time.Sleep(2 * time.Second)
+	if c := count(n.plugin.Calls(), "NodePublishVolume", ""); c != 0 {
+		t.Fatalf("published %d times before the attach", c)
+	}
+	if !kubelet.Upstream {
+		// Upstream's kubelet waits without an event until its 2 min
+		// timeout; actorlet says at once what it waits for.
+		n.Event(t, "attached", "FailedMount", "waiting for VolumeAttachment "+va.Name)
+	}
+
+	va.Status = storagev1.VolumeAttachmentStatus{Attached: true, AttachmentMetadata: map[string]string{"device": "/dev/fake0"}}
+	if _, err := vas.UpdateStatus(context.Background(), va, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	n.Running(t, "attached", 3*time.Minute)
+	calls := n.plugin.Calls()
+	for _, c := range calls {
+		if (c.Method == "NodePublishVolume" || c.Method == "NodeStageVolume") && c.PublishContext["device"] != "/dev/fake0" {
+			t.Errorf("%s without the attachment's publish context: %+v", c.Method, c.PublishContext)
+		}
+	}
+	want := v1.UniqueVolumeName("kubernetes.io/csi/" + driver + "^" + handle)
+	agent.Eventually(t, "the volume in the Node's volumesInUse", 60*time.Second, func() error {
+		node, err := n.NodeObject()
+		if err != nil {
+			return err
+		}
+		if !slices.Contains(node.Status.VolumesInUse, want) {
+			return fmt.Errorf("volumesInUse %v", node.Status.VolumesInUse)
+		}
+		return nil
+	})
+
+	n.deleted(t, "attached")
+	agent.Eventually(t, "the volume no longer in use", 60*time.Second, func() error {
+		node, err := n.NodeObject()
+		if err != nil {
+			return err
+		}
+		if slices.Contains(node.Status.VolumesInUse, want) {
+			return fmt.Errorf("volumesInUse %v", node.Status.VolumesInUse)
+		}
+		return nil
+	})
+	if m := n.csiMounts(t); len(m) != 0 {
+		t.Errorf("still mounted: %v", m)
+	}
+}
+
+// startAttachDetachController runs a kube-controller-manager of the
+// environment's build with only the attach-detach controller, for this
+// test: the environment's own runs without it. It acts on the pods with
+// attachable volumes only, which no other test makes.
+func startAttachDetachController(t *testing.T, n *csiNode) {
+	t.Helper()
+	bin := os.Getenv("ACTORLET_KUBE_BIN")
+	if bin == "" {
+		bin = filepath.Join(n.Env.StateDir, "bin", "v1.37.2")
+	}
+	kcm := filepath.Join(bin, "kube-controller-manager")
+	if _, err := os.Stat(kcm); err != nil {
+		t.Fatalf("kube-controller-manager: %v", err)
+	}
+	dir := t.TempDir()
+	logFile, err := os.Create(filepath.Join(dir, "kcm.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(kcm, "--kubeconfig="+n.Env.AdminKubeconfig,
+		"--authentication-kubeconfig="+n.Env.AdminKubeconfig, "--authorization-kubeconfig="+n.Env.AdminKubeconfig,
+		"--bind-address=127.0.0.1", "--secure-port="+strconv.Itoa(agent.FreePort(t)), "--cert-dir="+dir,
+		"--leader-elect=false", "--controllers=persistentvolume-attach-detach-controller")
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		_ = logFile.Close()
+		if t.Failed() {
+			b, _ := os.ReadFile(logFile.Name())
+			t.Logf("attach-detach controller log (tail):\n%s", tail(string(b), 40))
+		}
+	})
+}
+
+func tail(s string, n int) string {
+	lines := strings.Split(s, "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
