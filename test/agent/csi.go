@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -44,6 +45,13 @@ type CSIDriverConfig struct {
 	// Delete, expansion allowed), all removed at cleanup. A cold build of
 	// the sidecars takes minutes.
 	Sidecars bool
+	// AttachDetach adds the attach-detach controller to the sidecars'
+	// kube-controller-manager: it makes the VolumeAttachment of every
+	// volume of a pod bound to a node that has the controller-managed
+	// annotation, which external-attacher then attaches, and deletes it
+	// once no pod there needs the volume and the node no longer lists it
+	// in use.
+	AttachDetach bool
 }
 
 // HostpathDriver is the hostpath driver's default name.
@@ -142,6 +150,32 @@ var storageControllers = []string{
 	"persistentvolumeclaim-protection-controller",
 }
 
+// AttachDetachController is kube-controller-manager's name of the
+// attach-detach controller, which the environment's does not run either.
+const AttachDetachController = "persistentvolume-attach-detach-controller"
+
+// StartKubeControllers runs, for the test, a kube-controller-manager of
+// the environment's build with only the given controllers, beside the
+// environment's (see storageControllers for why not in it); it stops at
+// the test's cleanup and its log is printed if the test failed.
+func StartKubeControllers(t testing.TB, e *env.Env, controllers ...string) {
+	t.Helper()
+	p := startKubeControllers(t, e, controllers...)
+	t.Cleanup(func() {
+		p.stop()
+		if t.Failed() {
+			t.Logf("--- kube-controller-manager (%s)\n%s", strings.Join(controllers, ","), p.logs())
+		}
+	})
+}
+
+func startKubeControllers(t testing.TB, e *env.Env, controllers ...string) *hostProcess {
+	t.Helper()
+	return startHostProcess(t, "kube-controller-manager", filepath.Join(e.KubeBin, "kube-controller-manager"),
+		"--kubeconfig="+e.AdminKubeconfig, "--leader-elect=false", "--secure-port=0",
+		"--controllers="+strings.Join(controllers, ","))
+}
+
 var sidecarsOnce struct {
 	sync.Once
 	dir string
@@ -213,10 +247,12 @@ func (d *CSIDriver) startSidecars() {
 
 	common := []string{"--csi-address=" + d.Endpoint, "--kubeconfig=" + d.env.AdminKubeconfig,
 		"--leader-election=false", "--v=3", "--timeout=30s"}
+	controllers := storageControllers
+	if d.AttachDetach {
+		controllers = append(slices.Clone(controllers), AttachDetachController)
+	}
 	d.procs = append(d.procs,
-		startHostProcess(t, "kube-controller-manager", filepath.Join(d.env.KubeBin, "kube-controller-manager"),
-			"--kubeconfig="+d.env.AdminKubeconfig, "--leader-elect=false", "--secure-port=0",
-			"--controllers="+strings.Join(storageControllers, ",")),
+		startKubeControllers(t, d.env, controllers...),
 		startHostProcess(t, "csi-provisioner", filepath.Join(bin, "csi-provisioner"), common...),
 		startHostProcess(t, "csi-attacher", filepath.Join(bin, "csi-attacher"), common...))
 	t.Cleanup(d.deleteProvisioned)

@@ -4,9 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -301,7 +299,7 @@ func TestCSIAttachRequired(t *testing.T) {
 	if node.Annotations["volumes.kubernetes.io/controller-managed-attach-detach"] != "true" {
 		t.Fatalf("the Node's annotations: %v", node.Annotations)
 	}
-	startAttachDetachController(t, n)
+	agent.StartKubeControllers(t, n.Env, agent.AttachDetachController)
 	handle := "att-" + n.NS
 	n.boundClaim(t, "data", handle)
 	n.Create(t, n.NewPod("attached", []v1.Volume{claimVolume("data", "data")}, n.Sleeper("c", mnt("data", "/data"))))
@@ -345,75 +343,11 @@ func TestCSIAttachRequired(t *testing.T) {
 		}
 	}
 	want := v1.UniqueVolumeName("kubernetes.io/csi/" + driver + "^" + handle)
-	agent.Eventually(t, "the volume in the Node's volumesInUse", 60*time.Second, func() error {
-		node, err := n.NodeObject()
-		if err != nil {
-			return err
-		}
-		if !slices.Contains(node.Status.VolumesInUse, want) {
-			return fmt.Errorf("volumesInUse %v", node.Status.VolumesInUse)
-		}
-		return nil
-	})
+	volumeInUse(t, n.ClusterNode, want, true)
 
 	n.deleted(t, "attached")
-	agent.Eventually(t, "the volume no longer in use", 60*time.Second, func() error {
-		node, err := n.NodeObject()
-		if err != nil {
-			return err
-		}
-		if slices.Contains(node.Status.VolumesInUse, want) {
-			return fmt.Errorf("volumesInUse %v", node.Status.VolumesInUse)
-		}
-		return nil
-	})
+	volumeInUse(t, n.ClusterNode, want, false)
 	if m := n.csiMounts(t); len(m) != 0 {
 		t.Errorf("still mounted: %v", m)
 	}
-}
-
-// startAttachDetachController runs a kube-controller-manager of the
-// environment's build with only the attach-detach controller, for this
-// test: the environment's own runs without it. It acts on the pods with
-// attachable volumes only, which no other test makes.
-func startAttachDetachController(t *testing.T, n *csiNode) {
-	t.Helper()
-	bin := os.Getenv("ACTORLET_KUBE_BIN")
-	if bin == "" {
-		bin = filepath.Join(n.Env.StateDir, "bin", "v1.37.2")
-	}
-	kcm := filepath.Join(bin, "kube-controller-manager")
-	if _, err := os.Stat(kcm); err != nil {
-		t.Fatalf("kube-controller-manager: %v", err)
-	}
-	dir := t.TempDir()
-	logFile, err := os.Create(filepath.Join(dir, "kcm.log"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(kcm, "--kubeconfig="+n.Env.AdminKubeconfig,
-		"--authentication-kubeconfig="+n.Env.AdminKubeconfig, "--authorization-kubeconfig="+n.Env.AdminKubeconfig,
-		"--bind-address=127.0.0.1", "--secure-port="+strconv.Itoa(agent.FreePort(t)), "--cert-dir="+dir,
-		"--leader-elect=false", "--controllers=persistentvolume-attach-detach-controller")
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-		_ = logFile.Close()
-		if t.Failed() {
-			b, _ := os.ReadFile(logFile.Name())
-			t.Logf("attach-detach controller log (tail):\n%s", tail(string(b), 40))
-		}
-	})
-}
-
-func tail(s string, n int) string {
-	lines := strings.Split(s, "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
 }

@@ -155,21 +155,7 @@ func TestCSIAttach(t *testing.T) {
 	ctx := context.Background()
 	admin := n.Admin
 
-	agent.Eventually(t, "the driver in the node's CSINode", 60*time.Second, func() error {
-		c, err := admin.StorageV1().CSINodes().Get(ctx, n.Name, metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		for _, dr := range c.Spec.Drivers {
-			if dr.Name == d.Name {
-				if dr.NodeID != d.NodeID {
-					return fmt.Errorf("node ID %q, want %q", dr.NodeID, d.NodeID)
-				}
-				return nil
-			}
-		}
-		return fmt.Errorf("drivers %v", c.Spec.Drivers)
-	})
+	driverOnNode(t, n, d)
 
 	ns := n.Namespace("csi")
 	pv := provision(t, admin, d, ns, "attached", "2Mi", v1.ReadWriteOnce)

@@ -1,0 +1,125 @@
+package csi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/actorlet/actorlet/test/agent"
+	"github.com/actorlet/actorlet/test/env"
+)
+
+// TestCSIHostpathPod: a volume's whole life through the node with a real
+// driver and its sidecars. A claim of the hostpath driver's StorageClass
+// is provisioned and bound; the attach-detach controller makes the
+// VolumeAttachment of the pod that uses it, external-attacher attaches
+// it; the node stages and publishes the volume, and what the pod writes
+// is in the driver's volume directory; the Node lists the volume in use.
+// The pod deleted: unpublished and unstaged, no mount left, the volume no
+// longer in use, the VolumeAttachment detached and gone. The claim
+// deleted: the volume's directory gone.
+func TestCSIHostpathPod(t *testing.T) {
+	agent.CSISidecars(t, env.Require(t, env.WithAPIServer()))
+	n := &csiNode{APIPods: kubelet.NewAPIPods(t)}
+	n.Up(t, "csi-hostpath")
+	d := agent.StartCSIDriver(t, n.Env, agent.CSIDriverConfig{Sidecars: true, AttachDetach: true,
+		KubeletRoot: n.RootDir, NodeID: "hostpath-" + n.Name})
+	ctx := context.Background()
+	driverOnNode(t, n.ClusterNode, d)
+
+	pv := provision(t, n.Admin, d, n.NS, "data", "4Mi", v1.ReadWriteOnce)
+	handle := pv.Spec.CSI.VolumeHandle
+	n.Run(t, n.NewPod("writer", []v1.Volume{claimVolume("data", "data")},
+		n.Busybox("c", "echo from-the-pod > /data/hello && exec sleep 3600", mnt("data", "/data"))))
+	agent.Eventually(t, "the pod's file in the driver's volume", 30*time.Second, func() error {
+		b, err := os.ReadFile(filepath.Join(d.VolumeDir(handle), "hello"))
+		if err != nil || string(b) != "from-the-pod\n" {
+			return fmt.Errorf("%q, %v", b, err)
+		}
+		return nil
+	})
+	vas, err := n.Admin.StorageV1().VolumeAttachments().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var va string
+	for _, a := range vas.Items {
+		if s := a.Spec.Source.PersistentVolumeName; s != nil && *s == pv.Name && a.Spec.NodeName == n.Name && a.Status.Attached {
+			va = a.Name
+		}
+	}
+	if va == "" {
+		t.Fatalf("no attached VolumeAttachment of %s on %s among %d", pv.Name, n.Name, len(vas.Items))
+	}
+	if m := n.csiMounts(t); len(m) != 2 { // the staging path and the pod's target
+		t.Errorf("CSI mounts: %v", m)
+	}
+	inUse := v1.UniqueVolumeName("kubernetes.io/csi/" + d.Name + "^" + handle)
+	volumeInUse(t, n.ClusterNode, inUse, true)
+
+	n.deleted(t, "writer")
+	if m := n.csiMounts(t); len(m) != 0 {
+		t.Errorf("still mounted: %v", m)
+	}
+	volumeInUse(t, n.ClusterNode, inUse, false)
+	agent.Eventually(t, "VolumeAttachment "+va+" detached and gone", 2*time.Minute, func() error {
+		_, err := n.Admin.StorageV1().VolumeAttachments().Get(ctx, va, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		if err == nil {
+			err = errors.New("still there")
+		}
+		return err
+	})
+	deleteClaim(t, n.Admin, n.NS, "data", pv.Name)
+	if _, err := os.Stat(d.VolumeDir(handle)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the volume's directory after its PV is deleted: %v, want it gone", err)
+	}
+}
+
+// driverOnNode waits until the node's CSINode lists the driver with its
+// node ID: the driver registered through plugins_registry.
+func driverOnNode(t *testing.T, n *agent.ClusterNode, d *agent.CSIDriver) {
+	t.Helper()
+	agent.Eventually(t, "the driver in the node's CSINode", 60*time.Second, func() error {
+		c, err := n.Admin.StorageV1().CSINodes().Get(context.Background(), n.Name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		for _, dr := range c.Spec.Drivers {
+			if dr.Name == d.Name {
+				if dr.NodeID != d.NodeID {
+					return fmt.Errorf("node ID %q, want %q", dr.NodeID, d.NodeID)
+				}
+				return nil
+			}
+		}
+		return fmt.Errorf("drivers %v", c.Spec.Drivers)
+	})
+}
+
+// volumeInUse waits until the Node's status.volumesInUse lists the volume,
+// or no longer does.
+func volumeInUse(t *testing.T, n *agent.ClusterNode, name v1.UniqueVolumeName, want bool) {
+	t.Helper()
+	agent.Eventually(t, fmt.Sprintf("%s in the Node's volumesInUse: %v", name, want), 60*time.Second, func() error {
+		node, err := n.NodeObject()
+		if err != nil {
+			return err
+		}
+		if slices.Contains(node.Status.VolumesInUse, name) != want {
+			return fmt.Errorf("volumesInUse %v", node.Status.VolumesInUse)
+		}
+		return nil
+	})
+}
