@@ -68,8 +68,8 @@ func TestCSIHostpathPod(t *testing.T) {
 	inUse := v1.UniqueVolumeName("kubernetes.io/csi/" + d.Name + "^" + handle)
 	volumeInUse(t, n.ClusterNode, inUse, true)
 	// The driver measures the volume (NodeGetVolumeStats): its capacity
-	// is the claim's, its usage the pod's file. The directory, and so the
-	// summary's name, is the PV's.
+	// is the claim's, its usage the pod's file. The summary names it by
+	// its directory, the PV's name (upstream: the pod's volume name).
 	agent.Eventually(t, "the volume in /stats/summary with the driver's figures", 90*time.Second, func() error {
 		vols, err := n.summaryVolumes(writer.UID)
 		if err != nil {

@@ -220,8 +220,10 @@ func TestCSIVolumes(t *testing.T) {
 	if len(n.csiMounts(t)) != 3 { // the staging path and two targets
 		t.Errorf("CSI mounts: %v", n.csiMounts(t))
 	}
-	// The PV's directory is named after the PV, as upstream's; the inline
-	// volume's after the pod's volume.
+	// The summary names a volume by its directory: the PV's after the PV
+	// (upstream's summary names it "data", the pod's volume, with a PVC
+	// reference: the provider does not read pod specs), the inline one
+	// after the pod's volume.
 	pvDir := n.NS + "-data"
 	agent.Eventually(t, "both CSI volumes in /stats/summary with the driver's figures", 90*time.Second, func() error {
 		vols, err := n.summaryVolumes(pod.UID)
