@@ -566,8 +566,8 @@ func (a *Actor) runtimeEnv() (*runtimeEnv, error) {
 	env.stats = &stats.Provider{Runtime: a.deps.Runtime, Images: a.deps.Images, NodeName: a.deps.NodeName,
 		RootDir: a.deps.RootDir, PodLogsDir: c.PodLogsDir, PodCgroupRoot: env.cgroups.PodsCgroup(),
 		CgroupDriver:      env.runtime.Opts.CgroupDriver,
-		VolumeStatsPeriod: volumeStatsPeriod(c.VolumeStatsAggPeriod.Duration),
-		Log:               a.log.With().Str("component", "stats").Logger()}
+		VolumeStatsPeriod: volumeStatsPeriod(c.VolumeStatsAggPeriod.Duration), CSIDrivers: env.csiDrivers,
+		Log: a.log.With().Str("component", "stats").Logger()}
 	thresholds, err := evictionpolicy.ParseThresholds(c.EnforceNodeAllocatable, c.EvictionHard, c.EvictionSoft,
 		c.EvictionSoftGracePeriod, c.EvictionMinimumReclaim)
 	if err != nil {

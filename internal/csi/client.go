@@ -2,6 +2,7 @@ package csi
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 
@@ -63,6 +64,9 @@ type NodeCapabilities struct {
 	// SingleNodeMultiWriter: the driver tells ReadWriteOnce from
 	// ReadWriteOncePod (SINGLE_NODE_MULTI_WRITER, SINGLE_NODE_SINGLE_WRITER).
 	SingleNodeMultiWriter bool
+	// GetVolumeStats: the driver answers NodeGetVolumeStats, so its
+	// volumes' figures come from it (upstream's NodeSupportsVolumeStats).
+	GetVolumeStats bool
 }
 
 // NodeGetCapabilities asks the driver at endpoint for its Node service's
@@ -87,6 +91,8 @@ func NodeGetCapabilities(ctx context.Context, endpoint string) (NodeCapabilities
 			caps.VolumeMountGroup = true
 		case csipb.NodeServiceCapability_RPC_SINGLE_NODE_MULTI_WRITER:
 			caps.SingleNodeMultiWriter = true
+		case csipb.NodeServiceCapability_RPC_GET_VOLUME_STATS:
+			caps.GetVolumeStats = true
 		}
 	}
 	return caps, nil
@@ -137,4 +143,59 @@ func call(ctx context.Context, endpoint, rpc string, fn func(csipb.NodeClient) e
 		return fmt.Errorf("%s at %s: %w", rpc, endpoint, err)
 	}
 	return nil
+}
+
+// VolumeStats are a volume's figures as its driver tells them; a unit the
+// driver does not report stays zero, as upstream's.
+type VolumeStats struct {
+	Used, Capacity, Available      uint64
+	InodesUsed, Inodes, InodesFree uint64
+}
+
+// NodeGetVolumeStats asks the driver at endpoint for the usage of the
+// volume volumeID published at volumePath, as upstream's
+// csiDriverClient.NodeGetVolumeStats: BYTES usage gives the bytes, INODES
+// usage the inodes. Upstream sends no staging path and does not read the
+// volume condition here (that is NodeGetVolumeHealth's, behind the
+// CSIVolumeHealth alpha gate, off by default), nor does this.
+func NodeGetVolumeStats(ctx context.Context, endpoint, volumeID, volumePath string) (VolumeStats, error) {
+	if volumeID == "" {
+		return VolumeStats{}, errors.New("missing volume id")
+	}
+	if volumePath == "" {
+		return VolumeStats{}, errors.New("missing target path")
+	}
+	var res *csipb.NodeGetVolumeStatsResponse
+	err := call(ctx, endpoint, "NodeGetVolumeStats", func(c csipb.NodeClient) error {
+		var err error
+		res, err = c.NodeGetVolumeStats(ctx, &csipb.NodeGetVolumeStatsRequest{VolumeId: volumeID, VolumePath: volumePath})
+		return err
+	})
+	if err != nil {
+		return VolumeStats{}, err
+	}
+	usages := res.GetUsage()
+	if usages == nil {
+		return VolumeStats{}, fmt.Errorf("NodeGetVolumeStats at %s: failed to get usage from response. usage is nil", endpoint)
+	}
+	var s VolumeStats
+	for _, u := range usages {
+		switch u.GetUnit() {
+		case csipb.VolumeUsage_BYTES:
+			s.Available, s.Capacity, s.Used = nonNegative(u.GetAvailable()), nonNegative(u.GetTotal()), nonNegative(u.GetUsed())
+		case csipb.VolumeUsage_INODES:
+			s.InodesFree, s.Inodes, s.InodesUsed = nonNegative(u.GetAvailable()), nonNegative(u.GetTotal()), nonNegative(u.GetUsed())
+		}
+	}
+	return s, nil
+}
+
+// nonNegative is n as a count: a driver's negative figure (the spec's
+// fields are signed) is none rather than upstream's wrapped-around
+// uint64.
+func nonNegative(n int64) uint64 {
+	if n < 0 {
+		return 0
+	}
+	return uint64(n)
 }

@@ -210,3 +210,27 @@ func (d *du) walk(fd int, path string) error {
 	}
 	return nil
 }
+
+// CSIPublished is a pod's CSI volume as its directory tells it: the driver
+// that published it, the volume's handle and the publish target, which
+// upstream's metricsCsi hands the driver to measure.
+type CSIPublished struct {
+	Driver, Handle, Target string
+}
+
+// CSI reads the vol_data.json of a CSI volume (Plugin PluginCSI). A
+// directory without one has nothing published yet.
+func (v PodVolume) CSI() (CSIPublished, error) {
+	if v.Plugin != PluginCSI {
+		return CSIPublished{}, fmt.Errorf("%s is no CSI volume", v.Path)
+	}
+	data, err := loadVolData(v.Path)
+	if err != nil {
+		return CSIPublished{}, err
+	}
+	p := CSIPublished{Driver: data[volDataDriverName], Handle: data[volDataVolHandle], Target: filepath.Join(v.Path, csiPodMountDir)}
+	if p.Driver == "" || p.Handle == "" {
+		return CSIPublished{}, fmt.Errorf("%s names no driver or volume handle", filepath.Join(v.Path, volDataFile))
+	}
+	return p, nil
+}

@@ -29,7 +29,9 @@ import (
 // deleted: the volume's directory gone.
 func TestCSIHostpathPod(t *testing.T) {
 	agent.CSISidecars(t, env.Require(t, env.WithAPIServer()))
-	n := &csiNode{APIPods: kubelet.NewAPIPods(t)}
+	// A short volume stats period: a measure taken before the publish
+	// (the eviction manager reads the summary too) is not kept long.
+	n := &csiNode{APIPods: kubelet.NewAPIPods(t, agent.WithConfig("volumeStatsAggPeriod: 10s\n"))}
 	n.Up(t, "csi-hostpath")
 	d := agent.StartCSIDriver(t, n.Env, agent.CSIDriverConfig{Sidecars: true, AttachDetach: true,
 		KubeletRoot: n.RootDir, NodeID: "hostpath-" + n.Name})
@@ -38,7 +40,7 @@ func TestCSIHostpathPod(t *testing.T) {
 
 	pv := provision(t, n.Admin, d, n.NS, "data", "4Mi", v1.ReadWriteOnce)
 	handle := pv.Spec.CSI.VolumeHandle
-	n.Run(t, n.NewPod("writer", []v1.Volume{claimVolume("data", "data")},
+	writer := n.Run(t, n.NewPod("writer", []v1.Volume{claimVolume("data", "data")},
 		n.Busybox("c", "echo from-the-pod > /data/hello && exec sleep 3600", mnt("data", "/data"))))
 	agent.Eventually(t, "the pod's file in the driver's volume", 30*time.Second, func() error {
 		b, err := os.ReadFile(filepath.Join(d.VolumeDir(handle), "hello"))
@@ -65,6 +67,24 @@ func TestCSIHostpathPod(t *testing.T) {
 	}
 	inUse := v1.UniqueVolumeName("kubernetes.io/csi/" + d.Name + "^" + handle)
 	volumeInUse(t, n.ClusterNode, inUse, true)
+	// The driver measures the volume (NodeGetVolumeStats): its capacity
+	// is the claim's, its usage the pod's file. The summary names it by
+	// its directory, the PV's name (upstream: the pod's volume name).
+	agent.Eventually(t, "the volume in /stats/summary with the driver's figures", 90*time.Second, func() error {
+		vols, err := n.summaryVolumes(writer.UID)
+		if err != nil {
+			return err
+		}
+		v, ok := vols[pv.Name]
+		if !ok {
+			return fmt.Errorf("volume %s not listed among %d", pv.Name, len(vols))
+		}
+		if figure(v.CapacityBytes) == 0 || figure(v.UsedBytes) == 0 || figure(v.Inodes) == 0 {
+			return fmt.Errorf("volume %s: used %d of %d bytes, %d inodes; want nonzero", pv.Name,
+				figure(v.UsedBytes), figure(v.CapacityBytes), figure(v.Inodes))
+		}
+		return nil
+	})
 
 	n.deleted(t, "writer")
 	if m := n.csiMounts(t); len(m) != 0 {

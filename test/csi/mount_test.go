@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	csipb "github.com/container-storage-interface/spec/lib/go/csi"
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -31,6 +32,14 @@ type csiNode struct {
 	backing string
 }
 
+// fakeUsage is what the fake driver tells of every volume's usage:
+// figures no filesystem on the node has, so the summary shows whether
+// they came from the driver.
+var fakeUsage = []*csipb.VolumeUsage{
+	{Unit: csipb.VolumeUsage_BYTES, Total: 5 << 30, Available: 5<<30 - 123456789, Used: 123456789},
+	{Unit: csipb.VolumeUsage_INODES, Total: 4321, Available: 4000, Used: 321},
+}
+
 // newCSINode starts the node, registers the fake driver (staging volumes)
 // and makes its CSIDriver object with attachRequired as asked.
 func newCSINode(t *testing.T, attachRequired bool, opts ...agent.NodeOption) *csiNode {
@@ -44,7 +53,7 @@ func newCSINode(t *testing.T, attachRequired bool, opts ...agent.NodeOption) *cs
 	}
 	n.plugin = &fakeplugin.Plugin{Type: registerapi.CSIPlugin, Name: driver, Versions: []string{"1.0.0"},
 		NodeID: "fake-node-" + n.Name, MaxVolumes: 7, Topology: map[string]string{topologyKey: "zone-1"},
-		BackingDir: n.backing, StageUnstage: true}
+		BackingDir: n.backing, StageUnstage: true, GetVolumeStats: true, VolumeUsage: fakeUsage}
 	n.plugin.Serve(t, filepath.Join(n.RootDir, "plugins_registry", driver+"-reg.sock"), filepath.Join(csiDir, "csi.sock"))
 	registered(t, n.ClusterNode, n.plugin, 1)
 
@@ -210,6 +219,34 @@ func TestCSIVolumes(t *testing.T) {
 	}
 	if len(n.csiMounts(t)) != 3 { // the staging path and two targets
 		t.Errorf("CSI mounts: %v", n.csiMounts(t))
+	}
+	// The summary names a volume by its directory: the PV's after the PV
+	// (upstream's summary names it "data", the pod's volume, with a PVC
+	// reference: the provider does not read pod specs), the inline one
+	// after the pod's volume.
+	pvDir := n.NS + "-data"
+	agent.Eventually(t, "both CSI volumes in /stats/summary with the driver's figures", 90*time.Second, func() error {
+		vols, err := n.summaryVolumes(pod.UID)
+		if err != nil {
+			return err
+		}
+		for _, name := range []string{pvDir, "scratch"} {
+			v, ok := vols[name]
+			if !ok {
+				return fmt.Errorf("volume %s not listed among %d", name, len(vols))
+			}
+			if figure(v.UsedBytes) != 123456789 || figure(v.CapacityBytes) != 5<<30 || figure(v.InodesUsed) != 321 || figure(v.Inodes) != 4321 {
+				return fmt.Errorf("volume %s: used %d of %d bytes, %d of %d inodes; want the driver's", name,
+					figure(v.UsedBytes), figure(v.CapacityBytes), figure(v.InodesUsed), figure(v.Inodes))
+			}
+		}
+		return nil
+	})
+	for _, c := range n.plugin.StatsCalls() {
+		if !strings.HasPrefix(c.Path, filepath.Join(n.RootDir, "pods", string(pod.UID), "volumes", "kubernetes.io~csi")+"/") ||
+			filepath.Base(c.Path) != "mount" {
+			t.Errorf("NodeGetVolumeStats of %s at %s, want the publish target", c.VolumeID, c.Path)
+		}
 	}
 
 	n.deleted(t, "csi-pod")

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -45,12 +46,28 @@ func (p *Provider) podStats(ctx context.Context, now time.Time, onlyCPUAndMemory
 		ps.Containers = append(ps.Containers, cs)
 	}
 
+	// The pods' volumes are measured concurrently: a hung CSI driver
+	// costs the request its timeout once, not once per pod.
+	volsBySandbox := map[string][]podVolume{}
+	if !onlyCPUAndMemory {
+		var mu sync.Mutex
+		var wg sync.WaitGroup
+		for id, ps := range bySandbox {
+			wg.Go(func() {
+				vols := p.podVolumes(ps.PodRef.UID, now)
+				mu.Lock()
+				volsBySandbox[id] = vols
+				mu.Unlock()
+			})
+		}
+		wg.Wait()
+	}
 	pods := make([]statsapi.PodStats, 0, len(bySandbox))
 	for id, ps := range bySandbox {
 		p.addPodCPUAndMemory(ps, now)
 		if !onlyCPUAndMemory {
 			ps.Network = p.podNetwork(ctx, sandboxByID[id], now)
-			vols := p.podVolumes(ps.PodRef.UID, now)
+			vols := volsBySandbox[id]
 			ps.VolumeStats = volumeStats(vols)
 			ps.EphemeralStorage = p.podEphemeralStorage(ps, vols, nodeFs, now)
 		}

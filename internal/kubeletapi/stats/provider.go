@@ -12,6 +12,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
+
+	"github.com/actorlet/actorlet/internal/csi/registry"
 )
 
 // RuntimeService is the part of the CRI runtime service the statistics
@@ -67,8 +69,13 @@ type Provider struct {
 	// (volumeStatsAggPeriod); zero is upstream's default, a minute, and a
 	// negative one turns volume stats off.
 	VolumeStatsPeriod time.Duration
+	// CSIDrivers are the CSI drivers registered on the node, which
+	// measure their volumes; nil: none, and CSI volumes are left out.
+	CSIDrivers registry.Reader
 	// Log receives what is left out of a partial answer and why.
 	Log zerolog.Logger
+
+	csiStatsTimeout time.Duration // tests shorten csiStatsTimeout
 
 	once     sync.Once
 	host     string

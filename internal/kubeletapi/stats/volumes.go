@@ -2,6 +2,9 @@ package stats
 
 import (
 	"cmp"
+	"context"
+	"errors"
+	"fmt"
 	"slices"
 	"sync"
 	"time"
@@ -9,8 +12,17 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 
+	"github.com/actorlet/actorlet/internal/csi"
+	"github.com/actorlet/actorlet/internal/csi/registry"
 	"github.com/actorlet/actorlet/internal/volume"
 )
+
+// csiStatsTimeout bounds the calls that measure one CSI volume. Upstream
+// measures in the background with its csiTimeout (two minutes); here a
+// request waits for the measure, so a hung driver must cost it seconds
+// only, and no more than once per volume stats period (its failure is
+// cached as figures are).
+const csiStatsTimeout = 5 * time.Second
 
 // defaultVolumeStatsPeriod is how long a volume's figures are reused when
 // Provider.VolumeStatsPeriod is zero: upstream's default volume stats
@@ -32,7 +44,11 @@ type volumeSample struct {
 	at        time.Time
 	metrics   volume.Metrics
 	ephemeral bool
-	used      time.Time // last request that read it
+	// failed: the volume could not be measured at that time; it is left
+	// out until the period ends, as upstream's calculator leaves it out
+	// until its next round, rather than tried again at every request.
+	failed bool
+	used   time.Time // last request that read it
 }
 
 // volumeCache keeps each volume's last figures by its path; a volume no
@@ -56,7 +72,8 @@ type podVolume struct {
 // plugin for it measures (volume.PodVolume.Metrics), sorted by name. A
 // volume that cannot be measured is left out, as upstream's. No PVC
 // reference: the directories do not tell which claim a local volume came
-// from.
+// from. The volumes are measured concurrently, so that a slow one (a hung
+// CSI driver) holds the others no longer than itself.
 func (p *Provider) podVolumes(uid string, now time.Time) []podVolume {
 	if p.RootDir == "" || p.volumeStatsPeriod() < 0 {
 		return nil
@@ -66,10 +83,16 @@ func (p *Provider) podVolumes(uid string, now time.Time) []podVolume {
 		p.Log.Debug().Err(err).Str("pod", uid).Msg("pod volumes left out")
 		return nil
 	}
+	samples := make([]volumeSample, len(vols))
+	var wg sync.WaitGroup
+	for i, v := range vols {
+		wg.Go(func() { samples[i] = p.volumeSample(v, now) })
+	}
+	wg.Wait()
 	out := make([]podVolume, 0, len(vols))
-	for _, v := range vols {
-		s, ok := p.volumeSample(v, now)
-		if !ok {
+	for i, v := range vols {
+		s := samples[i]
+		if s.failed {
 			continue
 		}
 		m := s.metrics
@@ -90,20 +113,25 @@ func (p *Provider) podVolumes(uid string, now time.Time) []podVolume {
 	return out
 }
 
-// volumeSample is the volume's figures, measured again when the cached
-// ones are older than the volume stats period.
-func (p *Provider) volumeSample(v volume.PodVolume, now time.Time) (volumeSample, bool) {
+// volumeSample is the volume's figures (or its failure), measured again
+// when the cached ones are older than the volume stats period.
+func (p *Provider) volumeSample(v volume.PodVolume, now time.Time) volumeSample {
 	c := &p.volumes
 	c.mu.Lock()
 	s, ok := c.samples[v.Path]
 	c.mu.Unlock()
 	if !ok || now.Sub(s.at) >= p.volumeStatsPeriod() {
-		m, err := v.Metrics()
-		if err != nil {
+		m, err := p.measure(v)
+		switch {
+		case errors.Is(err, errStatsNotSupported):
+			// Expected, as upstream, which logs nothing for it.
+			s = volumeSample{at: now, failed: true}
+		case err != nil:
 			p.Log.Debug().Err(err).Str("volume", v.Path).Msg("volume figures left out")
-			return volumeSample{}, false
+			s = volumeSample{at: now, failed: true}
+		default:
+			s = volumeSample{at: now, metrics: m, ephemeral: v.Ephemeral(m)}
 		}
-		s = volumeSample{at: now, metrics: m, ephemeral: v.Ephemeral(m)}
 	}
 	s.used = now
 	c.mu.Lock()
@@ -112,7 +140,58 @@ func (p *Provider) volumeSample(v volume.PodVolume, now time.Time) (volumeSample
 	}
 	c.samples[v.Path] = s
 	c.mu.Unlock()
-	return s, true
+	return s
+}
+
+// errStatsNotSupported: the volume's driver does not give its figures.
+var errStatsNotSupported = errors.New("volume stats not supported")
+
+// measure measures the volume as upstream's plugin for it does: a CSI
+// volume by its driver, every other one on disk.
+func (p *Provider) measure(v volume.PodVolume) (volume.Metrics, error) {
+	if v.Plugin != volume.PluginCSI {
+		return v.Metrics()
+	}
+	return p.measureCSI(v)
+}
+
+// measureCSI is upstream's metricsCsi.GetMetrics: the registered driver
+// that published the volume is asked for its figures, with the volume's
+// handle and publish target, when its node service has GET_VOLUME_STATS.
+// Without the capability, or without the driver registered, the volume
+// is left out.
+func (p *Provider) measureCSI(v volume.PodVolume) (volume.Metrics, error) {
+	pub, err := v.CSI()
+	if err != nil {
+		return volume.Metrics{}, err
+	}
+	var drv registry.Driver
+	ok := false
+	if p.CSIDrivers != nil {
+		drv, ok = p.CSIDrivers.Driver(pub.Driver)
+	}
+	if !ok {
+		return volume.Metrics{}, fmt.Errorf("driver name %s not found in the list of registered CSI drivers", pub.Driver)
+	}
+	timeout := p.csiStatsTimeout
+	if timeout == 0 {
+		timeout = csiStatsTimeout
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	caps, err := csi.NodeGetCapabilities(ctx, drv.Endpoint)
+	if err != nil {
+		return volume.Metrics{}, err
+	}
+	if !caps.GetVolumeStats {
+		return volume.Metrics{}, fmt.Errorf("driver %s: %w", pub.Driver, errStatsNotSupported)
+	}
+	st, err := csi.NodeGetVolumeStats(ctx, drv.Endpoint, pub.Handle, pub.Target)
+	if err != nil {
+		return volume.Metrics{}, err
+	}
+	return volume.Metrics{Used: st.Used, Capacity: st.Capacity, Available: st.Available,
+		InodesUsed: st.InodesUsed, Inodes: st.Inodes, InodesFree: st.InodesFree}, nil
 }
 
 // forget drops the figures of volumes no request read since cutoff.

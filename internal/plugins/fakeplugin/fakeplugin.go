@@ -43,11 +43,20 @@ type Plugin struct {
 	// StageUnstage and VolumeMountGroup are the Node service's
 	// capabilities that NodeGetCapabilities reports.
 	StageUnstage, VolumeMountGroup bool
+	// GetVolumeStats adds GET_VOLUME_STATS to the capabilities:
+	// NodeGetVolumeStats answers VolumeUsage, or, when that is nil, the
+	// statfs figures of the volume path, as a real driver's.
+	GetVolumeStats bool
+	VolumeUsage    []*csipb.VolumeUsage
+	// HangVolumeStats makes NodeGetVolumeStats wait for the caller to
+	// give up.
+	HangVolumeStats bool
 
-	mu       sync.Mutex
-	statuses []*registerapi.RegistrationStatus
-	calls    []Call
-	hang     map[string]bool
+	mu         sync.Mutex
+	statuses   []*registerapi.RegistrationStatus
+	calls      []Call
+	statsCalls []Call
+	hang       map[string]bool
 }
 
 // Call is one CSI Node call the plugin served.
@@ -72,6 +81,14 @@ func (p *Plugin) Calls() []Call {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return append([]Call(nil), p.calls...)
+}
+
+// StatsCalls are the NodeGetVolumeStats calls served so far, in order:
+// VolumeID, and the volume path as Path.
+func (p *Plugin) StatsCalls() []Call {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]Call(nil), p.statsCalls...)
 }
 
 // HangPublish makes NodePublishVolume of volumeID wait for the caller to
@@ -195,7 +212,36 @@ func (n node) NodeGetCapabilities(context.Context, *csipb.NodeGetCapabilitiesReq
 	if n.p.VolumeMountGroup {
 		add(csipb.NodeServiceCapability_RPC_VOLUME_MOUNT_GROUP)
 	}
+	if n.p.GetVolumeStats {
+		add(csipb.NodeServiceCapability_RPC_GET_VOLUME_STATS)
+	}
 	return &csipb.NodeGetCapabilitiesResponse{Capabilities: caps}, nil
+}
+
+// NodeGetVolumeStats answers VolumeUsage, or measures the volume path.
+func (n node) NodeGetVolumeStats(ctx context.Context, r *csipb.NodeGetVolumeStatsRequest) (*csipb.NodeGetVolumeStatsResponse, error) {
+	n.p.mu.Lock()
+	n.p.statsCalls = append(n.p.statsCalls, Call{Method: "NodeGetVolumeStats", VolumeID: r.VolumeId, Path: r.VolumePath, StagingPath: r.StagingTargetPath})
+	n.p.mu.Unlock()
+	if !n.p.GetVolumeStats {
+		return nil, status.Error(codes.Unimplemented, "no GET_VOLUME_STATS")
+	}
+	if n.p.HangVolumeStats {
+		<-ctx.Done()
+		return nil, status.FromContextError(ctx.Err()).Err()
+	}
+	if n.p.VolumeUsage != nil {
+		return &csipb.NodeGetVolumeStatsResponse{Usage: n.p.VolumeUsage}, nil
+	}
+	var st unix.Statfs_t
+	if err := unix.Statfs(r.VolumePath, &st); err != nil {
+		return nil, status.Error(codes.NotFound, err.Error())
+	}
+	bs := int64(st.Bsize)
+	return &csipb.NodeGetVolumeStatsResponse{Usage: []*csipb.VolumeUsage{
+		{Unit: csipb.VolumeUsage_BYTES, Total: int64(st.Blocks) * bs, Available: int64(st.Bavail) * bs, Used: int64(st.Blocks-st.Bfree) * bs},
+		{Unit: csipb.VolumeUsage_INODES, Total: int64(st.Files), Available: int64(st.Ffree), Used: int64(st.Files - st.Ffree)},
+	}}, nil
 }
 
 // NodeStageVolume bind-mounts the volume's backing directory at the
