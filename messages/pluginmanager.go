@@ -118,3 +118,22 @@ func (m *CSINodeInitialized) Summary() string {
 type CSINodeInitDue struct{}
 
 func (m *CSINodeInitDue) Summary() string { return "CSINode initialization due" }
+
+// StorageStateRequest asks whether storage keeps the node from being
+// Ready: upstream's storage error of the runtime state.
+// Sender: the status-reporter, each node status update, with a timeout.
+// Receiver: the plugin-manager, which answers StorageState.
+type StorageStateRequest struct{}
+
+func (m *StorageStateRequest) Summary() string { return "storage state?" }
+
+// StorageState answers a StorageStateRequest: Err is why the node is not
+// Ready for storage (its CSINode not made yet), empty when nothing is.
+type StorageState struct{ Err string }
+
+func (m *StorageState) Summary() string {
+	if m.Err == "" {
+		return "storage ready"
+	}
+	return "storage not ready: " + m.Err
+}

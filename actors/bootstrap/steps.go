@@ -284,6 +284,7 @@ var runtimeActors = []struct {
 			Capacity: env.capacity, Allocatable: env.allocatable, RootDir: d.RootDir, RuntimeVersion: d.RuntimeVersion,
 			Runtime: d.Runtime, Images: d.Images, PLEG: a.child(pleg.Kind), Events: d.Events, Log: a.log,
 			PodManager: a.child(podmanager.Kind), VolumeManager: a.child(volumemanager.Kind),
+			PluginManager: a.child(pluginmanager.Kind),
 		}), nil)
 	}},
 	{pluginmanager.Kind, func(a *Actor, env *runtimeEnv) *actor.Props {

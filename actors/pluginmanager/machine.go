@@ -21,7 +21,7 @@ var registerBackoff = retry.Backoff{Initial: 500 * time.Millisecond, Max: 2*time
 
 // initBackoff spaces the tries to make the CSINode: it needs the Node,
 // which the status-reporter may still be registering.
-var initBackoff = retry.Backoff{Initial: time.Second, Max: 30 * time.Second}
+var initBackoff = retry.Backoff{Initial: 200 * time.Millisecond, Max: 30 * time.Second}
 
 // op is the operation in flight on one socket; at most one at a time, as
 // upstream's operation executor.
@@ -67,6 +67,10 @@ type Machine struct {
 	// registered it last.
 	drivers     map[string]string
 	initBackoff retry.Backoff
+	// storageErr is upstream's storage error of the runtime state: until
+	// the CSINode is made, the node is not Ready (its scheduler's CSI
+	// limits and the attach-detach controller read the CSINode).
+	storageErr string
 }
 
 // NewMachine returns a machine that knows no socket; with api, the node's
@@ -242,14 +246,21 @@ func (m *Machine) onStart() []Command {
 	if !m.api {
 		return nil
 	}
+	m.storageErr = "CSINode is not yet initialized"
 	return []Command{CmdInitCSINode{}}
 }
+
+// StorageError is why storage keeps the node from being Ready, in
+// upstream's words; empty when nothing does.
+func (m *Machine) StorageError() string { return m.storageErr }
 
 func (m *Machine) onCSINodeInit(ev EvCSINodeInit, now time.Time) []Command {
 	if ev.Err == nil {
 		m.initBackoff.Reset()
+		m.storageErr = ""
 		return nil
 	}
+	m.storageErr = fmt.Sprintf("failed to initialize CSINode: %v", ev.Err)
 	return []Command{CmdScheduleInit{After: m.initBackoff.Fail(now, now), Err: ev.Err}}
 }
 

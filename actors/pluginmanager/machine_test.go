@@ -112,7 +112,7 @@ func TestStep(t *testing.T) {
 		{"start with the API: the CSINode is made", true, []Event{EvStart{}}, []Command{CmdInitCSINode{}}, nil},
 		{"start standalone: no CSINode", false, []Event{EvStart{}}, nil, nil},
 		{"the CSINode could not be made: tried again", true, []Event{EvStart{}, EvCSINodeInit{Err: errDie}},
-			[]Command{CmdScheduleInit{After: time.Second, Err: errDie}}, nil},
+			[]Command{CmdScheduleInit{After: 200 * time.Millisecond, Err: errDie}}, nil},
 		{"the CSINode made: nothing more", true, []Event{EvStart{}, EvCSINodeInit{}}, nil, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -128,6 +128,36 @@ func TestStep(t *testing.T) {
 			}
 			if reg := m.Registered(); !slices.Equal(reg, tc.registered) {
 				t.Errorf("registered = %v, want %v", reg, tc.registered)
+			}
+		})
+	}
+}
+
+// TestStorageError: the node is not Ready for storage until its CSINode
+// is made, with upstream's messages; standalone, storage never holds it.
+func TestStorageError(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		api    bool
+		events []Event
+		want   string
+	}{
+		{"before the start", true, nil, ""},
+		{"standalone", false, []Event{EvStart{}}, ""},
+		{"the CSINode being made", true, []Event{EvStart{}}, "CSINode is not yet initialized"},
+		{"the CSINode could not be made", true, []Event{EvStart{}, EvCSINodeInit{Err: errDie}}, "failed to initialize CSINode: " + errDie.Error()},
+		{"made on a later try", true, []Event{EvStart{}, EvCSINodeInit{Err: errDie}, EvCSINodeInitDue{}, EvCSINodeInit{}}, ""},
+		{"made", true, []Event{EvStart{}, EvCSINodeInit{}}, ""},
+		{"a registration does not change it", true, seq([]Event{EvStart{}}, registerA(1)), "CSINode is not yet initialized"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := NewMachine(tc.api)
+			now := time.Unix(1_800_000_000, 0)
+			for _, ev := range tc.events {
+				m.Step(ev, now)
+			}
+			if got := m.StorageError(); got != tc.want {
+				t.Errorf("StorageError() = %q, want %q", got, tc.want)
 			}
 		})
 	}

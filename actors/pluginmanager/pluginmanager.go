@@ -116,6 +116,8 @@ func (a *Actor) Receive(ctx actor.Context) {
 		a.step(ctx, EvCSINodeInit{Err: m.Err})
 	case *messages.CSINodeInitDue:
 		a.step(ctx, EvCSINodeInitDue{})
+	case *messages.StorageStateRequest:
+		ctx.Respond(&messages.StorageState{Err: a.m.StorageError()})
 	}
 }
 

@@ -160,6 +160,14 @@ func probe(ctx context.Context, system *actor.ActorSystem, p *Params, maxImages 
 			h.Problems = append(h.Problems, fmt.Sprintf("PLEG is not healthy: no health report within %s", plegTimeout))
 		}
 	}
+	if p.PluginManager != nil {
+		// Unanswered (the plugin-manager restarting), storage does not
+		// hold Ready: only a known storage error does, as upstream's.
+		res, err := system.Root.RequestFuture(p.PluginManager, &messages.StorageStateRequest{}, plegTimeout).Result()
+		if r, ok := res.(*messages.StorageState); err == nil && ok && r.Err != "" {
+			h.Problems = append(h.Problems, r.Err)
+		}
+	}
 	if p.VolumeManager != nil {
 		res, err := system.Root.RequestFuture(p.VolumeManager, &messages.VolumesInUseRequest{}, plegTimeout).Result()
 		if r, ok := res.(*messages.VolumesInUse); err == nil && ok {

@@ -85,6 +85,9 @@ type Params struct {
 	// VolumeManager answers VolumesInUseRequest, which the Node's
 	// status.volumesInUse lists; nil: it is not asked.
 	VolumeManager *actor.PID
+	// PluginManager answers StorageStateRequest: the node is not Ready
+	// until its CSINode is made; nil: it is not asked.
+	PluginManager *actor.PID
 	Events        record.EventRecorder
 	Log           zerolog.Logger
 }
@@ -125,7 +128,23 @@ type Actor struct {
 	// pressure are the node conditions under pressure, as the eviction
 	// actor last said; the next node status update reports them.
 	pressure []v1.NodeConditionType
+
+	// startedAt and readyOnce drive the fast status updates at the start
+	// (fastStatusUpdate).
+	startedAt time.Time
+	readyOnce bool
 }
+
+// fastStatusUpdate and nodeReadyGracePeriod are upstream's fast status
+// updates at the start: until the node is first reported Ready, or for
+// the grace period, its status is updated this often rather than every
+// nodeStatusUpdateFrequency, so that a node not Ready at its first update
+// (its CSINode not made yet, the network not ready) is Ready as soon as it
+// is.
+const (
+	fastStatusUpdate     = 100 * time.Millisecond
+	nodeReadyGracePeriod = 120 * time.Second
+)
 
 // New returns a producer of status-reporter actors.
 func New(p Params) actor.Producer {
@@ -187,6 +206,7 @@ func (a *Actor) Receive(ctx actor.Context) {
 }
 
 func (a *Actor) start(ctx actor.Context) {
+	a.startedAt = time.Now()
 	metrics.SetNodeName(a.p.NodeName)
 	c := a.p.Config
 	spec := &nodeSpec{
@@ -357,6 +377,13 @@ func (a *Actor) statusUpdated(ctx actor.Context, m *messages.NodeStatusUpdated) 
 		return
 	}
 	a.statusRetry.reset()
+	if !a.readyOnce {
+		if nodeReady(m.Node) {
+			a.readyOnce = true
+		} else if time.Since(a.startedAt) < nodeReadyGracePeriod {
+			next = fastStatusUpdate
+		}
+	}
 	supervision.After(ctx, next, &messages.NodeStatusTick{})
 	a.pressureEvents(a.node, m.Node)
 	a.node = m.Node
@@ -371,6 +398,19 @@ func (a *Actor) statusUpdated(ctx actor.Context, m *messages.NodeStatusUpdated) 
 		}
 		a.p.Events.Eventf(a.nodeRef(), v1.EventTypeNormal, reason, "Node %s status is now: %s", a.p.NodeName, reason)
 	}
+}
+
+// nodeReady says whether node's Ready condition is True.
+func nodeReady(node *v1.Node) bool {
+	if node == nil {
+		return false
+	}
+	for _, c := range node.Status.Conditions {
+		if c.Type == v1.NodeReady {
+			return c.Status == v1.ConditionTrue
+		}
+	}
+	return false
 }
 
 // heartbeat is the client of the lease and the node status.
