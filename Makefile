@@ -46,12 +46,13 @@ csi-sidecars-background:
 unit:
 	$(GO) test -race -count=1 $(UNIT)
 
-integration:
-	$(GO) test -race -count=1 -p 1 -timeout 30m $(INTEGRATION)
+# The integration packages run the actorlet that build made (agent.Build).
+integration: build
+	ACTORLET_TEST_BINARY=$(BIN)/actorlet $(GO) test -race -count=1 -p 1 -timeout 30m $(INTEGRATION)
 
-integration-1.6:
+integration-1.6: build
 	ACTORLET_CONTAINERD=1.6 hack/node-env up --with-apiserver
-	ACTORLET_CONTAINERD=1.6 $(GO) test -race -count=1 -p 1 -timeout 15m -run '$(RUNTIME16_RUN)' $(RUNTIME16_PKGS)
+	ACTORLET_TEST_BINARY=$(BIN)/actorlet ACTORLET_CONTAINERD=1.6 $(GO) test -race -count=1 -p 1 -timeout 15m -run '$(RUNTIME16_RUN)' $(RUNTIME16_PKGS)
 
 # Issue #14: every fuzz target (func FuzzXxx in a _test.go file) for
 # FUZZTIME each; go test -fuzz takes one package and one target per run.

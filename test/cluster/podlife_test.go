@@ -36,15 +36,15 @@ func podNamed(namespace, name string) map[string]string {
 }
 
 // TestMirrorPodIsNeverRun: the mirror pod of a static pod is its
-// reflection in the API, not a pod to run. Over 2 minutes and across a
-// restart of actorlet there is exactly one sandbox of that name, the
-// static pod's; deleting the mirror pod brings a new one and touches no
+// reflection in the API, not a pod to run. Over several resyncs of every
+// pod (syncFrequency is short here) and across a restart of actorlet there
+// is exactly one sandbox of that name, the static pod's; deleting the mirror pod brings a new one and touches no
 // container; the mirror's logs are the static pod's container's.
 func TestMirrorPodIsNeverRun(t *testing.T) {
 	// Held across the restart: another test binary's actorlet, on the same
 	// node, would meanwhile take this one's static pod for an orphan.
 	env.HoldRuntime(t)
-	n := startClusterNode(t, onPodNetwork())
+	n := startClusterNode(t, onPodNetwork(), withConfig("syncFrequency: 10s\n"))
 	marker := fmt.Sprintf("static pod says hello %d", time.Now().UnixNano())
 	n.WriteManifest("mirrored.yaml", fmt.Sprintf(`apiVersion: v1
 kind: Pod
@@ -98,14 +98,16 @@ spec:
 			return nil
 		})
 	}
-	exactlyOne("before the restart", time.Minute)
+	// resyncs spans two periodic resyncs of every pod.
+	const resyncs = 25 * time.Second
+	exactlyOne("before the restart", resyncs)
 	n.Stop(syscall.SIGTERM)
 	for _, sb := range n.sandboxesNamed("default", name) {
 		t.Logf("once actorlet stopped: sandbox %s %s", sb.Id[:12], sb.State)
 	}
 	n.Start()
 	eventually(t, "node Ready after the restart", 30*time.Second, n.Ready)
-	exactlyOne("after the restart", time.Minute)
+	exactlyOne("after the restart", resyncs)
 
 	// Deleting the mirror pod gives a new mirror; the static pod runs on.
 	if err := n.Admin.CoreV1().Pods("default").Delete(context.Background(), name, metav1.DeleteOptions{}); err != nil {
