@@ -26,7 +26,7 @@ var heapProfilesFlag = flag.String("chaos.heap-profiles", "",
 // disk at the end.
 func TestChurnLeak(t *testing.T) {
 	s := Begin(t, "churn-leak", "create/delete loops of pods: RssAnon, goroutines and actors flat after warm-up, nothing left")
-	loops, perLoop, warmup := Pick(6, 200), Pick(10, 20), Pick(3, 20)
+	loops, perLoop, warmup := Pick(6, 200), Pick(6, 20), Pick(3, 20)
 	if *churnLoopsFlag > 0 {
 		loops = *churnLoopsFlag
 	}
