@@ -37,6 +37,13 @@ type csiState struct {
 	// a walk that failed after the publish is tried again at the next
 	// set-up, which finds the target mounted already.
 	owned map[string]bool
+	// done are the publish targets whose set-up succeeded: a node
+	// expansion there is online (the volume in use).
+	done map[string]bool
+	// inUseExpandFailed are the volumes whose driver refused to grow them
+	// while in use (FailedPrecondition): not tried again online until
+	// they are published anew, as upstream's MarkForInUseExpansionError.
+	inUseExpandFailed map[string]bool
 }
 
 // lock waits until no other operation holds the volume key, or ctx ends.
@@ -45,6 +52,7 @@ func (s *csiState) lock(ctx context.Context, key string) (unlock func(), err err
 		s.mu.Lock()
 		if s.busy == nil {
 			s.busy, s.staged, s.owned = map[string]chan struct{}{}, map[string]bool{}, map[string]bool{}
+			s.done, s.inUseExpandFailed = map[string]bool{}, map[string]bool{}
 		}
 		ch, held := s.busy[key]
 		if !held {
@@ -97,6 +105,38 @@ func (s *csiState) isOwned(target string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.owned[target]
+}
+
+func (s *csiState) setDone(target string, done bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if done {
+		s.done[target] = true
+	} else {
+		delete(s.done, target)
+	}
+}
+
+func (s *csiState) isDone(target string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.done[target]
+}
+
+func (s *csiState) setInUseExpandFailed(key string, failed bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if failed {
+		s.inUseExpandFailed[key] = true
+	} else {
+		delete(s.inUseExpandFailed, key)
+	}
+}
+
+func (s *csiState) inUseExpandFailedFor(key string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.inUseExpandFailed[key]
 }
 
 // csiDriver is the registered driver's endpoint, or upstream's error for
@@ -210,7 +250,8 @@ func (h *Host) setUpCSI(ctx context.Context, pod *v1.Pod, v csiVolume) (Mounted,
 
 	dir := csiPodDir(h.RootDir, pod.UID, v.specName)
 	target := filepath.Join(dir, csiPodMountDir)
-	m := Mounted{Path: target, ReadOnly: v.readOnly, SELinuxRelabel: true, CSIRepublish: policy.requiresRepublish}
+	m := Mounted{Path: target, ReadOnly: v.readOnly, SELinuxRelabel: true, CSIRepublish: policy.requiresRepublish,
+		CSIExpandable: v.pv != nil && !v.readOnly && caps.ExpandVolume}
 	if v.needsAttach(policy) {
 		m.UniqueName = key
 	}
@@ -219,9 +260,17 @@ func (h *Host) setUpCSI(ctx context.Context, pod *v1.Pod, v csiVolume) (Mounted,
 		return Mounted{}, fmt.Errorf("checking mount point %s: %w", target, err)
 	}
 	if mounted && !policy.requiresRepublish {
-		// Published already: a refresh of the pod's volumes, or a retry
-		// of an fsGroup walk that failed.
-		return m, h.csiOwnership(pod, v, fsg, target)
+		// Published already: a refresh of the pod's volumes (which
+		// grows the volume if its claim asks), or a retry of an fsGroup
+		// walk or an expansion that failed.
+		if err := h.csiOwnership(pod, v, fsg, target); err != nil {
+			return Mounted{}, err
+		}
+		if err := h.expandCSI(ctx, pod, v, drv, caps, target, h.csi.isDone(target)); err != nil {
+			return Mounted{}, err
+		}
+		h.csi.setDone(target, true)
+		return m, nil
 	}
 	secrets, err := h.csiSecrets(ctx, v.publishSecretRef)
 	if err != nil {
@@ -240,9 +289,16 @@ func (h *Host) setUpCSI(ctx context.Context, pod *v1.Pod, v csiVolume) (Mounted,
 		return Mounted{}, fmt.Errorf("kubernetes.io/csi: mounter.SetUpAt failed: %w", err)
 	}
 	h.csi.setOwned(target, false)
+	h.csi.setDone(target, false)
+	h.csi.setInUseExpandFailed(key, false)
 	if err := h.csiOwnership(pod, v, fsg, target); err != nil {
 		return Mounted{}, err
 	}
+	// A claim grown while no pod used it grows on the node at its mount.
+	if err := h.expandCSI(ctx, pod, v, drv, caps, target, false); err != nil {
+		return Mounted{}, err
+	}
+	h.csi.setDone(target, true)
 	return m, nil
 }
 
@@ -325,6 +381,7 @@ func (h *Host) tearDownCSIVolume(uid types.UID, dir string) error {
 		return fmt.Errorf("kubernetes.io/csi: Unmounter.TearDownAt failed: %w", err)
 	}
 	h.csi.setOwned(target, false)
+	h.csi.setDone(target, false)
 	// The driver removes the target, as the CSI spec says; a buggy one
 	// may leave it, empty and unmounted, which is removed here. Never a
 	// mount point.
