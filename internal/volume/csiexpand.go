@@ -62,7 +62,7 @@ func (h *Host) expandCSI(ctx context.Context, pod *v1.Pod, v csiVolume, drv regi
 		return nil
 	}
 	key := CSIUniqueVolumeName(v.driver, v.handle)
-	if online && h.csi.inUseExpandFailedFor(key) {
+	if online && h.csi.marked(h.csi.inUseExpandFailed, key) {
 		// The driver said it cannot grow the volume while it is in use:
 		// upstream waits for it to be mounted again.
 		return nil
@@ -79,7 +79,7 @@ func (h *Host) expandCSI(ctx context.Context, pod *v1.Pod, v csiVolume, drv regi
 	if err != nil {
 		f := classifyExpandError(err)
 		if f.inUse {
-			h.csi.setInUseExpandFailed(key, true)
+			h.csi.mark(h.csi.inUseExpandFailed, key, true)
 		}
 		if !plan.legacy {
 			// A failed mark is only logged upstream: the error that

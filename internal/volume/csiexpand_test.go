@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/tools/record"
 
 	"github.com/actorlet/actorlet/internal/plugins/fakeplugin"
+	"github.com/actorlet/actorlet/internal/testutil"
 )
 
 // PatchPersistentVolumeClaimStatus applies the patch to the claim it
@@ -103,7 +104,7 @@ func TestCSIExpand(t *testing.T) {
 	if c := done.Capacity[v1.ResourceStorage]; c.Cmp(resource.MustParse("2Mi")) != 0 || done.AllocatedResourceStatuses != nil || len(done.Conditions) != 0 {
 		t.Fatalf("claim status after the expansion %+v", done)
 	}
-	if got := drain(events); len(got) != 2 || !strings.HasPrefix(got[0], "Normal FileSystemResizeSuccessful MountVolume.NodeExpandVolume succeeded for volume \"pv-vol-x\"") {
+	if got := testutil.Events(events); len(got) != 2 || !strings.HasPrefix(got[0], "Normal FileSystemResizeSuccessful MountVolume.NodeExpandVolume succeeded for volume \"pv-vol-x\"") {
 		t.Fatalf("events %q, want the success on the pod and the claim", got)
 	}
 
@@ -150,17 +151,5 @@ func TestCSIExpandAtMount(t *testing.T) {
 	}
 	if got := methods(f.plugin.Calls()[n:]); len(got) != 0 {
 		t.Fatalf("asked again while in use: %v", got)
-	}
-}
-
-func drain(r *record.FakeRecorder) []string {
-	var out []string
-	for {
-		select {
-		case e := <-r.Events:
-			out = append(out, e)
-		default:
-			return out
-		}
 	}
 }
