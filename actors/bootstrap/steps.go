@@ -501,7 +501,8 @@ func (a *Actor) runtimeEnv() (*runtimeEnv, error) {
 	}
 	env.volumes = &volume.Host{RootDir: a.deps.RootDir, NodeName: a.deps.NodeName,
 		NodeAllocatable: allocatable, Mounter: mount.New(""), CSIDrivers: env.csiDrivers,
-		KubeletAttaches: c.EnableControllerAttachDetach != nil && !*c.EnableControllerAttachDetach}
+		KubeletAttaches: c.EnableControllerAttachDetach != nil && !*c.EnableControllerAttachDetach,
+		Events:          a.deps.Events}
 	if a.deps.Kube != nil {
 		// The objects volumes show, read as the node: a watch per object
 		// the node's pods reference, whose changes refresh those pods.

@@ -330,8 +330,20 @@ func (m *Machine) onSourceChanged(e EvSourceChanged) []Command {
 
 func (m *Machine) onResync() []Command {
 	return m.setUpEach(func(en *entry) bool {
-		return en.phase == Ready && (hasContent(en.pod) || republishes(en.volumes))
+		return en.phase == Ready && (hasContent(en.pod) || republishes(en.volumes) || expandable(en.volumes))
 	})
+}
+
+// expandable: one of the volumes is a CSI PV whose claim may grow while
+// the pod runs; its set-up compares the claim with its PV again, as
+// upstream's resync of a pod does.
+func expandable(vols messages.PodVolumes) bool {
+	for _, v := range vols {
+		if v.CSIExpandable {
+			return true
+		}
+	}
+	return false
 }
 
 // republishes: a CSI driver of one of the volumes asks to be called again

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/actorlet/actorlet/internal/volume"
 	"github.com/actorlet/actorlet/messages"
 )
 
@@ -35,6 +36,8 @@ var (
 	podV          = testPod("v", csiVol)
 	volsAttached  = messages.PodVolumes{"data": {Name: "data", Path: "/m", UniqueName: "kubernetes.io/csi/d^h"}}
 	volsRepublish = messages.PodVolumes{"data": {Name: "data", Path: "/m", CSIRepublish: true}}
+	volsExpand    = messages.PodVolumes{"data": {Name: "data", Path: "/m", CSIExpandable: true}}
+	errExpand     = &volume.SetUpError{Volume: "data", Err: &volume.ExpandError{Volume: "pv", Online: true, Err: errors.New("rpc error")}}
 )
 
 func setUp(gen uint64, p *v1.Pod, first bool) CmdSetUp {
@@ -94,6 +97,14 @@ func TestStep(t *testing.T) {
 			[]Command{setUp(2, podV, false)}, Ready},
 		{"but not one whose driver does not", "v", []Event{EvMount{podV}, EvSetUp{UID: "v", Gen: 1, Volumes: volsAttached}, EvResync{}},
 			nil, Ready},
+		{"resync checks the size of an expandable CSI PV", "v", []Event{EvMount{podV}, EvSetUp{UID: "v", Gen: 1, Volumes: volsExpand}, EvResync{}},
+			[]Command{setUp(2, podV, false)}, Ready},
+		{"a failed expansion of a running pod's volume is reported and retried; the pod stays ready", "v",
+			[]Event{EvMount{podV}, EvSetUp{UID: "v", Gen: 1, Volumes: volsExpand}, EvResync{}, EvSetUp{UID: "v", Gen: 2, Err: errExpand}},
+			[]Command{CmdFailed{Pod: podV, Err: errExpand}, CmdScheduleRetry{UID: "v", Gen: 3, After: 500 * time.Millisecond}}, Ready},
+		{"and its retry checks again", "v",
+			[]Event{EvMount{podV}, EvSetUp{UID: "v", Gen: 1, Volumes: volsExpand}, EvResync{}, EvSetUp{UID: "v", Gen: 2, Err: errExpand}, EvRetry{UID: "v", Gen: 3}},
+			[]Command{setUp(4, podV, false)}, Ready},
 
 		// Teardown.
 		{"unmount tears down", "a", []Event{EvMount{podA}, EvSetUp{UID: "a", Gen: 1, Volumes: volsA}, EvUnmount{UID: "a"}},

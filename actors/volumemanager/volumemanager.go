@@ -33,7 +33,7 @@ import (
 const Kind = "volume-manager"
 
 // Upstream's event reason for a volume that could not be set up.
-const EventFailedMount = "FailedMount"
+const EventFailedMount = volume.EventFailedMount
 
 // Registrar tells the object cache which pods reference which API objects
 // (volume/apisource), so that it watches exactly those.
@@ -213,8 +213,9 @@ func SetUpPod(ctx context.Context, host *volume.Host, pod *v1.Pod) (messages.Pod
 	return vols, nil
 }
 
-// failed logs a failed set-up and records a FailedMount event per volume,
-// as upstream's operation executor does.
+// failed logs a failed set-up and records an event per volume, as
+// upstream's operation executor does: FailedMount, or VolumeResizeFailed
+// for a volume in use that could not be grown.
 func (a *Actor) failed(pod *v1.Pod, err error) {
 	errs := []error{err}
 	if j, ok := err.(interface{ Unwrap() []error }); ok {
@@ -223,7 +224,7 @@ func (a *Actor) failed(pod *v1.Pod, err error) {
 	for _, e := range errs {
 		a.log.Warn().Str("pod", pod.Namespace+"/"+pod.Name).Err(e).Msg("setting up a volume failed; retrying")
 		if a.p.Events != nil {
-			a.p.Events.Event(pod, v1.EventTypeWarning, EventFailedMount, e.Error())
+			a.p.Events.Event(pod, v1.EventTypeWarning, volume.EventReason(e), e.Error())
 		}
 	}
 }

@@ -67,6 +67,10 @@ type NodeCapabilities struct {
 	// GetVolumeStats: the driver answers NodeGetVolumeStats, so its
 	// volumes' figures come from it (upstream's NodeSupportsVolumeStats).
 	GetVolumeStats bool
+	// ExpandVolume: the driver grows a volume's filesystem on the node
+	// (NodeExpandVolume) after its controller grew the volume, as
+	// upstream's NodeSupportsNodeExpand.
+	ExpandVolume bool
 }
 
 // NodeGetCapabilities asks the driver at endpoint for its Node service's
@@ -93,6 +97,8 @@ func NodeGetCapabilities(ctx context.Context, endpoint string) (NodeCapabilities
 			caps.SingleNodeMultiWriter = true
 		case csipb.NodeServiceCapability_RPC_GET_VOLUME_STATS:
 			caps.GetVolumeStats = true
+		case csipb.NodeServiceCapability_RPC_EXPAND_VOLUME:
+			caps.ExpandVolume = true
 		}
 	}
 	return caps, nil
@@ -129,6 +135,14 @@ func NodeUnpublishVolume(ctx context.Context, endpoint, volumeID, targetPath str
 func NodeUnstageVolume(ctx context.Context, endpoint, volumeID, stagingPath string) error {
 	return call(ctx, endpoint, "NodeUnstageVolume", func(c csipb.NodeClient) error {
 		_, err := c.NodeUnstageVolume(ctx, &csipb.NodeUnstageVolumeRequest{VolumeId: volumeID, StagingTargetPath: stagingPath})
+		return err
+	})
+}
+
+// NodeExpandVolume: see NodeStageVolume.
+func NodeExpandVolume(ctx context.Context, endpoint string, req *csipb.NodeExpandVolumeRequest) error {
+	return call(ctx, endpoint, "NodeExpandVolume", func(c csipb.NodeClient) error {
+		_, err := c.NodeExpandVolume(ctx, req)
 		return err
 	})
 }

@@ -24,7 +24,7 @@ const pvcProtectionFinalizer = "kubernetes.io/pvc-protection"
 // node); any other PV is refused with a clear reason.
 func (h *Host) setUpClaim(ctx context.Context, pod *v1.Pod, vol *v1.Volume) (Mounted, error) {
 	src := vol.PersistentVolumeClaim
-	pv, err := h.claimedVolume(ctx, pod.Namespace, src.ClaimName)
+	pv, pvc, err := h.claimedVolume(ctx, pod.Namespace, src.ClaimName)
 	if err != nil {
 		return Mounted{}, fmt.Errorf("error processing PVC %s/%s: %w", pod.Namespace, src.ClaimName, err)
 	}
@@ -47,7 +47,9 @@ func (h *Host) setUpClaim(ctx context.Context, pod *v1.Pod, vol *v1.Volume) (Mou
 		}
 		return Mounted{Path: dir, ReadOnly: src.ReadOnly, SELinuxRelabel: true}, nil
 	case pv.Spec.CSI != nil:
-		return h.setUpCSI(ctx, pod, csiFromPV(pv, src.ReadOnly))
+		v := csiFromPV(pv, src.ReadOnly)
+		v.pv, v.claim = pv, pvc
+		return h.setUpCSI(ctx, pod, v)
 	}
 	return Mounted{}, fmt.Errorf("persistent volume %s is of type %s, which this node cannot attach or mount: only hostPath, local and CSI persistent volumes are supported", pv.Name, pvType(pv))
 }
@@ -55,36 +57,36 @@ func (h *Host) setUpClaim(ctx context.Context, pod *v1.Pod, vol *v1.Volume) (Mou
 // claimedVolume is the PV bound to the claim, with upstream's checks
 // (getPVCExtractPV and getPVSpec): the claim is bound, not being deleted
 // without protection, and the PV's claimRef points back at it. Until then
-// the pod waits, as upstream's.
-func (h *Host) claimedVolume(ctx context.Context, namespace, claimName string) (*v1.PersistentVolume, error) {
+// the pod waits, as upstream's. The claim comes with it.
+func (h *Host) claimedVolume(ctx context.Context, namespace, claimName string) (*v1.PersistentVolume, *v1.PersistentVolumeClaim, error) {
 	if h.Sources == nil {
-		return nil, errors.New("this node has no API server to read the claim from")
+		return nil, nil, errors.New("this node has no API server to read the claim from")
 	}
 	pvc, err := h.Sources.PersistentVolumeClaim(ctx, namespace, claimName)
 	if err != nil {
-		return nil, fmt.Errorf("failed to fetch PVC from API server: %w", err)
+		return nil, nil, fmt.Errorf("failed to fetch PVC from API server: %w", err)
 	}
 	if pvc.DeletionTimestamp != nil && !slices.Contains(pvc.Finalizers, pvcProtectionFinalizer) {
-		return nil, errors.New("PVC is being deleted")
+		return nil, nil, errors.New("PVC is being deleted")
 	}
 	if pvc.Status.Phase != v1.ClaimBound {
-		return nil, errors.New("PVC is not bound")
+		return nil, nil, errors.New("PVC is not bound")
 	}
 	name := pvc.Spec.VolumeName
 	if name == "" {
-		return nil, errors.New("PVC has empty pvc.Spec.VolumeName")
+		return nil, nil, errors.New("PVC has empty pvc.Spec.VolumeName")
 	}
 	pv, err := h.Sources.PersistentVolume(ctx, name)
 	if err != nil {
-		return nil, fmt.Errorf("failed to fetch PV %s from API server: %w", name, err)
+		return nil, nil, fmt.Errorf("failed to fetch PV %s from API server: %w", name, err)
 	}
 	if pv.Spec.ClaimRef == nil {
-		return nil, fmt.Errorf("found PV object %s but it has a nil pv.Spec.ClaimRef indicating it is not yet bound to the claim", name)
+		return nil, nil, fmt.Errorf("found PV object %s but it has a nil pv.Spec.ClaimRef indicating it is not yet bound to the claim", name)
 	}
 	if pv.Spec.ClaimRef.UID != pvc.UID {
-		return nil, fmt.Errorf("found PV object %s but its pv.Spec.ClaimRef.UID %s does not point to claim.UID %s", name, pv.Spec.ClaimRef.UID, pvc.UID)
+		return nil, nil, fmt.Errorf("found PV object %s but its pv.Spec.ClaimRef.UID %s does not point to claim.UID %s", name, pv.Spec.ClaimRef.UID, pvc.UID)
 	}
-	return pv, nil
+	return pv, pvc, nil
 }
 
 // checkNodeAffinity is upstream's CheckNodeAffinity for this node. Upstream

@@ -86,6 +86,10 @@ func (f *fakeSources) PersistentVolume(context.Context, string) (*v1.PersistentV
 	return nil, errors.New("not in this fake")
 }
 
+func (f *fakeSources) PatchPersistentVolumeClaimStatus(context.Context, string, string, []byte) (*v1.PersistentVolumeClaim, error) {
+	return nil, errors.New("not in this fake")
+}
+
 func (f *fakeSources) CSIDriver(context.Context, string) (*storagev1.CSIDriver, error) {
 	return nil, errors.New("not in this fake")
 }

@@ -37,6 +37,13 @@ type csiState struct {
 	// a walk that failed after the publish is tried again at the next
 	// set-up, which finds the target mounted already.
 	owned map[string]bool
+	// done are the publish targets whose set-up succeeded: a node
+	// expansion there is online (the volume in use).
+	done map[string]bool
+	// inUseExpandFailed are the volumes whose driver refused to grow them
+	// while in use (FailedPrecondition): not tried again online until
+	// they are published anew, as upstream's MarkForInUseExpansionError.
+	inUseExpandFailed map[string]bool
 }
 
 // lock waits until no other operation holds the volume key, or ctx ends.
@@ -45,6 +52,7 @@ func (s *csiState) lock(ctx context.Context, key string) (unlock func(), err err
 		s.mu.Lock()
 		if s.busy == nil {
 			s.busy, s.staged, s.owned = map[string]chan struct{}{}, map[string]bool{}, map[string]bool{}
+			s.done, s.inUseExpandFailed = map[string]bool{}, map[string]bool{}
 		}
 		ch, held := s.busy[key]
 		if !held {
@@ -67,36 +75,22 @@ func (s *csiState) lock(ctx context.Context, key string) (unlock func(), err err
 	}
 }
 
-func (s *csiState) setStaged(key string, staged bool) {
+// mark adds key to the set m of s, or removes it.
+func (s *csiState) mark(m map[string]bool, key string, on bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if staged {
-		s.staged[key] = true
+	if on {
+		m[key] = true
 	} else {
-		delete(s.staged, key)
+		delete(m, key)
 	}
 }
 
-func (s *csiState) isStaged(key string) bool {
+// marked reports whether the set m of s holds key.
+func (s *csiState) marked(m map[string]bool, key string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.staged[key]
-}
-
-func (s *csiState) setOwned(target string, owned bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if owned {
-		s.owned[target] = true
-	} else {
-		delete(s.owned, target)
-	}
-}
-
-func (s *csiState) isOwned(target string) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.owned[target]
+	return m[key]
 }
 
 // csiDriver is the registered driver's endpoint, or upstream's error for
@@ -185,7 +179,7 @@ func (h *Host) setUpCSI(ctx context.Context, pod *v1.Pod, v csiVolume) (Mounted,
 	if v.needsStage(caps) {
 		global := csiGlobalDir(h.RootDir, v.driver, v.handle)
 		stagingPath = filepath.Join(global, csiGlobalMountDir)
-		if !h.csi.isStaged(key) {
+		if !h.csi.marked(h.csi.staged, key) {
 			// A restarted node stages again: the driver's NodeStageVolume
 			// is idempotent, and it is how upstream's reconstruction
 			// makes sure a volume is staged.
@@ -204,13 +198,14 @@ func (h *Host) setUpCSI(ctx context.Context, pod *v1.Pod, v csiVolume) (Mounted,
 			if err := csi.NodeStageVolume(callCtx, drv.Endpoint, req); err != nil {
 				return Mounted{}, fmt.Errorf("kubernetes.io/csi: attacher.MountDevice failed: %w", err)
 			}
-			h.csi.setStaged(key, true)
+			h.csi.mark(h.csi.staged, key, true)
 		}
 	}
 
 	dir := csiPodDir(h.RootDir, pod.UID, v.specName)
 	target := filepath.Join(dir, csiPodMountDir)
-	m := Mounted{Path: target, ReadOnly: v.readOnly, SELinuxRelabel: true, CSIRepublish: policy.requiresRepublish}
+	m := Mounted{Path: target, ReadOnly: v.readOnly, SELinuxRelabel: true, CSIRepublish: policy.requiresRepublish,
+		CSIExpandable: v.pv != nil && !v.readOnly && caps.ExpandVolume}
 	if v.needsAttach(policy) {
 		m.UniqueName = key
 	}
@@ -219,9 +214,17 @@ func (h *Host) setUpCSI(ctx context.Context, pod *v1.Pod, v csiVolume) (Mounted,
 		return Mounted{}, fmt.Errorf("checking mount point %s: %w", target, err)
 	}
 	if mounted && !policy.requiresRepublish {
-		// Published already: a refresh of the pod's volumes, or a retry
-		// of an fsGroup walk that failed.
-		return m, h.csiOwnership(pod, v, fsg, target)
+		// Published already: a refresh of the pod's volumes (which
+		// grows the volume if its claim asks), or a retry of an fsGroup
+		// walk or an expansion that failed.
+		if err := h.csiOwnership(pod, v, fsg, target); err != nil {
+			return Mounted{}, err
+		}
+		if err := h.expandCSI(ctx, pod, v, drv, caps, target, h.csi.marked(h.csi.done, target)); err != nil {
+			return Mounted{}, err
+		}
+		h.csi.mark(h.csi.done, target, true)
+		return m, nil
 	}
 	secrets, err := h.csiSecrets(ctx, v.publishSecretRef)
 	if err != nil {
@@ -239,23 +242,30 @@ func (h *Host) setUpCSI(ctx context.Context, pod *v1.Pod, v csiVolume) (Mounted,
 		// pod's teardown unpublishes (idempotent) what it names.
 		return Mounted{}, fmt.Errorf("kubernetes.io/csi: mounter.SetUpAt failed: %w", err)
 	}
-	h.csi.setOwned(target, false)
+	h.csi.mark(h.csi.owned, target, false)
+	h.csi.mark(h.csi.done, target, false)
+	h.csi.mark(h.csi.inUseExpandFailed, key, false)
 	if err := h.csiOwnership(pod, v, fsg, target); err != nil {
 		return Mounted{}, err
 	}
+	// A claim grown while no pod used it grows on the node at its mount.
+	if err := h.expandCSI(ctx, pod, v, drv, caps, target, false); err != nil {
+		return Mounted{}, err
+	}
+	h.csi.mark(h.csi.done, target, true)
 	return m, nil
 }
 
 // csiOwnership applies the pod's fsGroup to a published target when the
 // kubelet is the one to (fsg.walk), once per publish.
 func (h *Host) csiOwnership(pod *v1.Pod, v csiVolume, fsg fsGroupPlan, target string) error {
-	if !fsg.walk || h.csi.isOwned(target) {
+	if !fsg.walk || h.csi.marked(h.csi.owned, target) {
 		return nil
 	}
 	if err := ownership.Set(target, fsGroupOf(pod), fsGroupChangePolicyOf(pod), false); err != nil {
 		return fmt.Errorf("applyFSGroup failed for vol %s: %w", v.handle, err)
 	}
-	h.csi.setOwned(target, true)
+	h.csi.mark(h.csi.owned, target, true)
 	return nil
 }
 
@@ -324,7 +334,8 @@ func (h *Host) tearDownCSIVolume(uid types.UID, dir string) error {
 	if err := csi.NodeUnpublishVolume(ctx, drv.Endpoint, handle, target); err != nil {
 		return fmt.Errorf("kubernetes.io/csi: Unmounter.TearDownAt failed: %w", err)
 	}
-	h.csi.setOwned(target, false)
+	h.csi.mark(h.csi.owned, target, false)
+	h.csi.mark(h.csi.done, target, false)
 	// The driver removes the target, as the CSI spec says; a buggy one
 	// may leave it, empty and unmounted, which is removed here. Never a
 	// mount point.
@@ -362,7 +373,7 @@ func (h *Host) unstageIfUnused(ctx context.Context, uid types.UID, drv registry.
 	if err := csi.NodeUnstageVolume(ctx, drv.Endpoint, handle, staging); err != nil {
 		return fmt.Errorf("kubernetes.io/csi: attacher.UnmountDevice failed: %w", err)
 	}
-	h.csi.setStaged(CSIUniqueVolumeName(driver, handle), false)
+	h.csi.mark(h.csi.staged, CSIUniqueVolumeName(driver, handle), false)
 	if err := h.removeUnmounted(staging); err != nil {
 		return fmt.Errorf("kubernetes.io/csi: attacher.UnmountDevice failed to clean %s: %w", staging, err)
 	}

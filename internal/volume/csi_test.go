@@ -34,6 +34,8 @@ type csiSources struct {
 	drivers map[string]*storagev1.CSIDriver
 	vas     map[string]*storagev1.VolumeAttachment
 	secrets map[string]*v1.Secret
+	// patches are the claim status patches applied, in order.
+	patches []string
 }
 
 func (s *csiSources) CSIDriver(_ context.Context, name string) (*storagev1.CSIDriver, error) {

@@ -59,6 +59,11 @@ type csiVolume struct {
 	attributes       map[string]string
 	stageSecretRef   *v1.SecretReference
 	publishSecretRef *v1.SecretReference
+	expandSecretRef  *v1.SecretReference
+	// pv and claim are a PV's objects as the set-up read them, which its
+	// node expansion compares; nil for an inline volume.
+	pv    *v1.PersistentVolume
+	claim *v1.PersistentVolumeClaim
 }
 
 // csiFromPV is a CSI PV as the claim of a pod mounts it: read-only when
@@ -72,6 +77,7 @@ func csiFromPV(pv *v1.PersistentVolume, claimReadOnly bool) csiVolume {
 		accessModes: pv.Spec.AccessModes, mountOptions: pv.Spec.MountOptions,
 		attributes:     src.VolumeAttributes,
 		stageSecretRef: src.NodeStageSecretRef, publishSecretRef: src.NodePublishSecretRef,
+		expandSecretRef: src.NodeExpandSecretRef,
 	}
 }
 

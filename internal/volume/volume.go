@@ -6,6 +6,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
+	"k8s.io/client-go/tools/record"
 	"k8s.io/mount-utils"
 
 	"github.com/actorlet/actorlet/internal/csi/registry"
@@ -45,6 +46,10 @@ type Mounted struct {
 	// periodically (requiresRepublish), so the volume is set up again at
 	// every resync, as content volumes are.
 	CSIRepublish bool
+	// CSIExpandable: a CSI PV mounted read-write by a driver that grows
+	// volumes on the node, whose size is checked again at every resync,
+	// as upstream's pod resync finds a claim to expand while it is in use.
+	CSIExpandable bool
 }
 
 // Sources are the API objects that volumes read, as the node reads them:
@@ -69,6 +74,9 @@ type Sources interface {
 	PodCertificateCredentials(ctx context.Context, pod *v1.Pod, volumeName string, sourceIndex int) (key, chain []byte, err error)
 	PersistentVolumeClaim(ctx context.Context, namespace, name string) (*v1.PersistentVolumeClaim, error)
 	PersistentVolume(ctx context.Context, name string) (*v1.PersistentVolume, error)
+	// PatchPersistentVolumeClaimStatus patches the claim's status (a
+	// node expansion's marks).
+	PatchPersistentVolumeClaimStatus(ctx context.Context, namespace, name string, patch []byte) (*v1.PersistentVolumeClaim, error)
 	// CSIDriver and VolumeAttachment read the cluster-scoped objects of
 	// CSI volumes, which the Node authorizer lets every node read.
 	CSIDriver(ctx context.Context, name string) (*storagev1.CSIDriver, error)
@@ -98,6 +106,9 @@ type Host struct {
 	// refuses volumes that need an attach rather than wait for one that
 	// nobody makes.
 	KubeletAttaches bool
+	// Events, when set, records the events of what the set-up does besides
+	// mounting (a CSI volume's node expansion).
+	Events record.EventRecorder
 
 	csi csiState
 }
@@ -110,6 +121,10 @@ type SetUpError struct {
 }
 
 func (e *SetUpError) Error() string {
+	if x, ok := e.Err.(*ExpandError); ok {
+		// Mounted, but not grown: upstream's own wording.
+		return x.Error()
+	}
 	return fmt.Sprintf("MountVolume.SetUp failed for volume %q : %v", e.Volume, e.Err)
 }
 

@@ -52,6 +52,12 @@ type CSIDriverConfig struct {
 	// once no pod there needs the volume and the node no longer lists it
 	// in use.
 	AttachDetach bool
+	// Resizer, with Sidecars, runs external-resizer's controller part
+	// (resizer.go): a claim of the StorageClass whose request grows is
+	// expanded by the driver's ControllerExpandVolume, its PV grown, and
+	// the claim left to the node (NodeResizePending) when the driver
+	// wants the node to finish.
+	Resizer bool
 }
 
 // HostpathDriver is the hostpath driver's default name.
@@ -256,6 +262,9 @@ func (d *CSIDriver) startSidecars() {
 		startHostProcess(t, "csi-provisioner", filepath.Join(bin, "csi-provisioner"), common...),
 		startHostProcess(t, "csi-attacher", filepath.Join(bin, "csi-attacher"), common...))
 	t.Cleanup(d.deleteProvisioned)
+	if d.Resizer {
+		d.startResizer()
+	}
 }
 
 // deleteProvisioned deletes the claims of the driver's volumes and the

@@ -23,7 +23,10 @@ import (
 // is provisioned and bound; the attach-detach controller makes the
 // VolumeAttachment of the pod that uses it, external-attacher attaches
 // it; the node stages and publishes the volume, and what the pod writes
-// is in the driver's volume directory; the Node lists the volume in use.
+// is in the driver's volume directory; the Node lists the volume in use;
+// the driver measures it. The claim's request raised: the resizer grows
+// the volume, the node grows it under the running pod and the claim shows
+// the new size.
 // The pod deleted: unpublished and unstaged, no mount left, the volume no
 // longer in use, the VolumeAttachment detached and gone. The claim
 // deleted: the volume's directory gone.
@@ -31,9 +34,11 @@ func TestCSIHostpathPod(t *testing.T) {
 	agent.CSISidecars(t, env.Require(t, env.WithAPIServer()))
 	// A short volume stats period: a measure taken before the publish
 	// (the eviction manager reads the summary too) is not kept long.
-	n := &csiNode{APIPods: kubelet.NewAPIPods(t, agent.WithConfig("volumeStatsAggPeriod: 10s\n"))}
+	// A short sync period: a running pod's claim grown is noticed at a
+	// sync of the pod, as upstream's.
+	n := &csiNode{APIPods: kubelet.NewAPIPods(t, agent.WithConfig("volumeStatsAggPeriod: 10s\nsyncFrequency: 10s\n"))}
 	n.Up(t, "csi-hostpath")
-	d := agent.StartCSIDriver(t, n.Env, agent.CSIDriverConfig{Sidecars: true, AttachDetach: true,
+	d := agent.StartCSIDriver(t, n.Env, agent.CSIDriverConfig{Sidecars: true, AttachDetach: true, Resizer: true,
 		KubeletRoot: n.RootDir, NodeID: "hostpath-" + n.Name})
 	ctx := context.Background()
 	driverOnNode(t, n.ClusterNode, d)
@@ -85,6 +90,8 @@ func TestCSIHostpathPod(t *testing.T) {
 		}
 		return nil
 	})
+
+	expandRunning(t, n, d, "data", writer, pv.Name, "8Mi")
 
 	n.deleted(t, "writer")
 	if m := n.csiMounts(t); len(m) != 0 {

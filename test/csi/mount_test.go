@@ -53,7 +53,7 @@ func newCSINode(t *testing.T, attachRequired bool, opts ...agent.NodeOption) *cs
 	}
 	n.plugin = &fakeplugin.Plugin{Type: registerapi.CSIPlugin, Name: driver, Versions: []string{"1.0.0"},
 		NodeID: "fake-node-" + n.Name, MaxVolumes: 7, Topology: map[string]string{topologyKey: "zone-1"},
-		BackingDir: n.backing, StageUnstage: true, GetVolumeStats: true, VolumeUsage: fakeUsage}
+		BackingDir: n.backing, StageUnstage: true, GetVolumeStats: true, VolumeUsage: fakeUsage, ExpandVolume: true}
 	n.plugin.Serve(t, filepath.Join(n.RootDir, "plugins_registry", driver+"-reg.sock"), filepath.Join(csiDir, "csi.sock"))
 	registered(t, n.ClusterNode, n.plugin, 1)
 

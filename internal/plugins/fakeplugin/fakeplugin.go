@@ -51,28 +51,38 @@ type Plugin struct {
 	// HangVolumeStats makes NodeGetVolumeStats wait for the caller to
 	// give up.
 	HangVolumeStats bool
+	// ExpandVolume adds EXPAND_VOLUME to the capabilities: NodeExpandVolume
+	// records the call and succeeds, unless FailExpand said otherwise.
+	ExpandVolume bool
 
 	mu         sync.Mutex
 	statuses   []*registerapi.RegistrationStatus
 	calls      []Call
 	statsCalls []Call
 	hang       map[string]bool
+	// expandFailures are the NodeExpandVolume calls left to fail, and
+	// with what.
+	expandFailures int
+	expandErr      error
 }
 
 // Call is one CSI Node call the plugin served.
 type Call struct {
 	// Method is the RPC: "NodeStageVolume", "NodePublishVolume",
-	// "NodeUnpublishVolume", "NodeUnstageVolume".
+	// "NodeUnpublishVolume", "NodeUnstageVolume", "NodeExpandVolume".
 	Method   string
 	VolumeID string
 	// Path is the staging path of a stage or unstage, the target path of
-	// a publish or unpublish; StagingPath is a publish's staging path.
+	// a publish or unpublish, the volume path of an expand; StagingPath
+	// is a publish's or an expand's staging path.
 	Path, StagingPath string
 	ReadOnly          bool
 	VolumeContext     map[string]string
 	PublishContext    map[string]string
 	Secrets           map[string]string
 	Capability        *csipb.VolumeCapability
+	// RequiredBytes is a NodeExpandVolume's capacity_range.required_bytes.
+	RequiredBytes int64
 }
 
 // Calls are the CSI Node calls served so far (not NodeGetInfo nor
@@ -100,6 +110,14 @@ func (p *Plugin) HangPublish(volumeID string) {
 		p.hang = map[string]bool{}
 	}
 	p.hang[volumeID] = true
+}
+
+// FailExpand makes the next n NodeExpandVolume calls fail with err (a
+// gRPC status error, as a driver's), recorded all the same.
+func (p *Plugin) FailExpand(n int, err error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.expandFailures, p.expandErr = n, err
 }
 
 func (p *Plugin) record(c Call) bool {
@@ -215,6 +233,9 @@ func (n node) NodeGetCapabilities(context.Context, *csipb.NodeGetCapabilitiesReq
 	if n.p.GetVolumeStats {
 		add(csipb.NodeServiceCapability_RPC_GET_VOLUME_STATS)
 	}
+	if n.p.ExpandVolume {
+		add(csipb.NodeServiceCapability_RPC_EXPAND_VOLUME)
+	}
 	return &csipb.NodeGetCapabilitiesResponse{Capabilities: caps}, nil
 }
 
@@ -242,6 +263,23 @@ func (n node) NodeGetVolumeStats(ctx context.Context, r *csipb.NodeGetVolumeStat
 		{Unit: csipb.VolumeUsage_BYTES, Total: int64(st.Blocks) * bs, Available: int64(st.Bavail) * bs, Used: int64(st.Blocks-st.Bfree) * bs},
 		{Unit: csipb.VolumeUsage_INODES, Total: int64(st.Files), Available: int64(st.Ffree), Used: int64(st.Files - st.Ffree)},
 	}}, nil
+}
+
+// NodeExpandVolume records the call (Path is the volume path) and
+// answers the size asked for, or fails as FailExpand said.
+func (n node) NodeExpandVolume(_ context.Context, r *csipb.NodeExpandVolumeRequest) (*csipb.NodeExpandVolumeResponse, error) {
+	n.p.record(Call{Method: "NodeExpandVolume", VolumeID: r.VolumeId, Path: r.VolumePath, StagingPath: r.StagingTargetPath,
+		Secrets: r.Secrets, Capability: r.VolumeCapability, RequiredBytes: r.CapacityRange.GetRequiredBytes()})
+	n.p.mu.Lock()
+	defer n.p.mu.Unlock()
+	if !n.p.ExpandVolume {
+		return nil, status.Error(codes.Unimplemented, "no EXPAND_VOLUME")
+	}
+	if n.p.expandFailures > 0 {
+		n.p.expandFailures--
+		return nil, n.p.expandErr
+	}
+	return &csipb.NodeExpandVolumeResponse{CapacityBytes: r.CapacityRange.GetRequiredBytes()}, nil
 }
 
 // NodeStageVolume bind-mounts the volume's backing directory at the

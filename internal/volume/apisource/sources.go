@@ -149,6 +149,15 @@ func (s *Sources) PersistentVolume(ctx context.Context, name string) (*v1.Persis
 	return s.client.CoreV1().PersistentVolumes().Get(ctx, name, metav1.GetOptions{})
 }
 
+// PatchPersistentVolumeClaimStatus applies a strategic merge patch to the
+// claim's status, as upstream's kubelet marks a node expansion: the Node
+// authorizer allows it for the claims of the node's pods, and
+// NodeRestriction lets a node change the status' capacity, conditions and
+// allocated resources (and statuses) only.
+func (s *Sources) PatchPersistentVolumeClaimStatus(ctx context.Context, namespace, name string, patch []byte) (*v1.PersistentVolumeClaim, error) {
+	return s.client.CoreV1().PersistentVolumeClaims(namespace).Patch(ctx, name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status")
+}
+
 // ServiceAccountToken returns a token of the pod's service account for the
 // projection's audience (none: the API server's own) and lifetime, bound to
 // the pod, from the cache until it needs a refresh (upstream's rule: 80 %
