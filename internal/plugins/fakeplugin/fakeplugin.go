@@ -56,7 +56,9 @@ type Plugin struct {
 	statuses   []*registerapi.RegistrationStatus
 	calls      []Call
 	statsCalls []Call
-	hang       map[string]bool
+	// hang holds, per volume ID whose NodePublishVolume hangs, a channel
+	// that ReleasePublish closes.
+	hang map[string]chan struct{}
 }
 
 // Call is one CSI Node call the plugin served.
@@ -92,21 +94,39 @@ func (p *Plugin) StatsCalls() []Call {
 }
 
 // HangPublish makes NodePublishVolume of volumeID wait for the caller to
-// give up, as a hung driver does.
+// give up, as a hung driver does, until ReleasePublish.
 func (p *Plugin) HangPublish(volumeID string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.hang == nil {
-		p.hang = map[string]bool{}
+		p.hang = map[string]chan struct{}{}
 	}
-	p.hang[volumeID] = true
+	if p.hang[volumeID] == nil {
+		p.hang[volumeID] = make(chan struct{})
+	}
 }
 
-func (p *Plugin) record(c Call) bool {
+// ReleasePublish ends HangPublish of volumeID: the calls waiting go on and
+// publish, as do the next ones.
+func (p *Plugin) ReleasePublish(volumeID string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if c := p.hang[volumeID]; c != nil {
+		close(c)
+		delete(p.hang, volumeID)
+	}
+}
+
+// record keeps the call and returns, for a publish of a hung volume, the
+// channel its release closes; nil otherwise.
+func (p *Plugin) record(c Call) <-chan struct{} {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.calls = append(p.calls, c)
-	return p.hang[c.VolumeID] && c.Method == "NodePublishVolume"
+	if c.Method != "NodePublishVolume" {
+		return nil
+	}
+	return p.hang[c.VolumeID]
 }
 
 // Statuses are the registration statuses the kubelet notified so far.
@@ -265,9 +285,12 @@ func (n node) NodeStageVolume(_ context.Context, r *csipb.NodeStageVolumeRequest
 func (n node) NodePublishVolume(ctx context.Context, r *csipb.NodePublishVolumeRequest) (*csipb.NodePublishVolumeResponse, error) {
 	hang := n.p.record(Call{Method: "NodePublishVolume", VolumeID: r.VolumeId, Path: r.TargetPath, StagingPath: r.StagingTargetPath,
 		ReadOnly: r.Readonly, VolumeContext: r.VolumeContext, PublishContext: r.PublishContext, Secrets: r.Secrets, Capability: r.VolumeCapability})
-	if hang {
-		<-ctx.Done()
-		return nil, status.FromContextError(ctx.Err()).Err()
+	if hang != nil {
+		select {
+		case <-ctx.Done():
+			return nil, status.FromContextError(ctx.Err()).Err()
+		case <-hang:
+		}
 	}
 	src := r.StagingTargetPath
 	if src == "" {
