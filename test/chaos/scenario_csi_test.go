@@ -221,7 +221,7 @@ func (c *csiChaos) hungPublish(t *testing.T) {
 	}
 	s.Figure("other pods running after", took.Seconds(), "s")
 	if _, err := WaitFor(30*time.Second, func() error {
-		if countCalls(c.plugin.Calls(), "NodePublishVolume", hung) == 0 {
+		if fakeplugin.Count(c.plugin.Calls(), "NodePublishVolume", hung) == 0 {
 			return errors.New("the hung volume's NodePublishVolume not called")
 		}
 		return nil
@@ -233,7 +233,7 @@ func (c *csiChaos) hungPublish(t *testing.T) {
 	s.Check("the hung volume's pod waits in ContainerCreating", err == nil, seen(err))
 	_, err = NotRunning(c.APIPods, others)
 	s.Check("the other pods still running", err == nil, seen(err))
-	s.Figure("publish calls of the hung volume", float64(countCalls(c.plugin.Calls(), "NodePublishVolume", hung)), "")
+	s.Figure("publish calls of the hung volume", float64(fakeplugin.Count(c.plugin.Calls(), "NodePublishVolume", hung)), "")
 
 	c.plugin.ReleasePublish(hung)
 	took, err = WaitFor(90*time.Second, func() error { _, err := NotRunning(c.APIPods, []string{"stuck"}); return err })
@@ -320,7 +320,7 @@ func (c *csiChaos) driverCrash(t *testing.T) {
 		_, err = WaitFor(30*time.Second, func() error {
 			calls := c.plugin.Calls()
 			for _, h := range []string{liveHandle, lateHandle} {
-				if countCalls(calls, "NodeUnpublishVolume", h) == 0 || countCalls(calls, "NodeUnstageVolume", h) == 0 {
+				if fakeplugin.Count(calls, "NodeUnpublishVolume", h) == 0 || fakeplugin.Count(calls, "NodeUnstageVolume", h) == 0 {
 					return fmt.Errorf("volume %s not unpublished and unstaged", h)
 				}
 			}
@@ -433,9 +433,9 @@ func (c *csiChaos) agentKill(t *testing.T) {
 	s.AtMost("checks where the container could not read its volumes' data", float64(lostData), 0, "")
 	s.AtMost("CSI mounts lost", float64(lostMounts), 0, "")
 	s.AtMost("CSI mount points mounted more than once", float64(doubleMounts), 0, "")
-	s.Figure("NodeStageVolume calls after the kills", float64(countCalls(calls, "NodeStageVolume", "")), "")
-	s.Figure("NodePublishVolume calls after the kills", float64(countCalls(calls, "NodePublishVolume", "")), "")
-	s.AtMost("NodeUnpublishVolume and NodeUnstageVolume calls of the running pod", float64(countCalls(calls, "NodeUnpublishVolume", "")+countCalls(calls, "NodeUnstageVolume", "")), 0, "")
+	s.Figure("NodeStageVolume calls after the kills", float64(fakeplugin.Count(calls, "NodeStageVolume", "")), "")
+	s.Figure("NodePublishVolume calls after the kills", float64(fakeplugin.Count(calls, "NodePublishVolume", "")), "")
+	s.AtMost("NodeUnpublishVolume and NodeUnstageVolume calls of the running pod", float64(fakeplugin.Count(calls, "NodeUnpublishVolume", "")+fakeplugin.Count(calls, "NodeUnstageVolume", "")), 0, "")
 
 	took, err := c.deleteAll([]string{"kept"}, 90*time.Second)
 	if err != nil {
@@ -456,20 +456,8 @@ func (c *csiChaos) agentKill(t *testing.T) {
 	}
 	s.Figure("CSI mounts and directories gone after the pod's delete", took.Seconds(), "s")
 	calls = c.plugin.Calls()[len(callsBefore):]
-	s.Check("the volumes unpublished and unstaged", countCalls(calls, "NodeUnpublishVolume", "") >= 2 && countCalls(calls, "NodeUnstageVolume", handle) >= 1,
-		fmt.Sprintf("%d unpublish, %d unstage calls", countCalls(calls, "NodeUnpublishVolume", ""), countCalls(calls, "NodeUnstageVolume", handle)))
-}
-
-// countCalls is how many calls of method the driver served for volumeID
-// ("": any).
-func countCalls(calls []fakeplugin.Call, method, volumeID string) int {
-	n := 0
-	for _, c := range calls {
-		if c.Method == method && (volumeID == "" || c.VolumeID == volumeID) {
-			n++
-		}
-	}
-	return n
+	s.Check("the volumes unpublished and unstaged", fakeplugin.Count(calls, "NodeUnpublishVolume", "") >= 2 && fakeplugin.Count(calls, "NodeUnstageVolume", handle) >= 1,
+		fmt.Sprintf("%d unpublish, %d unstage calls", fakeplugin.Count(calls, "NodeUnpublishVolume", ""), fakeplugin.Count(calls, "NodeUnstageVolume", handle)))
 }
 
 // seen is what a Check saw: "yes", or why not.

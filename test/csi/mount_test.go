@@ -78,13 +78,7 @@ func mnt(volume, path string) v1.VolumeMount { return v1.VolumeMount{Name: volum
 // count is how many calls of method the plugin served for volumeID ("":
 // any).
 func count(calls []fakeplugin.Call, method, volumeID string) int {
-	c := 0
-	for _, call := range calls {
-		if call.Method == method && (volumeID == "" || call.VolumeID == volumeID) {
-			c++
-		}
-	}
-	return c
+	return fakeplugin.Count(calls, method, volumeID)
 }
 
 // deleted deletes the pod and waits until the API no longer has it: the

@@ -85,6 +85,17 @@ func (p *Plugin) Calls() []Call {
 	return append([]Call(nil), p.calls...)
 }
 
+// Count is how many of calls are of method for volumeID ("": any).
+func Count(calls []Call, method, volumeID string) int {
+	n := 0
+	for _, c := range calls {
+		if c.Method == method && (volumeID == "" || c.VolumeID == volumeID) {
+			n++
+		}
+	}
+	return n
+}
+
 // StatsCalls are the NodeGetVolumeStats calls served so far, in order:
 // VolumeID, and the volume path as Path.
 func (p *Plugin) StatsCalls() []Call {
