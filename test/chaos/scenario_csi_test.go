@@ -198,6 +198,10 @@ func (c *csiChaos) hungPublish(t *testing.T) {
 	c.BoundCSIClaim(t, chaosDriver, "hung", hung)
 	c.BoundCSIClaim(t, chaosDriver, "free", "free-"+c.NS)
 	c.plugin.HangPublish(hung)
+	// The watch's first sample is its baseline: the node Ready then.
+	if _, err := WaitFor(60*time.Second, c.Ready); err != nil {
+		t.Fatal(err)
+	}
 	nw := WatchNode(c.Admin, c.Name, 250*time.Millisecond)
 	lw := watchLease(c.Admin, c.Name, 250*time.Millisecond)
 	defer nw.Stop()
@@ -255,6 +259,9 @@ func (c *csiChaos) hungPublish(t *testing.T) {
 func (c *csiChaos) driverCrash(t *testing.T) {
 	s := Begin(t, "csi-driver-crash", "a CSI driver crashes, its sockets gone, and comes back")
 	rounds, down := Pick(1, 3), Pick(5*time.Second, 20*time.Second)
+	if _, err := WaitFor(60*time.Second, c.Ready); err != nil {
+		t.Fatal(err)
+	}
 	nw := WatchNode(c.Admin, c.Name, 250*time.Millisecond)
 	lw := watchLease(c.Admin, c.Name, 250*time.Millisecond)
 	defer nw.Stop()
