@@ -15,9 +15,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	registerapi "k8s.io/kubelet/pkg/apis/pluginregistration/v1"
 
 	"github.com/actorlet/actorlet/internal/plugins/fakeplugin"
@@ -62,88 +60,25 @@ func newCSINode(t *testing.T, attachRequired bool, opts ...agent.NodeOption) *cs
 	obj := &storagev1.CSIDriver{ObjectMeta: metav1.ObjectMeta{Name: driver}, Spec: storagev1.CSIDriverSpec{
 		AttachRequired: &attachRequired, PodInfoOnMount: &yes, FSGroupPolicy: &file,
 		VolumeLifecycleModes: []storagev1.VolumeLifecycleMode{storagev1.VolumeLifecyclePersistent, storagev1.VolumeLifecycleEphemeral}}}
-	drivers := n.Admin.StorageV1().CSIDrivers()
-	_ = drivers.Delete(context.Background(), driver, metav1.DeleteOptions{})
-	if _, err := drivers.Create(context.Background(), obj, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = drivers.Delete(context.Background(), driver, metav1.DeleteOptions{}) })
+	n.MakeCSIDriver(t, obj)
 	return n
 }
 
-// boundClaim makes a CSI PersistentVolume of the fake driver with handle
-// and a claim bound to it, as test/volumes binds its claims (the
-// environment runs no PV controller); the cleanup deletes both.
+// boundClaim makes a CSI PV of the fake driver with handle and a claim
+// bound to it (agent.BoundCSIClaim).
 func (n *csiNode) boundClaim(t *testing.T, name, handle string) {
 	t.Helper()
-	ctx := context.Background()
-	pvName := n.NS + "-" + name
-	size := resource.MustParse("1Gi")
-	empty := ""
-	pvs, pvcs := n.Admin.CoreV1().PersistentVolumes(), n.Admin.CoreV1().PersistentVolumeClaims(n.NS)
-	t.Cleanup(func() {
-		unprotect := []byte(`{"metadata":{"finalizers":null}}`)
-		_, _ = pvcs.Patch(ctx, name, types.MergePatchType, unprotect, metav1.PatchOptions{})
-		_ = pvcs.Delete(ctx, name, metav1.DeleteOptions{})
-		_, _ = pvs.Patch(ctx, pvName, types.MergePatchType, unprotect, metav1.PatchOptions{})
-		_ = pvs.Delete(ctx, pvName, metav1.DeleteOptions{})
-	})
-	pv, err := pvs.Create(ctx, &v1.PersistentVolume{
-		ObjectMeta: metav1.ObjectMeta{Name: pvName},
-		Spec: v1.PersistentVolumeSpec{
-			Capacity:                      v1.ResourceList{v1.ResourceStorage: size},
-			AccessModes:                   []v1.PersistentVolumeAccessMode{v1.ReadWriteOnce},
-			PersistentVolumeReclaimPolicy: v1.PersistentVolumeReclaimRetain,
-			StorageClassName:              empty,
-			PersistentVolumeSource: v1.PersistentVolumeSource{CSI: &v1.CSIPersistentVolumeSource{
-				Driver: driver, VolumeHandle: handle, VolumeAttributes: map[string]string{"from": "pv"}}},
-			ClaimRef: &v1.ObjectReference{Kind: "PersistentVolumeClaim", Namespace: n.NS, Name: name},
-		},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatalf("create PV %s: %v", pvName, err)
-	}
-	pvc, err := pvcs.Create(ctx, &v1.PersistentVolumeClaim{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: v1.PersistentVolumeClaimSpec{
-			AccessModes: []v1.PersistentVolumeAccessMode{v1.ReadWriteOnce}, StorageClassName: &empty, VolumeName: pvName,
-			Resources: v1.VolumeResourceRequirements{Requests: v1.ResourceList{v1.ResourceStorage: size}},
-		},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatalf("create PVC %s: %v", name, err)
-	}
-	pv.Spec.ClaimRef.UID = pvc.UID
-	if pv, err = pvs.Update(ctx, pv, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	pv.Status.Phase = v1.VolumeBound
-	if _, err := pvs.UpdateStatus(ctx, pv, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	pvc.Status.Phase = v1.ClaimBound
-	pvc.Status.AccessModes, pvc.Status.Capacity = pvc.Spec.AccessModes, v1.ResourceList{v1.ResourceStorage: size}
-	if _, err := pvcs.UpdateStatus(ctx, pvc, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	n.BoundCSIClaim(t, driver, name, handle)
 }
 
-func claimVolume(name, claim string) v1.Volume {
-	return v1.Volume{Name: name, VolumeSource: v1.VolumeSource{PersistentVolumeClaim: &v1.PersistentVolumeClaimVolumeSource{ClaimName: claim}}}
-}
+func claimVolume(name, claim string) v1.Volume { return agent.CSIClaimVolume(name, claim) }
 
 func mnt(volume, path string) v1.VolumeMount { return v1.VolumeMount{Name: volume, MountPath: path} }
 
 // count is how many calls of method the plugin served for volumeID ("":
 // any).
 func count(calls []fakeplugin.Call, method, volumeID string) int {
-	c := 0
-	for _, call := range calls {
-		if call.Method == method && (volumeID == "" || call.VolumeID == volumeID) {
-			c++
-		}
-	}
-	return c
+	return fakeplugin.Count(calls, method, volumeID)
 }
 
 // deleted deletes the pod and waits until the API no longer has it: the

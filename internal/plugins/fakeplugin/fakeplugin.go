@@ -59,7 +59,9 @@ type Plugin struct {
 	statuses   []*registerapi.RegistrationStatus
 	calls      []Call
 	statsCalls []Call
-	hang       map[string]bool
+	// hang holds, per volume ID whose NodePublishVolume hangs, a channel
+	// that ReleasePublish closes.
+	hang map[string]chan struct{}
 	// expandFailures are the NodeExpandVolume calls left to fail, and
 	// with what.
 	expandFailures int
@@ -93,6 +95,17 @@ func (p *Plugin) Calls() []Call {
 	return append([]Call(nil), p.calls...)
 }
 
+// Count is how many of calls are of method for volumeID ("": any).
+func Count(calls []Call, method, volumeID string) int {
+	n := 0
+	for _, c := range calls {
+		if c.Method == method && (volumeID == "" || c.VolumeID == volumeID) {
+			n++
+		}
+	}
+	return n
+}
+
 // StatsCalls are the NodeGetVolumeStats calls served so far, in order:
 // VolumeID, and the volume path as Path.
 func (p *Plugin) StatsCalls() []Call {
@@ -102,14 +115,16 @@ func (p *Plugin) StatsCalls() []Call {
 }
 
 // HangPublish makes NodePublishVolume of volumeID wait for the caller to
-// give up, as a hung driver does.
+// give up, as a hung driver does, until ReleasePublish.
 func (p *Plugin) HangPublish(volumeID string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.hang == nil {
-		p.hang = map[string]bool{}
+		p.hang = map[string]chan struct{}{}
 	}
-	p.hang[volumeID] = true
+	if p.hang[volumeID] == nil {
+		p.hang[volumeID] = make(chan struct{})
+	}
 }
 
 // FailExpand makes the next n NodeExpandVolume calls fail with err (a
@@ -120,11 +135,27 @@ func (p *Plugin) FailExpand(n int, err error) {
 	p.expandFailures, p.expandErr = n, err
 }
 
-func (p *Plugin) record(c Call) bool {
+// ReleasePublish ends HangPublish of volumeID: the calls waiting go on and
+// publish, as do the next ones.
+func (p *Plugin) ReleasePublish(volumeID string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if c := p.hang[volumeID]; c != nil {
+		close(c)
+		delete(p.hang, volumeID)
+	}
+}
+
+// record keeps the call and returns, for a publish of a hung volume, the
+// channel its release closes; nil otherwise.
+func (p *Plugin) record(c Call) <-chan struct{} {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.calls = append(p.calls, c)
-	return p.hang[c.VolumeID] && c.Method == "NodePublishVolume"
+	if c.Method != "NodePublishVolume" {
+		return nil
+	}
+	return p.hang[c.VolumeID]
 }
 
 // Statuses are the registration statuses the kubelet notified so far.
@@ -303,9 +334,12 @@ func (n node) NodeStageVolume(_ context.Context, r *csipb.NodeStageVolumeRequest
 func (n node) NodePublishVolume(ctx context.Context, r *csipb.NodePublishVolumeRequest) (*csipb.NodePublishVolumeResponse, error) {
 	hang := n.p.record(Call{Method: "NodePublishVolume", VolumeID: r.VolumeId, Path: r.TargetPath, StagingPath: r.StagingTargetPath,
 		ReadOnly: r.Readonly, VolumeContext: r.VolumeContext, PublishContext: r.PublishContext, Secrets: r.Secrets, Capability: r.VolumeCapability})
-	if hang {
-		<-ctx.Done()
-		return nil, status.FromContextError(ctx.Err()).Err()
+	if hang != nil {
+		select {
+		case <-ctx.Done():
+			return nil, status.FromContextError(ctx.Err()).Err()
+		case <-hang:
+		}
 	}
 	src := r.StagingTargetPath
 	if src == "" {
