@@ -99,20 +99,7 @@ func TestSummaryVolumeNames(t *testing.T) {
 	}}}
 	pods := func(context.Context) ([]v1.Pod, error) { return []v1.Pod{pod}, nil }
 
-	web := func(specs PodSpecs) statsapi.PodStats {
-		t.Helper()
-		s, err := n.p.SummaryFor(context.Background(), false, specs)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, p := range s.Pods {
-			if p.PodRef.UID == "uid-a" {
-				return p
-			}
-		}
-		t.Fatal("no pod uid-a")
-		return statsapi.PodStats{}
-	}
+	web := func(specs PodSpecs) statsapi.PodStats { return summaryPod(t, n, specs, "uid-a") }
 	names := func(p statsapi.PodStats) string {
 		var out []string
 		for _, v := range p.VolumeStats {
