@@ -570,6 +570,10 @@ func (a *Actor) runtimeEnv() (*runtimeEnv, error) {
 		CgroupDriver:      env.runtime.Opts.CgroupDriver,
 		VolumeStatsPeriod: volumeStatsPeriod(c.VolumeStatsAggPeriod.Duration), CSIDrivers: env.csiDrivers,
 		Log: a.log.With().Str("component", "stats").Logger()}
+	if env.volumeSources != nil {
+		// The claims of the pods' volumes, which name them in the summary.
+		env.stats.Claims = env.volumes.Sources
+	}
 	thresholds, err := evictionpolicy.ParseThresholds(c.EnforceNodeAllocatable, c.EvictionHard, c.EvictionSoft,
 		c.EvictionSoftGracePeriod, c.EvictionMinimumReclaim)
 	if err != nil {

@@ -1,11 +1,14 @@
 package kubeletapi
 
 import (
+	"context"
 	"crypto/tls"
 	"fmt"
 	"net/http"
 	"net/http/pprof"
 	"strings"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/actorlet/actorlet/internal/metrics"
 )
@@ -27,10 +30,14 @@ func (a *Actor) readOnlyMux() *http.ServeMux {
 	mux.HandleFunc("/healthz", a.healthz)
 	mux.HandleFunc("/pods", a.pods)
 	mux.HandleFunc("/pods/", a.pods)
-	mux.Handle("/metrics", metrics.Handler())
 	mux.Handle("/metrics/probes", metrics.ProbesHandler())
-	if a.p.Stats != nil {
-		mux.Handle("/stats/summary", a.p.Stats.SummaryHandler())
+	if a.p.Stats == nil {
+		mux.Handle("/metrics", metrics.Handler())
+	} else {
+		mux.Handle("/metrics", metrics.Handler(func(ctx context.Context) prometheus.Collector {
+			return a.p.Stats.VolumeStatsCollector(ctx, a.listPods)
+		}))
+		mux.Handle("/stats/summary", a.p.Stats.SummaryHandler(a.listPods))
 		mux.Handle("/metrics/resource", a.p.Stats.ResourceMetricsHandler())
 		mux.Handle("/metrics/cadvisor", a.p.Stats.CadvisorMetricsHandler())
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+	v1 "k8s.io/api/core/v1"
 
 	"github.com/actorlet/actorlet/messages"
 )
@@ -111,4 +112,18 @@ func (a *Actor) healthOf(pid *actor.PID) error {
 		return fmt.Errorf("%s", report.Detail)
 	}
 	return nil
+}
+
+// listPods is the pod-manager's pods from the snapshot, for the stats'
+// volume names: a summary or /metrics asks the pod-manager no more than
+// /pods does.
+func (a *Actor) listPods(ctx context.Context) ([]v1.Pod, error) {
+	state, err := a.state.get(ctx, snapshotMaxAge)
+	if err != nil {
+		return nil, err
+	}
+	if state.podsErr != nil {
+		return nil, state.podsErr
+	}
+	return state.pods.Pods, nil
 }

@@ -5,6 +5,7 @@
 package metrics
 
 import (
+	"context"
 	"net/http"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -21,7 +22,20 @@ func init() {
 	Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 }
 
-// Handler serves Registry in the Prometheus text format.
-func Handler() http.Handler {
-	return promhttp.HandlerFor(Registry, promhttp.HandlerOpts{Registry: Registry})
+// Handler serves Registry in the Prometheus text format, with the series
+// of the collectors each request makes with perRequest: figures measured
+// for that request (the volume stats), whose calls end with it. A
+// collector's failure leaves the other series served, as upstream's.
+func Handler(perRequest ...func(ctx context.Context) prometheus.Collector) http.Handler {
+	if len(perRequest) == 0 {
+		return promhttp.HandlerFor(Registry, promhttp.HandlerOpts{Registry: Registry})
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		reg := prometheus.NewRegistry()
+		for _, c := range perRequest {
+			reg.MustRegister(c(r.Context()))
+		}
+		promhttp.HandlerFor(prometheus.Gatherers{Registry, reg},
+			promhttp.HandlerOpts{Registry: Registry, ErrorHandling: promhttp.ContinueOnError}).ServeHTTP(w, r)
+	})
 }

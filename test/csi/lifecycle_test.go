@@ -13,6 +13,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 
 	"github.com/actorlet/actorlet/test/agent"
 	"github.com/actorlet/actorlet/test/env"
@@ -45,8 +46,8 @@ func TestCSIHostpathPod(t *testing.T) {
 
 	pv := provision(t, n.Admin, d, n.NS, "data", "4Mi", v1.ReadWriteOnce)
 	handle := pv.Spec.CSI.VolumeHandle
-	writer := n.Run(t, n.NewPod("writer", []v1.Volume{claimVolume("data", "data")},
-		n.Busybox("c", "echo from-the-pod > /data/hello && exec sleep 3600", mnt("data", "/data"))))
+	writer := n.Run(t, n.NewPod("writer", []v1.Volume{claimVolume("store", "data")},
+		n.Busybox("c", "echo from-the-pod > /data/hello && exec sleep 3600", mnt("store", "/data"))))
 	agent.Eventually(t, "the pod's file in the driver's volume", 30*time.Second, func() error {
 		b, err := os.ReadFile(filepath.Join(d.VolumeDir(handle), "hello"))
 		if err != nil || string(b) != "from-the-pod\n" {
@@ -74,19 +75,33 @@ func TestCSIHostpathPod(t *testing.T) {
 	volumeInUse(t, n.ClusterNode, inUse, true)
 	// The driver measures the volume (NodeGetVolumeStats): its capacity
 	// is the claim's, its usage the pod's file. The summary names it by
-	// its directory, the PV's name (upstream: the pod's volume name).
-	agent.Eventually(t, "the volume in /stats/summary with the driver's figures", 90*time.Second, func() error {
+	// the pod's volume, with its claim; /metrics has the claim's series
+	// with the same figures.
+	agent.Eventually(t, "the volume in /stats/summary and /metrics with the driver's figures", 90*time.Second, func() error {
 		vols, err := n.summaryVolumes(writer.UID)
 		if err != nil {
 			return err
 		}
-		v, ok := vols[pv.Name]
+		v, ok := vols["store"]
 		if !ok {
-			return fmt.Errorf("volume %s not listed among %d", pv.Name, len(vols))
+			return fmt.Errorf("volume store not listed among %v", vols)
+		}
+		if v.PVCRef == nil || *v.PVCRef != (statsapi.PVCReference{Name: "data", Namespace: n.NS}) {
+			return fmt.Errorf("volume store: pvcRef %+v, want data in %s", v.PVCRef, n.NS)
 		}
 		if figure(v.CapacityBytes) == 0 || figure(v.UsedBytes) == 0 || figure(v.Inodes) == 0 {
-			return fmt.Errorf("volume %s: used %d of %d bytes, %d inodes; want nonzero", pv.Name,
+			return fmt.Errorf("volume store: used %d of %d bytes, %d inodes; want nonzero",
 				figure(v.UsedBytes), figure(v.CapacityBytes), figure(v.Inodes))
+		}
+		m, err := n.volumeStatsMetrics(n.NS, "data")
+		if err != nil {
+			return err
+		}
+		if got := m["kubelet_volume_stats_capacity_bytes"]; got != float64(figure(v.CapacityBytes)) {
+			return fmt.Errorf("kubelet_volume_stats_capacity_bytes %v, want the summary's %d", got, figure(v.CapacityBytes))
+		}
+		if m["kubelet_volume_stats_used_bytes"] == 0 || m["kubelet_volume_stats_inodes"] == 0 {
+			return fmt.Errorf("volume stats metrics %v: want nonzero usage and inodes", m)
 		}
 		return nil
 	})

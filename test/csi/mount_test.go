@@ -17,6 +17,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	registerapi "k8s.io/kubelet/pkg/apis/pluginregistration/v1"
+	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 
 	"github.com/actorlet/actorlet/internal/plugins/fakeplugin"
 	"github.com/actorlet/actorlet/test/agent"
@@ -155,23 +156,26 @@ func TestCSIVolumes(t *testing.T) {
 	if len(n.csiMounts(t)) != 3 { // the staging path and two targets
 		t.Errorf("CSI mounts: %v", n.csiMounts(t))
 	}
-	// The summary names a volume by its directory: the PV's after the PV
-	// (upstream's summary names it "data", the pod's volume, with a PVC
-	// reference: the provider does not read pod specs), the inline one
-	// after the pod's volume.
-	pvDir := n.NS + "-data"
+	// The summary names each volume by the pod's volume, the claim's with
+	// its claim, as upstream's.
 	agent.Eventually(t, "both CSI volumes in /stats/summary with the driver's figures", 90*time.Second, func() error {
 		vols, err := n.summaryVolumes(pod.UID)
 		if err != nil {
 			return err
 		}
-		for _, name := range []string{pvDir, "scratch"} {
-			v, ok := vols[name]
+		for _, c := range []struct {
+			name string
+			pvc  *statsapi.PVCReference
+		}{{"data", &statsapi.PVCReference{Name: "data", Namespace: n.NS}}, {"scratch", nil}} {
+			v, ok := vols[c.name]
 			if !ok {
-				return fmt.Errorf("volume %s not listed among %d", name, len(vols))
+				return fmt.Errorf("volume %s not listed among %v", c.name, vols)
+			}
+			if (v.PVCRef == nil) != (c.pvc == nil) || (c.pvc != nil && *v.PVCRef != *c.pvc) {
+				return fmt.Errorf("volume %s: pvcRef %+v, want %+v", c.name, v.PVCRef, c.pvc)
 			}
 			if figure(v.UsedBytes) != 123456789 || figure(v.CapacityBytes) != 5<<30 || figure(v.InodesUsed) != 321 || figure(v.Inodes) != 4321 {
-				return fmt.Errorf("volume %s: used %d of %d bytes, %d of %d inodes; want the driver's", name,
+				return fmt.Errorf("volume %s: used %d of %d bytes, %d of %d inodes; want the driver's", c.name,
 					figure(v.UsedBytes), figure(v.CapacityBytes), figure(v.InodesUsed), figure(v.Inodes))
 			}
 		}

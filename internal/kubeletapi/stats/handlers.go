@@ -9,8 +9,9 @@ import (
 // SummaryHandler serves /stats/summary as upstream: GET or POST, JSON
 // indented as go-restful writes it; only_cpu_and_memory=true (given once)
 // leaves out network, filesystems and the process limit. A failure, a CRI
-// call's included, is a 500 naming what failed.
-func (p *Provider) SummaryHandler() http.Handler {
+// call's included, is a 500 naming what failed. pods (nil: none) are the
+// node's pods, whose specs name their volumes.
+func (p *Provider) SummaryHandler(pods PodLister) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodGet && r.Method != http.MethodPost {
 			w.Header().Set("Allow", "GET, POST")
@@ -23,7 +24,11 @@ func (p *Provider) SummaryHandler() http.Handler {
 		}
 		v, found := r.Form["only_cpu_and_memory"]
 		onlyCPUAndMemory := found && len(v) == 1 && v[0] == "true"
-		s, err := p.Summary(r.Context(), onlyCPUAndMemory)
+		var specs PodSpecs
+		if !onlyCPUAndMemory {
+			specs = p.podSpecs(r.Context(), pods)
+		}
+		s, err := p.SummaryFor(r.Context(), onlyCPUAndMemory, specs)
 		if err != nil {
 			p.internalError(w, r, err)
 			return

@@ -43,7 +43,7 @@ func TestSummaryHandler(t *testing.T) {
 				req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 			}
 			rec := httptest.NewRecorder()
-			n.p.SummaryHandler().ServeHTTP(rec, req)
+			n.p.SummaryHandler(nil).ServeHTTP(rec, req)
 			if rec.Code != tt.wantStatus {
 				t.Fatalf("status %d, want %d: %s", rec.Code, tt.wantStatus, rec.Body)
 			}
@@ -71,7 +71,7 @@ func TestSummaryJSONShape(t *testing.T) {
 	n := newTestNode(t)
 	n.cri.setStats(nil)
 	rec := httptest.NewRecorder()
-	n.p.SummaryHandler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/stats/summary", nil))
+	n.p.SummaryHandler(nil).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/stats/summary", nil))
 	body := rec.Body.String()
 	// Indented like go-restful's output, and "pods": [] rather than null
 	// when nothing runs, as upstream.

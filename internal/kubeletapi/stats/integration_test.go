@@ -108,7 +108,7 @@ func TestStatsAgainstContainerd(t *testing.T) {
 
 	// A second look over HTTP, more than a second later: rates now.
 	time.Sleep(1100 * time.Millisecond)
-	srv := httptest.NewServer(p.SummaryHandler())
+	srv := httptest.NewServer(p.SummaryHandler(nil))
 	t.Cleanup(srv.Close)
 	resp, err := http.Get(srv.URL + "/stats/summary?only_cpu_and_memory=true")
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 )
@@ -15,7 +16,7 @@ import (
 // podStats assembles the summary's pods as upstream's CRI stats provider
 // without pod sandbox stats: one entry per sandbox with at least one
 // running container that the runtime has statistics for.
-func (p *Provider) podStats(ctx context.Context, now time.Time, onlyCPUAndMemory bool, nodeFs fsInfo) ([]statsapi.PodStats, error) {
+func (p *Provider) podStats(ctx context.Context, now time.Time, onlyCPUAndMemory bool, nodeFs fsInfo, specs PodSpecs) ([]statsapi.PodStats, error) {
 	inv, err := p.inventory(ctx)
 	if err != nil {
 		return nil, err
@@ -54,7 +55,11 @@ func (p *Provider) podStats(ctx context.Context, now time.Time, onlyCPUAndMemory
 		var wg sync.WaitGroup
 		for id, ps := range bySandbox {
 			wg.Go(func() {
-				vols := p.podVolumes(ps.PodRef.UID, now)
+				var pod *v1.Pod
+				if specs != nil {
+					pod = specs(ps.PodRef.UID)
+				}
+				vols := p.podVolumes(ps.PodRef.UID, pod, now)
 				mu.Lock()
 				volsBySandbox[id] = vols
 				mu.Unlock()

@@ -72,6 +72,10 @@ type Provider struct {
 	// CSIDrivers are the CSI drivers registered on the node, which
 	// measure their volumes; nil: none, and CSI volumes are left out.
 	CSIDrivers registry.Reader
+	// Claims reads the claims of the pods' volumes, to tell which volume
+	// directory (named by its PersistentVolume) is which claim's; nil:
+	// such directories keep their name and have no PVC reference.
+	Claims ClaimReader
 	// Log receives what is left out of a partial answer and why.
 	Log zerolog.Logger
 
@@ -89,6 +93,7 @@ type Provider struct {
 	sandboxImages map[string]string // sandbox ID → its image
 
 	volumes volumeCache
+	claims  claimCache
 }
 
 func (p *Provider) init() {
@@ -121,8 +126,15 @@ func (p *Provider) hostPath(elem ...string) string {
 // Summary is /stats/summary: the node and every pod with a running
 // container. With onlyCPUAndMemory it is what /metrics/resource and
 // metrics-server need, without network, filesystems and the process
-// limit, as upstream's GetCPUAndMemoryStats.
+// limit, as upstream's GetCPUAndMemoryStats. Without the pods' specs
+// (SummaryFor), their volumes are named by their directories.
 func (p *Provider) Summary(ctx context.Context, onlyCPUAndMemory bool) (*statsapi.Summary, error) {
+	return p.SummaryFor(ctx, onlyCPUAndMemory, nil)
+}
+
+// SummaryFor is Summary with the pods' volumes named from their specs, as
+// upstream's: by the pod's volume name, with the claim of a PVC-backed one.
+func (p *Provider) SummaryFor(ctx context.Context, onlyCPUAndMemory bool, specs PodSpecs) (*statsapi.Summary, error) {
 	p.init()
 	ctx, cancel := context.WithTimeout(ctx, criTimeout)
 	defer cancel()
@@ -138,12 +150,12 @@ func (p *Provider) Summary(ctx context.Context, onlyCPUAndMemory bool) (*statsap
 	if err != nil {
 		return nil, err
 	}
-	pods, err := p.podStats(ctx, now, onlyCPUAndMemory, nodeFs)
+	pods, err := p.podStats(ctx, now, onlyCPUAndMemory, nodeFs, specs)
 	if err != nil {
 		return nil, err
 	}
 	p.rates.forget(now.Add(-rateRetention))
-	p.volumes.forget(now.Add(-2 * p.volumeStatsPeriod()))
+	p.forgetVolumes(now)
 	return &statsapi.Summary{Node: node, Pods: pods}, nil
 }
 

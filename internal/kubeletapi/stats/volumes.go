@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 
@@ -66,15 +67,14 @@ type podVolume struct {
 }
 
 // podVolumes are the pod's volumes as upstream's volume stats calculator
-// lists them: every volume set up under ROOT/pods/UID/volumes, named by
-// its directory (the pod's volume name; a local PersistentVolume's PV
-// name, the one directory upstream names so too), measured as upstream's
-// plugin for it measures (volume.PodVolume.Metrics), sorted by name. A
-// volume that cannot be measured is left out, as upstream's. No PVC
-// reference: the directories do not tell which claim a local volume came
-// from. The volumes are measured concurrently, so that a slow one (a hung
-// CSI driver) holds the others no longer than itself.
-func (p *Provider) podVolumes(uid string, now time.Time) []podVolume {
+// lists them: every volume set up under ROOT/pods/UID/volumes, measured as
+// upstream's plugin for it measures (volume.PodVolume.Metrics), named as
+// nameVolume names it from the pod's spec (nil: by its directory). The
+// ephemeral ones come first, then the persistent ones, each sorted by
+// name, as upstream appends them. A volume that cannot be measured is left
+// out, as upstream's. The volumes are measured concurrently, so that a
+// slow one (a hung CSI driver) holds the others no longer than itself.
+func (p *Provider) podVolumes(uid string, pod *v1.Pod, now time.Time) []podVolume {
 	if p.RootDir == "" || p.volumeStatsPeriod() < 0 {
 		return nil
 	}
@@ -84,7 +84,9 @@ func (p *Provider) podVolumes(uid string, now time.Time) []podVolume {
 		return nil
 	}
 	samples := make([]volumeSample, len(vols))
+	var boundPV map[string]string
 	var wg sync.WaitGroup
+	wg.Go(func() { boundPV = p.boundVolumes(pod, vols, now) })
 	for i, v := range vols {
 		wg.Go(func() { samples[i] = p.volumeSample(v, now) })
 	}
@@ -107,10 +109,25 @@ func (p *Provider) podVolumes(uid string, now time.Time) []podVolume {
 		if m.Inodes > 0 {
 			fs.Inodes, fs.InodesFree = ptrTo(m.Inodes), ptrTo(m.InodesFree)
 		}
-		out = append(out, podVolume{stats: statsapi.VolumeStats{Name: v.Name, FsStats: fs}, ephemeral: s.ephemeral})
+		ref := nameVolume(pod, boundPV, v)
+		ephemeral := v.Ephemeral(m)
+		if ref.ephemeral != nil {
+			ephemeral = *ref.ephemeral
+		}
+		out = append(out, podVolume{stats: statsapi.VolumeStats{Name: ref.name, PVCRef: ref.pvcRef, FsStats: fs}, ephemeral: ephemeral})
 	}
-	slices.SortFunc(out, func(a, b podVolume) int { return cmp.Compare(a.stats.Name, b.stats.Name) })
+	slices.SortFunc(out, func(a, b podVolume) int {
+		// Ephemeral (true) first.
+		return cmp.Or(cmp.Compare(b2i(b.ephemeral), b2i(a.ephemeral)), cmp.Compare(a.stats.Name, b.stats.Name))
+	})
 	return out
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // volumeSample is the volume's figures (or its failure), measured again
@@ -192,6 +209,14 @@ func (p *Provider) measureCSI(v volume.PodVolume) (volume.Metrics, error) {
 	}
 	return volume.Metrics{Used: st.Used, Capacity: st.Capacity, Available: st.Available,
 		InodesUsed: st.InodesUsed, Inodes: st.Inodes, InodesFree: st.InodesFree}, nil
+}
+
+// forgetVolumes drops the figures and claims of volumes no request read
+// for two volume stats periods: their pods are gone.
+func (p *Provider) forgetVolumes(now time.Time) {
+	cutoff := now.Add(-2 * p.volumeStatsPeriod())
+	p.volumes.forget(cutoff)
+	p.claims.forget(cutoff)
 }
 
 // forget drops the figures of volumes no request read since cutoff.

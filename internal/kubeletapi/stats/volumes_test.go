@@ -20,20 +20,7 @@ func TestSummaryPodVolumes(t *testing.T) {
 	writeFile(t, filepath.Join(vols, "kubernetes.io~secret", "token", "..data", "token"), "not counted")
 	writeFile(t, filepath.Join(vols, "kubernetes.io~configmap", "config", "key"), "v")
 
-	web := func() statsapi.PodStats {
-		t.Helper()
-		s, err := n.p.Summary(context.Background(), false)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, p := range s.Pods {
-			if p.PodRef.UID == "uid-a" {
-				return p
-			}
-		}
-		t.Fatal("no pod uid-a")
-		return statsapi.PodStats{}
-	}
+	web := func() statsapi.PodStats { return summaryPod(t, n, nil, "uid-a") }
 	byName := func(p statsapi.PodStats) map[string]statsapi.VolumeStats {
 		m := map[string]statsapi.VolumeStats{}
 		for _, v := range p.VolumeStats {
@@ -84,6 +71,22 @@ func TestSummaryPodVolumes(t *testing.T) {
 	if got := val(byName(web())["scratch"].InodesUsed); got != 3 {
 		t.Errorf("scratch inodes after the period %d, want 3", got)
 	}
+}
+
+// summaryPod is the pod's entry in the node's summary with specs.
+func summaryPod(t *testing.T, n *testNode, specs PodSpecs, uid string) statsapi.PodStats {
+	t.Helper()
+	s, err := n.p.SummaryFor(context.Background(), false, specs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range s.Pods {
+		if p.PodRef.UID == uid {
+			return p
+		}
+	}
+	t.Fatalf("no pod %s", uid)
+	return statsapi.PodStats{}
 }
 
 func TestVolumeCacheForget(t *testing.T) {
