@@ -139,6 +139,8 @@ func (h *Host) setUp(ctx context.Context, pod *v1.Pod, vol *v1.Volume) (Mounted,
 		return h.setUpContent(ctx, pod, vol)
 	case src.PersistentVolumeClaim != nil:
 		return h.setUpClaim(ctx, pod, vol)
+	case src.Ephemeral != nil:
+		return h.setUpEphemeral(ctx, pod, vol)
 	case src.CSI != nil:
 		return h.setUpCSI(ctx, pod, csiFromInline(pod, vol))
 	case src.Image != nil:
