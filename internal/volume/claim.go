@@ -12,6 +12,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	schedulingcorev1 "k8s.io/component-helpers/scheduling/corev1"
+	"k8s.io/component-helpers/storage/ephemeral"
 	"k8s.io/mount-utils"
 )
 
@@ -24,9 +25,38 @@ const pvcProtectionFinalizer = "kubernetes.io/pvc-protection"
 // node); any other PV is refused with a clear reason.
 func (h *Host) setUpClaim(ctx context.Context, pod *v1.Pod, vol *v1.Volume) (Mounted, error) {
 	src := vol.PersistentVolumeClaim
-	pv, pvc, err := h.claimedVolume(ctx, pod.Namespace, src.ClaimName)
+	return h.setUpClaimed(ctx, pod, src.ClaimName, src.ReadOnly, nil)
+}
+
+// setUpEphemeral sets up a generic ephemeral volume as upstream's
+// desired-state populator does: as the claim named after the pod and the
+// volume, which kube-controller-manager's ephemeral volume controller
+// makes, owned by the pod; until it exists and is bound the pod waits. A
+// claim of that name that the pod does not control is refused, so that a
+// pod never mounts a claim someone else made.
+func (h *Host) setUpEphemeral(ctx context.Context, pod *v1.Pod, vol *v1.Volume) (Mounted, error) {
+	return h.setUpClaimed(ctx, pod, ephemeral.VolumeClaimName(pod, vol), false, func(pvc *v1.PersistentVolumeClaim) error {
+		return ephemeral.VolumeIsForPod(pod, pvc)
+	})
+}
+
+// setUpClaimed sets up the PV bound to the pod's claim; forPod, when set,
+// checks the claim once it is bound and before its PV is read, where
+// upstream's populator checks an ephemeral volume's claim.
+func (h *Host) setUpClaimed(ctx context.Context, pod *v1.Pod, claimName string, readOnly bool, forPod func(*v1.PersistentVolumeClaim) error) (Mounted, error) {
+	pvc, err := h.boundClaim(ctx, pod.Namespace, claimName)
 	if err != nil {
-		return Mounted{}, fmt.Errorf("error processing PVC %s/%s: %w", pod.Namespace, src.ClaimName, err)
+		return Mounted{}, fmt.Errorf("error processing PVC %s/%s: %w", pod.Namespace, claimName, err)
+	}
+	if forPod != nil {
+		// Unwrapped, as upstream: the error names the claim and the pod.
+		if err := forPod(pvc); err != nil {
+			return Mounted{}, err
+		}
+	}
+	pv, err := h.claimedVolume(ctx, pvc)
+	if err != nil {
+		return Mounted{}, fmt.Errorf("error processing PVC %s/%s: %w", pod.Namespace, claimName, err)
 	}
 	if err := checkNodeAffinity(pv, h.NodeName); err != nil {
 		return Mounted{}, fmt.Errorf("persistent volume %s is not reachable from node %s: %w", pv.Name, h.NodeName, err)
@@ -39,54 +69,59 @@ func (h *Host) setUpClaim(ctx context.Context, pod *v1.Pod, vol *v1.Volume) (Mou
 		if err := checkHostPath(pv.Spec.HostPath.Path, pv.Spec.HostPath.Type); err != nil {
 			return Mounted{}, err
 		}
-		return Mounted{Path: pv.Spec.HostPath.Path, HostPath: true, ReadOnly: src.ReadOnly}, nil
+		return Mounted{Path: pv.Spec.HostPath.Path, HostPath: true, ReadOnly: readOnly}, nil
 	case pv.Spec.Local != nil:
 		dir := VolumeDir(h.RootDir, pod.UID, PluginLocal, pv.Name)
-		if err := h.mountLocal(pod, pv, dir, src.ReadOnly); err != nil {
+		if err := h.mountLocal(pod, pv, dir, readOnly); err != nil {
 			return Mounted{}, err
 		}
-		return Mounted{Path: dir, ReadOnly: src.ReadOnly, SELinuxRelabel: true}, nil
+		return Mounted{Path: dir, ReadOnly: readOnly, SELinuxRelabel: true}, nil
 	case pv.Spec.CSI != nil:
-		v := csiFromPV(pv, src.ReadOnly)
+		v := csiFromPV(pv, readOnly)
 		v.pv, v.claim = pv, pvc
 		return h.setUpCSI(ctx, pod, v)
 	}
 	return Mounted{}, fmt.Errorf("persistent volume %s is of type %s, which this node cannot attach or mount: only hostPath, local and CSI persistent volumes are supported", pv.Name, pvType(pv))
 }
 
-// claimedVolume is the PV bound to the claim, with upstream's checks
-// (getPVCExtractPV and getPVSpec): the claim is bound, not being deleted
-// without protection, and the PV's claimRef points back at it. Until then
-// the pod waits, as upstream's. The claim comes with it.
-func (h *Host) claimedVolume(ctx context.Context, namespace, claimName string) (*v1.PersistentVolume, *v1.PersistentVolumeClaim, error) {
+// boundClaim is the claim, with upstream's checks (getPVCExtractPV): the
+// claim is bound to a volume and not being deleted without protection.
+// Until then the pod waits, as upstream's.
+func (h *Host) boundClaim(ctx context.Context, namespace, claimName string) (*v1.PersistentVolumeClaim, error) {
 	if h.Sources == nil {
-		return nil, nil, errors.New("this node has no API server to read the claim from")
+		return nil, errors.New("this node has no API server to read the claim from")
 	}
 	pvc, err := h.Sources.PersistentVolumeClaim(ctx, namespace, claimName)
 	if err != nil {
-		return nil, nil, fmt.Errorf("failed to fetch PVC from API server: %w", err)
+		return nil, fmt.Errorf("failed to fetch PVC from API server: %w", err)
 	}
 	if pvc.DeletionTimestamp != nil && !slices.Contains(pvc.Finalizers, pvcProtectionFinalizer) {
-		return nil, nil, errors.New("PVC is being deleted")
+		return nil, errors.New("PVC is being deleted")
 	}
 	if pvc.Status.Phase != v1.ClaimBound {
-		return nil, nil, errors.New("PVC is not bound")
+		return nil, errors.New("PVC is not bound")
 	}
+	if pvc.Spec.VolumeName == "" {
+		return nil, errors.New("PVC has empty pvc.Spec.VolumeName")
+	}
+	return pvc, nil
+}
+
+// claimedVolume is the PV bound to the claim, with upstream's checks
+// (getPVSpec): the PV's claimRef points back at the claim.
+func (h *Host) claimedVolume(ctx context.Context, pvc *v1.PersistentVolumeClaim) (*v1.PersistentVolume, error) {
 	name := pvc.Spec.VolumeName
-	if name == "" {
-		return nil, nil, errors.New("PVC has empty pvc.Spec.VolumeName")
-	}
 	pv, err := h.Sources.PersistentVolume(ctx, name)
 	if err != nil {
-		return nil, nil, fmt.Errorf("failed to fetch PV %s from API server: %w", name, err)
+		return nil, fmt.Errorf("failed to fetch PV %s from API server: %w", name, err)
 	}
 	if pv.Spec.ClaimRef == nil {
-		return nil, nil, fmt.Errorf("found PV object %s but it has a nil pv.Spec.ClaimRef indicating it is not yet bound to the claim", name)
+		return nil, fmt.Errorf("found PV object %s but it has a nil pv.Spec.ClaimRef indicating it is not yet bound to the claim", name)
 	}
 	if pv.Spec.ClaimRef.UID != pvc.UID {
-		return nil, nil, fmt.Errorf("found PV object %s but its pv.Spec.ClaimRef.UID %s does not point to claim.UID %s", name, pv.Spec.ClaimRef.UID, pvc.UID)
+		return nil, fmt.Errorf("found PV object %s but its pv.Spec.ClaimRef.UID %s does not point to claim.UID %s", name, pv.Spec.ClaimRef.UID, pvc.UID)
 	}
-	return pv, pvc, nil
+	return pv, nil
 }
 
 // checkNodeAffinity is upstream's CheckNodeAffinity for this node. Upstream

@@ -249,3 +249,57 @@ func TestLocalVolumeMount(t *testing.T) {
 		t.Fatalf("pod directory left: %v", err)
 	}
 }
+
+// TestSetUpEphemeral: a generic ephemeral volume is the claim named after
+// the pod and the volume, used only once it is bound and controlled by the
+// pod, as upstream's desired-state populator.
+func TestSetUpEphemeral(t *testing.T) {
+	hostDir := t.TempDir()
+	pod := localTestPod("e")
+	owned := func(c *v1.PersistentVolumeClaim, controller bool, uid types.UID) *v1.PersistentVolumeClaim {
+		c.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Pod", Name: pod.Name, UID: uid, Controller: &controller}}
+		return c
+	}
+	pending := boundClaim("pod-scratch", "pv1")
+	pending.Status.Phase = v1.ClaimPending
+	tests := []struct {
+		name    string
+		claim   *v1.PersistentVolumeClaim // nil: none
+		wantErr string
+	}{
+		{name: "no claim yet", wantErr: `error processing PVC ns/pod-scratch: failed to fetch PVC from API server: persistentvolumeclaims "pod-scratch" not found`},
+		{name: "claim not bound yet", claim: owned(pending, true, pod.UID), wantErr: "error processing PVC ns/pod-scratch: PVC is not bound"},
+		{name: "claim of no owner", claim: boundClaim("pod-scratch", "pv1"),
+			wantErr: "PVC ns/pod-scratch was not created for pod ns/pod (pod is not owner)"},
+		{name: "claim owned but not controlled by the pod", claim: owned(boundClaim("pod-scratch", "pv1"), false, pod.UID),
+			wantErr: "PVC ns/pod-scratch was not created for pod ns/pod (pod is not owner)"},
+		{name: "claim of an earlier pod of the same name", claim: owned(boundClaim("pod-scratch", "pv1"), true, "uid-earlier"),
+			wantErr: "PVC ns/pod-scratch was not created for pod ns/pod (pod is not owner)"},
+		{name: "claim controlled by the pod", claim: owned(boundClaim("pod-scratch", "pv1"), true, pod.UID)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			src := &claimSources{pvcs: map[string]*v1.PersistentVolumeClaim{},
+				pvs: map[string]*v1.PersistentVolume{"pv1": pvFor("pv1", "pod-scratch", v1.PersistentVolumeSource{HostPath: &v1.HostPathVolumeSource{Path: hostDir}})}}
+			if tt.claim != nil {
+				src.pvcs["ns/pod-scratch"] = tt.claim
+			}
+			h := &Host{RootDir: t.TempDir(), NodeName: "node-a", Sources: src, Mounter: mount.NewFakeMounter(nil)}
+			vol := &v1.Volume{Name: "scratch", VolumeSource: v1.VolumeSource{Ephemeral: &v1.EphemeralVolumeSource{
+				VolumeClaimTemplate: &v1.PersistentVolumeClaimTemplate{}}}}
+			m, err := h.SetUp(t.Context(), pod, vol)
+			if tt.wantErr != "" {
+				if err == nil || err.Error() != `MountVolume.SetUp failed for volume "scratch" : `+tt.wantErr {
+					t.Fatalf("error %v, want %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := (Mounted{Name: "scratch", Path: hostDir, HostPath: true}); m != want {
+				t.Fatalf("mounted %+v, want %+v", m, want)
+			}
+		})
+	}
+}

@@ -200,7 +200,7 @@ func (h *Host) projection(ctx context.Context, pod *v1.Pod, volName string, inde
 			return nil, err
 		}
 		return map[string]atomicwriter.FileProjection{
-			tp.Path: {Data: []byte(token), Mode: credentialMode, FsUser: fsUser},
+			tp.Path: {Data: []byte(token.Token), Mode: credentialMode, FsUser: fsUser},
 		}, nil
 	case source.ClusterTrustBundle != nil:
 		ctb := source.ClusterTrustBundle

@@ -11,7 +11,9 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -50,12 +52,13 @@ func (f *fakeSources) Secret(_ context.Context, ns, name string) (*v1.Secret, er
 	return nil, apierrors.NewNotFound(v1.Resource("secret"), name)
 }
 
-func (f *fakeSources) ServiceAccountToken(_ context.Context, pod *v1.Pod, p *v1.ServiceAccountTokenProjection) (string, error) {
+func (f *fakeSources) ServiceAccountToken(_ context.Context, pod *v1.Pod, p *v1.ServiceAccountTokenProjection) (authenticationv1.TokenRequestStatus, error) {
 	f.tokenCalls = append(f.tokenCalls, *p)
 	if f.tokenErr != nil {
-		return "", f.tokenErr
+		return authenticationv1.TokenRequestStatus{}, f.tokenErr
 	}
-	return fmt.Sprintf("token-for-%s-%s", pod.Spec.ServiceAccountName, p.Audience), nil
+	return authenticationv1.TokenRequestStatus{Token: fmt.Sprintf("token-for-%s-%s", pod.Spec.ServiceAccountName, p.Audience),
+		ExpirationTimestamp: metav1.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)}, nil
 }
 
 func (f *fakeSources) ClusterTrustBundles(_ context.Context, p *v1.ClusterTrustBundleProjection) ([]byte, error) {

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -131,10 +132,6 @@ func (h *Host) setUpCSI(ctx context.Context, pod *v1.Pod, v csiVolume) (Mounted,
 	if err := policy.supportsMode(v.driver, v.mode); err != nil {
 		return Mounted{}, fmt.Errorf("kubernetes.io/csi: mounter.SetupAt failed to check volume lifecycle mode: %w", err)
 	}
-	if policy.tokenRequests {
-		// Never mount without what the driver asked for.
-		return Mounted{}, fmt.Errorf("CSIDriver %s asks for service account tokens (tokenRequests), which this node does not pass to CSI drivers", v.driver)
-	}
 	callCtx, cancel := context.WithTimeout(ctx, CSITimeout)
 	defer cancel()
 
@@ -230,17 +227,28 @@ func (h *Host) setUpCSI(ctx context.Context, pod *v1.Pod, v csiVolume) (Mounted,
 	if err != nil {
 		return Mounted{}, fmt.Errorf("fetching NodePublishSecretRef %s/%s failed: %w", v.publishSecretRef.Namespace, v.publishSecretRef.Name, err)
 	}
+	tokens, err := h.csiTokens(ctx, pod, policy)
+	if err != nil {
+		// Upstream's wording, its typo included.
+		return Mounted{}, fmt.Errorf("kubernetes.io/csi: mounter.SetUpAt failed to get service accoount token attributes: %w", err)
+	}
+	var tokenContext map[string]string
+	if len(tokens) > 0 {
+		if tokenContext, err = tokenAttrs(tokens); err != nil {
+			return Mounted{}, fmt.Errorf("kubernetes.io/csi: mounter.SetUpAt failed to get service accoount token attributes: %w", err)
+		}
+	}
 	if err := os.MkdirAll(dir, 0o750); err != nil {
 		return Mounted{}, fmt.Errorf("kubernetes.io/csi: mounter.SetUpAt failed to create dir %q: %w", dir, err)
 	}
 	if err := saveVolData(dir, v.podVolData(h.NodeName)); err != nil {
 		return Mounted{}, fmt.Errorf("kubernetes.io/csi: mounter.SetUpAt failed to save volume info data: %w", err)
 	}
-	req := v.publishRequest(policy, caps, pod, stagingPath, target, publishContext, secrets, fsg.mountGroup)
+	req := v.publishRequest(policy, caps, pod, stagingPath, target, publishContext, secrets, tokenContext, fsg.mountGroup)
 	if err := csi.NodePublishVolume(callCtx, drv.Endpoint, req); err != nil {
 		// vol_data.json stays: the publish may have happened, and the
 		// pod's teardown unpublishes (idempotent) what it names.
-		return Mounted{}, fmt.Errorf("kubernetes.io/csi: mounter.SetUpAt failed: %w", err)
+		return Mounted{}, fmt.Errorf("kubernetes.io/csi: mounter.SetUpAt failed: %w", redactTokens(err, tokens))
 	}
 	h.csi.mark(h.csi.owned, target, false)
 	h.csi.mark(h.csi.done, target, false)
@@ -267,6 +275,25 @@ func (h *Host) csiOwnership(pod *v1.Pod, v csiVolume, fsg fsGroupPlan, target st
 	}
 	h.csi.mark(h.csi.owned, target, true)
 	return nil
+}
+
+// csiTokens are the tokens the driver asks for (tokenRequests), by
+// audience: of the pod's service account, bound to the pod, from the
+// token cache that projected volumes use, as upstream's kubelet takes
+// them from its one token manager. None when the driver asks for none.
+func (h *Host) csiTokens(ctx context.Context, pod *v1.Pod, policy csiDriverPolicy) (map[string]authenticationv1.TokenRequestStatus, error) {
+	if len(policy.tokenRequests) == 0 {
+		return nil, nil
+	}
+	out := make(map[string]authenticationv1.TokenRequestStatus, len(policy.tokenRequests))
+	for _, tr := range policy.tokenRequests {
+		st, err := h.Sources.ServiceAccountToken(ctx, pod, &v1.ServiceAccountTokenProjection{Audience: tr.Audience, ExpirationSeconds: tr.ExpirationSeconds})
+		if err != nil {
+			return nil, err
+		}
+		out[tr.Audience] = st
+	}
+	return out, nil
 }
 
 // csiSecrets reads a secret's data as strings, as upstream's

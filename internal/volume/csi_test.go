@@ -3,6 +3,7 @@ package volume
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -36,6 +38,8 @@ type csiSources struct {
 	secrets map[string]*v1.Secret
 	// patches are the claim status patches applied, in order.
 	patches []string
+	// tokenErr fails every token request.
+	tokenErr error
 }
 
 func (s *csiSources) CSIDriver(_ context.Context, name string) (*storagev1.CSIDriver, error) {
@@ -57,6 +61,20 @@ func (s *csiSources) Secret(_ context.Context, ns, name string) (*v1.Secret, err
 		return sec, nil
 	}
 	return nil, apierrors.NewNotFound(schema.GroupResource{Resource: "secrets"}, name)
+}
+
+// ServiceAccountToken gives a token named after the pod, its service
+// account and the audience, or tokenErr.
+func (s *csiSources) ServiceAccountToken(_ context.Context, pod *v1.Pod, p *v1.ServiceAccountTokenProjection) (authenticationv1.TokenRequestStatus, error) {
+	if s.tokenErr != nil {
+		return authenticationv1.TokenRequestStatus{}, s.tokenErr
+	}
+	exp := int64(3600)
+	if p.ExpirationSeconds != nil {
+		exp = *p.ExpirationSeconds
+	}
+	return authenticationv1.TokenRequestStatus{Token: fmt.Sprintf("%s.%s.%s", pod.UID, pod.Spec.ServiceAccountName, p.Audience),
+		ExpirationTimestamp: metav1.NewTime(time.Unix(exp, 0).UTC())}, nil
 }
 
 // csiFixture is a host with the fake driver registered and serving.
@@ -403,4 +421,86 @@ func TestCSIFSGroup(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestCSITokenRequests: a driver whose CSIDriver asks for tokens gets, at
+// each publish, one of the pod's service account per audience (its
+// lifetime as asked), in the volume context or in the secrets as it says;
+// with requiresRepublish every set-up publishes again; a token that
+// cannot be had fails the set-up before any publish.
+func TestCSITokenRequests(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		inSecrets bool
+		republish bool
+		tokenErr  error
+		wantErr   string
+	}{
+		{name: "in the volume context, republished", republish: true},
+		{name: "in the secrets", inSecrets: true},
+		{name: "no token", tokenErr: errors.New("serviceaccounts \"sa\" not found"),
+			wantErr: `kubernetes.io/csi: mounter.SetUpAt failed to get service accoount token attributes: serviceaccounts "sa" not found`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newCSIFixture(t, false)
+			f.driverObject(false, storagev1.VolumeLifecycleEphemeral)
+			spec := &f.src.drivers[testDriver].Spec
+			spec.TokenRequests = []storagev1.TokenRequest{{Audience: "vault"}, {Audience: "", ExpirationSeconds: ptr(int64(600))}}
+			spec.ServiceAccountTokenInSecrets, spec.RequiresRepublish = ptr(tc.inSecrets), ptr(tc.republish)
+			f.src.tokenErr = tc.tokenErr
+			pod := csiPod("t")
+			pod.Spec.ServiceAccountName = "sa"
+			vol := &v1.Volume{Name: "v", VolumeSource: v1.VolumeSource{CSI: &v1.CSIVolumeSource{Driver: testDriver}}}
+			m, err := f.h.SetUp(t.Context(), pod, vol)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) || len(f.plugin.Calls()) != 0 {
+					t.Fatalf("error %v, calls %v; want %q before any call", err, methods(f.plugin.Calls()), tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = f.h.TearDownPod("t") })
+			if m.CSIRepublish != tc.republish {
+				t.Errorf("mounted %+v, want CSIRepublish %v", m, tc.republish)
+			}
+			call := f.plugin.Calls()[0]
+			where, other := call.VolumeContext, call.Secrets
+			if tc.inSecrets {
+				where, other = call.Secrets, call.VolumeContext
+			}
+			var tokens map[string]authenticationv1.TokenRequestStatus
+			if err := json.Unmarshal([]byte(where["csi.storage.k8s.io/serviceAccount.tokens"]), &tokens); err != nil {
+				t.Fatalf("tokens %q: %v", where["csi.storage.k8s.io/serviceAccount.tokens"], err)
+			}
+			if len(tokens) != 2 || tokens["vault"].Token != "t.sa.vault" || tokens[""].Token != "t.sa." ||
+				tokens[""].ExpirationTimestamp.Unix() != 600 || tokens["vault"].ExpirationTimestamp.Unix() != 3600 {
+				t.Errorf("tokens %+v", tokens)
+			}
+			if _, ok := other["csi.storage.k8s.io/serviceAccount.tokens"]; ok {
+				t.Errorf("tokens in both the volume context and the secrets")
+			}
+			if _, err := f.h.SetUp(t.Context(), pod, vol); err != nil {
+				t.Fatal(err)
+			}
+			want := 1
+			if tc.republish {
+				want = 2
+			}
+			if got := count(f.plugin.Calls(), "NodePublishVolume"); got != want {
+				t.Errorf("%d publishes after two set-ups, want %d", got, want)
+			}
+		})
+	}
+}
+
+func count(calls []fakeplugin.Call, method string) int {
+	n := 0
+	for _, c := range calls {
+		if c.Method == method {
+			n++
+		}
+	}
+	return n
 }

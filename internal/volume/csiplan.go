@@ -2,13 +2,17 @@ package volume
 
 import (
 	"crypto/sha256"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 
 	csipb "github.com/container-storage-interface/spec/lib/go/csi"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -152,9 +156,14 @@ type csiDriverPolicy struct {
 	fsGroupPolicy     storagev1.FSGroupPolicy
 	// found: there is a CSIDriver object; without one only persistent
 	// volumes may be mounted.
-	found         bool
-	modes         []storagev1.VolumeLifecycleMode
-	tokenRequests bool
+	found bool
+	modes []storagev1.VolumeLifecycleMode
+	// tokenRequests are the audiences (with lifetimes) of the tokens of
+	// the pod's service account that the driver is given at each
+	// publish; tokensInSecrets: in the publish's secrets rather than its
+	// volume context (serviceAccountTokenInSecrets).
+	tokenRequests   []storagev1.TokenRequest
+	tokensInSecrets bool
 }
 
 // driverPolicy reads d (nil: no CSIDriver object for the driver) as
@@ -172,7 +181,8 @@ func driverPolicy(d *storagev1.CSIDriver) (csiDriverPolicy, error) {
 	}
 	p.podInfoOnMount = d.Spec.PodInfoOnMount != nil && *d.Spec.PodInfoOnMount
 	p.requiresRepublish = d.Spec.RequiresRepublish != nil && *d.Spec.RequiresRepublish
-	p.tokenRequests = len(d.Spec.TokenRequests) > 0
+	p.tokenRequests = d.Spec.TokenRequests
+	p.tokensInSecrets = d.Spec.ServiceAccountTokenInSecrets != nil && *d.Spec.ServiceAccountTokenInSecrets
 	if d.Spec.FSGroupPolicy == nil || *d.Spec.FSGroupPolicy == "" {
 		return p, errors.New("kubernetes.io/csi: expected valid fsGroupPolicy, received nil value or empty string")
 	}
@@ -291,16 +301,19 @@ func (v csiVolume) stageRequest(caps csi.NodeCapabilities, stagingPath string, p
 
 // publishRequest is upstream's SetUpAt's NodePublishVolume: the volume
 // context is the volume's attributes, with the pod's csi.storage.k8s.io/*
-// keys when the driver asks for podInfoOnMount.
-func (v csiVolume) publishRequest(p csiDriverPolicy, caps csi.NodeCapabilities, pod *v1.Pod, stagingPath, targetPath string, publishContext, secrets map[string]string, mountGroup *int64) *csipb.NodePublishVolumeRequest {
+// keys when the driver asks for podInfoOnMount; the service account's
+// tokens (tokenAttrs' key, when the driver asks for any) go into the
+// volume context, or into the secrets when the driver says so.
+func (v csiVolume) publishRequest(p csiDriverPolicy, caps csi.NodeCapabilities, pod *v1.Pod, stagingPath, targetPath string, publishContext, secrets, tokens map[string]string, mountGroup *int64) *csipb.NodePublishVolumeRequest {
 	attrs := v.attributes
 	if p.podInfoOnMount {
-		attrs = make(map[string]string, len(v.attributes)+5)
-		for k, val := range v.attributes {
-			attrs[k] = val
-		}
-		for k, val := range podInfoAttrs(pod, v.mode) {
-			attrs[k] = val
+		attrs = mergeMaps(attrs, podInfoAttrs(pod, v.mode))
+	}
+	if len(tokens) > 0 {
+		if p.tokensInSecrets {
+			secrets = mergeMaps(secrets, tokens)
+		} else {
+			attrs = mergeMaps(attrs, tokens)
 		}
 	}
 	return &csipb.NodePublishVolumeRequest{
@@ -308,6 +321,59 @@ func (v csiVolume) publishRequest(p csiDriverPolicy, caps csi.NodeCapabilities, 
 		TargetPath: targetPath, VolumeCapability: v.capability(caps, mountGroup),
 		Readonly: v.readOnly, Secrets: secrets, VolumeContext: attrs,
 	}
+}
+
+// mergeMaps is a new map of a's keys and b's, b's winning, as upstream's
+// mergeMap; a and b stay as they are.
+func mergeMaps(a, b map[string]string) map[string]string {
+	out := make(map[string]string, len(a)+len(b))
+	maps.Copy(out, a)
+	maps.Copy(out, b)
+	return out
+}
+
+// csiServiceAccountTokensKey is upstream's key of the pod's service
+// account tokens in a publish's volume context (or secrets).
+const csiServiceAccountTokensKey = csiPodInfoKeyPrefix + "serviceAccount.tokens"
+
+// tokenAttrs is what upstream's podServiceAccountTokenAttrs passes: the
+// tokens by audience ("" for the API server's own), each with its expiry,
+// as JSON under one key.
+func tokenAttrs(tokens map[string]authenticationv1.TokenRequestStatus) (map[string]string, error) {
+	b, err := json.Marshal(tokens)
+	if err != nil {
+		return nil, err
+	}
+	return map[string]string{csiServiceAccountTokensKey: string(b)}, nil
+}
+
+// redactedError is an error whose message had the tokens a request
+// carried taken out; it still unwraps to the original.
+type redactedError struct {
+	err error
+	msg string
+}
+
+func (e *redactedError) Error() string { return e.msg }
+func (e *redactedError) Unwrap() error { return e.err }
+
+// redactTokens takes the tokens out of a driver's error, which it may
+// have built from the request it refused: a token must not reach a log
+// line or an event.
+func redactTokens(err error, tokens map[string]authenticationv1.TokenRequestStatus) error {
+	if err == nil {
+		return nil
+	}
+	msg := err.Error()
+	for _, t := range tokens {
+		if t.Token != "" {
+			msg = strings.ReplaceAll(msg, t.Token, "[redacted]")
+		}
+	}
+	if msg == err.Error() {
+		return err
+	}
+	return &redactedError{err: err, msg: msg}
 }
 
 // podInfoAttrs is upstream's getPodInfoAttrs.

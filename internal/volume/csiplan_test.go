@@ -5,8 +5,10 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	csipb "github.com/container-storage-interface/spec/lib/go/csi"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -49,9 +51,10 @@ func TestDriverPolicy(t *testing.T) {
 		{"every field", &storagev1.CSIDriver{Spec: storagev1.CSIDriverSpec{
 			AttachRequired: ptr(false), PodInfoOnMount: ptr(true), RequiresRepublish: ptr(true), FSGroupPolicy: &file,
 			VolumeLifecycleModes: []storagev1.VolumeLifecycleMode{storagev1.VolumeLifecycleEphemeral},
-			TokenRequests:        []storagev1.TokenRequest{{Audience: "a"}}}},
+			TokenRequests:        []storagev1.TokenRequest{{Audience: "a"}}, ServiceAccountTokenInSecrets: ptr(true)}},
 			csiDriverPolicy{podInfoOnMount: true, requiresRepublish: true, fsGroupPolicy: file, found: true,
-				modes: []storagev1.VolumeLifecycleMode{storagev1.VolumeLifecycleEphemeral}, tokenRequests: true}, ""},
+				modes:         []storagev1.VolumeLifecycleMode{storagev1.VolumeLifecycleEphemeral},
+				tokenRequests: []storagev1.TokenRequest{{Audience: "a"}}, tokensInSecrets: true}, ""},
 		{"attachRequired unset is true", &storagev1.CSIDriver{Spec: storagev1.CSIDriverSpec{FSGroupPolicy: &file}},
 			csiDriverPolicy{attachRequired: true, fsGroupPolicy: file, found: true}, ""},
 		{"no fsGroupPolicy", &storagev1.CSIDriver{}, csiDriverPolicy{}, "expected valid fsGroupPolicy, received nil value or empty string"},
@@ -143,27 +146,37 @@ func TestAccessMode(t *testing.T) {
 }
 
 // TestPublishRequest: the volume's attributes, with the pod's keys only
-// when the driver asks; the PV's fsType and mount options; readOnly.
+// when the driver asks, and the tokens in the volume context or, when the
+// driver says so, in the secrets; the PV's fsType and mount options;
+// readOnly.
 func TestPublishRequest(t *testing.T) {
+	tokens := map[string]string{"csi.storage.k8s.io/serviceAccount.tokens": `{"a":{"token":"t"}}`}
 	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", UID: types.UID("u")}, Spec: v1.PodSpec{ServiceAccountName: "sa"}}
 	pv := &v1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "pv1"}, Spec: v1.PersistentVolumeSpec{
 		AccessModes: []v1.PersistentVolumeAccessMode{v1.ReadWriteOnce}, MountOptions: []string{"noatime"},
 		PersistentVolumeSource: v1.PersistentVolumeSource{CSI: &v1.CSIPersistentVolumeSource{
 			Driver: "d", VolumeHandle: "h", FSType: "ext4", VolumeAttributes: map[string]string{"k": "v"}}}}}
 	v := csiFromPV(pv, true)
+	secrets := map[string]string{"s": "x"}
 	for _, tc := range []struct {
-		name  string
-		p     csiDriverPolicy
-		attrs map[string]string
+		name    string
+		p       csiDriverPolicy
+		tokens  map[string]string
+		attrs   map[string]string
+		secrets map[string]string
 	}{
-		{"no pod info", csiDriverPolicy{}, map[string]string{"k": "v"}},
-		{"pod info", csiDriverPolicy{podInfoOnMount: true}, map[string]string{"k": "v",
+		{"no pod info", csiDriverPolicy{}, nil, map[string]string{"k": "v"}, secrets},
+		{"pod info", csiDriverPolicy{podInfoOnMount: true}, nil, map[string]string{"k": "v",
 			"csi.storage.k8s.io/pod.name": "p", "csi.storage.k8s.io/pod.namespace": "ns", "csi.storage.k8s.io/pod.uid": "u",
-			"csi.storage.k8s.io/serviceAccount.name": "sa", "csi.storage.k8s.io/ephemeral": "false"}},
+			"csi.storage.k8s.io/serviceAccount.name": "sa", "csi.storage.k8s.io/ephemeral": "false"}, secrets},
+		{"tokens in the volume context", csiDriverPolicy{}, tokens,
+			map[string]string{"k": "v", "csi.storage.k8s.io/serviceAccount.tokens": `{"a":{"token":"t"}}`}, secrets},
+		{"tokens in the secrets", csiDriverPolicy{tokensInSecrets: true}, tokens, map[string]string{"k": "v"},
+			map[string]string{"s": "x", "csi.storage.k8s.io/serviceAccount.tokens": `{"a":{"token":"t"}}`}},
 	} {
-		req := v.publishRequest(tc.p, csi.NodeCapabilities{}, pod, "/stage", "/target", map[string]string{"pc": "1"}, map[string]string{"s": "x"}, ptr(int64(7)))
+		req := v.publishRequest(tc.p, csi.NodeCapabilities{}, pod, "/stage", "/target", map[string]string{"pc": "1"}, secrets, tc.tokens, ptr(int64(7)))
 		want := &csipb.NodePublishVolumeRequest{VolumeId: "h", PublishContext: map[string]string{"pc": "1"}, StagingTargetPath: "/stage",
-			TargetPath: "/target", Readonly: true, Secrets: map[string]string{"s": "x"}, VolumeContext: tc.attrs,
+			TargetPath: "/target", Readonly: true, Secrets: tc.secrets, VolumeContext: tc.attrs,
 			VolumeCapability: &csipb.VolumeCapability{
 				AccessMode: &csipb.VolumeCapability_AccessMode{Mode: csipb.VolumeCapability_AccessMode_SINGLE_NODE_WRITER},
 				AccessType: &csipb.VolumeCapability_Mount{Mount: &csipb.VolumeCapability_MountVolume{FsType: "ext4", MountFlags: []string{"noatime"}, VolumeMountGroup: "7"}}}}
@@ -171,8 +184,60 @@ func TestPublishRequest(t *testing.T) {
 			t.Errorf("%s:\n%v\nwant\n%v", tc.name, req, want)
 		}
 	}
-	if v.attributes["csi.storage.k8s.io/pod.name"] != "" {
-		t.Error("the PV's attributes were changed")
+	if len(v.attributes) != 1 || len(secrets) != 1 {
+		t.Errorf("the PV's attributes (%v) or the secrets (%v) were changed", v.attributes, secrets)
+	}
+}
+
+// TestTokenAttrs: upstream's JSON of the tokens by audience, each with
+// its expiry.
+func TestTokenAttrs(t *testing.T) {
+	exp := metav1.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+	for _, tc := range []struct {
+		name   string
+		tokens map[string]authenticationv1.TokenRequestStatus
+		want   string
+	}{
+		{"one audience", map[string]authenticationv1.TokenRequestStatus{"vault": {Token: "t1", ExpirationTimestamp: exp}},
+			`{"vault":{"token":"t1","expirationTimestamp":"2030-01-02T03:04:05Z"}}`},
+		{"the API server's audience and another", map[string]authenticationv1.TokenRequestStatus{
+			"": {Token: "t0", ExpirationTimestamp: exp}, "b": {Token: "t2", ExpirationTimestamp: exp}},
+			`{"":{"token":"t0","expirationTimestamp":"2030-01-02T03:04:05Z"},"b":{"token":"t2","expirationTimestamp":"2030-01-02T03:04:05Z"}}`},
+	} {
+		got, err := tokenAttrs(tc.tokens)
+		if err != nil || len(got) != 1 || got["csi.storage.k8s.io/serviceAccount.tokens"] != tc.want {
+			t.Errorf("%s: %v, %v; want %s", tc.name, got, err, tc.want)
+		}
+	}
+}
+
+// TestRedactTokens: a driver's error that repeats a token loses it, and
+// still unwraps to the driver's error; any other is left as it is.
+func TestRedactTokens(t *testing.T) {
+	tokens := map[string]authenticationv1.TokenRequestStatus{"a": {Token: "eyJhbGc.secret.sig"}, "b": {Token: "other.tok.en"}}
+	driverErr := errors.New(`bad volume context map[csi.storage.k8s.io/serviceAccount.tokens:{"a":{"token":"eyJhbGc.secret.sig"}}]`)
+	plain := errors.New("no such volume")
+	for _, tc := range []struct {
+		name   string
+		err    error
+		tokens map[string]authenticationv1.TokenRequestStatus
+		want   string
+	}{
+		{"no error", nil, tokens, ""},
+		{"a token repeated", driverErr, tokens, `bad volume context map[csi.storage.k8s.io/serviceAccount.tokens:{"a":{"token":"[redacted]"}}]`},
+		{"no token in it", plain, tokens, "no such volume"},
+		{"no tokens asked", driverErr, nil, driverErr.Error()},
+	} {
+		got := redactTokens(tc.err, tc.tokens)
+		if tc.err == nil {
+			if got != nil {
+				t.Errorf("%s: %v", tc.name, got)
+			}
+			continue
+		}
+		if got.Error() != tc.want || !errors.Is(got, tc.err) {
+			t.Errorf("%s: %q (is the driver's: %v), want %q", tc.name, got, errors.Is(got, tc.err), tc.want)
+		}
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/client-go/tools/record"
@@ -60,9 +61,11 @@ type Sources interface {
 	ConfigMap(ctx context.Context, namespace, name string) (*v1.ConfigMap, error)
 	Secret(ctx context.Context, namespace, name string) (*v1.Secret, error)
 	// ServiceAccountToken returns a token of the pod's service account for
-	// the projection's audience and lifetime, bound to the pod; a cached
-	// one until upstream's token manager would refresh it.
-	ServiceAccountToken(ctx context.Context, pod *v1.Pod, p *v1.ServiceAccountTokenProjection) (string, error)
+	// the projection's audience and lifetime (its path unused), bound to
+	// the pod, with its expiry; a cached one until upstream's token
+	// manager would refresh it. Projected volumes and CSI drivers'
+	// tokenRequests share it.
+	ServiceAccountToken(ctx context.Context, pod *v1.Pod, p *v1.ServiceAccountTokenProjection) (authenticationv1.TokenRequestStatus, error)
 	// ClusterTrustBundles returns the PEM bundle the projection names (by
 	// name, or by signer and label selector).
 	ClusterTrustBundles(ctx context.Context, p *v1.ClusterTrustBundleProjection) ([]byte, error)
@@ -154,6 +157,8 @@ func (h *Host) setUp(ctx context.Context, pod *v1.Pod, vol *v1.Volume) (Mounted,
 		return h.setUpContent(ctx, pod, vol)
 	case src.PersistentVolumeClaim != nil:
 		return h.setUpClaim(ctx, pod, vol)
+	case src.Ephemeral != nil:
+		return h.setUpEphemeral(ctx, pod, vol)
 	case src.CSI != nil:
 		return h.setUpCSI(ctx, pod, csiFromInline(pod, vol))
 	case src.Image != nil:

@@ -142,7 +142,7 @@ func TestRealAPIServer(t *testing.T) {
 	if again, err := s.ServiceAccountToken(ctx, mine, proj); err != nil || again != tok {
 		t.Errorf("second request: a new token (err %v), want the cached one", err)
 	}
-	review, err := admin.AuthenticationV1().TokenReviews().Create(ctx, &authenticationv1.TokenReview{Spec: authenticationv1.TokenReviewSpec{Token: tok}}, metav1.CreateOptions{})
+	review, err := admin.AuthenticationV1().TokenReviews().Create(ctx, &authenticationv1.TokenReview{Spec: authenticationv1.TokenReviewSpec{Token: tok.Token}}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

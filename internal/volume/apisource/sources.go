@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/rs/zerolog"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -160,17 +161,17 @@ func (s *Sources) PatchPersistentVolumeClaimStatus(ctx context.Context, namespac
 
 // ServiceAccountToken returns a token of the pod's service account for the
 // projection's audience (none: the API server's own) and lifetime, bound to
-// the pod, from the cache until it needs a refresh (upstream's rule: 80 %
-// of its lifetime passed, or 24 h).
-func (s *Sources) ServiceAccountToken(ctx context.Context, pod *v1.Pod, p *v1.ServiceAccountTokenProjection) (string, error) {
+// the pod, with its expiry, from the cache until it needs a refresh
+// (upstream's rule: 80 % of its lifetime passed, or 24 h).
+func (s *Sources) ServiceAccountToken(ctx context.Context, pod *v1.Pod, p *v1.ServiceAccountTokenProjection) (authenticationv1.TokenRequestStatus, error) {
 	if pod.Spec.ServiceAccountName == "" {
-		return "", fmt.Errorf("pod %s/%s has no service account to request a token for", pod.Namespace, pod.Name)
+		return authenticationv1.TokenRequestStatus{}, fmt.Errorf("pod %s/%s has no service account to request a token for", pod.Namespace, pod.Name)
 	}
 	tr, err := s.tokens.get(ctx, pod.Namespace, pod.Spec.ServiceAccountName, tokenRequest(pod, p))
 	if err != nil {
-		return "", err
+		return authenticationv1.TokenRequestStatus{}, err
 	}
-	return tr.Status.Token, nil
+	return tr.Status, nil
 }
 
 // DeleteServiceAccountToken forgets the tokens bound to the pod.

@@ -141,8 +141,8 @@ func TestServiceAccountTokenRequest(t *testing.T) {
 	ctx := t.Context()
 
 	tok, err := s.ServiceAccountToken(ctx, pod, &v1.ServiceAccountTokenProjection{Audience: "vault", ExpirationSeconds: ptr.To(int64(600)), Path: "token"})
-	if err != nil || tok != "token-1" {
-		t.Fatalf("ServiceAccountToken = %q, %v", tok, err)
+	if err != nil || tok.Token != "token-1" || tok.ExpirationTimestamp.IsZero() {
+		t.Fatalf("ServiceAccountToken = %+v, %v", tok, err)
 	}
 	tr := c.requests[0]
 	if c.names[0] != "ns/sa" {
@@ -170,20 +170,20 @@ func TestServiceAccountTokenRequest(t *testing.T) {
 	// Cached until 80 % of its life, then refreshed.
 	proj := &v1.ServiceAccountTokenProjection{Audience: "vault", ExpirationSeconds: ptr.To(int64(600))}
 	clk.Step(470 * time.Second)
-	if tok, _ := s.ServiceAccountToken(ctx, pod, proj); tok != "token-1" || len(c.requests) != 2 {
-		t.Errorf("at 470 s: %q after %d requests, want the cached token-1 after 2", tok, len(c.requests))
+	if tok, _ := s.ServiceAccountToken(ctx, pod, proj); tok.Token != "token-1" || len(c.requests) != 2 {
+		t.Errorf("at 470 s: %q after %d requests, want the cached token-1 after 2", tok.Token, len(c.requests))
 	}
 	clk.Step(20 * time.Second)
-	if tok, _ := s.ServiceAccountToken(ctx, pod, proj); tok != "token-3" {
-		t.Errorf("at 490 s: %q, want a new token-3", tok)
+	if tok, _ := s.ServiceAccountToken(ctx, pod, proj); tok.Token != "token-3" {
+		t.Errorf("at 490 s: %q, want a new token-3", tok.Token)
 	}
 
 	// A failed refresh returns the cached token while it is valid, and an
 	// error once it has expired.
 	c.fail = errors.New("apiserver down")
 	clk.Step(490 * time.Second)
-	if tok, err := s.ServiceAccountToken(ctx, pod, proj); tok != "token-3" || err != nil {
-		t.Errorf("refresh failing, token valid: %q, %v; want token-3", tok, err)
+	if tok, err := s.ServiceAccountToken(ctx, pod, proj); tok.Token != "token-3" || err != nil {
+		t.Errorf("refresh failing, token valid: %q, %v; want token-3", tok.Token, err)
 	}
 	clk.Step(200 * time.Second)
 	if _, err := s.ServiceAccountToken(ctx, pod, proj); err == nil || !strings.Contains(err.Error(), "expired and refresh failed") {
