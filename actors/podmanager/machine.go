@@ -926,7 +926,22 @@ func (m *Machine) terminate(uid types.UID, p *PodState, grace *int64, reason str
 	if p.Pod != nil {
 		p.Phase = Terminating
 	}
-	m.tell(uid, p.Terminate)
+	m.tell(uid, m.termination(uid, p))
+}
+
+// termination is the pod's termination as its worker is told it: with the
+// pod, as upstream's pod workers get every kill with the pod. A worker
+// just spawned or restarted has no pod until it asks for it
+// (EvWorkerStarted); told to terminate before that, without the pod, it
+// would kill the pod as an orphan, without its spec (no preStop hooks, no
+// sidecar order) and with no terminal status to report, and the pod would
+// leave the API with none.
+func (m *Machine) termination(uid types.UID, p *PodState) *messages.TerminatePod {
+	t := *p.Terminate
+	if p.Pod != nil {
+		t.Pod = m.workerPod(uid, p)
+	}
+	return &t
 }
 
 // spawn takes the pod in with a new worker.
@@ -962,9 +977,7 @@ func (m *Machine) resume(uid types.UID) {
 		// A pod to terminate is never synced first: the termination
 		// carries the pod, so that a pod deleted before its worker started
 		// (or while it restarted) gets no sandbox on the way out.
-		t := *p.Terminate
-		t.Pod = p.Pod
-		m.tell(uid, &t)
+		m.tell(uid, m.termination(uid, p))
 		return
 	case p.Pod != nil:
 		m.tell(uid, &messages.UpdatePod{Pod: m.workerPod(uid, p)})

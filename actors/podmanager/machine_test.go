@@ -131,12 +131,15 @@ func withLabel(p *v1.Pod, k, v string) *v1.Pod {
 
 func then(before []at, evs ...at) []at { return append(slices.Clip(before), evs...) }
 
-func removedFrom(source string) *messages.TerminatePod {
-	return &messages.TerminatePod{Reason: "removed from source " + source}
+// removedFrom is the termination of pod, which its source dropped.
+func removedFrom(source string, pod *v1.Pod) *messages.TerminatePod {
+	return &messages.TerminatePod{Reason: "removed from source " + source, Pod: pod}
 }
 
-func deleted(grace int64) *messages.TerminatePod {
-	return &messages.TerminatePod{GracePeriod: &grace, Reason: "deleted"}
+// deleted is the termination of pod, deleted in the API; nil: told to a
+// worker that has the pod already.
+func deleted(grace int64, pod *v1.Pod) *messages.TerminatePod {
+	return &messages.TerminatePod{GracePeriod: &grace, Reason: "deleted", Pod: pod}
 }
 
 func ending(p *v1.Pod) *messages.TerminatePod {
@@ -330,15 +333,17 @@ func TestStep(t *testing.T) {
 
 		// Termination.
 		{"a pod its source drops is terminated", then(aRuns, at{0, set(messages.SourceAPI)}),
-			[]Command{tell("a", removedFrom(messages.SourceAPI))}, Terminating},
+			[]Command{tell("a", removedFrom(messages.SourceAPI, podA))}, Terminating},
 		{"a pod being deleted is terminated with the deletion's grace", then(aRuns, at{0, set(messages.SourceAPI, aDeleting)}),
-			[]Command{tell("a", deleted(5))}, Terminating},
+			[]Command{tell("a", deleted(5, aDeleting))}, Terminating},
 		{"the same deletion again is not resent", then(aRuns, at{0, set(messages.SourceAPI, aDeleting)}, at{0, set(messages.SourceAPI, aDeleting)}),
 			nil, Terminating},
 		{"a shorter grace is passed on", then(aRuns, at{0, set(messages.SourceAPI, aDeleting)}, at{0, set(messages.SourceAPI, deleting(podA, 1))}),
-			[]Command{tell("a", deleted(1))}, Terminating},
+			[]Command{tell("a", deleted(1, deleting(podA, 1)))}, Terminating},
 		{"a pod deleted before it was seen is only terminated", then(ready, at{0, set(messages.SourceAPI, aDeleting)}),
-			[]Command{spawn("a"), tell("a", deleted(5))}, Terminating},
+			[]Command{spawn("a"), tell("a", deleted(5, aDeleting))}, Terminating},
+		{"a pod deleted before its worker asked for it: the termination carries the pod", then(ready, at{0, set(messages.SourceAPI, podA)}, at{0, set(messages.SourceAPI, aDeleting)}),
+			[]Command{tell("a", deleted(5, aDeleting))}, Terminating},
 		{"its worker gets the termination with the pod", then(ready, at{0, set(messages.SourceAPI, aDeleting)}, at{0, EvWorkerStarted{UID: "a"}}),
 			[]Command{tell("a", &messages.TerminatePod{GracePeriod: i64(5), Reason: "deleted", Pod: aDeleting})}, Terminating},
 		{"a restarted terminating worker gets its pod, then the termination", then(aRuns, at{0, set(messages.SourceAPI)}, at{0, EvWorkerStarted{UID: "a"}}),
@@ -370,9 +375,9 @@ func TestStep(t *testing.T) {
 		{"and finished without a report: its status is the API's", then(aRuns, at{0, set(messages.SourceAPI, succeeded)}, at{0, EvWorkerDone{UID: "a"}}),
 			[]Command{CmdStopWorker{UID: "a"}}, Finished},
 		{"an ending pod deleted is terminated", then(aRuns, at{0, set(messages.SourceAPI, succeeded)}, at{0, set(messages.SourceAPI, deleting(succeeded, 5))}),
-			[]Command{tell("a", deleted(5))}, Terminating},
+			[]Command{tell("a", deleted(5, deleting(succeeded, 5)))}, Terminating},
 		{"its restarted worker gets the end, then the termination", then(aRuns, at{0, set(messages.SourceAPI, succeeded)}, at{0, set(messages.SourceAPI, deleting(succeeded, 5))}, at{0, EvWorkerStarted{UID: "a"}}),
-			[]Command{tell("a", ending(succeeded)), tell("a", deleted(5))}, Terminating},
+			[]Command{tell("a", ending(succeeded)), tell("a", deleted(5, nil))}, Terminating},
 
 		// Orphans.
 		{"no orphan before every source has sent its set", then(ready[:2], at{0, EvRuntimeEvents{Events: []messages.PodLifecycleEvent{started("a", "p-a")}}}),
@@ -420,7 +425,7 @@ func TestStep(t *testing.T) {
 		{"a mirror pod being deleted is left alone", then(ready, at{0, set(messages.SourceAPI, mirror("web-node", "default", "m", true))}),
 			nil, absent},
 		{"the mirror pod of a static pod removed from its source goes with the static pod's last write", then(ready, at{0, set(messages.SourceFile, static)}, at{0, set(messages.SourceAPI, orphanMirror)}, at{0, set(messages.SourceFile)}),
-			[]Command{tell("s", removedFrom(messages.SourceFile))}, absent},
+			[]Command{tell("s", removedFrom(messages.SourceFile, static))}, absent},
 		{"a running static pod whose mirror's status someone changed gets its status written again",
 			then(sReports, at{0, set(messages.SourceAPI, mirrorOf(static, "1", readyStatus))}, at{0, set(messages.SourceAPI, mirrorOf(static, "2", notReadyStatus))}),
 			[]Command{CmdReportStatus{Pod: static, Status: readyStatus, Reconcile: true}}, absent},

@@ -8,6 +8,7 @@ import (
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/actorlet/actorlet/internal/podruntime"
 	"github.com/actorlet/actorlet/messages"
 )
 
@@ -28,7 +29,9 @@ import (
 //   - a failed write is retried after the pod's backoff, which a success
 //     resets; until the actor sends evRetry, new reports queue no write;
 //   - a write that finds the pod done (deleted, or gone from the API) at
-//     its latest version forgets the pod.
+//     its latest version forgets the pod;
+//   - a finished API pod's status is its last word (see lastWord): the
+//     write that deletes it writes a terminal status first.
 type writeQueue struct {
 	// writers bounds the writes in flight; 0 (standalone mode) tracks the
 	// pods and writes none.
@@ -142,22 +145,22 @@ func newWriteQueue(writers int) *writeQueue {
 
 // Step applies ev, which the actor handles at now, and returns the
 // commands to carry out, in order. It is the only way the queue changes; it
-// does no I/O and reads no clock. The queue's decisions need no time (its
-// backoffs count failures, and the actor times them), so now goes unused:
-// it is there so that every reducer is stepped alike.
+// does no I/O and reads no clock. Its backoffs count failures (the actor
+// times them); now is only the transition time of the conditions of a
+// last word the queue makes (lastWord).
 func (q *writeQueue) Step(ev writeEvent, now time.Time) []writeCommand {
-	return q.step(ev)
+	return q.step(ev, now)
 }
 
 // step hands ev to its handler.
-func (q *writeQueue) step(ev writeEvent) []writeCommand {
+func (q *writeQueue) step(ev writeEvent, now time.Time) []writeCommand {
 	switch e := ev.(type) {
 	case evReport:
-		return q.onReport(e.pod, e.status)
+		return q.onReport(e.pod, e.status, now)
 	case evReconcile:
 		return q.onReconcile(e.pod, e.status)
 	case evFinish:
-		return q.onFinish(e.pod, e.removed)
+		return q.onFinish(e.pod, e.removed, now)
 	case evCheckMirror:
 		return q.onCheckMirror(e.uid)
 	case evCheckMirrors:
@@ -182,11 +185,16 @@ func (q *writeQueue) entry(uid types.UID) *podEntry {
 	return e
 }
 
-// onReport records the status a pod's worker reported.
-func (q *writeQueue) onReport(pod *v1.Pod, status v1.PodStatus) []writeCommand {
+// onReport records the status a pod's worker reported; once the pod
+// finished, only as its last word (a worker repeats its last status as it
+// ends).
+func (q *writeQueue) onReport(pod *v1.Pod, status v1.PodStatus, now time.Time) []writeCommand {
 	e := q.entry(pod.UID)
 	deletionChanged := e.pod == nil || (e.pod.DeletionTimestamp == nil) != (pod.DeletionTimestamp == nil)
 	e.pod = pod
+	if e.finished {
+		status = lastWord(pod, status, now)
+	}
 	if e.reported && !deletionChanged && apiequality.Semantic.DeepEqual(e.status, status) {
 		return nil
 	}
@@ -216,11 +224,21 @@ func (q *writeQueue) onReconcile(pod *v1.Pod, status v1.PodStatus) []writeComman
 }
 
 // onFinish records that a pod's worker is done; removed: the pod has left the
-// node too. Without writers a removed pod is forgotten at once.
-func (q *writeQueue) onFinish(pod *v1.Pod, removed bool) []writeCommand {
+// node too. The status to write becomes the pod's last word. Without
+// writers a removed pod is forgotten at once.
+func (q *writeQueue) onFinish(pod *v1.Pod, removed bool, now time.Time) []writeCommand {
 	uid := pod.UID
 	e := q.entry(uid)
 	e.pod, e.finished, e.removed = pod, true, removed
+	if !isStatic(pod) {
+		last := pod.Status
+		if e.reported {
+			last = e.status
+		}
+		if !terminal(last.Phase) {
+			e.status, e.reported = lastWord(pod, last, now), true
+		}
+	}
 	e.version++
 	if q.writers == 0 {
 		if removed {
@@ -230,6 +248,24 @@ func (q *writeQueue) onFinish(pod *v1.Pod, removed bool) []writeCommand {
 	}
 	q.enqueue(uid)
 	return q.start()
+}
+
+// lastWord is the status a finished API pod leaves the API with, as
+// upstream's status manager's TerminatePod makes it before the pod may be
+// deleted: status when its phase is terminal; otherwise, as the pod's
+// worker makes it from a runtime that shows nothing of the pod, Failed,
+// every container terminated (ContainerStatusUnknown, exit 137) once the
+// pod initialized, and so every init container but the trailing ones that
+// never started. A worker reports its pod's terminal status before it
+// finishes; this covers a worker that could not (the runtime unreadable
+// after the kill) and a pod finished before any status was reported, so
+// that no pod is deleted showing Pending or Running. A static pod keeps
+// its phase, as upstream's.
+func lastWord(pod *v1.Pod, status v1.PodStatus, now time.Time) v1.PodStatus {
+	if isStatic(pod) || terminal(status.Phase) {
+		return status
+	}
+	return podruntime.TerminalAPIStatus(pod, nil, &status, now)
 }
 
 // onCheckMirror queues a write of a static pod not removed, which checks its

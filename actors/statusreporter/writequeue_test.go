@@ -55,17 +55,21 @@ func testPod(uid string, deleting bool) *v1.Pod {
 	return p
 }
 
-// status is a pod status: "pending" or "ready", with an optional ":message"
-// to tell two statuses of the same kind apart; "" is the empty status.
+// status is a pod status: "pending", "ready" or "failed", with an optional
+// ":message" to tell two statuses of the same kind apart; "" is the empty
+// status.
 func status(s string) v1.PodStatus {
 	if s == "" {
 		return v1.PodStatus{}
 	}
 	kind, msg, _ := strings.Cut(s, ":")
 	st := v1.PodStatus{Phase: v1.PodPending, Message: msg}
-	if kind == "ready" {
+	switch kind {
+	case "ready":
 		st.Phase = v1.PodRunning
 		st.Conditions = []v1.PodCondition{{Type: v1.PodReady, Status: v1.ConditionTrue}}
+	case "failed":
+		st.Phase = v1.PodFailed
 	}
 	return st
 }
@@ -209,9 +213,9 @@ func TestWriteQueue(t *testing.T) {
 			{ev: report("a", "ready"), start: []string{"a@2"}},
 		}},
 		{"the first report is a change, even of an empty status", 8, []queueStep{
-			{ev: finish("a", false), start: []string{"a@1"}},
-			{ev: synced("a", 1, "ok")},
-			{ev: report("a", ""), start: []string{"a@2"}},
+			{ev: finish("static-s", false), start: []string{"static-s@1"}},
+			{ev: synced("static-s", 1, "ok")},
+			{ev: report("static-s", ""), start: []string{"static-s@2"}},
 		}},
 		{"a deletion timestamp is a change", 8, []queueStep{
 			{ev: report("a", "pending"), start: []string{"a@1"}},
@@ -453,14 +457,14 @@ func TestWriteQueueSnapshot(t *testing.T) {
 			step(q, evSynced{&messages.PodStatusSynced{UID: "a", Version: 2, APIPod: answered}})
 			return step(q, evReport{watched, status("pending")})
 		}, podWork{uid: "a", version: 3, pod: watched, status: status("pending"), reported: true, base: answered}},
-		{"finish keeps the reported status", func(q *writeQueue) []writeCommand {
-			step(q, evReport{watched, status("ready")})
+		{"finish keeps the reported terminal status", func(q *writeQueue) []writeCommand {
+			step(q, evReport{watched, status("failed")})
 			step(q, evSynced{&messages.PodStatusSynced{UID: "a", Version: 1}})
 			return step(q, evFinish{watched, true})
-		}, podWork{uid: "a", version: 2, pod: watched, status: status("ready"), reported: true, finished: true, removed: true, base: watched}},
-		{"a pod finished unreported has no status to write", func(q *writeQueue) []writeCommand {
-			return step(q, evFinish{watched, false})
-		}, podWork{uid: "a", version: 1, pod: watched, finished: true, base: watched}},
+		}, podWork{uid: "a", version: 2, pod: watched, status: status("failed"), reported: true, finished: true, removed: true, base: watched}},
+		{"a static pod finished unreported has no status to write", func(q *writeQueue) []writeCommand {
+			return step(q, evFinish{testPod("static-s", false), false})
+		}, podWork{uid: "static-s", version: 1, finished: true}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -479,4 +483,119 @@ func TestWriteQueueSnapshot(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestWriteQueueLastWord checks the status an API pod is written with once
+// its worker finished, which its deletion follows: a terminal phase and
+// its containers terminated, as upstream's TerminatePod makes it, however
+// the pod's reports and writes went (none reported, the first write in
+// flight or failed, a report after the finish). The last write started is
+// described as "@version phase init:name=state name=state".
+func TestWriteQueueLastWord(t *testing.T) {
+	withSpec := func(uid string, inits ...string) *v1.Pod {
+		p := testPod(uid, true)
+		p.Spec.RestartPolicy = v1.RestartPolicyOnFailure
+		p.Spec.Containers = []v1.Container{{Name: "app"}, {Name: "quick"}}
+		for _, name := range inits {
+			p.Spec.InitContainers = append(p.Spec.InitContainers, v1.Container{Name: name})
+		}
+		return p
+	}
+	api, initing, static := withSpec("a"), withSpec("a", "init"), withSpec("static-s")
+	started := metav1.NewTime(time.Unix(1, 0))
+	quickDone := v1.ContainerStatus{Name: "quick", ContainerID: "containerd://q", State: v1.ContainerState{
+		Terminated: &v1.ContainerStateTerminated{Reason: "Completed", ExitCode: 0, StartedAt: started}}}
+	running := v1.PodStatus{Phase: v1.PodRunning, ContainerStatuses: []v1.ContainerStatus{
+		{Name: "app", ContainerID: "containerd://a", State: v1.ContainerState{Running: &v1.ContainerStateRunning{StartedAt: started}}},
+		quickDone,
+	}}
+	failed := v1.PodStatus{Phase: v1.PodFailed, ContainerStatuses: []v1.ContainerStatus{
+		{Name: "app", ContainerID: "containerd://a", State: v1.ContainerState{
+			Terminated: &v1.ContainerStateTerminated{Reason: "Error", ExitCode: 1, StartedAt: started}}},
+		quickDone,
+	}}
+	synced := func(pod *v1.Pod, version uint64, err error) writeEvent {
+		return evSynced{&messages.PodStatusSynced{UID: pod.UID, Version: version, Err: err}}
+	}
+	errDown := errors.New("API server unreachable")
+	const (
+		unknown   = "terminated(ContainerStatusUnknown,137)"
+		completed = "terminated(Completed,0)"
+	)
+	tests := []struct {
+		name   string
+		events []writeEvent
+		want   string
+	}{
+		{"a pod removed before any report", []writeEvent{evFinish{api, true}},
+			"@1 Failed app=" + unknown + " quick=" + unknown},
+		{"a pod removed while its first write is in flight", []writeEvent{
+			evReport{api, running}, evFinish{api, true}, synced(api, 1, nil)},
+			"@2 Failed app=" + unknown + " quick=" + completed},
+		{"a pod removed after its first write failed: the retry writes its last word", []writeEvent{
+			evReport{api, running}, synced(api, 1, errDown), evFinish{api, true}, evRetry{api.UID}},
+			"@2 Failed app=" + unknown + " quick=" + completed},
+		{"a failed write of the last word is retried with it", []writeEvent{
+			evFinish{api, true}, synced(api, 1, errDown), evRetry{api.UID}},
+			"@1 Failed app=" + unknown + " quick=" + unknown},
+		{"a report after the finish is a last word too", []writeEvent{
+			evFinish{api, true}, evReport{api, running}, synced(api, 1, nil)},
+			"@2 Failed app=" + unknown + " quick=" + completed},
+		{"a terminal status reported is the last word", []writeEvent{
+			evReport{api, failed}, synced(api, 1, nil), evFinish{api, true}},
+			"@2 Failed app=terminated(Error,1) quick=" + completed},
+		{"a pod that ran to completion keeps its status", []writeEvent{
+			evReport{api, failed}, evFinish{api, false}, synced(api, 1, nil)},
+			"@2 Failed app=terminated(Error,1) quick=" + completed},
+		{"a pod removed before it initialized: its app containers stay waiting", []writeEvent{evFinish{initing, true}},
+			"@1 Failed init:init=" + unknown + " app=waiting(PodInitializing) quick=waiting(PodInitializing)"},
+		{"a static pod keeps its phase, as upstream's", []writeEvent{
+			evReport{static, running}, synced(static, 1, nil), evFinish{static, true}},
+			"@2 Running app=running quick=" + completed},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			q := newWriteQueue(8)
+			var last podWork
+			finished := false
+			for i, ev := range tt.events {
+				_, finishing := ev.(evFinish)
+				finished = finished || finishing
+				for _, w := range writes(q.Step(ev, time.Unix(2, 0))) {
+					if finished && !isStatic(w.pod) && !terminal(w.status.Phase) {
+						t.Errorf("step %d: a finished pod written with phase %q", i+1, w.status.Phase)
+					}
+					last = w
+				}
+			}
+			if got := describeWrite(last); got != tt.want {
+				t.Errorf("last write %s,\nwant       %s", got, tt.want)
+			}
+		})
+	}
+}
+
+// describeWrite is "@version phase" and each container's state.
+func describeWrite(w podWork) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "@%d %s", w.version, w.status.Phase)
+	for _, c := range w.status.InitContainerStatuses {
+		fmt.Fprintf(&b, " init:%s=%s", c.Name, containerState(c.State))
+	}
+	for _, c := range w.status.ContainerStatuses {
+		fmt.Fprintf(&b, " %s=%s", c.Name, containerState(c.State))
+	}
+	return b.String()
+}
+
+func containerState(s v1.ContainerState) string {
+	switch {
+	case s.Running != nil:
+		return "running"
+	case s.Terminated != nil:
+		return fmt.Sprintf("terminated(%s,%d)", s.Terminated.Reason, s.Terminated.ExitCode)
+	case s.Waiting != nil:
+		return fmt.Sprintf("waiting(%s)", s.Waiting.Reason)
+	}
+	return "none"
 }
