@@ -14,7 +14,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
@@ -25,6 +24,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/actorlet/actorlet/internal/testutil"
 	"github.com/actorlet/actorlet/test/env"
 )
 
@@ -339,13 +339,13 @@ func poll(ctx context.Context, within time.Duration, check func() error) error {
 type Process struct {
 	Name string
 	cmd  *exec.Cmd
-	out  *lockedBuffer
+	out  *testutil.LockedBuffer
 	done chan struct{}
 }
 
 // StartProcess starts bin with args.
 func StartProcess(name, bin string, args ...string) (*Process, error) {
-	p := &Process{Name: name, cmd: exec.Command(bin, args...), out: &lockedBuffer{}, done: make(chan struct{})}
+	p := &Process{Name: name, cmd: exec.Command(bin, args...), out: &testutil.LockedBuffer{}, done: make(chan struct{})}
 	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
 	if err := p.cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start %s: %w", name, err)
@@ -370,21 +370,3 @@ func (p *Process) Stop() {
 
 // Logs is what the process wrote so far.
 func (p *Process) Logs() string { return p.out.String() }
-
-// lockedBuffer is an output shared by a process's writer and its readers.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
