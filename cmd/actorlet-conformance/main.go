@@ -7,13 +7,17 @@
 //	actorlet-conformance -kubelet upstream                    # the same against the upstream kubelet
 //	actorlet-conformance -kubelet bin/actorlet -focus 'Pods'  # the specs of the selection that match
 //	actorlet-conformance -kubelet bin/actorlet -specs my.txt  # the specs named in a file
+//	actorlet-conformance -kubelet bin/actorlet -specs test/conformance/storage.txt # storage testsuites, CSI driver installed
 //	actorlet-conformance -cluster ADMIN.conf -kubelet actorlet # the whole [Conformance] suite on make cluster's cluster
 //
 // It writes its results to results/conformance/AGENT/ at the repository's
 // root (results.txt, junit.xml and e2e.log are kept in git; ginkgo's full
 // report.json and the agent's log are not), or with -focus or another
 // -specs file, a narrowed run, to results/tmp/conformance/AGENT/; a
-// -cluster run to results/conformance-cluster/AGENT/ (or under tmp/).
+// -cluster run to results/conformance-cluster/AGENT/ (or under tmp/); a
+// run of test/conformance/storage.txt, the e2e storage testsuites against
+// the hostpath CSI driver that the run installs on the node, to
+// results/conformance-storage/AGENT/ (or under tmp/).
 //
 // It exits 0 when every spec passed, 1 when some failed, 2 when the run
 // could not be made.
@@ -77,7 +81,8 @@ func main() {
 			fail(2, "-kubelet: %v", err)
 		}
 		if *artifacts == "" {
-			if *artifacts, err = resultsDir(filepath.Join("conformance", name), narrowed(*specsFile, *focus)); err != nil {
+			kind, narrowed := selection(*specsFile, *focus)
+			if *artifacts, err = resultsDir(filepath.Join(kind, name), narrowed); err != nil {
 				fail(2, "%v", err)
 			}
 		}
@@ -111,15 +116,30 @@ func resultsDir(kindAgent string, narrowed bool) (string, error) {
 	return filepath.Join(root, "results", kindAgent), nil
 }
 
-// narrowed tells whether a run on the environment's node runs less than
-// the whole selection.
-func narrowed(specsFile, focus string) bool {
+// selections are the spec files of test/conformance whose whole runs are
+// kept, by the results directory they go to.
+var selections = map[string]string{
+	"specs.txt":   "conformance",
+	"storage.txt": "conformance-storage",
+}
+
+// selection is the kind of a run on the environment's node, which names
+// its results directory, and whether it runs less than a whole selection.
+func selection(specsFile, focus string) (kind string, narrowed bool) {
 	root, err := env.RepoRoot()
 	if err != nil {
-		return true
+		return "conformance", true
 	}
 	specs, err := filepath.Abs(specsFile)
-	return err != nil || focus != "" || specs != filepath.Join(root, "test", "conformance", "specs.txt")
+	if err != nil {
+		return "conformance", true
+	}
+	for file, kind := range selections {
+		if specs == filepath.Join(root, "test", "conformance", file) {
+			return kind, focus != ""
+		}
+	}
+	return "conformance", true
 }
 
 func fail(code int, format string, args ...any) {

@@ -6,6 +6,7 @@
 // report into a table, spec by spec.
 //
 // The selection is in specs.txt; smoke.txt is the part that make test runs
-// (TestSmoke). cmd/actorlet-conformance is the command behind make
+// (TestSmoke); storage.txt, the e2e storage testsuites, for which the run
+// installs the hostpath CSI driver on the node (hostpath-driver.yaml). cmd/actorlet-conformance is the command behind make
 // conformance. See docs/conformance.md.
 package conformance

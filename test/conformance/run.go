@@ -76,6 +76,22 @@ func Run(ctx context.Context, e *env.Env, opts Options) (*Outcome, error) {
 		dir:     filepath.Join(e.StateDir, "conformance", opts.AgentName),
 		logPath: filepath.Join(opts.Artifacts, opts.AgentName+".log"),
 	}
+	extra := []string{
+		"--container-runtime-endpoint=" + e.RuntimeEndpoint,
+		"--kubelet-root-dir=" + filepath.Join(n.dir, "root"),
+	}
+	storage := NeedsStorageDriver(specs)
+	var sidecars string
+	if storage {
+		flag, err := storageDriverFlag()
+		if err != nil {
+			return nil, err
+		}
+		extra = append(extra, flag)
+		if sidecars, err = storageSidecars(e); err != nil {
+			return nil, err
+		}
+	}
 	fmt.Fprintf(opts.Out, "conformance: %d specs against %s (%s), %d processes; artifacts in %s\n",
 		len(specs), opts.AgentName, opts.Agent, opts.Procs, opts.Artifacts)
 	if err := n.start(ctx); err != nil {
@@ -89,12 +105,23 @@ func Run(ctx context.Context, e *env.Env, opts Options) (*Outcome, error) {
 	if err := n.waitReady(ctx, 3*time.Minute); err != nil {
 		return nil, err
 	}
+	if storage {
+		// Stopped before the agent (deferred after it): the provisioned
+		// volumes are unmounted and deleted while the node still runs.
+		logf := func(format string, args ...any) { fmt.Fprintf(opts.Out, "conformance: "+format+"\n", args...) }
+		sd, err := startStorageDriver(ctx, e, filepath.Join(n.dir, "root"), sidecars,
+			filepath.Join(opts.Artifacts, "hostpath-csi.log"), logf)
+		if err != nil {
+			return nil, err
+		}
+		defer func() {
+			if err := sd.stop(); err != nil {
+				logf("stopping the CSI driver: %v", err)
+			}
+		}()
+	}
 	return ginkgoRun(ctx, e, opts, specs, suiteArgs{
-		kubeconfig: e.AdminKubeconfig, focus: FocusOf(specs),
-		extra: []string{
-			"--container-runtime-endpoint=" + e.RuntimeEndpoint,
-			"--kubelet-root-dir=" + filepath.Join(n.dir, "root"),
-		},
+		kubeconfig: e.AdminKubeconfig, focus: FocusOf(specs), extra: extra,
 	})
 }
 

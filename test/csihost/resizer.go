@@ -1,4 +1,4 @@
-package agent
+package csihost
 
 import (
 	"context"
@@ -27,16 +27,15 @@ import (
 // FileSystemResizePending condition.
 const resizeFileSystemPendingMessage = "Waiting for user to (re-)start a pod to finish file system resize of volume on node."
 
-// startResizer resizes the claims of the driver's StorageClass until the
-// test's cleanup.
-func (d *CSIDriver) startResizer() {
+// startResizer resizes the claims of the driver's StorageClass until Stop.
+func (d *Driver) startResizer() {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		for ctx.Err() == nil {
 			if err := d.resizeClaims(ctx); err != nil && ctx.Err() == nil {
-				d.t.Logf("resizer: %v", err)
+				d.logf("resizer: %v", err)
 			}
 			select {
 			case <-ctx.Done():
@@ -44,10 +43,10 @@ func (d *CSIDriver) startResizer() {
 			}
 		}
 	}()
-	d.t.Cleanup(func() {
+	d.stopResizer = func() {
 		cancel()
 		<-done
-	})
+	}
 }
 
 // resizeClaims expands each bound claim of the StorageClass whose request
@@ -57,7 +56,7 @@ func (d *CSIDriver) startResizer() {
 // the PV's capacity set; then the claim marked NodeResizePending with the
 // FileSystemResizePending condition when the driver wants the node to
 // finish, or given its new capacity when it does not.
-func (d *CSIDriver) resizeClaims(ctx context.Context) error {
+func (d *Driver) resizeClaims(ctx context.Context) error {
 	pvcs, err := d.admin.CoreV1().PersistentVolumeClaims("").List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return err
@@ -82,7 +81,7 @@ func (d *CSIDriver) resizeClaims(ctx context.Context) error {
 	return nil
 }
 
-func (d *CSIDriver) resize(ctx context.Context, pvc *v1.PersistentVolumeClaim, size resource.Quantity) error {
+func (d *Driver) resize(ctx context.Context, pvc *v1.PersistentVolumeClaim, size resource.Quantity) error {
 	pv, err := d.admin.CoreV1().PersistentVolumes().Get(ctx, pvc.Spec.VolumeName, metav1.GetOptions{})
 	if err != nil {
 		return err
@@ -132,7 +131,7 @@ func (d *CSIDriver) resize(ctx context.Context, pvc *v1.PersistentVolumeClaim, s
 
 // controllerExpand calls the driver's ControllerExpandVolume as
 // external-resizer does: the PV's handle, the size, and its capability.
-func (d *CSIDriver) controllerExpand(ctx context.Context, pv *v1.PersistentVolume, size resource.Quantity) (*csipb.ControllerExpandVolumeResponse, error) {
+func (d *Driver) controllerExpand(ctx context.Context, pv *v1.PersistentVolume, size resource.Quantity) (*csipb.ControllerExpandVolumeResponse, error) {
 	conn, err := grpc.NewClient("passthrough:///"+d.Endpoint, grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithContextDialer(func(ctx context.Context, addr string) (net.Conn, error) {
 			return (&net.Dialer{}).DialContext(ctx, "unix", addr)
