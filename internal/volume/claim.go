@@ -21,18 +21,23 @@ const pvcProtectionFinalizer = "kubernetes.io/pvc-protection"
 
 // setUpClaim resolves a persistentVolumeClaim to its bound PV and sets up
 // a hostPath, local or CSI PV (a PV's node affinity must admit this
-// node); any other PV is refused with a clear reason.
+// node; its volume mode must be how the containers use it); a block PV
+// only from a CSI driver; any other PV is refused with a clear reason.
 func (h *Host) setUpClaim(ctx context.Context, pod *v1.Pod, vol *v1.Volume) (Mounted, error) {
 	src := vol.PersistentVolumeClaim
 	pv, err := h.claimedVolume(ctx, pod.Namespace, src.ClaimName)
 	if err != nil {
 		return Mounted{}, fmt.Errorf("error processing PVC %s/%s: %w", pod.Namespace, src.ClaimName, err)
 	}
+	mode := volumeModeOf(pv)
+	if err := checkVolumeMode(pod, vol.Name, mode); err != nil {
+		return Mounted{}, err
+	}
 	if err := checkNodeAffinity(pv, h.NodeName); err != nil {
 		return Mounted{}, fmt.Errorf("persistent volume %s is not reachable from node %s: %w", pv.Name, h.NodeName, err)
 	}
-	if pv.Spec.VolumeMode != nil && *pv.Spec.VolumeMode == v1.PersistentVolumeBlock {
-		return Mounted{}, fmt.Errorf("persistent volume %s is a block volume: block volumes are not supported by this node", pv.Name)
+	if mode == v1.PersistentVolumeBlock && pv.Spec.CSI == nil {
+		return Mounted{}, fmt.Errorf("persistent volume %s is a block volume of type %s: only CSI block volumes are supported by this node", pv.Name, pvType(pv))
 	}
 	switch {
 	case pv.Spec.HostPath != nil:
@@ -181,6 +186,10 @@ func pvType(pv *v1.PersistentVolume) string {
 	switch {
 	case s.CSI != nil:
 		return "csi"
+	case s.HostPath != nil:
+		return "hostPath"
+	case s.Local != nil:
+		return "local"
 	case s.NFS != nil:
 		return "nfs"
 	case s.ISCSI != nil:

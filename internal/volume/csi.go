@@ -173,6 +173,9 @@ func (h *Host) setUpCSI(ctx context.Context, pod *v1.Pod, v csiVolume) (Mounted,
 	if err != nil {
 		return Mounted{}, fmt.Errorf("kubernetes.io/csi: mounter.SetUpAt failed to get node capabilities: %w", err)
 	}
+	if v.block {
+		return h.mapCSIBlock(ctx, callCtx, pod, v, csiCall{drv: drv, policy: policy, caps: caps, publishContext: publishContext})
+	}
 	fsg := v.planFSGroup(policy, caps, fsGroupOf(pod))
 	key := CSIUniqueVolumeName(v.driver, v.handle)
 	unlock, err := h.csi.lock(ctx, key)

@@ -59,6 +59,9 @@ type csiVolume struct {
 	attributes       map[string]string
 	stageSecretRef   *v1.SecretReference
 	publishSecretRef *v1.SecretReference
+	// block: the PV's volumeMode is Block, mapped into containers as a
+	// device (csiblock.go) rather than mounted.
+	block bool
 }
 
 // csiFromPV is a CSI PV as the claim of a pod mounts it: read-only when
@@ -72,6 +75,7 @@ func csiFromPV(pv *v1.PersistentVolume, claimReadOnly bool) csiVolume {
 		accessModes: pv.Spec.AccessModes, mountOptions: pv.Spec.MountOptions,
 		attributes:     src.VolumeAttributes,
 		stageSecretRef: src.NodeStageSecretRef, publishSecretRef: src.NodePublishSecretRef,
+		block: volumeModeOf(pv) == v1.PersistentVolumeBlock,
 	}
 }
 
@@ -261,8 +265,8 @@ func (v csiVolume) accessMode(caps csi.NodeCapabilities) csipb.VolumeCapability_
 	return csipb.VolumeCapability_AccessMode_UNKNOWN
 }
 
-// capability is the volume's mount capability (filesystem only: block
-// volumes are refused before).
+// capability is a filesystem volume's mount capability (a block volume's
+// is blockCapability).
 func (v csiVolume) capability(caps csi.NodeCapabilities, mountGroup *int64) *csipb.VolumeCapability {
 	mnt := &csipb.VolumeCapability_MountVolume{FsType: v.fsType, MountFlags: v.mountOptions}
 	if mountGroup != nil {

@@ -1,0 +1,91 @@
+package csi
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/actorlet/actorlet/test/agent"
+	"github.com/actorlet/actorlet/test/env"
+)
+
+// TestCSIHostpathBlock: a raw block volume through the node with the
+// hostpath driver, as upstream maps it. A claim of volumeMode Block is
+// provisioned (a file of its size), attached, staged (on the driver's loop
+// device) and published onto a file; the pod's container has it at its
+// volumeDevices devicePath, as a block device it writes with dd and reads
+// back; the Node lists it in use. The pod deleted, a second pod reads the
+// same bytes from the same volume. Both deleted: no loop device of the
+// driver's or the node's left, no mount under the node's root, no link
+// or directory of the volume left.
+func TestCSIHostpathBlock(t *testing.T) {
+	agent.CSISidecars(t, env.Require(t, env.WithAPIServer()))
+	n := &csiNode{APIPods: kubelet.NewAPIPods(t)}
+	n.Up(t, "csi-block")
+	d := agent.StartCSIDriver(t, n.Env, agent.CSIDriverConfig{Sidecars: true, AttachDetach: true,
+		KubeletRoot: n.RootDir, NodeID: "hostpath-" + n.Name})
+	driverOnNode(t, n.ClusterNode, d)
+
+	pv := provisionMode(t, n.Admin, d, n.NS, "disk", "4Mi", v1.PersistentVolumeBlock, v1.ReadWriteOnce)
+	handle := pv.Spec.CSI.VolumeHandle
+	if fi, err := os.Stat(d.VolumeDir(handle)); err != nil || fi.Size() != 4<<20 {
+		t.Fatalf("the volume's backing file: %v, %v; want 4Mi", fi, err)
+	}
+	withDisk := func(name string) *v1.Pod {
+		c := n.Sleeper("c")
+		c.VolumeDevices = []v1.VolumeDevice{{Name: "disk", DevicePath: "/dev/xvda"}}
+		return n.NewPod(name, []v1.Volume{claimVolume("disk", "disk")}, c)
+	}
+	const data = "raw-block-bytes!"
+	n.Run(t, withDisk("writer"))
+	n.Expect(t, "writer", "c", "test -b /dev/xvda && echo block", "block")
+	n.Sh(t, "writer", "c", "printf "+data+" | dd of=/dev/xvda bs=512 conv=sync,fsync 2>/dev/null")
+	n.Expect(t, "writer", "c", "dd if=/dev/xvda bs=16 count=1 2>/dev/null", data)
+	n.Expect(t, "writer", "c", "blockdev --getsize64 /dev/xvda", "4194304")
+	inUse := v1.UniqueVolumeName("kubernetes.io/csi/" + d.Name + "^" + handle)
+	volumeInUse(t, n.ClusterNode, inUse, true)
+
+	n.deleted(t, "writer")
+	n.Run(t, withDisk("reader"))
+	n.Expect(t, "reader", "c", "dd if=/dev/xvda bs=16 count=1 2>/dev/null", data)
+	n.deleted(t, "reader")
+	volumeInUse(t, n.ClusterNode, inUse, false)
+
+	out, err := exec.Command("losetup", "-a").CombinedOutput()
+	if err != nil {
+		t.Fatalf("losetup -a: %v: %s", err, out)
+	}
+	for _, l := range strings.Split(string(out), "\n") {
+		if strings.Contains(l, d.StateDir) || strings.Contains(l, n.RootDir) {
+			t.Errorf("a loop device left: %s", l)
+		}
+	}
+	if m := agent.MountsUnder(t, n.RootDir); len(m) != 0 {
+		t.Errorf("mounts left under the node's root: %v", m)
+	}
+	left, err := filepath.Glob(filepath.Join(n.RootDir, "pods", "*", "volumeDevices", "*", "*"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Upstream keeps the staging and publish directories themselves,
+	// empty; nothing of the volume stays in them.
+	plugin := filepath.Join(n.RootDir, "plugins", "kubernetes.io", "csi", "volumeDevices")
+	for _, pattern := range []string{"staging/*", "publish/*", "*"} {
+		m, err := filepath.Glob(filepath.Join(plugin, pattern))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range m {
+			if b := filepath.Base(p); pattern != "*" || (b != "staging" && b != "publish") {
+				left = append(left, p)
+			}
+		}
+	}
+	if len(left) != 0 {
+		t.Errorf("left of the volume on the node: %v", left)
+	}
+}
