@@ -286,7 +286,15 @@ func (h *Host) csiSecrets(ctx context.Context, ref *v1.SecretReference) (map[str
 // mounted) stays, with its directory, and is reported.
 func (h *Host) tearDownCSI(uid types.UID) error {
 	plugin := filepath.Join(PodVolumesDir(h.RootDir, uid), PluginCSI)
-	entries, err := os.ReadDir(plugin)
+	return eachEntry(plugin, func(name string) error {
+		return h.tearDownCSIVolume(uid, filepath.Join(plugin, name))
+	})
+}
+
+// eachEntry calls f for each entry of dir (none if dir does not exist),
+// going on past a failure, and reports them all.
+func eachEntry(dir string, f func(name string) error) error {
+	entries, err := os.ReadDir(dir)
 	if os.IsNotExist(err) {
 		return nil
 	}
@@ -295,7 +303,7 @@ func (h *Host) tearDownCSI(uid types.UID) error {
 	}
 	var errs []error
 	for _, e := range entries {
-		errs = append(errs, h.tearDownCSIVolume(uid, filepath.Join(plugin, e.Name())))
+		errs = append(errs, f(e.Name()))
 	}
 	return errors.Join(errs...)
 }

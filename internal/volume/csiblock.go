@@ -2,7 +2,6 @@ package volume
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -135,19 +134,9 @@ func (h *Host) bindDevice(device, dir, file string) error {
 // NodeUnstageVolume and the volume's directories removed. A volume it
 // cannot unmap keeps its link, for the next try, and is reported.
 func (h *Host) tearDownCSIBlock(uid types.UID) error {
-	dir := filepath.Join(PodVolumeDevicesDir(h.RootDir, uid), PluginCSI)
-	entries, err := os.ReadDir(dir)
-	if os.IsNotExist(err) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	var errs []error
-	for _, e := range entries {
-		errs = append(errs, h.unmapCSIBlock(uid, e.Name()))
-	}
-	return errors.Join(errs...)
+	return eachEntry(filepath.Join(PodVolumeDevicesDir(h.RootDir, uid), PluginCSI), func(name string) error {
+		return h.unmapCSIBlock(uid, name)
+	})
 }
 
 func (h *Host) unmapCSIBlock(uid types.UID, specName string) error {
