@@ -81,7 +81,8 @@ func TestCSIHostpathBlock(t *testing.T) {
 	n.Start()
 	agent.Eventually(t, "node Ready again", 60*time.Second, n.Ready)
 	n.Running(t, "writer", 60*time.Second)
-	n.Expect(t, "writer", "c", read, data)
+	// A restarted kubelet answers exec for the pod once it has synced it.
+	n.EventuallySees(t, "writer", "c", read, data, 60*time.Second)
 	n.deleted(t, "writer")
 
 	n.Run(t, withDisk("reader"))
