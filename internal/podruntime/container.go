@@ -48,6 +48,10 @@ func ContainerConfig(ctx context.Context, pod *v1.Pod, c *v1.Container, restartC
 		return nil, err
 	}
 	mounts = append(mounts, terminationMessageMounts(pod, c, opts)...)
+	devices, err := containerDevices(c, vols)
+	if err != nil {
+		return nil, err
+	}
 	idMappedMounts(mounts, linux.SecurityContext.NamespaceOptions.UsernsOptions)
 	return &runtimeapi.ContainerConfig{
 		Metadata:    &runtimeapi.ContainerMetadata{Name: c.Name, Attempt: uint32(restartCount)},
@@ -57,6 +61,7 @@ func ContainerConfig(ctx context.Context, pod *v1.Pod, c *v1.Container, restartC
 		WorkingDir:  c.WorkingDir,
 		Envs:        envs,
 		Mounts:      mounts,
+		Devices:     devices,
 		Labels:      containerLabels(pod, c),
 		Annotations: annotations,
 		LogPath:     ContainerLogPath(c.Name, restartCount),

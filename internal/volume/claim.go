@@ -22,10 +22,11 @@ const pvcProtectionFinalizer = "kubernetes.io/pvc-protection"
 
 // setUpClaim resolves a persistentVolumeClaim to its bound PV and sets up
 // a hostPath, local or CSI PV (a PV's node affinity must admit this
-// node); any other PV is refused with a clear reason.
+// node; its volume mode must be how the containers use it); a block PV
+// only from a CSI driver; any other PV is refused with a clear reason.
 func (h *Host) setUpClaim(ctx context.Context, pod *v1.Pod, vol *v1.Volume) (Mounted, error) {
 	src := vol.PersistentVolumeClaim
-	return h.setUpClaimed(ctx, pod, src.ClaimName, src.ReadOnly, nil)
+	return h.setUpClaimed(ctx, pod, vol.Name, src.ClaimName, src.ReadOnly, nil)
 }
 
 // setUpEphemeral sets up a generic ephemeral volume as upstream's
@@ -35,15 +36,16 @@ func (h *Host) setUpClaim(ctx context.Context, pod *v1.Pod, vol *v1.Volume) (Mou
 // claim of that name that the pod does not control is refused, so that a
 // pod never mounts a claim someone else made.
 func (h *Host) setUpEphemeral(ctx context.Context, pod *v1.Pod, vol *v1.Volume) (Mounted, error) {
-	return h.setUpClaimed(ctx, pod, ephemeral.VolumeClaimName(pod, vol), false, func(pvc *v1.PersistentVolumeClaim) error {
+	return h.setUpClaimed(ctx, pod, vol.Name, ephemeral.VolumeClaimName(pod, vol), false, func(pvc *v1.PersistentVolumeClaim) error {
 		return ephemeral.VolumeIsForPod(pod, pvc)
 	})
 }
 
-// setUpClaimed sets up the PV bound to the pod's claim; forPod, when set,
-// checks the claim once it is bound and before its PV is read, where
-// upstream's populator checks an ephemeral volume's claim.
-func (h *Host) setUpClaimed(ctx context.Context, pod *v1.Pod, claimName string, readOnly bool, forPod func(*v1.PersistentVolumeClaim) error) (Mounted, error) {
+// setUpClaimed sets up the PV bound to the claim of the pod's volume
+// volName; forPod, when set, checks the claim once it is bound and before
+// its PV is read, where upstream's populator checks an ephemeral volume's
+// claim.
+func (h *Host) setUpClaimed(ctx context.Context, pod *v1.Pod, volName, claimName string, readOnly bool, forPod func(*v1.PersistentVolumeClaim) error) (Mounted, error) {
 	pvc, err := h.boundClaim(ctx, pod.Namespace, claimName)
 	if err != nil {
 		return Mounted{}, fmt.Errorf("error processing PVC %s/%s: %w", pod.Namespace, claimName, err)
@@ -58,11 +60,15 @@ func (h *Host) setUpClaimed(ctx context.Context, pod *v1.Pod, claimName string, 
 	if err != nil {
 		return Mounted{}, fmt.Errorf("error processing PVC %s/%s: %w", pod.Namespace, claimName, err)
 	}
+	mode := volumeModeOf(pv)
+	if err := checkVolumeMode(pod, volName, mode); err != nil {
+		return Mounted{}, err
+	}
 	if err := checkNodeAffinity(pv, h.NodeName); err != nil {
 		return Mounted{}, fmt.Errorf("persistent volume %s is not reachable from node %s: %w", pv.Name, h.NodeName, err)
 	}
-	if pv.Spec.VolumeMode != nil && *pv.Spec.VolumeMode == v1.PersistentVolumeBlock {
-		return Mounted{}, fmt.Errorf("persistent volume %s is a block volume: block volumes are not supported by this node", pv.Name)
+	if mode == v1.PersistentVolumeBlock && pv.Spec.CSI == nil {
+		return Mounted{}, fmt.Errorf("persistent volume %s is a block volume of type %s: only CSI block volumes are supported by this node", pv.Name, pvType(pv))
 	}
 	switch {
 	case pv.Spec.HostPath != nil:
@@ -218,6 +224,10 @@ func pvType(pv *v1.PersistentVolume) string {
 	switch {
 	case s.CSI != nil:
 		return "csi"
+	case s.HostPath != nil:
+		return "hostPath"
+	case s.Local != nil:
+		return "local"
 	case s.NFS != nil:
 		return "nfs"
 	case s.ISCSI != nil:

@@ -151,7 +151,12 @@ func TestSetUpClaim(t *testing.T) {
 			pv := pvFor("pv1", "data", local)
 			pv.Spec.VolumeMode = &block
 			return pv
-		}(), wantErr: "block volumes are not supported by this node"},
+		}(), wantErr: "persistent volume pv1 is a block volume of type local: only CSI block volumes are supported by this node"},
+		{name: "csi block volume", claim: boundClaim("data", "pv1"), pv: func() *v1.PersistentVolume {
+			pv := pvFor("pv1", "data", v1.PersistentVolumeSource{CSI: &v1.CSIPersistentVolumeSource{Driver: "d", VolumeHandle: "h"}})
+			pv.Spec.VolumeMode = &block
+			return pv
+		}(), wantErr: "kubernetes.io/csi: mounter.SetUpAt failed to get CSI client: driver name d not found in the list of registered CSI drivers"},
 		{name: "csi", claim: boundClaim("data", "pv1"),
 			pv:      pvFor("pv1", "data", v1.PersistentVolumeSource{CSI: &v1.CSIPersistentVolumeSource{Driver: "d", VolumeHandle: "h"}}),
 			wantErr: "kubernetes.io/csi: mounter.SetUpAt failed to get CSI client: driver name d not found in the list of registered CSI drivers"},

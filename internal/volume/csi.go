@@ -164,6 +164,9 @@ func (h *Host) setUpCSI(ctx context.Context, pod *v1.Pod, v csiVolume) (Mounted,
 	if err != nil {
 		return Mounted{}, fmt.Errorf("kubernetes.io/csi: mounter.SetUpAt failed to get node capabilities: %w", err)
 	}
+	if v.block {
+		return h.mapCSIBlock(ctx, callCtx, pod, v, csiCall{drv: drv, policy: policy, caps: caps, publishContext: publishContext})
+	}
 	fsg := v.planFSGroup(policy, caps, fsGroupOf(pod))
 	key := CSIUniqueVolumeName(v.driver, v.handle)
 	unlock, err := h.csi.lock(ctx, key)
@@ -320,7 +323,15 @@ func (h *Host) csiSecrets(ctx context.Context, ref *v1.SecretReference) (map[str
 // mounted) stays, with its directory, and is reported.
 func (h *Host) tearDownCSI(uid types.UID) error {
 	plugin := filepath.Join(PodVolumesDir(h.RootDir, uid), PluginCSI)
-	entries, err := os.ReadDir(plugin)
+	return eachEntry(plugin, func(name string) error {
+		return h.tearDownCSIVolume(uid, filepath.Join(plugin, name))
+	})
+}
+
+// eachEntry calls f for each entry of dir (none if dir does not exist),
+// going on past a failure, and reports them all.
+func eachEntry(dir string, f func(name string) error) error {
+	entries, err := os.ReadDir(dir)
 	if os.IsNotExist(err) {
 		return nil
 	}
@@ -329,7 +340,7 @@ func (h *Host) tearDownCSI(uid types.UID) error {
 	}
 	var errs []error
 	for _, e := range entries {
-		errs = append(errs, h.tearDownCSIVolume(uid, filepath.Join(plugin, e.Name())))
+		errs = append(errs, f(e.Name()))
 	}
 	return errors.Join(errs...)
 }

@@ -68,6 +68,9 @@ type csiVolume struct {
 	// node expansion compares; nil for an inline volume.
 	pv    *v1.PersistentVolume
 	claim *v1.PersistentVolumeClaim
+	// block: the PV's volumeMode is Block, mapped into containers as a
+	// device (csiblock.go) rather than mounted.
+	block bool
 }
 
 // csiFromPV is a CSI PV as the claim of a pod mounts it: read-only when
@@ -82,6 +85,7 @@ func csiFromPV(pv *v1.PersistentVolume, claimReadOnly bool) csiVolume {
 		attributes:     src.VolumeAttributes,
 		stageSecretRef: src.NodeStageSecretRef, publishSecretRef: src.NodePublishSecretRef,
 		expandSecretRef: src.NodeExpandSecretRef,
+		block: volumeModeOf(pv) == v1.PersistentVolumeBlock,
 	}
 }
 
@@ -277,8 +281,8 @@ func (v csiVolume) accessMode(caps csi.NodeCapabilities) csipb.VolumeCapability_
 	return csipb.VolumeCapability_AccessMode_UNKNOWN
 }
 
-// capability is the volume's mount capability (filesystem only: block
-// volumes are refused before).
+// capability is a filesystem volume's mount capability (a block volume's
+// is blockCapability).
 func (v csiVolume) capability(caps csi.NodeCapabilities, mountGroup *int64) *csipb.VolumeCapability {
 	mnt := &csipb.VolumeCapability_MountVolume{FsType: v.fsType, MountFlags: v.mountOptions}
 	if mountGroup != nil {

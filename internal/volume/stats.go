@@ -21,14 +21,37 @@ type PodVolume struct {
 	Name string
 	// Plugin is the directory's plugin name (PluginEmptyDir, ...).
 	Plugin string
-	// Path is the volume's directory.
+	// Path is the volume's directory; a raw block volume's link.
 	Path string
+	// Block: a raw block CSI volume, found by its link under
+	// ROOT/pods/UID/volumeDevices/kubernetes.io~csi, named by its PV.
+	Block bool
+
+	root string
+	uid  types.UID
 }
 
-// PodVolumes lists the volumes set up on disk for the pod; none when the
-// pod has no volumes directory. hostPath volumes, which live at the node's
-// own path, are not among them, as upstream measures none.
+// PodVolumes lists the volumes set up on disk for the pod, raw block CSI
+// volumes too (as upstream's ListBlockVolumesForPod); none when the pod
+// has neither. hostPath volumes, which live at the node's own path, are
+// not among them, as upstream measures none.
 func PodVolumes(root string, uid types.UID) ([]PodVolume, error) {
+	out, err := podVolumeDirs(root, uid)
+	if err != nil {
+		return nil, err
+	}
+	links, err := os.ReadDir(filepath.Join(PodVolumeDevicesDir(root, uid), PluginCSI))
+	if err != nil && !os.IsNotExist(err) {
+		return nil, err
+	}
+	for _, l := range links {
+		out = append(out, PodVolume{Name: l.Name(), Plugin: PluginCSI, Block: true, root: root, uid: uid,
+			Path: filepath.Join(PodVolumeDevicesDir(root, uid), PluginCSI, l.Name())})
+	}
+	return out, nil
+}
+
+func podVolumeDirs(root string, uid types.UID) ([]PodVolume, error) {
 	dir := PodVolumesDir(root, uid)
 	plugins, err := os.ReadDir(dir)
 	if os.IsNotExist(err) {
@@ -219,16 +242,23 @@ type CSIPublished struct {
 }
 
 // CSI reads the vol_data.json of a CSI volume (Plugin PluginCSI). A
-// directory without one has nothing published yet.
+// directory without one has nothing published yet. A raw block volume's
+// target is its bind mount in the global map, where upstream's block
+// mapper has it measured.
 func (v PodVolume) CSI() (CSIPublished, error) {
 	if v.Plugin != PluginCSI {
 		return CSIPublished{}, fmt.Errorf("%s is no CSI volume", v.Path)
 	}
-	data, err := loadVolData(v.Path)
+	dataDir, target := v.Path, filepath.Join(v.Path, csiPodMountDir)
+	if v.Block {
+		paths := blockPaths(v.root, v.uid, v.Name)
+		dataDir, target = paths.data, paths.globalMapPod
+	}
+	data, err := loadVolData(dataDir)
 	if err != nil {
 		return CSIPublished{}, err
 	}
-	p := CSIPublished{Driver: data[volDataDriverName], Handle: data[volDataVolHandle], Target: filepath.Join(v.Path, csiPodMountDir)}
+	p := CSIPublished{Driver: data[volDataDriverName], Handle: data[volDataVolHandle], Target: target}
 	if p.Driver == "" || p.Handle == "" {
 		return CSIPublished{}, fmt.Errorf("%s names no driver or volume handle", filepath.Join(v.Path, volDataFile))
 	}

@@ -114,3 +114,30 @@ func TestPodVolumes(t *testing.T) {
 		t.Fatalf("volumes %v, want %v", names, want)
 	}
 }
+
+// TestPodVolumesBlock: a raw block CSI volume is listed by its link, named
+// by its PV, and its driver is asked at the pod's bind mount of the device
+// in the global map, as upstream's block mapper's metrics.
+func TestPodVolumesBlock(t *testing.T) {
+	root := t.TempDir()
+	uid := types.UID("u")
+	paths := blockPaths(root, uid, "pv-1")
+	localMust(t, os.MkdirAll(filepath.Dir(paths.link), 0o755))
+	localMust(t, os.Symlink(paths.publish, paths.link))
+	localMust(t, os.MkdirAll(paths.data, 0o755))
+	localMust(t, saveVolData(paths.data, map[string]string{volDataDriverName: "d", volDataVolHandle: "h"}))
+	vols, err := PodVolumes(root, uid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(vols) != 1 || vols[0].Name != "pv-1" || vols[0].Plugin != PluginCSI || !vols[0].Block || vols[0].Path != paths.link {
+		t.Fatalf("volumes %+v", vols)
+	}
+	pub, err := vols[0].CSI()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (CSIPublished{Driver: "d", Handle: "h", Target: paths.globalMapPod}); pub != want {
+		t.Fatalf("published %+v, want %+v", pub, want)
+	}
+}

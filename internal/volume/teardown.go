@@ -27,11 +27,11 @@ const maxStackedMounts = 8
 // A pod directory that does not exist is torn down already.
 func (h *Host) TearDownPod(uid types.UID) error {
 	err := h.tearDownChildren(PodSubpathsDir(h.RootDir, uid), 3)
-	// CSI volumes before the others: their drivers unpublish them (and
-	// unstage the last use). One that failed keeps the pod's volumes
+	// CSI volumes (block ones, then filesystems) before the others: their
+	// drivers unpublish them (and unstage the last use). One that failed keeps the pod's volumes
 	// directory whole, so that its vol_data.json, which says what to
 	// unpublish, is there for the next try.
-	if cerr := h.tearDownCSI(uid); cerr != nil {
+	if cerr := errors.Join(h.tearDownCSIBlock(uid), h.tearDownCSI(uid)); cerr != nil {
 		err = errors.Join(err, cerr)
 	} else {
 		err = errors.Join(err, h.tearDownChildren(PodVolumesDir(h.RootDir, uid), 2))

@@ -43,6 +43,10 @@ type Mounted struct {
 	// unique volume name, which node.status.volumesInUse lists while it
 	// is mounted, so that the controller does not detach it under a pod.
 	UniqueName string
+	// Device is set for a raw block volume (a PV of volumeMode Block):
+	// the pod's symlink to the device, which containers' volumeDevices
+	// are given. Such a volume has no Path.
+	Device string
 	// CSIRepublish: the CSI driver asks for NodePublishVolume again
 	// periodically (requiresRepublish), so the volume is set up again at
 	// every resync, as content volumes are.

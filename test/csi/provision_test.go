@@ -43,9 +43,15 @@ func namespace(t *testing.T, admin kubernetes.Interface) string {
 // made; it returns that PV.
 func provision(t *testing.T, admin kubernetes.Interface, d *agent.CSIDriver, ns, name, size string, modes ...v1.PersistentVolumeAccessMode) *v1.PersistentVolume {
 	t.Helper()
+	return provisionMode(t, admin, d, ns, name, size, v1.PersistentVolumeFilesystem, modes...)
+}
+
+// provisionMode is provision of a claim of the volume mode asked.
+func provisionMode(t *testing.T, admin kubernetes.Interface, d *agent.CSIDriver, ns, name, size string, mode v1.PersistentVolumeMode, modes ...v1.PersistentVolumeAccessMode) *v1.PersistentVolume {
+	t.Helper()
 	ctx := context.Background()
 	pvc := &v1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
-		Spec: v1.PersistentVolumeClaimSpec{StorageClassName: &d.StorageClass, AccessModes: modes,
+		Spec: v1.PersistentVolumeClaimSpec{StorageClassName: &d.StorageClass, AccessModes: modes, VolumeMode: &mode,
 			Resources: v1.VolumeResourceRequirements{Requests: v1.ResourceList{v1.ResourceStorage: resource.MustParse(size)}}}}
 	if _, err := admin.CoreV1().PersistentVolumeClaims(ns).Create(ctx, pvc, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)

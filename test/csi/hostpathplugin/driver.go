@@ -28,6 +28,10 @@ type volume struct {
 	Capacity int64  `json:"capacity"`
 	// NodeCapacity is the size the last NodeExpandVolume was asked for.
 	NodeCapacity int64 `json:"nodeCapacity,omitempty"`
+	// Block: a raw block volume, made with a block capability, as
+	// csi-driver-host-path's: its data is a file of its capacity, put
+	// on a loop device while it is staged (block.go).
+	Block bool `json:"block,omitempty"`
 	// Published maps the nodes the volume is published to (by
 	// ControllerPublishVolume) to whether it is read-only there.
 	Published map[string]bool `json:"published,omitempty"`
@@ -133,15 +137,35 @@ func (d *driver) ControllerGetCapabilities(context.Context, *csi.ControllerGetCa
 	return &csi.ControllerGetCapabilitiesResponse{Capabilities: caps}, nil
 }
 
-// checkCapabilities refuses what a directory cannot be: a block device.
-func checkCapabilities(caps []*csi.VolumeCapability) error {
+// checkCapabilities refuses capabilities that are not all of one access
+// type, mount (a directory) or block (a file on a loop device); it says
+// which.
+func checkCapabilities(caps []*csi.VolumeCapability) (block bool, err error) {
 	if len(caps) == 0 {
-		return status.Error(codes.InvalidArgument, "no volume capabilities")
+		return false, status.Error(codes.InvalidArgument, "no volume capabilities")
 	}
-	for _, c := range caps {
-		if c.GetMount() == nil {
-			return status.Errorf(codes.InvalidArgument, "access type %T not supported: only mount", c.GetAccessType())
+	for i, c := range caps {
+		b := c.GetBlock() != nil
+		if !b && c.GetMount() == nil {
+			return false, status.Errorf(codes.InvalidArgument, "access type %T not supported: only mount and block", c.GetAccessType())
 		}
+		if i > 0 && b != block {
+			return false, status.Error(codes.InvalidArgument, "both mount and block access types asked for")
+		}
+		block = b
+	}
+	return block, nil
+}
+
+// checkAccessType refuses a capability of the other access type than the
+// volume's.
+func checkAccessType(v volume, c *csi.VolumeCapability) error {
+	block, err := checkCapabilities([]*csi.VolumeCapability{c})
+	if err != nil {
+		return err
+	}
+	if block != v.Block {
+		return status.Errorf(codes.InvalidArgument, "volume %s: block access %v asked of a volume with block %v", v.ID, block, v.Block)
 	}
 	return nil
 }
@@ -150,7 +174,8 @@ func (d *driver) CreateVolume(_ context.Context, req *csi.CreateVolumeRequest) (
 	if req.Name == "" {
 		return nil, status.Error(codes.InvalidArgument, "no name")
 	}
-	if err := checkCapabilities(req.VolumeCapabilities); err != nil {
+	block, err := checkCapabilities(req.VolumeCapabilities)
+	if err != nil {
 		return nil, err
 	}
 	if req.VolumeContentSource != nil {
@@ -168,19 +193,25 @@ func (d *driver) CreateVolume(_ context.Context, req *csi.CreateVolumeRequest) (
 	defer d.mu.Unlock()
 	id := volumeID(req.Name)
 	if v, ok := d.volumes[id]; ok {
-		if v.Capacity < size {
-			return nil, status.Errorf(codes.AlreadyExists, "volume %q exists with %d bytes, asked for %d", req.Name, v.Capacity, size)
+		if v.Capacity < size || v.Block != block {
+			return nil, status.Errorf(codes.AlreadyExists, "volume %q exists with %d bytes (block %v), asked for %d (block %v)", req.Name, v.Capacity, v.Block, size, block)
 		}
 		return &csi.CreateVolumeResponse{Volume: &csi.Volume{VolumeId: id, CapacityBytes: v.Capacity}}, nil
 	}
-	if err := os.MkdirAll(d.volumeDir(id), 0o777); err != nil {
-		return nil, status.Error(codes.Internal, err.Error())
+	if block {
+		if err := makeBackingFile(d.volumeDir(id), size); err != nil {
+			return nil, status.Error(codes.Internal, err.Error())
+		}
+	} else {
+		if err := os.MkdirAll(d.volumeDir(id), 0o777); err != nil {
+			return nil, status.Error(codes.Internal, err.Error())
+		}
+		// The mode the umask took away: pods of any user write to the volume.
+		if err := os.Chmod(d.volumeDir(id), 0o777); err != nil {
+			return nil, status.Error(codes.Internal, err.Error())
+		}
 	}
-	// The mode the umask took away: pods of any user write to the volume.
-	if err := os.Chmod(d.volumeDir(id), 0o777); err != nil {
-		return nil, status.Error(codes.Internal, err.Error())
-	}
-	d.volumes[id] = &volume{ID: id, Name: req.Name, Capacity: size}
+	d.volumes[id] = &volume{ID: id, Name: req.Name, Capacity: size, Block: block}
 	if err := d.save(); err != nil {
 		return nil, status.Error(codes.Internal, err.Error())
 	}
@@ -196,6 +227,12 @@ func (d *driver) DeleteVolume(_ context.Context, req *csi.DeleteVolumeRequest) (
 	// An unknown ID is a volume already deleted: the call is idempotent.
 	if v, ok := d.volumes[req.VolumeId]; ok && len(v.Published) > 0 {
 		return nil, status.Errorf(codes.FailedPrecondition, "volume %s is still published to %v", req.VolumeId, v.Published)
+	}
+	// A block volume still on a loop device (never unstaged) is freed.
+	if v, ok := d.volumes[req.VolumeId]; ok && v.Block {
+		if err := detachLoop(d.volumeDir(v.ID)); err != nil {
+			return nil, status.Error(codes.Internal, err.Error())
+		}
 	}
 	if err := os.RemoveAll(d.volumeDir(req.VolumeId)); err != nil {
 		return nil, status.Error(codes.Internal, err.Error())
@@ -214,7 +251,7 @@ func (d *driver) ValidateVolumeCapabilities(_ context.Context, req *csi.Validate
 	if !ok {
 		return nil, status.Errorf(codes.NotFound, "volume %q not found", req.VolumeId)
 	}
-	if err := checkCapabilities(req.VolumeCapabilities); err != nil {
+	if _, err := checkCapabilities(req.VolumeCapabilities); err != nil {
 		return &csi.ValidateVolumeCapabilitiesResponse{Message: err.Error()}, nil
 	}
 	return &csi.ValidateVolumeCapabilitiesResponse{Confirmed: &csi.ValidateVolumeCapabilitiesResponse_Confirmed{
@@ -232,14 +269,14 @@ func (d *driver) ControllerPublishVolume(_ context.Context, req *csi.ControllerP
 	if req.VolumeId == "" || req.NodeId == "" {
 		return nil, status.Error(codes.InvalidArgument, "volume ID and node ID are required")
 	}
-	if err := checkCapabilities([]*csi.VolumeCapability{req.VolumeCapability}); err != nil {
-		return nil, err
-	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	v, ok := d.volumes[req.VolumeId]
 	if !ok {
 		return nil, status.Errorf(codes.NotFound, "volume %q not found", req.VolumeId)
+	}
+	if err := checkAccessType(*v, req.VolumeCapability); err != nil {
+		return nil, err
 	}
 	if ro, ok := v.Published[req.NodeId]; ok && ro != req.Readonly {
 		return nil, status.Errorf(codes.AlreadyExists, "volume %s is published to %s with readonly=%v", req.VolumeId, req.NodeId, ro)

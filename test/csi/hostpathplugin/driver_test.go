@@ -81,7 +81,10 @@ func TestControllerSteps(t *testing.T) {
 		{"create again", create("a", 1<<20), codes.OK, 1 << 20},
 		{"create smaller again", create("a", 1<<10), codes.OK, 1 << 20},
 		{"create bigger again", create("a", 2<<20), codes.AlreadyExists, 1 << 20},
-		{"create a block volume", create("b", 1<<20, block), codes.InvalidArgument, 1 << 20},
+		{"create a block volume", create("blk", 1<<20, block), codes.OK, 1 << 20},
+		{"create it again", create("blk", 1<<20, block), codes.OK, 1 << 20},
+		{"create it again as a directory", create("blk", 1<<20), codes.AlreadyExists, 1 << 20},
+		{"create with both access types", create("b", 1<<20, mountCap, block), codes.InvalidArgument, 1 << 20},
 		{"create without capabilities", create("b", 1<<20, []*csi.VolumeCapability{}...), codes.InvalidArgument, 1 << 20},
 		{"publish an unknown volume", publish("b", "n1", false), codes.NotFound, 1 << 20},
 		{"publish", publish("a", "n1", false), codes.OK, 1 << 20},
@@ -221,5 +224,86 @@ func TestLogWithoutSecrets(t *testing.T) {
 		if !strings.Contains(fmt.Sprint(req), "hunter2") {
 			t.Errorf("%T: the request itself lost its secrets", req)
 		}
+	}
+}
+
+// TestNodeBlock stages and publishes a block volume with a real loop
+// device: the volume's file is of its capacity, the target a device file
+// whose writes reach the volume's file; unpublish removes the target and
+// unstage frees the loop device, twice over.
+func TestNodeBlock(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("loop devices need root")
+	}
+	dir := t.TempDir()
+	m := mount.New("")
+	d, err := newDriver(config{name: "test", nodeID: "n1", stateDir: filepath.Join(dir, "state")}, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	block := &csi.VolumeCapability{AccessType: &csi.VolumeCapability_Block{Block: &csi.VolumeCapability_BlockVolume{}},
+		AccessMode: &csi.VolumeCapability_AccessMode{Mode: csi.VolumeCapability_AccessMode_SINGLE_NODE_WRITER}}
+	if err := create("b", 1<<20, block)(d); err != nil {
+		t.Fatal(err)
+	}
+	id := volumeID("b")
+	file := d.volumeDir(id)
+	if fi, err := os.Stat(file); err != nil || fi.Size() != 1<<20 || !fi.Mode().IsRegular() {
+		t.Fatalf("the volume's file: %v, %v", fi, err)
+	}
+	staging, target := filepath.Join(dir, "staging"), filepath.Join(dir, "target")
+	t.Cleanup(func() {
+		_ = m.Unmount(target)
+		_ = detachLoop(file)
+	})
+	if _, err := d.NodePublishVolume(ctx, &csi.NodePublishVolumeRequest{VolumeId: id, StagingTargetPath: staging,
+		TargetPath: target, VolumeCapability: block}); status.Code(err) != codes.FailedPrecondition {
+		t.Fatalf("publish before the stage: %v, want FailedPrecondition", err)
+	}
+	if _, err := d.NodeStageVolume(ctx, &csi.NodeStageVolumeRequest{VolumeId: id, StagingTargetPath: staging,
+		VolumeCapability: mountCap}); status.Code(err) != codes.InvalidArgument {
+		t.Fatalf("stage as a filesystem: %v, want InvalidArgument", err)
+	}
+	for range 2 {
+		if _, err := d.NodeStageVolume(ctx, &csi.NodeStageVolumeRequest{VolumeId: id, StagingTargetPath: staging, VolumeCapability: block}); err != nil {
+			t.Fatalf("stage: %v", err)
+		}
+		if _, err := d.NodePublishVolume(ctx, &csi.NodePublishVolumeRequest{VolumeId: id, StagingTargetPath: staging,
+			TargetPath: target, VolumeCapability: block}); err != nil {
+			t.Fatalf("publish: %v", err)
+		}
+	}
+	if !isDevice(target) {
+		t.Fatal("the target is no device")
+	}
+	f, err := os.OpenFile(target, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteString("on-the-device"); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	_ = f.Close()
+	for range 2 {
+		if _, err := d.NodeUnpublishVolume(ctx, &csi.NodeUnpublishVolumeRequest{VolumeId: id, TargetPath: target}); err != nil {
+			t.Fatalf("unpublish: %v", err)
+		}
+		if _, err := d.NodeUnstageVolume(ctx, &csi.NodeUnstageVolumeRequest{VolumeId: id, StagingTargetPath: staging}); err != nil {
+			t.Fatalf("unstage: %v", err)
+		}
+	}
+	if _, err := os.Lstat(target); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the target after unpublish: %v, want it gone", err)
+	}
+	if dev, err := loopDevice(file); err != nil || dev != "" {
+		t.Errorf("loop device after unstage: %q, %v; want none", dev, err)
+	}
+	b, err := os.ReadFile(file)
+	if err != nil || !strings.HasPrefix(string(b), "on-the-device") {
+		t.Errorf("the volume's file begins %q, %v; want what was written to the device", b[:min(len(b), 16)], err)
 	}
 }

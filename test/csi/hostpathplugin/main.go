@@ -1,5 +1,6 @@
 // Command hostpathplugin is the CSI driver of the project's CSI tests
-// (issue #36): a volume is a directory under its state directory. It
+// (issue #36): a volume is a directory under its state directory (a block
+// volume a file there, put on a loop device while staged). It
 // serves the CSI Identity, Controller and Node services on one socket, as
 // csi-driver-host-path does, and, in the node-driver-registrar's place,
 // the kubelet's plugin registration service on

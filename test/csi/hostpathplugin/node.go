@@ -71,11 +71,11 @@ func (d *driver) NodeStageVolume(_ context.Context, req *csi.NodeStageVolumeRequ
 	if req.VolumeId == "" || req.StagingTargetPath == "" {
 		return nil, status.Error(codes.InvalidArgument, "volume ID and staging target path are required")
 	}
-	if err := checkCapabilities([]*csi.VolumeCapability{req.VolumeCapability}); err != nil {
-		return nil, err
-	}
 	v, err := d.known(req.VolumeId)
 	if err != nil {
+		return nil, err
+	}
+	if err := checkAccessType(v, req.VolumeCapability); err != nil {
 		return nil, err
 	}
 	// The volume must have been published to this node: the context that
@@ -83,6 +83,13 @@ func (d *driver) NodeStageVolume(_ context.Context, req *csi.NodeStageVolumeRequ
 	// VolumeAttachment, or the attach step was skipped.
 	if got := req.PublishContext[publishContextKey]; d.attachRequired && got != d.nodeID {
 		return nil, status.Errorf(codes.FailedPrecondition, "volume %s: publish context %v does not name node %s: not attached here", v.ID, req.PublishContext, d.nodeID)
+	}
+	if v.Block {
+		// Staged is on a loop device; the staging path stays empty.
+		if _, err := attachLoop(d.volumeDir(v.ID)); err != nil {
+			return nil, status.Error(codes.Internal, err.Error())
+		}
+		return &csi.NodeStageVolumeResponse{}, nil
 	}
 	if err := d.bind(d.volumeDir(v.ID), req.StagingTargetPath, false); err != nil {
 		return nil, err
@@ -94,6 +101,12 @@ func (d *driver) NodeUnstageVolume(_ context.Context, req *csi.NodeUnstageVolume
 	if req.VolumeId == "" || req.StagingTargetPath == "" {
 		return nil, status.Error(codes.InvalidArgument, "volume ID and staging target path are required")
 	}
+	// An unknown volume was deleted, and its loop device with it.
+	if v, err := d.known(req.VolumeId); err == nil && v.Block {
+		if err := detachLoop(d.volumeDir(v.ID)); err != nil {
+			return nil, status.Error(codes.Internal, err.Error())
+		}
+	}
 	if err := mount.CleanupMountPoint(req.StagingTargetPath, d.mounter, true); err != nil {
 		return nil, status.Error(codes.Internal, err.Error())
 	}
@@ -104,11 +117,15 @@ func (d *driver) NodePublishVolume(_ context.Context, req *csi.NodePublishVolume
 	if req.VolumeId == "" || req.TargetPath == "" || req.StagingTargetPath == "" {
 		return nil, status.Error(codes.InvalidArgument, "volume ID, staging target path and target path are required")
 	}
-	if err := checkCapabilities([]*csi.VolumeCapability{req.VolumeCapability}); err != nil {
+	v, err := d.known(req.VolumeId)
+	if err != nil {
 		return nil, err
 	}
-	if _, err := d.known(req.VolumeId); err != nil {
+	if err := checkAccessType(v, req.VolumeCapability); err != nil {
 		return nil, err
+	}
+	if v.Block {
+		return &csi.NodePublishVolumeResponse{}, d.publishBlock(v, req.TargetPath, req.Readonly)
 	}
 	staged, err := d.mounter.IsMountPoint(req.StagingTargetPath)
 	if err != nil || !staged {
@@ -123,6 +140,9 @@ func (d *driver) NodePublishVolume(_ context.Context, req *csi.NodePublishVolume
 func (d *driver) NodeUnpublishVolume(_ context.Context, req *csi.NodeUnpublishVolumeRequest) (*csi.NodeUnpublishVolumeResponse, error) {
 	if req.VolumeId == "" || req.TargetPath == "" {
 		return nil, status.Error(codes.InvalidArgument, "volume ID and target path are required")
+	}
+	if isDevice(req.TargetPath) {
+		return &csi.NodeUnpublishVolumeResponse{}, d.unpublishBlock(req.TargetPath)
 	}
 	if err := mount.CleanupMountPoint(req.TargetPath, d.mounter, true); err != nil {
 		return nil, status.Error(codes.Internal, err.Error())
@@ -144,6 +164,11 @@ func (d *driver) NodeGetVolumeStats(_ context.Context, req *csi.NodeGetVolumeSta
 	}
 	if _, err := os.Stat(req.VolumePath); err != nil {
 		return nil, status.Errorf(codes.NotFound, "volume path %s: %v", req.VolumePath, err)
+	}
+	if v.Block {
+		// A device has a size and no files to count, as
+		// csi-driver-host-path reports it.
+		return &csi.NodeGetVolumeStatsResponse{Usage: []*csi.VolumeUsage{{Unit: csi.VolumeUsage_BYTES, Total: v.Capacity}}}, nil
 	}
 	used, err := diskUsage(req.VolumePath)
 	if err != nil {
