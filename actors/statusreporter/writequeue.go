@@ -230,6 +230,13 @@ func (q *writeQueue) onFinish(pod *v1.Pod, removed bool, now time.Time) []writeC
 	uid := pod.UID
 	e := q.entry(uid)
 	e.pod, e.finished, e.removed = pod, true, removed
+	if e.apiPod == nil {
+		// No answer of the API to patch from: the finished copy may carry
+		// a status of the node's own making (a pod rejected at admission
+		// carries its Failed status), from which the last word would differ
+		// in nothing, and go unwritten. The final write reads the pod.
+		e.reread = true
+	}
 	if !isStatic(pod) {
 		last := pod.Status
 		if e.reported {
@@ -313,7 +320,7 @@ func (q *writeQueue) onSynced(m *messages.PodStatusSynced) []writeCommand {
 	if m.Err != nil {
 		// The next try reads the pod again: the failure may come from a
 		// stale base.
-		e.apiPod = nil
+		e.apiPod, e.reread = nil, true
 		e.retrying = true
 		return append([]writeCommand{writeRetry{uid: m.UID, pod: e.pod, in: e.backoff.next(), err: m.Err}}, q.start()...)
 	}

@@ -433,13 +433,13 @@ func TestWriteQueueSnapshot(t *testing.T) {
 			step(q, evSynced{&messages.PodStatusSynced{UID: "a", Version: 1, APIPod: answered}})
 			return step(q, evReport{watched, status("ready")})
 		}, podWork{uid: "a", version: 2, pod: watched, status: status("ready"), reported: true, base: answered}},
-		{"a failure drops the API's answer", func(q *writeQueue) []writeCommand {
+		{"a failure drops the API's answer: the retry reads the pod", func(q *writeQueue) []writeCommand {
 			step(q, evReport{watched, status("pending")})
 			step(q, evSynced{&messages.PodStatusSynced{UID: "a", Version: 1, APIPod: answered}})
 			step(q, evReport{watched, status("ready")})
 			step(q, evSynced{&messages.PodStatusSynced{UID: "a", Version: 2, Err: errors.New("conflict")}})
 			return step(q, evRetry{"a"})
-		}, podWork{uid: "a", version: 2, pod: watched, status: status("ready"), reported: true, base: watched}},
+		}, podWork{uid: "a", version: 2, pod: watched, status: status("ready"), reported: true}},
 		{"a reconcile reads the pod anew", func(q *writeQueue) []writeCommand {
 			step(q, evReport{watched, status("ready")})
 			step(q, evSynced{&messages.PodStatusSynced{UID: "a", Version: 1, APIPod: answered}})
@@ -459,9 +459,9 @@ func TestWriteQueueSnapshot(t *testing.T) {
 		}, podWork{uid: "a", version: 3, pod: watched, status: status("pending"), reported: true, base: answered}},
 		{"finish keeps the reported terminal status", func(q *writeQueue) []writeCommand {
 			step(q, evReport{watched, status("failed")})
-			step(q, evSynced{&messages.PodStatusSynced{UID: "a", Version: 1}})
+			step(q, evSynced{&messages.PodStatusSynced{UID: "a", Version: 1, APIPod: answered}})
 			return step(q, evFinish{watched, true})
-		}, podWork{uid: "a", version: 2, pod: watched, status: status("failed"), reported: true, finished: true, removed: true, base: watched}},
+		}, podWork{uid: "a", version: 2, pod: watched, status: status("failed"), reported: true, finished: true, removed: true, base: answered}},
 		{"a static pod finished unreported has no status to write", func(q *writeQueue) []writeCommand {
 			return step(q, evFinish{testPod("static-s", false), false})
 		}, podWork{uid: "static-s", version: 1, finished: true}},
@@ -598,4 +598,76 @@ func containerState(s v1.ContainerState) string {
 		return fmt.Sprintf("waiting(%s)", s.Waiting.Reason)
 	}
 	return "none"
+}
+
+// TestWriteQueueBase: a write patches from the API's last answer, else the
+// source's copy; a finished pod with no answer of the API yet, and the
+// retry of a failed write, read the pod first, so that a copy carrying
+// the node's own status (a pod rejected at admission) is never the base
+// of its last word.
+func TestWriteQueueBase(t *testing.T) {
+	api, other := testPod("a", false), testPod("b", false)
+	rejected := api.DeepCopy()
+	rejected.Status = status("failed:rejected")
+	answered := api.DeepCopy()
+	answered.Status = status("pending")
+	ok := func(pod *v1.Pod, version uint64, apiPod *v1.Pod) writeEvent {
+		return evSynced{&messages.PodStatusSynced{UID: pod.UID, Version: version, APIPod: apiPod}}
+	}
+	failed := func(pod *v1.Pod, version uint64) writeEvent {
+		return evSynced{&messages.PodStatusSynced{UID: pod.UID, Version: version, Err: errors.New("unavailable")}}
+	}
+	tests := []struct {
+		name    string
+		writers int
+		events  []writeEvent
+		want    *v1.Pod // the last write's base; nil: it reads the pod
+	}{
+		{"a first write patches from the source's copy", 8,
+			[]writeEvent{evReport{api, status("pending")}}, api},
+		{"a later write patches from the API's answer", 8,
+			[]writeEvent{evReport{api, status("pending")}, ok(api, 1, answered), evReport{api, status("ready")}}, answered},
+		{"the retry of a failed write reads the pod", 8,
+			[]writeEvent{evReport{api, status("pending")}, failed(api, 1), evRetry{api.UID}}, nil},
+		{"a rejected pod removed before its first write: the write reads the pod", 1,
+			[]writeEvent{evReport{other, status("pending")}, evReport{api, rejected.Status}, evFinish{rejected, true}, ok(other, 1, other)}, nil},
+		{"a rejected pod removed after its first write failed: the retry reads the pod", 8,
+			[]writeEvent{evReport{api, rejected.Status}, failed(api, 1), evFinish{rejected, true}, evRetry{api.UID}}, nil},
+		{"a pod finished after an answer of the API patches from it", 8,
+			[]writeEvent{evReport{api, status("pending")}, ok(api, 1, answered), evFinish{api, true}}, answered},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			q := newWriteQueue(tt.writers)
+			var last *podWork
+			for _, ev := range tt.events {
+				for _, w := range writes(q.Step(ev, time.Unix(2, 0))) {
+					if w.uid == api.UID {
+						last = &w
+					}
+				}
+			}
+			if last == nil {
+				t.Fatal("no write of the pod")
+			}
+			if last.base != tt.want {
+				t.Errorf("base %v, want %v", describeBase(last.base, api, answered, rejected), describeBase(tt.want, api, answered, rejected))
+			}
+		})
+	}
+}
+
+// describeBase names which of the test's copies base is.
+func describeBase(base, source, answered, rejected *v1.Pod) string {
+	switch base {
+	case nil:
+		return "none (read the pod)"
+	case source:
+		return "the source's copy"
+	case answered:
+		return "the API's answer"
+	case rejected:
+		return "the rejected copy"
+	}
+	return "another copy"
 }
