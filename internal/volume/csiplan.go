@@ -85,7 +85,7 @@ func csiFromPV(pv *v1.PersistentVolume, claimReadOnly bool) csiVolume {
 		attributes:     src.VolumeAttributes,
 		stageSecretRef: src.NodeStageSecretRef, publishSecretRef: src.NodePublishSecretRef,
 		expandSecretRef: src.NodeExpandSecretRef,
-		block: volumeModeOf(pv) == v1.PersistentVolumeBlock,
+		block:           volumeModeOf(pv) == v1.PersistentVolumeBlock,
 	}
 }
 
