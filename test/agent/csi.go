@@ -22,6 +22,10 @@ const HostpathDriver = csihost.HostpathDriver
 // attach-detach controller, which the environment's does not run.
 const AttachDetachController = csihost.AttachDetachController
 
+// EphemeralVolumeController is kube-controller-manager's name of the
+// controller that makes generic ephemeral volumes' claims.
+const EphemeralVolumeController = csihost.EphemeralVolumeController
+
 // CSIDriver is the hostpath CSI driver running as a host process for a
 // test, and the sidecars of its controller side when asked for. Its
 // cleanup deletes what the sidecars provisioned while they still run,

@@ -37,7 +37,8 @@ func NeedsStorageDriver(specs []string) bool {
 // storageDriver is the hostpath CSI driver installed on the run's node as
 // a cluster's CSI driver is: registered with the node's agent through its
 // plugins_registry, with external-provisioner, external-attacher, the
-// storage controllers and the attach-detach controller, its CSIDriver
+// test resizer in external-resizer's place, the storage, attach-detach and
+// ephemeral volume controllers, its CSIDriver
 // (fsGroupPolicy File, as csi-driver-host-path's deployment has it) and
 // its StorageClass.
 type storageDriver struct {
@@ -58,7 +59,7 @@ func startStorageDriver(ctx context.Context, e *env.Env, kubeletRoot, sidecars, 
 	}
 	d, err := csihost.Start(ctx, e, csihost.Config{
 		KubeletRoot: kubeletRoot, Sidecars: true, AttachDetach: true,
-		FSGroupPolicy: storagev1.FileFSGroupPolicy,
+		FSGroupPolicy: storagev1.FileFSGroupPolicy, Resizer: true, EphemeralVolumes: true,
 	}, dir, sidecars, logf)
 	if err != nil {
 		_ = os.RemoveAll(dir)

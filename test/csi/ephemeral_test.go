@@ -16,10 +16,6 @@ import (
 	"github.com/actorlet/actorlet/test/env"
 )
 
-// ephemeralVolumeController is kube-controller-manager's name of the
-// controller that makes the claim of each generic ephemeral volume.
-const ephemeralVolumeController = "ephemeral-volume-controller"
-
 // ephemeralVolume is a generic ephemeral volume of the driver's
 // StorageClass.
 func ephemeralVolume(name string, d *agent.CSIDriver, size string) v1.Volume {
@@ -43,7 +39,7 @@ func TestCSIGenericEphemeral(t *testing.T) {
 	n.Up(t, "csi-ephemeral")
 	d := agent.StartCSIDriver(t, n.Env, agent.CSIDriverConfig{Sidecars: true, AttachDetach: true,
 		KubeletRoot: n.RootDir, NodeID: "hostpath-" + n.Name})
-	agent.StartKubeControllers(t, n.Env, ephemeralVolumeController)
+	agent.StartKubeControllers(t, n.Env, agent.EphemeralVolumeController)
 	ctx := context.Background()
 	driverOnNode(t, n.ClusterNode, d)
 

@@ -68,6 +68,10 @@ type Config struct {
 	// the claim left to the node (NodeResizePending) when the driver
 	// wants the node to finish.
 	Resizer bool
+	// EphemeralVolumes, with Sidecars, adds kube-controller-manager's
+	// ephemeral volume controller to the sidecars': it makes the claim of
+	// each generic ephemeral volume of a pod.
+	EphemeralVolumes bool
 }
 
 // HostpathDriver is the hostpath driver's default name.
@@ -189,6 +193,10 @@ var StorageControllers = []string{
 // attach-detach controller, which the environment's does not run either.
 const AttachDetachController = "persistentvolume-attach-detach-controller"
 
+// EphemeralVolumeController is kube-controller-manager's name of the
+// controller that makes the claim of each generic ephemeral volume.
+const EphemeralVolumeController = "ephemeral-volume-controller"
+
 // StartKubeControllers runs a kube-controller-manager of the
 // environment's build with only the given controllers, beside the
 // environment's (see StorageControllers for why not in it).
@@ -260,6 +268,9 @@ func (d *Driver) startSidecars(ctx context.Context, bin string) error {
 	controllers := StorageControllers
 	if d.AttachDetach {
 		controllers = append(slices.Clone(controllers), AttachDetachController)
+	}
+	if d.EphemeralVolumes {
+		controllers = append(slices.Clone(controllers), EphemeralVolumeController)
 	}
 	kcm, err := StartKubeControllers(d.env, controllers...)
 	if err != nil {

@@ -27,7 +27,7 @@ import (
 // FileSystemResizePending condition.
 const resizeFileSystemPendingMessage = "Waiting for user to (re-)start a pod to finish file system resize of volume on node."
 
-// startResizer resizes the claims of the driver's StorageClass until Stop.
+// startResizer resizes the claims of the driver's volumes until Stop.
 func (d *Driver) startResizer() {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -49,8 +49,8 @@ func (d *Driver) startResizer() {
 	}
 }
 
-// resizeClaims expands each bound claim of the StorageClass whose request
-// exceeds what was allocated to it, as external-resizer's
+// resizeClaims expands each bound claim of the driver's volumes whose
+// request exceeds what was allocated to it, as external-resizer's
 // expandAndRecover: the claim marked ControllerResizeInProgress with the
 // new allocatedResources and the Resizing condition; ControllerExpandVolume;
 // the PV's capacity set; then the claim marked NodeResizePending with the
@@ -63,7 +63,10 @@ func (d *Driver) resizeClaims(ctx context.Context) error {
 	}
 	for i := range pvcs.Items {
 		pvc := &pvcs.Items[i]
-		if pvc.Spec.StorageClassName == nil || *pvc.Spec.StorageClassName != d.StorageClass || pvc.Status.Phase != v1.ClaimBound {
+		// The claim's class may be any with the driver as provisioner
+		// (the e2e testsuites copy the driver's StorageClass): resize
+		// looks at the PV's driver, as external-resizer does.
+		if pvc.Status.Phase != v1.ClaimBound {
 			continue
 		}
 		want := pvc.Spec.Resources.Requests[v1.ResourceStorage]
@@ -86,8 +89,11 @@ func (d *Driver) resize(ctx context.Context, pvc *v1.PersistentVolumeClaim, size
 	if err != nil {
 		return err
 	}
-	if pv.Spec.CSI == nil || pv.Spec.ClaimRef == nil || pv.Spec.ClaimRef.UID != pvc.UID {
-		return fmt.Errorf("PV %s is not this driver's volume of the claim", pv.Name)
+	if pv.Spec.CSI == nil || pv.Spec.CSI.Driver != d.Name {
+		return nil // another driver's volume
+	}
+	if pv.Spec.ClaimRef == nil || pv.Spec.ClaimRef.UID != pvc.UID {
+		return fmt.Errorf("PV %s is not the claim's volume", pv.Name)
 	}
 	setStorageStatus(pvc, v1.PersistentVolumeClaimControllerResizeInProgress)
 	if pvc.Status.AllocatedResources == nil {
