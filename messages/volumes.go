@@ -68,7 +68,10 @@ type VolumesSetUp struct {
 	UID     types.UID
 	Gen     uint64
 	Volumes PodVolumes
-	Err     error
+	// InUse are the attachable volumes the set-up resolved, set up or
+	// not: listed in the Node's status.volumesInUse from then on.
+	InUse []v1.UniqueVolumeName
+	Err   error
 }
 
 func (m *VolumesSetUp) Summary() string {
@@ -133,7 +136,8 @@ func (m *OrphanedPodDirs) Summary() string {
 }
 
 // VolumesInUseRequest asks which attachable volumes the node's pods have
-// mounted. The asker waits for a VolumesInUse with a timeout.
+// mounted or are setting up. The asker waits for a VolumesInUse with a
+// timeout.
 // Sender: the status-reporter, at each node status update. Receiver: the
 // volume-manager.
 type VolumesInUseRequest struct{}
@@ -141,10 +145,32 @@ type VolumesInUseRequest struct{}
 func (m *VolumesInUseRequest) Summary() string { return "volumes in use?" }
 
 // VolumesInUse answers a VolumesInUseRequest: upstream's unique names of
-// the attachable volumes mounted for the node's pods, sorted, which the
+// the attachable volumes mounted or being set up for the node's pods,
+// sorted, which the
 // Node's status.volumesInUse lists so that the attach-detach controller
 // does not detach them.
 // Sender: the volume-manager. Receiver: whoever asked.
 type VolumesInUse struct{ Names []v1.UniqueVolumeName }
 
 func (m *VolumesInUse) Summary() string { return fmt.Sprintf("%d volumes in use", len(m.Names)) }
+
+// VolumesReportedInUse tells which volumes the Node's status lists in use
+// after a node status update, as upstream's MarkVolumesAsReportedInUse:
+// the set-up of an attachable volume waits until its volume is listed.
+// Sender: the status-reporter, after each successful node status update.
+// Receiver: the volume-manager.
+type VolumesReportedInUse struct{ Names []v1.UniqueVolumeName }
+
+func (m *VolumesReportedInUse) Summary() string {
+	return fmt.Sprintf("%d volumes listed in use", len(m.Names))
+}
+
+// VolumesInUseChanged asks for a node status update now: a pod's set-up
+// waits for its attachable volumes to be listed in use. Upstream waits for
+// the next periodic update (up to nodeStatusUpdateFrequency).
+// Sender: the volume-manager. Receiver: the status-reporter.
+type VolumesInUseChanged struct{}
+
+func (m *VolumesInUseChanged) Summary() string {
+	return "volumes in use changed: update the node status"
+}

@@ -297,6 +297,7 @@ var runtimeActors = []struct {
 	{volumemanager.Kind, func(a *Actor, env *runtimeEnv) *actor.Props {
 		return a.p.System.Registry.Props(volumemanager.Kind, volumemanager.New(volumemanager.Params{
 			Host: env.volumes, Registrar: env.volumeSources, PodManager: a.child(podmanager.Kind),
+			StatusReporter: a.child(statusreporter.Kind),
 			Resync: a.cfg.SyncFrequency.Duration, UserNamespaces: env.userNamespaces(), Events: a.deps.Events, Log: a.log,
 		}), nil)
 	}},

@@ -105,7 +105,13 @@ type Actor struct {
 	node           *v1.Node
 	registerRetry  backoff
 	updatingStatus bool
-	lastReport     time.Time
+	// updateAgain: a node status update was asked for while one ran.
+	updateAgain bool
+	// cancelTick stops the timer of the next node status update: an
+	// update asked for out of turn re-arms it, so one chain of timers
+	// runs.
+	cancelTick func() bool
+	lastReport time.Time
 	// statusFailed forces a report on the next update, so that the Ready
 	// heartbeat is fresh soon after an API server outage rather than at
 	// the next nodeStatusReportFrequency.
@@ -174,6 +180,8 @@ func (a *Actor) Receive(ctx actor.Context) {
 		a.pressure = slices.Clone(m.Conditions)
 	case *messages.NodeStatusUpdated:
 		a.statusUpdated(ctx, m)
+	case *messages.VolumesInUseChanged:
+		a.updateNow(ctx)
 	case *messages.RenewLease:
 		a.renew(ctx)
 	case *messages.LeaseRenewed:
@@ -366,15 +374,42 @@ func (a *Actor) pressureEvents(old, cur *v1.Node) {
 	}
 }
 
+// updateNow updates the node status out of turn (a pod's set-up waits
+// for its volumes to be listed in use), or right after the update that
+// runs.
+func (a *Actor) updateNow(ctx actor.Context) {
+	if a.updatingStatus {
+		a.updateAgain = true
+		return
+	}
+	a.tick(ctx)
+}
+
+// armTick sets the timer of the next node status update, replacing the
+// one set.
+func (a *Actor) armTick(ctx actor.Context, after time.Duration) {
+	if a.cancelTick != nil {
+		a.cancelTick()
+	}
+	a.cancelTick = supervision.After(ctx, after, &messages.NodeStatusTick{})
+}
+
 func (a *Actor) statusUpdated(ctx actor.Context, m *messages.NodeStatusUpdated) {
 	a.updatingStatus = false
 	next := a.p.Config.NodeStatusUpdateFrequency.Duration
 	a.statusFailed = m.Err != nil
+	again := a.updateAgain
+	a.updateAgain = false
 	if m.Err != nil {
 		next = min(a.statusRetry.next(), next)
-		supervision.After(ctx, next, &messages.NodeStatusTick{})
+		a.armTick(ctx, next)
 		a.log.Warn().Err(m.Err).Dur("retryIn", next).Msg("node status update failed")
 		return
+	}
+	if a.p.VolumeManager != nil && m.Node != nil {
+		// As upstream's MarkVolumesAsReportedInUse: set-ups waiting for
+		// their volumes to be listed go on.
+		supervision.Tell(ctx, a.p.VolumeManager, &messages.VolumesReportedInUse{Names: m.Node.Status.VolumesInUse})
 	}
 	a.statusRetry.reset()
 	if !a.readyOnce {
@@ -384,7 +419,10 @@ func (a *Actor) statusUpdated(ctx actor.Context, m *messages.NodeStatusUpdated) 
 			next = fastStatusUpdate
 		}
 	}
-	supervision.After(ctx, next, &messages.NodeStatusTick{})
+	if again {
+		next = 0
+	}
+	a.armTick(ctx, next)
 	a.pressureEvents(a.node, m.Node)
 	a.node = m.Node
 	a.nodeChanged(ctx, m.Node)

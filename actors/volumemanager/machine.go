@@ -1,6 +1,7 @@
 package volumemanager
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -59,6 +60,12 @@ type entry struct {
 	failures int
 	retryGen uint64
 	volumes  messages.PodVolumes
+	// wanted are the attachable volumes the last set-up resolved, set up
+	// or not: listed in use from then on, until the teardown.
+	wanted []v1.UniqueVolumeName
+	// awaitsInUse: the last set-up stopped at a volume the Node does not
+	// list in use yet; it is retried once the Node lists them all.
+	awaitsInUse bool
 	// again: the pod came back (the same UID given again by its source)
 	// while its volumes were torn down; set them up once that is over.
 	again *v1.Pod
@@ -73,6 +80,10 @@ type Machine struct {
 	// still mounted, so still in use, until a teardown of the pod's
 	// directory succeeds.
 	leftover map[types.UID][]v1.UniqueVolumeName
+	// reported are the volumes the Node's status listed in use at its
+	// last update. Replaced, never changed in place: set-ups running off
+	// the mailbox read the map they were given.
+	reported map[v1.UniqueVolumeName]bool
 }
 
 // NewMachine returns a machine that knows no pod.
@@ -90,13 +101,17 @@ type EvMount struct{ Pod *v1.Pod }
 // EvUnmount: nothing of the pod runs any more.
 type EvUnmount struct{ UID types.UID }
 
-// EvSetUp: a set-up ended.
+// EvSetUp: a set-up ended. InUse are the attachable volumes it resolved.
 type EvSetUp struct {
 	UID     types.UID
 	Gen     uint64
 	Volumes messages.PodVolumes
+	InUse   []v1.UniqueVolumeName
 	Err     error
 }
+
+// EvReportedInUse: a node status update listed these volumes in use.
+type EvReportedInUse struct{ Names []v1.UniqueVolumeName }
 
 // EvTornDown: a teardown ended.
 type EvTornDown struct {
@@ -127,18 +142,25 @@ func (EvRetry) isEvent()         {}
 func (EvSourceChanged) isEvent() {}
 func (EvResync) isEvent()        {}
 func (EvOrphans) isEvent()       {}
+func (EvReportedInUse) isEvent() {}
 
 // Command is what the actor must do at the edge after a step.
 type Command interface{ isCommand() }
 
 // CmdSetUp: set up (or refresh) every volume of Pod, off the mailbox;
 // numbered Gen. First: the pod's first set-up, whose API references the
-// object cache must learn.
+// object cache must learn. Reported are the volumes the Node lists in use,
+// beyond which the set-up of an attachable volume does not go; read only.
 type CmdSetUp struct {
-	Gen   uint64
-	Pod   *v1.Pod
-	First bool
+	Gen      uint64
+	Pod      *v1.Pod
+	First    bool
+	Reported map[v1.UniqueVolumeName]bool
 }
+
+// CmdReportInUse: ask the status-reporter for a node status update now: a
+// set-up waits for volumes to be listed in use.
+type CmdReportInUse struct{}
 
 // CmdReady: tell the pod-manager that the pod's volumes are ready.
 type CmdReady struct {
@@ -175,6 +197,7 @@ func (CmdFailed) isCommand()        {}
 func (CmdScheduleRetry) isCommand() {}
 func (CmdTearDown) isCommand()      {}
 func (CmdUnmounted) isCommand()     {}
+func (CmdReportInUse) isCommand()   {}
 
 // Phase is the phase of the pod's volumes, and whether the machine knows
 // the pod.
@@ -195,7 +218,14 @@ func (m *Machine) Tracked(uid types.UID) bool { _, ok := m.pods[uid]; return ok 
 // time (its retries wait on timers the actor starts), so now goes unused:
 // it is there so that every reducer is stepped alike.
 func (m *Machine) Step(ev Event, now time.Time) []Command {
-	return m.step(ev)
+	cmds := m.step(ev)
+	for i, c := range cmds {
+		if c, ok := c.(CmdSetUp); ok {
+			c.Reported = m.reported
+			cmds[i] = c
+		}
+	}
+	return cmds
 }
 
 // step hands ev to its handler.
@@ -217,6 +247,8 @@ func (m *Machine) step(ev Event) []Command {
 		return m.onResync()
 	case EvOrphans:
 		return m.onOrphans(e)
+	case EvReportedInUse:
+		return m.onReportedInUse(e)
 	}
 	panic(fmt.Sprintf("volumemanager: unknown event %T", ev))
 }
@@ -264,6 +296,7 @@ func (m *Machine) onSetUp(e EvSetUp) []Command {
 		return nil
 	}
 	en.inFlight = false
+	en.wanted = e.InUse
 	if en.phase == TearingDown {
 		en.tearing = true
 		return []Command{CmdTearDown{UID: e.UID, Pod: en.pod}}
@@ -272,6 +305,13 @@ func (m *Machine) onSetUp(e EvSetUp) []Command {
 	if e.Err != nil {
 		en.failures++
 		cmds = append(cmds, CmdFailed{Pod: en.pod, Err: e.Err})
+		en.awaitsInUse = awaitsInUse(e.Err)
+		if en.awaitsInUse && m.allReported(en.wanted) {
+			// Listed while it ran: go on now.
+			en.dirty = true
+		} else if en.awaitsInUse {
+			cmds = append(cmds, CmdReportInUse{})
+		}
 		if en.dirty {
 			return append(cmds, en.setUp(false)...)
 		}
@@ -279,7 +319,7 @@ func (m *Machine) onSetUp(e EvSetUp) []Command {
 		en.retryGen = en.gen
 		return append(cmds, CmdScheduleRetry{UID: e.UID, Gen: en.gen, After: mountBackoff.After(en.failures)})
 	}
-	en.failures = 0
+	en.failures, en.awaitsInUse = 0, false
 	en.volumes = e.Volumes
 	if en.phase == Mounting {
 		en.phase = Ready
@@ -301,7 +341,7 @@ func (m *Machine) onTornDown(e EvTornDown) []Command {
 	if e.Err == nil {
 		delete(m.leftover, e.UID)
 		cmds = append(cmds, CmdUnmounted{UID: e.UID})
-	} else if names := inUse(en.volumes); len(names) > 0 {
+	} else if names := append(inUse(en.volumes), en.wanted...); len(names) > 0 {
 		m.leftover[e.UID] = names
 	}
 	if en.again != nil {
@@ -358,13 +398,15 @@ func republishes(vols messages.PodVolumes) bool {
 	return false
 }
 
-// VolumesInUse are the unique names of the attachable volumes set up for
-// the pods the machine holds, until their teardown succeeds, sorted and
-// each once: what node.status.volumesInUse lists.
+// VolumesInUse are the unique names of the attachable volumes being set up
+// or set up for the pods the machine holds, until their teardown
+// succeeds, sorted and each once: what node.status.volumesInUse lists, as
+// upstream's, which lists a volume from the decision to mount it.
 func (m *Machine) VolumesInUse() []v1.UniqueVolumeName {
 	var out []v1.UniqueVolumeName
 	for _, en := range m.pods {
 		out = append(out, inUse(en.volumes)...)
+		out = append(out, en.wanted...)
 	}
 	for _, names := range m.leftover {
 		out = append(out, names...)
@@ -392,6 +434,39 @@ func (m *Machine) setUpEach(want func(*entry) bool) []Command {
 		}
 	}
 	return cmds
+}
+
+// onReportedInUse takes the volumes the Node now lists in use, and sets up
+// at once the pods that waited for theirs.
+func (m *Machine) onReportedInUse(e EvReportedInUse) []Command {
+	reported := make(map[v1.UniqueVolumeName]bool, len(e.Names))
+	for _, n := range e.Names {
+		reported[n] = true
+	}
+	m.reported = reported
+	return m.setUpEach(func(en *entry) bool {
+		if !en.awaitsInUse || en.phase == TearingDown || en.inFlight || !m.allReported(en.wanted) {
+			return false
+		}
+		en.awaitsInUse = false
+		return true
+	})
+}
+
+// allReported: the Node lists every one of names in use.
+func (m *Machine) allReported(names []v1.UniqueVolumeName) bool {
+	for _, n := range names {
+		if !m.reported[n] {
+			return false
+		}
+	}
+	return true
+}
+
+// awaitsInUse: a set-up stopped at a volume not yet listed in use.
+func awaitsInUse(err error) bool {
+	var e *volume.NotInUseError
+	return errors.As(err, &e)
 }
 
 func (m *Machine) onOrphans(e EvOrphans) []Command {

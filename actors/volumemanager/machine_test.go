@@ -38,6 +38,10 @@ var (
 	volsRepublish = messages.PodVolumes{"data": {Name: "data", Path: "/m", CSIRepublish: true}}
 	volsExpand    = messages.PodVolumes{"data": {Name: "data", Path: "/m", CSIExpandable: true}}
 	errExpand     = &volume.SetUpError{Volume: "data", Err: &volume.ExpandError{Volume: "pv", Online: true, Err: errors.New("rpc error")}}
+
+	vdh         = v1.UniqueVolumeName("kubernetes.io/csi/d^h")
+	errNotInUse = errors.Join(&volume.SetUpError{Volume: "data", Err: &volume.NotInUseError{Name: vdh}})
+	listed      = map[v1.UniqueVolumeName]bool{vdh: true}
 )
 
 func setUp(gen uint64, p *v1.Pod, first bool) CmdSetUp {
@@ -152,6 +156,58 @@ func TestStep(t *testing.T) {
 	}
 }
 
+// TestWaitForInUse: the set-up of an attachable volume waits until the
+// Node lists it in use, as upstream's reconciler: the status-reporter is
+// asked for an update, and the listing sets the pod up at once.
+func TestWaitForInUse(t *testing.T) {
+	waiting := []Event{EvMount{podV}, EvSetUp{UID: "v", Gen: 1, InUse: []v1.UniqueVolumeName{vdh}, Err: errNotInUse}}
+	for _, tc := range []struct {
+		name   string
+		events []Event
+		want   []Command
+		phase  Phase
+	}{
+		{"a set-up waiting for the listing asks for a node status update, and retries as any failure", waiting,
+			[]Command{CmdFailed{Pod: podV, Err: errNotInUse}, CmdReportInUse{}, CmdScheduleRetry{UID: "v", Gen: 2, After: 500 * time.Millisecond}}, Mounting},
+		{"listed: set up at once, given the listing", append(waiting, EvReportedInUse{Names: []v1.UniqueVolumeName{vdh}}),
+			[]Command{CmdSetUp{Gen: 3, Pod: podV, Reported: listed}}, Mounting},
+		{"and the backoff's retry is dropped", append(waiting, EvReportedInUse{Names: []v1.UniqueVolumeName{vdh}}, EvRetry{UID: "v", Gen: 2}),
+			nil, Mounting},
+		{"a listing without the volume sets up nothing", append(waiting, EvReportedInUse{Names: []v1.UniqueVolumeName{"kubernetes.io/csi/d^other"}}),
+			nil, Mounting},
+		{"listed while the set-up ran: set up again at once", []Event{EvMount{podV}, EvReportedInUse{Names: []v1.UniqueVolumeName{vdh}},
+			EvSetUp{UID: "v", Gen: 1, InUse: []v1.UniqueVolumeName{vdh}, Err: errNotInUse}},
+			[]Command{CmdFailed{Pod: podV, Err: errNotInUse}, CmdSetUp{Gen: 2, Pod: podV, Reported: listed}}, Mounting},
+		{"a listing during a set-up waits for its end", []Event{EvMount{podV}, EvSetUp{UID: "v", Gen: 1, InUse: []v1.UniqueVolumeName{vdh}, Err: errNotInUse},
+			EvRetry{UID: "v", Gen: 2}, EvReportedInUse{Names: []v1.UniqueVolumeName{vdh}}},
+			nil, Mounting},
+		{"another failure does not ask for an update", []Event{EvMount{podV}, EvSetUp{UID: "v", Gen: 1, InUse: []v1.UniqueVolumeName{vdh}, Err: errNo}},
+			[]Command{CmdFailed{Pod: podV, Err: errNo}, CmdScheduleRetry{UID: "v", Gen: 2, After: 500 * time.Millisecond}}, Mounting},
+		{"nor is such a pod set up by a listing", []Event{EvMount{podV}, EvSetUp{UID: "v", Gen: 1, InUse: []v1.UniqueVolumeName{vdh}, Err: errNo},
+			EvReportedInUse{Names: []v1.UniqueVolumeName{vdh}}},
+			nil, Mounting},
+		{"a pod torn down meanwhile is not set up", append(waiting, EvUnmount{UID: "v"}, EvReportedInUse{Names: []v1.UniqueVolumeName{vdh}}),
+			nil, TearingDown},
+		{"once set up, a listing does nothing", append(waiting, EvReportedInUse{Names: []v1.UniqueVolumeName{vdh}},
+			EvSetUp{UID: "v", Gen: 3, Volumes: volsAttached, InUse: []v1.UniqueVolumeName{vdh}}, EvReportedInUse{Names: []v1.UniqueVolumeName{vdh}}),
+			nil, Ready},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := NewMachine()
+			var got []Command
+			for _, ev := range tc.events {
+				got = m.Step(ev, time.Time{})
+			}
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("commands:\n got %+v\nwant %+v", got, tc.want)
+			}
+			if phase, _ := m.Phase("v"); phase != tc.phase {
+				t.Errorf("phase %v, want %v", phase, tc.phase)
+			}
+		})
+	}
+}
+
 // TestVolumesInUse: the attachable volumes of the pods set up, each once,
 // until their teardown ends.
 func TestVolumesInUse(t *testing.T) {
@@ -171,6 +227,12 @@ func TestVolumesInUse(t *testing.T) {
 		{"not after it", []Event{EvMount{podV}, EvSetUp{UID: "v", Gen: 1, Volumes: volsAttached}, EvUnmount{UID: "v"}, EvTornDown{UID: "v"}}, nil},
 		{"still after a failed one", []Event{EvMount{podV}, EvSetUp{UID: "v", Gen: 1, Volumes: volsAttached}, EvUnmount{UID: "v"}, EvTornDown{UID: "v", Err: errNo}},
 			[]v1.UniqueVolumeName{"kubernetes.io/csi/d^h"}},
+		{"from the set-up that resolved it, before it is set up", []Event{EvMount{podV}, EvSetUp{UID: "v", Gen: 1, InUse: []v1.UniqueVolumeName{vdh}, Err: errNotInUse}},
+			[]v1.UniqueVolumeName{vdh}},
+		{"also when its set-up failed otherwise", []Event{EvMount{podV}, EvSetUp{UID: "v", Gen: 1, InUse: []v1.UniqueVolumeName{vdh}, Err: errNo}},
+			[]v1.UniqueVolumeName{vdh}},
+		{"a failed teardown keeps the resolved ones", []Event{EvMount{podV}, EvSetUp{UID: "v", Gen: 1, InUse: []v1.UniqueVolumeName{vdh}, Err: errNo},
+			EvUnmount{UID: "v"}, EvTornDown{UID: "v", Err: errNo}}, []v1.UniqueVolumeName{vdh}},
 		{"until the orphan search's succeeds", []Event{EvMount{podV}, EvSetUp{UID: "v", Gen: 1, Volumes: volsAttached}, EvUnmount{UID: "v"}, EvTornDown{UID: "v", Err: errNo},
 			EvOrphans{UIDs: []types.UID{"v"}}, EvTornDown{UID: "v"}}, nil},
 	} {
@@ -198,17 +260,20 @@ func TestAtMostOneOperationPerPod(t *testing.T) {
 		for range 40 {
 			p := pods[next(len(pods))]
 			var ev Event
-			switch next(7) {
+			switch next(8) {
 			case 0:
 				ev = EvMount{p}
 			case 1:
 				ev = EvUnmount{p.UID}
 			case 2:
 				var err error
-				if next(2) == 0 {
+				switch next(3) {
+				case 0:
 					err = errNo
+				case 1:
+					err = errNotInUse
 				}
-				ev = EvSetUp{UID: p.UID, Gen: inFlight[p.UID], Err: err}
+				ev = EvSetUp{UID: p.UID, Gen: inFlight[p.UID], InUse: []v1.UniqueVolumeName{vdh}, Err: err}
 				delete(inFlight, p.UID)
 			case 3:
 				if tearing[p.UID] {
@@ -225,6 +290,8 @@ func TestAtMostOneOperationPerPod(t *testing.T) {
 					continue
 				}
 				ev = EvRetry{UID: p.UID, Gen: en.retryGen}
+			case 6:
+				ev = EvReportedInUse{Names: []v1.UniqueVolumeName{vdh}}
 			default:
 				ev = EvOrphans{UIDs: []types.UID{p.UID}}
 			}

@@ -55,6 +55,12 @@ type Params struct {
 	Registrar Registrar
 	// PodManager receives VolumesReady, and answers ListPods.
 	PodManager *actor.PID
+	// StatusReporter, when set, lists the node's volumes in use and is
+	// asked for a node status update (VolumesInUseChanged) when a set-up
+	// waits for that: the set-up of an attachable volume goes no further
+	// until the Node lists it (VolumesReportedInUse). Unset, set-ups do
+	// not wait.
+	StatusReporter *actor.PID
 	// Resync is the period of content refreshes and of the search for
 	// orphaned pod directories (the kubelet's syncFrequency).
 	Resync time.Duration
@@ -116,7 +122,9 @@ func (a *Actor) Receive(ctx actor.Context) {
 	case *messages.UnmountVolumes:
 		a.step(ctx, EvUnmount{UID: m.UID})
 	case *messages.VolumesSetUp:
-		a.step(ctx, EvSetUp{UID: m.UID, Gen: m.Gen, Volumes: m.Volumes, Err: m.Err})
+		a.step(ctx, EvSetUp{UID: m.UID, Gen: m.Gen, Volumes: m.Volumes, InUse: m.InUse, Err: m.Err})
+	case *messages.VolumesReportedInUse:
+		a.step(ctx, EvReportedInUse{Names: m.Names})
 	case *messages.VolumesTornDown:
 		if m.Err != nil {
 			a.log.Warn().Err(m.Err).Str("uid", string(m.UID)).Msg("tearing down a pod's volumes failed; its directory stays until the next search for orphaned pod directories")
@@ -159,15 +167,30 @@ func (a *Actor) execute(ctx actor.Context, c Command) {
 	switch c := c.(type) {
 	case CmdSetUp:
 		host, reg, timeout := a.p.Host, a.p.Registrar, a.p.SetUpTimeout
+		var iu *volume.InUse
+		if a.p.StatusReporter != nil {
+			iu = &volume.InUse{Reported: c.Reported}
+		}
 		supervision.Go(ctx, func(life context.Context) messages.Message {
 			if c.First && reg != nil {
 				reg.RegisterPod(c.Pod)
 			}
 			opCtx, cancel := context.WithTimeout(life, timeout)
 			defer cancel()
+			if iu != nil {
+				opCtx = volume.WithInUse(opCtx, iu)
+			}
 			vols, err := SetUpPod(opCtx, host, c.Pod)
-			return &messages.VolumesSetUp{UID: c.Pod.UID, Gen: c.Gen, Volumes: vols, Err: err}
+			out := &messages.VolumesSetUp{UID: c.Pod.UID, Gen: c.Gen, Volumes: vols, Err: err}
+			if iu != nil {
+				out.InUse = iu.Wanted
+			}
+			return out
 		})
+	case CmdReportInUse:
+		if a.p.StatusReporter != nil {
+			supervision.Tell(ctx, a.p.StatusReporter, &messages.VolumesInUseChanged{})
+		}
 	case CmdReady:
 		a.log.Debug().Str("uid", string(c.UID)).Int("volumes", len(c.Volumes)).Msg("volumes ready")
 		supervision.Tell(ctx, a.p.PodManager, &messages.VolumesReady{UID: c.UID, Volumes: c.Volumes})
@@ -222,6 +245,12 @@ func (a *Actor) failed(pod *v1.Pod, err error) {
 		errs = j.Unwrap()
 	}
 	for _, e := range errs {
+		if awaitsInUse(e) {
+			// A wait of one node status update, as upstream's, which
+			// logs it and records no event.
+			a.log.Debug().Str("pod", pod.Namespace+"/"+pod.Name).Err(e).Msg("waiting for the Node to list a volume in use")
+			continue
+		}
 		a.log.Warn().Str("pod", pod.Namespace+"/"+pod.Name).Err(e).Msg("setting up a volume failed; retrying")
 		if a.p.Events != nil {
 			a.p.Events.Event(pod, v1.EventTypeWarning, volume.EventReason(e), e.Error())

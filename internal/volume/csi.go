@@ -142,6 +142,9 @@ func (h *Host) setUpCSI(ctx context.Context, pod *v1.Pod, v csiVolume) (Mounted,
 		return Mounted{}, fmt.Errorf("kubernetes.io/csi: volume %s of driver %s needs an attach: attaching volumes from the kubelet is not supported (enableControllerAttachDetach is false)", v.handle, v.driver)
 	}
 	if v.needsAttach(policy) {
+		if err := wantInUse(ctx, CSIUniqueVolumeName(v.driver, v.handle)); err != nil {
+			return Mounted{}, err
+		}
 		name := csiAttachmentName(v.handle, v.driver, h.NodeName)
 		va, err := h.Sources.VolumeAttachment(ctx, name)
 		if apierrors.IsNotFound(err) {

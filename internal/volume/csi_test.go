@@ -270,6 +270,47 @@ func TestCSISetUpWaits(t *testing.T) {
 	}
 }
 
+// TestCSIWaitsForInUse: with an InUse, an attachable volume is named and
+// goes no further (no attachment read, no driver call) until the Node
+// lists it in use; a volume that needs no attach does not wait.
+func TestCSIWaitsForInUse(t *testing.T) {
+	f := newCSIFixture(t, false)
+	vol := f.claimed("vol-2", nil)
+	pod := csiPod("w")
+	name := v1.UniqueVolumeName("kubernetes.io/csi/" + testDriver + "^vol-2")
+	vaName := csiAttachmentName("vol-2", testDriver, "node-a")
+	f.src.vas[vaName] = &storagev1.VolumeAttachment{ObjectMeta: metav1.ObjectMeta{Name: vaName},
+		Status: storagev1.VolumeAttachmentStatus{Attached: true}}
+
+	iu := &InUse{}
+	_, err := f.h.SetUp(WithInUse(t.Context(), iu), pod, vol)
+	var nie *NotInUseError
+	if !errors.As(err, &nie) || nie.Name != name || !strings.Contains(err.Error(), "Volume has not been added to the list of VolumesInUse in the node's volume status") {
+		t.Fatalf("error %v, want upstream's wait for the listing of %s", err, name)
+	}
+	if !slices.Equal(iu.Wanted, []v1.UniqueVolumeName{name}) {
+		t.Fatalf("wanted %v, want [%s]", iu.Wanted, name)
+	}
+	if calls := f.plugin.Calls(); len(calls) != 0 {
+		t.Fatalf("driver called before the listing: %+v", calls)
+	}
+
+	iu = &InUse{Reported: map[v1.UniqueVolumeName]bool{name: true}}
+	if m, err := f.h.SetUp(WithInUse(t.Context(), iu), pod, vol); err != nil || m.UniqueName != string(name) {
+		t.Fatalf("listed: %+v, %v", m, err)
+	}
+	if err := f.h.TearDownPod("w"); err != nil {
+		t.Fatal(err)
+	}
+
+	// No attach: nothing to wait for, nothing listed.
+	f.driverObject(false, storagev1.VolumeLifecyclePersistent)
+	iu = &InUse{}
+	if _, err := f.h.SetUp(WithInUse(t.Context(), iu), csiPod("x"), vol); err != nil || len(iu.Wanted) != 0 {
+		t.Fatalf("without attach: %v, wanted %v", err, iu.Wanted)
+	}
+}
+
 // TestCSIInline: an inline volume needs Ephemeral among the driver's
 // modes; it is published, never staged, with its own handle.
 func TestCSIInline(t *testing.T) {
