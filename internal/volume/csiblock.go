@@ -45,7 +45,9 @@ func (h *Host) mapCSIBlock(ctx, callCtx context.Context, pod *v1.Pod, v csiVolum
 	}
 	defer unlock()
 	paths := blockPaths(h.RootDir, pod.UID, v.specName)
-	m := Mounted{Device: paths.link, ReadOnly: v.readOnly}
+	m := Mounted{Device: paths.link, ReadOnly: v.readOnly, CSIExpandable: v.pv != nil && !v.readOnly && c.caps.ExpandVolume}
+	// Published before this set-up: an expansion now is online.
+	online := isDevice(paths.publish)
 	if v.needsAttach(c.policy) {
 		m.UniqueName = key
 	}
@@ -101,6 +103,11 @@ func (h *Host) mapCSIBlock(ctx, callCtx context.Context, pod *v1.Pod, v csiVolum
 	defer cancel()
 	if err := attachLoop(lctx, paths.globalMapPod); err != nil {
 		return Mounted{}, fmt.Errorf("MapVolume.MapBlockVolume failed: blkUtil.AttachFileDevice failed. globalMapPath:%s, podUID: %s: %w", paths.globalMap, pod.UID, err)
+	}
+	// As upstream's map: the claim grown is expanded once mapped, on the
+	// pod's publish path; at each resync while mapped (online).
+	if err := h.expandCSI(ctx, pod, v, c.drv, c.caps, paths.publish, online); err != nil {
+		return Mounted{}, err
 	}
 	return m, nil
 }

@@ -96,7 +96,7 @@ func planExpansion(pv *v1.PersistentVolume, pvc *v1.PersistentVolumeClaim, readO
 // gives whether or not the driver stages), and a mount capability with
 // the PV's fsType, mount options and first access mode.
 func (v csiVolume) expandRequest(caps csi.NodeCapabilities, root, target string, size resource.Quantity, secrets map[string]string) *csipb.NodeExpandVolumeRequest {
-	return &csipb.NodeExpandVolumeRequest{
+	req := &csipb.NodeExpandVolumeRequest{
 		VolumeId: v.handle, VolumePath: target,
 		StagingTargetPath: filepath.Join(csiGlobalDir(root, v.driver, v.handle), csiGlobalMountDir),
 		CapacityRange:     &csipb.CapacityRange{RequiredBytes: size.Value()},
@@ -106,6 +106,13 @@ func (v csiVolume) expandRequest(caps csi.NodeCapabilities, root, target string,
 		},
 		Secrets: secrets,
 	}
+	if v.block {
+		// Upstream's block expansion: the pod's publish path (target)
+		// and the block mapper's staging path, with a Block capability.
+		req.StagingTargetPath = blockPaths(root, "", v.specName).staging
+		req.VolumeCapability = v.blockCapability(caps)
+	}
+	return req
 }
 
 // expandFailure is how upstream's NodeExpander reads a failed

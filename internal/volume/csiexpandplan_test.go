@@ -98,6 +98,20 @@ func TestExpandRequest(t *testing.T) {
 			t.Errorf("request\n%v\nwant\n%v", req, want)
 		}
 	}
+
+	// A block volume: the pod's publish path and the block mapper's
+	// staging path, with a Block capability, as upstream's block map.
+	v.block, v.specName = true, "pv-1"
+	req := v.expandRequest(csi.NodeCapabilities{}, "/root", "/publish", resource.MustParse("2Mi"), nil)
+	want := &csipb.NodeExpandVolumeRequest{
+		VolumeId: "h-1", VolumePath: "/publish", StagingTargetPath: "/root/plugins/kubernetes.io/csi/volumeDevices/staging/pv-1",
+		CapacityRange: &csipb.CapacityRange{RequiredBytes: 2 << 20},
+		VolumeCapability: &csipb.VolumeCapability{AccessMode: &csipb.VolumeCapability_AccessMode{Mode: csipb.VolumeCapability_AccessMode_SINGLE_NODE_WRITER},
+			AccessType: &csipb.VolumeCapability_Block{Block: &csipb.VolumeCapability_BlockVolume{}}},
+	}
+	if fmt.Sprint(req) != fmt.Sprint(want) {
+		t.Errorf("block request\n%v\nwant\n%v", req, want)
+	}
 }
 
 // TestClaimMarks: the claim's status through a node expansion, as

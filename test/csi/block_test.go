@@ -24,7 +24,9 @@ import (
 // device) and published onto a file; the pod's container has it at its
 // volumeDevices devicePath, as a block device it writes with dd and reads
 // back; the Node lists it in use, the summary with the driver's capacity.
-// The node killed and started again, the pod still has it. The pod
+// Its claim grown, the node expands it (NodeExpandVolume on the pod's
+// publish path) and the container's device has the new size and the same
+// data. The node killed and started again, the pod still has it. The pod
 // deleted, a second pod reads the same bytes from the same volume; the
 // node killed, that pod deleted meanwhile and the node back, what is on
 // disk is unmapped. Then: no loop device of the driver's or the node's
@@ -34,7 +36,7 @@ func TestCSIHostpathBlock(t *testing.T) {
 	agent.CSISidecars(t, env.Require(t, env.WithAPIServer()))
 	n := &csiNode{APIPods: kubelet.NewAPIPods(t, agent.WithConfig("syncFrequency: 10s\nvolumeStatsAggPeriod: 10s\n"))}
 	n.Up(t, "csi-block")
-	d := agent.StartCSIDriver(t, n.Env, agent.CSIDriverConfig{Sidecars: true, AttachDetach: true,
+	d := agent.StartCSIDriver(t, n.Env, agent.CSIDriverConfig{Sidecars: true, AttachDetach: true, Resizer: true,
 		KubeletRoot: n.RootDir, NodeID: "hostpath-" + n.Name})
 	driverOnNode(t, n.ClusterNode, d)
 
@@ -76,6 +78,12 @@ func TestCSIHostpathBlock(t *testing.T) {
 		}
 		return nil
 	})
+
+	// Grown while in use: NodeExpandVolume on the pod's publish path, and
+	// the container's device shows the new size, its data kept.
+	expandRunning(t, n, d, "disk", writer, blockPublishTarget(n.RootDir, writer.UID, pv.Name), "8Mi")
+	n.Expect(t, "writer", "c", "blockdev --getsize64 /dev/xvda", "8388608")
+	n.Expect(t, "writer", "c", read, data)
 
 	n.Stop(syscall.SIGKILL)
 	n.Start()

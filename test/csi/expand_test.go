@@ -26,12 +26,17 @@ func publishTarget(root string, pod types.UID, pv string) string {
 	return filepath.Join(root, "pods", string(pod), "volumes", "kubernetes.io~csi", pv, "mount")
 }
 
+// blockPublishTarget is where a node publishes a block PV for a pod.
+func blockPublishTarget(root string, pod types.UID, pv string) string {
+	return filepath.Join(root, "plugins", "kubernetes.io", "csi", "volumeDevices", "publish", pv, string(pod))
+}
+
 // expandRunning raises the claim's request to size while pod uses it, and
 // waits for the node's part: the driver's NodeExpandVolume to the size at
-// the publish target (the driver logs each call), the claim's capacity
-// the size with no resize left pending, the pod still running, none of its
-// containers restarted.
-func expandRunning(t *testing.T, n *csiNode, d *agent.CSIDriver, claim string, pod *v1.Pod, pv, size string) {
+// target, the pod's publish path (the driver logs each call), the claim's
+// capacity the size with no resize left pending, the pod still running,
+// none of its containers restarted.
+func expandRunning(t *testing.T, n *csiNode, d *agent.CSIDriver, claim string, pod *v1.Pod, target, size string) {
 	t.Helper()
 	ctx := context.Background()
 	want := resource.MustParse(size)
@@ -44,7 +49,7 @@ func expandRunning(t *testing.T, n *csiNode, d *agent.CSIDriver, claim string, p
 	if _, err := pvcs.Update(ctx, c, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	call := regexp.MustCompile(`NodeExpandVolume .*volume_path:\s*"` + regexp.QuoteMeta(publishTarget(n.RootDir, pod.UID, pv)) +
+	call := regexp.MustCompile(`NodeExpandVolume .*volume_path:\s*"` + regexp.QuoteMeta(target) +
 		`".*required_bytes:\s*` + fmt.Sprint(want.Value()))
 	agent.Eventually(t, "NodeExpandVolume to "+size+" at the publish target", 2*time.Minute, func() error {
 		if !call.MatchString(d.Log()) {

@@ -106,7 +106,7 @@ func TestCSIHostpathPod(t *testing.T) {
 		return nil
 	})
 
-	expandRunning(t, n, d, "data", writer, pv.Name, "8Mi")
+	expandRunning(t, n, d, "data", writer, publishTarget(n.RootDir, writer.UID, pv.Name), "8Mi")
 
 	n.deleted(t, "writer")
 	if m := n.csiMounts(t); len(m) != 0 {

@@ -99,6 +99,18 @@ func detachLoop(file string) error {
 	return nil
 }
 
+// refreshLoop makes the loop device of file, if any, take file's size.
+func refreshLoop(file string) error {
+	dev, err := loopDevice(file)
+	if err != nil || dev == "" {
+		return err
+	}
+	if out, err := exec.Command("losetup", "-c", dev).CombinedOutput(); err != nil {
+		return fmt.Errorf("losetup -c %s: %w: %s", dev, err, strings.TrimSpace(string(out)))
+	}
+	return nil
+}
+
 // loopDevice is the loop device whose backing file is file, "" if none,
 // from sysfs.
 func loopDevice(file string) (string, error) {

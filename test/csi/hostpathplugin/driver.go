@@ -324,6 +324,13 @@ func (d *driver) ControllerExpandVolume(_ context.Context, req *csi.ControllerEx
 	}
 	// Shrinking is not expansion; a smaller size is already satisfied.
 	if size > v.Capacity {
+		if v.Block {
+			// The backing file grows; the node's NodeExpandVolume
+			// makes its loop device see it.
+			if err := makeBackingFile(d.volumeDir(v.ID), size); err != nil {
+				return nil, status.Error(codes.Internal, err.Error())
+			}
+		}
 		v.Capacity = size
 		if err := d.save(); err != nil {
 			return nil, status.Error(codes.Internal, err.Error())

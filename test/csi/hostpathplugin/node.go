@@ -215,6 +215,13 @@ func (d *driver) NodeExpandVolume(_ context.Context, req *csi.NodeExpandVolumeRe
 	if !ok {
 		return nil, status.Errorf(codes.NotFound, "volume %q not found", req.VolumeId)
 	}
+	if v.Block {
+		// The loop device re-reads its grown backing file, as a
+		// cloud disk's device shows its new size.
+		if err := refreshLoop(d.volumeDir(v.ID)); err != nil {
+			return nil, status.Error(codes.Internal, err.Error())
+		}
+	}
 	// A directory has no filesystem to grow: the size is recorded, and
 	// NodeGetVolumeStats reports it.
 	if size > v.NodeCapacity {
