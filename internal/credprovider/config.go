@@ -8,7 +8,7 @@
 package credprovider
 
 import (
-	"bytes"
+	"errors"
 	"fmt"
 	"net/url"
 	"os"
@@ -101,15 +101,15 @@ func LoadConfig(path string) (*Config, error) {
 }
 
 // decodeConfig decodes one file strictly (an unknown or duplicate field
-// is an error, as upstream's strict codec), by the version it names; the
-// older versions, which have no tokenAttributes, are converted to v1.
+// is an error, as upstream's strict codec), by the version it names.
 func decodeConfig(data []byte) (*Config, error) {
 	var tm metav1.TypeMeta
 	if err := yaml.Unmarshal(data, &tm); err != nil {
 		return nil, err
 	}
 	if tm.Kind == "" {
-		return nil, fmt.Errorf("Object 'Kind' is missing in '%s'", bytes.TrimSpace(data))
+		// Not quoted, as upstream's decoder does: the env may hold secrets.
+		return nil, errors.New("object 'Kind' is missing")
 	}
 	out := &Config{}
 	var err error
@@ -119,21 +119,9 @@ func decodeConfig(data []byte) (*Config, error) {
 	case gv == kubeletconfigv1.SchemeGroupVersion.String():
 		err = yaml.UnmarshalStrict(data, out)
 	case gv == kubeletconfigv1beta1.SchemeGroupVersion.String():
-		var c kubeletconfigv1beta1.CredentialProviderConfig
-		err = yaml.UnmarshalStrict(data, &c)
-		for _, p := range c.Providers {
-			out.Providers = append(out.Providers, Provider{Name: p.Name, MatchImages: p.MatchImages,
-				DefaultCacheDuration: p.DefaultCacheDuration, APIVersion: p.APIVersion, Args: p.Args,
-				Env: convertEnv(p.Env, func(e kubeletconfigv1beta1.ExecEnvVar) (string, string) { return e.Name, e.Value })})
-		}
+		err = older(data, &kubeletconfigv1beta1.CredentialProviderConfig{}, out)
 	case gv == kubeletconfigv1alpha1.SchemeGroupVersion.String():
-		var c kubeletconfigv1alpha1.CredentialProviderConfig
-		err = yaml.UnmarshalStrict(data, &c)
-		for _, p := range c.Providers {
-			out.Providers = append(out.Providers, Provider{Name: p.Name, MatchImages: p.MatchImages,
-				DefaultCacheDuration: p.DefaultCacheDuration, APIVersion: p.APIVersion, Args: p.Args,
-				Env: convertEnv(p.Env, func(e kubeletconfigv1alpha1.ExecEnvVar) (string, string) { return e.Name, e.Value })})
-		}
+		err = older(data, &kubeletconfigv1alpha1.CredentialProviderConfig{}, out)
 	default:
 		return nil, fmt.Errorf("no kind %q is registered for version %q", tm.Kind, gv)
 	}
@@ -143,14 +131,14 @@ func decodeConfig(data []byte) (*Config, error) {
 	return out, nil
 }
 
-// convertEnv converts an older version's environment variables.
-func convertEnv[E any](in []E, nameValue func(E) (string, string)) []kubeletconfigv1.ExecEnvVar {
-	var out []kubeletconfigv1.ExecEnvVar
-	for _, e := range in {
-		n, v := nameValue(e)
-		out = append(out, kubeletconfigv1.ExecEnvVar{Name: n, Value: v})
+// older decodes an older version's file strictly into its own type (a
+// field it lacks, as tokenAttributes, is an error), then into v1, whose
+// fields are a superset of its.
+func older(data []byte, typed any, out *Config) error {
+	if err := yaml.UnmarshalStrict(data, typed); err != nil {
+		return err
 	}
-	return out
+	return yaml.Unmarshal(data, out)
 }
 
 // cacheTypes are tokenAttributes' cacheType values.
