@@ -9,17 +9,12 @@
 package credprov
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
-
-	v1 "k8s.io/api/core/v1"
-	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/actorlet/actorlet/test/agent"
 	"github.com/actorlet/actorlet/test/env"
@@ -82,19 +77,6 @@ func TestCredentialProviderPlugin(t *testing.T) {
 	n := kubelet.NewAPIPods(t, agent.WithArgs("--image-credential-provider-config", configFile, "--image-credential-provider-bin-dir", bin))
 	n.Up(t, "credprov")
 
-	// privatePod pulls the private image at each start, after it was
-	// removed from containerd so that the pull is a real one.
-	privatePod := func(t *testing.T, name string) *v1.Pod {
-		t.Helper()
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		if _, err := n.Img.RemoveImage(ctx, &runtimeapi.RemoveImageRequest{Image: &runtimeapi.ImageSpec{Image: e.PrivateImage}}); err != nil {
-			t.Fatalf("remove %s: %v", e.PrivateImage, err)
-		}
-		c := n.Sleeper("c")
-		c.Image, c.ImagePullPolicy = e.PrivateImage, v1.PullAlways
-		return n.NewPod(name, nil, c)
-	}
 	asked := func(t *testing.T) []string {
 		t.Helper()
 		b, err := os.ReadFile(requests)
@@ -110,7 +92,7 @@ func TestCredentialProviderPlugin(t *testing.T) {
 	}
 
 	t.Run("pulled with the plugin's credentials", func(t *testing.T) {
-		n.Run(t, privatePod(t, "first"))
+		n.Run(t, n.FreshPullPod(t, "first", e.PrivateImage))
 		n.Event(t, "first", "Pulled", fmt.Sprintf("Successfully pulled image %q", e.PrivateImage))
 		if got := asked(t); len(got) != 1 || got[0] != repository {
 			t.Errorf("the plugin was asked about %q, want once about %q", got, repository)
@@ -118,7 +100,7 @@ func TestCredentialProviderPlugin(t *testing.T) {
 	})
 
 	t.Run("the cached answer spares a second run", func(t *testing.T) {
-		n.Run(t, privatePod(t, "second"))
+		n.Run(t, n.FreshPullPod(t, "second", e.PrivateImage))
 		n.Event(t, "second", "Pulled", fmt.Sprintf("Successfully pulled image %q", e.PrivateImage))
 		if got := asked(t); len(got) != 1 {
 			t.Errorf("the plugin was asked %d times (%q), want once: the answer is cached for 10m", len(got), got)
