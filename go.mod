@@ -18,6 +18,7 @@ require (
 	github.com/prometheus/common v0.70.0
 	github.com/rs/zerolog v1.35.1
 	github.com/spf13/pflag v1.1.0
+	golang.org/x/sync v0.23.0
 	golang.org/x/sys v0.48.0
 	google.golang.org/grpc v1.85.0
 	google.golang.org/protobuf v1.36.12

@@ -54,6 +54,11 @@ type Options struct {
 	// SeccompDefault is upstream's --seccomp-default, a command-line-only
 	// flag that upstream ORs with the configuration's seccompDefault.
 	SeccompDefault bool
+	// ImageCredentialProviderConfig and ImageCredentialProviderBinDir are
+	// upstream's --image-credential-provider-config and -bin-dir: the
+	// credential provider plugins (internal/credprovider).
+	ImageCredentialProviderConfig string
+	ImageCredentialProviderBinDir string
 	// DebugAddress is actorlet's own --debug-address: host:port of a plain
 	// HTTP listener for the debugging handlers; empty turns it off.
 	DebugAddress string
@@ -484,6 +489,8 @@ func addOptionFlags(fs *pflag.FlagSet, o *Options) {
 	fs.VarPF(&versionValue{show: &o.ShowVersion, accepted: o.Accepted}, "version", "", "--version, --version=raw prints version information and quits; --version=vX.Y.Z... sets the reported version").NoOptDefVal = "true"
 	fs.BoolVarP(&o.ShowHelp, "help", "h", o.ShowHelp, "help for actorlet")
 	fs.BoolVar(&o.SeccompDefault, "seccomp-default", o.SeccompDefault, "Enable the use of `RuntimeDefault` as the default seccomp profile for all workloads.")
+	fs.StringVar(&o.ImageCredentialProviderConfig, "image-credential-provider-config", o.ImageCredentialProviderConfig, "Path to a credential provider plugin config file (JSON/YAML/YML) or a directory of such files (merged in lexicographical order; non-recursive search).")
+	fs.StringVar(&o.ImageCredentialProviderBinDir, "image-credential-provider-bin-dir", o.ImageCredentialProviderBinDir, "The path to the directory where credential provider plugin binaries are located.")
 	fs.BoolVar(&o.DebugFaultInjection, "debug-fault-injection", o.DebugFaultInjection, "actorlet only: enables POST /debug/inject/panic on the kubelet API (behind authentication and authorization) and on --debug-address; never for production.")
 	fs.StringVar(&o.DebugAddress, "debug-address", o.DebugAddress, "actorlet only, for development: host:port on which to serve the actor dashboard, /debug/actors.json, pprof and fault injection in plain HTTP without authentication (e.g. 127.0.0.1:10249); empty (the default) serves them only on the kubelet API, behind authentication and authorization. Not part of KubeletConfiguration: --dump-config does not show it.")
 }
@@ -506,8 +513,6 @@ var acceptedFlags = []acceptedFlag{
 		usage: "When set to 'true', Hard Eviction Thresholds will be ignored while calculating Node Allocatable. See https://kubernetes.io/docs/tasks/administer-cluster/reserve-compute-resources/ for more details. [default=false]"},
 	{name: "experimental-mounter-path", typ: "string", deprecated: "will be removed in 1.25 or later. in favor of using CSI.", usage: "[Experimental] Path of mounter binary. Leave empty to use the default mount."},
 	{name: "housekeeping-interval", typ: "duration", def: "10s", usage: "Interval between container housekeepings"},
-	{name: "image-credential-provider-bin-dir", typ: "string", usage: "The path to the directory where credential provider plugin binaries are located."},
-	{name: "image-credential-provider-config", typ: "string", usage: "Path to a credential provider plugin config file (JSON/YAML/YML) or a directory of such files (merged in lexicographical order; non-recursive search)."},
 	{name: "lock-file", typ: "string", usage: "<Warning: Alpha feature> The path to file for kubelet to use as a lock file."},
 	{name: "maximum-dead-containers", typ: "int32", def: "-1", deprecated: "Use --eviction-hard or --eviction-soft instead. Will be removed in a future version.",
 		usage: "Maximum number of old instances of containers to retain globally.  Each container takes up some disk space. To disable, set to a negative number."},

@@ -107,6 +107,12 @@ var Implemented = map[string]bool{
 	"imagePullCredentialsVerificationPolicy": true,
 	"preloadedImagesVerificationAllowlist":   true,
 
+	// The node's pull limiter (imagepull.Limiter).
+	"serializeImagePulls":   true,
+	"maxParallelImagePulls": true,
+	"registryPullQPS":       true,
+	"registryBurst":         true,
+
 	// The length of each pod's user namespace range (internal/userns).
 	"userNamespaces.idsPerPod": true,
 }

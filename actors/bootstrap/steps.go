@@ -29,6 +29,7 @@ import (
 	"github.com/actorlet/actorlet/config"
 	"github.com/actorlet/actorlet/internal/certificates"
 	"github.com/actorlet/actorlet/internal/cgroups"
+	"github.com/actorlet/actorlet/internal/credprovider"
 	"github.com/actorlet/actorlet/internal/csi"
 	"github.com/actorlet/actorlet/internal/csi/registry"
 	"github.com/actorlet/actorlet/internal/dependencies"
@@ -553,6 +554,17 @@ func (a *Actor) runtimeEnv() (*runtimeEnv, error) {
 			return nil, err
 		}
 		env.runtime.Opts.PullRecords, env.pullRecords = records, records
+	}
+	env.runtime.Opts.Pulls = imagepull.NewLimiter(deref(c.SerializeImagePulls), c.MaxParallelImagePulls, deref(c.RegistryPullQPS), c.RegistryBurst)
+	if o := a.cmdline.Options; o.ImageCredentialProviderConfig != "" || o.ImageCredentialProviderBinDir != "" {
+		// As upstream, a configuration that cannot be used fails the
+		// start rather than leave pulls without the plugins' credentials.
+		plugins, err := credprovider.New(o.ImageCredentialProviderConfig, o.ImageCredentialProviderBinDir,
+			a.gates.Enabled("KubeletServiceAccountTokenForCredentialProviders"), a.log.With().Str("component", "credprovider").Logger())
+		if err != nil {
+			return nil, fmt.Errorf("credential provider plugins: %w", err)
+		}
+		env.runtime.Opts.CredentialPlugins = plugins
 	}
 	// The pods' user namespace ranges, read back from their directories:
 	// a file that cannot be taken fails the start, as upstream's.

@@ -209,8 +209,16 @@ func (r *Runtime) ensure(ctx context.Context, pod *v1.Pod, t pullTarget, sandbox
 		}
 	}
 	event(v1.EventTypeNormal, EventPulling, fmt.Sprintf("Pulling image %q", image))
-	start := time.Now()
-	ref, used, err := r.pullImage(ctx, spec, sandbox, l.creds)
+	queued := time.Now()
+	var ref string
+	var used *registryauth.Credential
+	start := queued
+	release, err := r.Opts.Pulls.Acquire(ctx)
+	if err == nil {
+		start = time.Now()
+		ref, used, err = r.pullImage(ctx, spec, sandbox, l.creds)
+		release()
+	}
 	if records != nil {
 		if err != nil {
 			records.PullFailed(image)
@@ -236,10 +244,9 @@ func (r *Runtime) ensure(ctx context.Context, pod *v1.Pod, t pullTarget, sandbox
 		backoff.Reset(key)
 	}
 	if r.Opts.Recorder != nil {
-		// Pulls are not queued here: the pull took as long as the wait.
-		took := time.Since(start).Truncate(time.Millisecond)
+		// The wait is that for the pull's turn (Pulls).
 		event(v1.EventTypeNormal, EventPulled, fmt.Sprintf("Successfully pulled image %q in %v (%v including waiting). Image size: %v bytes.",
-			image, took, took, r.imageSize(ctx, spec)))
+			image, time.Since(start).Truncate(time.Millisecond), time.Since(queued).Truncate(time.Millisecond), r.imageSize(ctx, spec)))
 	}
 	return pullOutcome{ref: ref}
 }

@@ -19,15 +19,35 @@ import (
 // read.
 const EventFailedToRetrieveImagePullSecret = "FailedToRetrieveImagePullSecret"
 
+// CredentialPlugins gives the credentials of the image credential
+// provider plugins for an image, in the order to try them.
+type CredentialPlugins interface {
+	Lookup(ctx context.Context, image string) []registryauth.Credential
+}
+
 // pullCredentials returns the credentials to pull image with for the pod,
-// in the order to try them (none: the pull is anonymous), and the names
-// of the pod's pull secrets that could not be read. As upstream's
+// in the order to try them (none: the pull is anonymous): the pod's pull
+// secrets', then the credential provider plugins', as upstream's union
+// keyring; and the names of the pod's pull secrets that could not be
+// read. As upstream's
 // getPullSecretsForPod, a secret that cannot be read is logged and
 // skipped: the pull may still succeed without it. A secret whose docker
 // config does not decode is an error, as upstream's MakeDockerKeyring.
 // Without Objects (no API server) there is nothing to read: only static
 // pods run then, and they cannot refer to secrets.
 func (r *Runtime) pullCredentials(ctx context.Context, pod *v1.Pod, image string) (creds []registryauth.Credential, missing []string, err error) {
+	creds, missing, err = r.secretCredentials(ctx, pod, image)
+	if err != nil {
+		return nil, missing, err
+	}
+	if r.Opts.CredentialPlugins != nil {
+		creds = append(creds, r.Opts.CredentialPlugins.Lookup(ctx, image)...)
+	}
+	return creds, missing, nil
+}
+
+// secretCredentials is pullCredentials from the pod's pull secrets only.
+func (r *Runtime) secretCredentials(ctx context.Context, pod *v1.Pod, image string) (creds []registryauth.Credential, missing []string, err error) {
 	if r.Opts.Objects == nil || len(pod.Spec.ImagePullSecrets) == 0 {
 		return nil, nil, nil
 	}
@@ -56,10 +76,14 @@ func (r *Runtime) pullCredentials(ctx context.Context, pod *v1.Pod, image string
 }
 
 // podPullSecrets are the pull secrets among creds, as the records of
-// pulled images name them (upstream's getPodCredentials).
+// pulled images name them (upstream's getPodCredentials); the plugins'
+// credentials are not a pod's own.
 func podPullSecrets(creds []registryauth.Credential) []imagepull.Secret {
 	var out []imagepull.Secret
 	for _, c := range creds {
+		if !c.FromSecret() {
+			continue
+		}
 		out = append(out, imagepull.Secret{UID: c.Secret.UID, Namespace: c.Secret.Namespace, Name: c.Secret.Name, CredentialHash: c.Hash})
 	}
 	return out
@@ -67,10 +91,11 @@ func podPullSecrets(creds []registryauth.Credential) []imagepull.Secret {
 
 // pulledWith is what the record of a pull says it was pulled with, as
 // upstream's trackedToImagePullCreds: the pull secret whose credentials
-// the registry accepted, or, for a pull without credentials, that every
-// pod of the node may use the image.
+// the registry accepted, or, for a pull without credentials or with a
+// credential provider plugin's, that every pod of the node may use the
+// image.
 func pulledWith(used *registryauth.Credential) *imagepull.Credentials {
-	if used == nil {
+	if used == nil || !used.FromSecret() {
 		return &imagepull.Credentials{NodePodsAccessible: true}
 	}
 	return &imagepull.Credentials{KubernetesSecrets: podPullSecrets([]registryauth.Credential{*used})}

@@ -22,6 +22,7 @@ import (
 
 	"github.com/actorlet/actorlet/internal/imagepull"
 	"github.com/actorlet/actorlet/internal/podruntime/fakecri"
+	"github.com/actorlet/actorlet/internal/registryauth"
 )
 
 const (
@@ -87,6 +88,8 @@ func TestEnsureImagePullSecrets(t *testing.T) {
 		secrets    []*v1.Secret // in the API
 		refs       []string     // the pod's imagePullSecrets
 		noObjects  bool
+		plugins    pluginCreds        // the credential provider plugins' answer
+		pulls      *imagepull.Limiter // the node's pull limiter
 		wantPulls  []*runtimeapi.AuthConfig
 		wantReason string // "" when the image is pulled
 		wantEvents []string
@@ -175,11 +178,37 @@ func TestEnsureImagePullSecrets(t *testing.T) {
 			wantReason: ReasonErrImagePull,
 			wantEvents: []string{"Normal Pulling .*", "Warning Failed Failed to pull image .*401 Unauthorized"},
 		},
+		{
+			name:       "a credential provider plugin's credentials after the pull secrets'",
+			secrets:    []*v1.Secret{configJSON("s", "registry.example.com:5000", badPassword)},
+			refs:       []string{"s"},
+			plugins:    pluginCreds{cred(goodPassword)},
+			wantPulls:  []*runtimeapi.AuthConfig{cred(badPassword), cred(goodPassword)},
+			wantEvents: []string{"Normal Pulling .*", "Normal Pulled Successfully pulled .*"},
+		},
+		{
+			name:       "a credential provider plugin's credentials without an API server",
+			noObjects:  true,
+			plugins:    pluginCreds{cred(goodPassword)},
+			wantPulls:  []*runtimeapi.AuthConfig{cred(goodPassword)},
+			wantEvents: []string{"Normal Pulling .*", "Normal Pulled Successfully pulled .*"},
+		},
+		{
+			name:       "registryPullQPS spent: refused before any pull",
+			secrets:    []*v1.Secret{configJSON("s", "registry.example.com:5000", goodPassword)},
+			refs:       []string{"s"},
+			pulls:      spentLimiter(t),
+			wantReason: ReasonErrImagePull,
+			wantEvents: []string{"Normal Pulling .*", `Warning Failed Failed to pull image "[^"]*": pull QPS exceeded`},
+		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			img := &authRegistry{Runtime: fakecri.New()}
 			rec := record.NewFakeRecorder(20)
-			r := &Runtime{Img: img, Opts: Options{Recorder: rec}}
+			r := &Runtime{Img: img, Opts: Options{Recorder: rec, Pulls: tc.pulls}}
+			if tc.plugins != nil {
+				r.Opts.CredentialPlugins = tc.plugins
+			}
 			if !tc.noObjects {
 				objs := secretObjects{}
 				for _, s := range tc.secrets {
@@ -215,6 +244,52 @@ func TestEnsureImagePullSecrets(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// pluginCreds are a credential provider plugin's credentials for every
+// image.
+type pluginCreds []*runtimeapi.AuthConfig
+
+func (p pluginCreds) Lookup(context.Context, string) []registryauth.Credential {
+	var out []registryauth.Credential
+	for _, a := range p {
+		out = append(out, registryauth.Credential{Auth: proto.Clone(a).(*runtimeapi.AuthConfig)})
+	}
+	return out
+}
+
+// spentLimiter is a pull limiter whose token bucket is empty.
+func spentLimiter(t *testing.T) *imagepull.Limiter {
+	l := imagepull.NewLimiter(true, nil, 1, 1)
+	release, err := l.Acquire(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	release()
+	return l
+}
+
+// TestPulledWith: what the record of a pull names, and which of a pod's
+// credentials are its own pull secrets.
+func TestPulledWith(t *testing.T) {
+	secret := registryauth.Credential{Secret: registryauth.SecretRef{UID: "u", Namespace: "ns", Name: "s"}, Hash: "h"}
+	plugin := registryauth.Credential{Hash: "p"}
+	for _, tc := range []struct {
+		name string
+		used *registryauth.Credential
+		want string
+	}{
+		{name: "anonymous", want: "{[] [] true}"},
+		{name: "a plugin's", used: &plugin, want: "{[] [] true}"},
+		{name: "a pull secret's", used: &secret, want: "{[{u ns s h}] [] false}"},
+	} {
+		if got := fmt.Sprint(*pulledWith(tc.used)); got != tc.want {
+			t.Errorf("%s: %s, want %s", tc.name, got, tc.want)
+		}
+	}
+	if got := podPullSecrets([]registryauth.Credential{plugin, secret}); len(got) != 1 || got[0].Name != "s" {
+		t.Errorf("the pod's pull secrets: %+v", got)
 	}
 }
 

@@ -11,6 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/actorlet/actorlet/internal/imagepull"
 )
 
 // Runtime performs a pod's CRI calls.
@@ -71,6 +73,13 @@ type Options struct {
 	// records do not show it may use it; nil lets any pod use any image
 	// on the node, as upstream with the gate off.
 	PullRecords PullRecords
+	// CredentialPlugins gives the credentials of the image credential
+	// provider plugins (credprovider.Plugins), tried after the pod's pull
+	// secrets'; nil: none.
+	CredentialPlugins CredentialPlugins
+	// Pulls bounds the node's image pulls (serializeImagePulls,
+	// maxParallelImagePulls, registryPullQPS); nil: no bound.
+	Pulls *imagepull.Limiter
 	// Subpaths prepares the bind mounts of subPath volume mounts; nil
 	// refuses them.
 	Subpaths Subpaths

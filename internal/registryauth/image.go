@@ -2,6 +2,10 @@ package registryauth
 
 import "strings"
 
+// Repository is the repository an image is pulled from (repository), the
+// image a credential provider plugin is asked about.
+func Repository(image string) string { return repository(image) }
+
 // repository is the repository an image is pulled from, fully qualified
 // as upstream's ParseImageName makes it before the keyring lookup
 // (distribution's ParseNormalizedNamed): without tag or digest, with

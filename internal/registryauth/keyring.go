@@ -19,6 +19,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	credentialproviderv1 "k8s.io/kubelet/pkg/apis/credentialprovider/v1"
 )
 
 // Keyring holds the credentials of a set of pull secrets, indexed by
@@ -50,13 +51,18 @@ type SecretRef struct {
 // from.
 type Credential struct {
 	Auth *runtimeapi.AuthConfig
-	// Secret is the pull secret that holds it.
+	// Secret is the pull secret that holds it; the zero SecretRef for a
+	// credential provider plugin's.
 	Secret SecretRef
 	// Hash is upstream's CredentialHash of it (hashAuthConfig): the
 	// SHA-256, in hex, of the JSON of its username, password and email.
 	// Two secrets with the same credentials have the same hash.
 	Hash string
 }
+
+// FromSecret reports whether the credential comes from a pull secret
+// rather than from a credential provider plugin.
+func (c *Credential) FromSecret() bool { return c.Secret != SecretRef{} }
 
 // FromSecrets builds the keyring of a pod's pull secrets, in the order
 // the pod lists them, as upstream's MakeDockerKeyring: a
@@ -87,6 +93,18 @@ func FromSecrets(secrets []v1.Secret) (*Keyring, error) {
 		k.add(cfg, SecretRef{UID: string(s.UID), Namespace: s.Namespace, Name: s.Name})
 	}
 	return k, nil
+}
+
+// AddProvided adds the credentials a credential provider plugin gave,
+// by registry (host, host/path, wildcards in the host, as a docker
+// config's names), without a pull secret as their source: as upstream,
+// an image pulled with them is one every pod of the node may use.
+func (k *Keyring) AddProvided(auth map[string]credentialproviderv1.AuthConfig) {
+	cfg := make(dockerConfig, len(auth))
+	for name, a := range auth {
+		cfg[name] = configEntry{entry: entry{Username: a.Username, Password: a.Password}}
+	}
+	k.add(cfg, SecretRef{})
 }
 
 // add indexes a docker config's entries, as upstream's
@@ -210,6 +228,9 @@ func isDefaultRegistry(repo string) bool {
 	}
 	return !strings.ContainsAny(first, ".:")
 }
+
+// URLsMatch is urlsMatch, for a credential provider's matchImages.
+func URLsMatch(glob, target string) bool { return urlsMatch(glob, target) }
 
 // urlsMatch reports whether the target (host[:port][/path]) matches the
 // glob, as upstream's URLsMatch: the same port, the same number of host

@@ -54,6 +54,21 @@ func Build() (binary string, cleanup func(), err error) {
 	return binary, cleanup, nil
 }
 
+// BuildGo builds the repository's main package pkg ("./test/x/y") into
+// binary, for a test's helper programs (plugins, drivers).
+func BuildGo(t testing.TB, pkg, binary string) {
+	t.Helper()
+	root, err := env.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	build := exec.Command("go", "build", "-o", binary, pkg)
+	build.Dir = root
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build %s: %v\n%s", pkg, err, out)
+	}
+}
+
 // MainWithBinary is a TestMain body: it builds actorlet into *binary, runs
 // the tests and exits.
 func MainWithBinary(m *testing.M, binary *string) {

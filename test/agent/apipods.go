@@ -11,6 +11,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
 // APIPods makes pods through the API server in one namespace of a
@@ -67,6 +68,21 @@ func (n *APIPods) Busybox(name, script string, mounts ...v1.VolumeMount) v1.Cont
 // Sleeper is a busybox container that only waits, for exec.
 func (n *APIPods) Sleeper(name string, mounts ...v1.VolumeMount) v1.Container {
 	return n.Busybox(name, "exec sleep 3600", mounts...)
+}
+
+// FreshPullPod is a pod of a Sleeper container of image, pulled at each
+// start (Always), after the image was removed from the runtime so that
+// the pull is a real one.
+func (n *APIPods) FreshPullPod(t *testing.T, name, image string) *v1.Pod {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := n.Img.RemoveImage(ctx, &runtimeapi.RemoveImageRequest{Image: &runtimeapi.ImageSpec{Image: image}}); err != nil {
+		t.Fatalf("remove %s: %v", image, err)
+	}
+	c := n.Sleeper("c")
+	c.Image, c.ImagePullPolicy = image, v1.PullAlways
+	return n.NewPod(name, nil, c)
 }
 
 // Create creates the pod through the API as the admin.

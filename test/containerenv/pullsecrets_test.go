@@ -9,7 +9,6 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/actorlet/actorlet/test/agent"
 )
@@ -46,14 +45,7 @@ func TestImagePullSecrets(t *testing.T) {
 	// from containerd so that the pull is a real one.
 	privatePod := func(t *testing.T, name string, secrets ...string) *v1.Pod {
 		t.Helper()
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		if _, err := n.Img.RemoveImage(ctx, &runtimeapi.RemoveImageRequest{Image: &runtimeapi.ImageSpec{Image: e.PrivateImage}}); err != nil {
-			t.Fatalf("remove %s: %v", e.PrivateImage, err)
-		}
-		c := n.Sleeper("c")
-		c.Image, c.ImagePullPolicy = e.PrivateImage, v1.PullAlways
-		p := n.NewPod(name, nil, c)
+		p := n.FreshPullPod(t, name, e.PrivateImage)
 		for _, s := range secrets {
 			p.Spec.ImagePullSecrets = append(p.Spec.ImagePullSecrets, v1.LocalObjectReference{Name: s})
 		}
