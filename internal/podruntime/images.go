@@ -11,6 +11,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/actorlet/actorlet/internal/imagepull"
+	"github.com/actorlet/actorlet/internal/metrics"
 	"github.com/actorlet/actorlet/internal/registryauth"
 )
 
@@ -211,6 +212,8 @@ func (r *Runtime) ensure(ctx context.Context, pod *v1.Pod, t pullTarget, sandbox
 	event(v1.EventTypeNormal, EventPulling, fmt.Sprintf("Pulling image %q", image))
 	start := time.Now()
 	ref, used, err := r.pullImage(ctx, spec, sandbox, l.creds)
+	// The pod's start SLI leaves its pulls out, failed ones included.
+	metrics.RecordPodImagePull(pod.UID, time.Since(start))
 	if records != nil {
 		if err != nil {
 			records.PullFailed(image)
@@ -235,11 +238,14 @@ func (r *Runtime) ensure(ctx context.Context, pod *v1.Pod, t pullTarget, sandbox
 	if backoff != nil {
 		backoff.Reset(key)
 	}
+	// Pulls are not queued here: the pull took as long as the wait.
+	took := time.Since(start)
+	size := r.imageSize(ctx, spec)
+	metrics.ImagePullDuration.WithLabelValues(metrics.ImageSizeBucket(size)).Observe(took.Seconds())
 	if r.Opts.Recorder != nil {
-		// Pulls are not queued here: the pull took as long as the wait.
-		took := time.Since(start).Truncate(time.Millisecond)
+		took := took.Truncate(time.Millisecond)
 		event(v1.EventTypeNormal, EventPulled, fmt.Sprintf("Successfully pulled image %q in %v (%v including waiting). Image size: %v bytes.",
-			image, took, took, r.imageSize(ctx, spec)))
+			image, took, took, size))
 	}
 	return pullOutcome{ref: ref}
 }
