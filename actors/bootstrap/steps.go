@@ -27,6 +27,7 @@ import (
 	"github.com/actorlet/actorlet/actors/statusreporter"
 	"github.com/actorlet/actorlet/actors/volumemanager"
 	"github.com/actorlet/actorlet/config"
+	"github.com/actorlet/actorlet/config/features"
 	"github.com/actorlet/actorlet/internal/certificates"
 	"github.com/actorlet/actorlet/internal/cgroups"
 	"github.com/actorlet/actorlet/internal/credprovider"
@@ -151,6 +152,9 @@ func (a *Actor) featureGates(actor.Context) (outcome, error) {
 		return next, err
 	}
 	a.warn(warnings)
+	for name, spec := range features.Known {
+		metrics.SetFeatureEnabled(name, spec.Stage.Upstream(), a.gates.Enabled(name))
+	}
 	for gate, what := range gatesNotImplemented {
 		if a.gates.Enabled(gate) {
 			a.log.Warn().Str("featureGate", gate).Msg("accepted, not implemented: " + what)

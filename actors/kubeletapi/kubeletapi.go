@@ -26,6 +26,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"github.com/actorlet/actorlet/internal/metrics"
 	stdlog "log"
 	"net"
 	"net/http"
@@ -171,13 +172,13 @@ func (a *Actor) listen() error {
 			return err
 		}
 		addr := net.JoinHostPort(a.p.Address, strconv.Itoa(int(a.p.Port)))
-		if err := a.serve("kubelet API", addr, handler, tlsConfig, streaming); err != nil {
+		if err := a.serve("kubelet API", addr, metrics.InstrumentHTTP(metrics.ServerReadWrite, handler), tlsConfig, streaming); err != nil {
 			return err
 		}
 	}
 	if a.p.ReadOnlyPort > 0 {
 		addr := net.JoinHostPort(a.p.Address, strconv.Itoa(int(a.p.ReadOnlyPort)))
-		if err := a.serve("read-only API", addr, canonicalPaths(a.readOnlyMux()), nil, streaming); err != nil {
+		if err := a.serve("read-only API", addr, metrics.InstrumentHTTP(metrics.ServerReadOnly, canonicalPaths(a.readOnlyMux())), nil, streaming); err != nil {
 			return err
 		}
 	}

@@ -8,14 +8,16 @@ import (
 	"github.com/actorlet/actorlet/messages"
 )
 
-// recordPodCounts sets kubelet_desired_pods and kubelet_active_pods, as
-// upstream's pod cleanup does.
+// recordPodCounts sets kubelet_desired_pods, kubelet_active_pods and
+// kubelet_mirror_pods, as upstream's pod cleanup does.
 func (a *Actor) recordPodCounts() {
 	desired, active := a.m.podCounts()
 	for static, n := range desired {
 		metrics.DesiredPods.WithLabelValues(static).Set(float64(n))
 		metrics.ActivePods.WithLabelValues(static).Set(float64(active[static]))
 	}
+	// As its help says: one mirror pod per admitted static pod.
+	metrics.MirrorPods.Set(float64(active[metrics.StaticTrue]))
 }
 
 // podCounts counts, by the static label, the desired pods (those the

@@ -18,6 +18,12 @@ func (a *Actor) syncOperation() string {
 	a.specChanged = false
 	switch {
 	case !a.hist.synced.Swap(true):
+		if seen, ok := firstSeen(a.state.Pod); ok {
+			metrics.PodWorkerStartDuration.Observe(time.Since(seen).Seconds())
+		}
+		if a.state.Pod != nil {
+			metrics.ContainersPerPod.Observe(float64(len(a.state.Pod.Spec.Containers)))
+		}
 		return metrics.OperationCreate
 	case specChanged:
 		return metrics.OperationUpdate
@@ -32,9 +38,30 @@ func (a *Actor) observePodStart(status *v1.PodStatus) {
 	if a.hist.startObserved.Load() {
 		return
 	}
-	if d, ok := podStartDuration(a.state.Pod, status, time.Now()); ok && !a.hist.startObserved.Swap(true) {
+	now := time.Now()
+	if d, ok := podStartDuration(a.state.Pod, status, now); ok && !a.hist.startObserved.Swap(true) {
 		metrics.PodStartDuration.Observe(d.Seconds())
+		if a.state.Pod.CreationTimestamp.IsZero() {
+			return
+		}
+		total, sli := podStartSLI(a.state.Pod, status, metrics.TakePodImagePulls(a.state.Pod.UID), now)
+		metrics.PodStartTotalDuration.WithLabelValues().Observe(total.Seconds())
+		metrics.PodStartSLIDuration.WithLabelValues().Observe(sli.Seconds())
 	}
+}
+
+// podStartSLI is upstream's pod start durations of a pod that status shows
+// started at now: total from its creation, and the SLI's, without the time
+// its image pulls took (pulling) and its init containers ran.
+func podStartSLI(pod *v1.Pod, status *v1.PodStatus, pulling time.Duration, now time.Time) (total, sli time.Duration) {
+	total = now.Sub(pod.CreationTimestamp.Time)
+	sli = total - pulling
+	for _, cs := range status.InitContainerStatuses {
+		if t := cs.State.Terminated; t != nil && !t.StartedAt.IsZero() {
+			sli -= t.FinishedAt.Sub(t.StartedAt.Time)
+		}
+	}
+	return total, max(sli, 0)
 }
 
 // podStartDuration is the time from the kubelet's first sight of pod (its
@@ -45,8 +72,8 @@ func podStartDuration(pod *v1.Pod, status *v1.PodStatus, now time.Time) (time.Du
 	if pod == nil || status.Phase != v1.PodRunning {
 		return 0, false
 	}
-	seen, err := time.Parse(time.RFC3339Nano, pod.Annotations[manifest.ConfigSeenAnnotation])
-	if err != nil {
+	seen, ok := firstSeen(pod)
+	if !ok {
 		return 0, false
 	}
 	running := make(map[string]bool, len(status.ContainerStatuses))
@@ -59,4 +86,13 @@ func podStartDuration(pod *v1.Pod, status *v1.PodStatus, now time.Time) (time.Du
 		}
 	}
 	return now.Sub(seen), true
+}
+
+// firstSeen is when the kubelet first saw pod: its config.seen annotation.
+func firstSeen(pod *v1.Pod) (time.Time, bool) {
+	if pod == nil {
+		return time.Time{}, false
+	}
+	seen, err := time.Parse(time.RFC3339Nano, pod.Annotations[manifest.ConfigSeenAnnotation])
+	return seen, err == nil
 }

@@ -258,6 +258,8 @@ func (a *Actor) execute(ctx actor.Context, c Command) {
 	case CmdKillFailed:
 		a.log.Warn().Err(c.Err).Msg("killing the pod failed; retrying")
 	case CmdReportStopped:
+		// A pod that never started leaves no pulling time behind.
+		metrics.TakePodImagePulls(p.UID)
 		supervision.Tell(ctx, ctx.Parent(), &messages.PodWorkerStopped{UID: p.UID})
 	case CmdFinish:
 		a.log.Info().Msg("pod terminated and cleaned up")

@@ -27,6 +27,7 @@ import (
 
 	"github.com/actorlet/actorlet/internal/metrics"
 	"github.com/actorlet/actorlet/internal/retry"
+	"github.com/actorlet/actorlet/internal/version"
 	"github.com/actorlet/actorlet/messages"
 	"github.com/actorlet/actorlet/supervision"
 )
@@ -216,6 +217,7 @@ func (a *Actor) Receive(ctx actor.Context) {
 func (a *Actor) start(ctx actor.Context) {
 	a.startedAt = time.Now()
 	metrics.SetNodeName(a.p.NodeName)
+	metrics.SetBuildInfo(version.NodeVersion())
 	c := a.p.Config
 	spec := &nodeSpec{
 		Name: a.p.NodeName, IP: a.p.NodeIP, Labels: a.p.NodeLabels, Taints: c.RegisterWithTaints,

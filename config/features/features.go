@@ -21,6 +21,15 @@ const (
 	Deprecated Stage = "DEPRECATED"
 )
 
+// Upstream is the stage as upstream's kubernetes_feature_enabled labels
+// it: a GA gate's is empty.
+func (s Stage) Upstream() string {
+	if s == GA {
+		return ""
+	}
+	return string(s)
+}
+
 // Spec describes one gate: its default, its stage, and whether it may be changed at all.
 type Spec struct {
 	Default       bool

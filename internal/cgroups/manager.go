@@ -10,10 +10,13 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/rs/zerolog"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/actorlet/actorlet/internal/metrics"
 )
 
 // Config configures a Manager.
@@ -147,7 +150,7 @@ func (m *Manager) EnsureExists(pod *v1.Pod) error {
 	if m.exists(name) {
 		return nil
 	}
-	if err := m.apply(name, m.podConfig(pod)); err != nil {
+	if err := m.applyAs(metrics.CgroupCreate, name, m.podConfig(pod)); err != nil {
 		return fmt.Errorf("pod cgroup %s of pod %s/%s: %w", name, pod.Namespace, pod.Name, err)
 	}
 	return nil
@@ -298,7 +301,17 @@ func (m *Manager) exists(name string) bool {
 }
 
 // apply creates the cgroup name if missing and writes rc's files to it.
+// It is timed in kubelet_cgroup_manager_duration_seconds as upstream's
+// cgroup manager's Create (a pod's new cgroup, EnsureExists) or Update
+// (every other).
 func (m *Manager) apply(name string, rc ResourceConfig) error {
+	return m.applyAs(metrics.CgroupUpdate, name, rc)
+}
+
+func (m *Manager) applyAs(op, name string, rc ResourceConfig) error {
+	defer func(start time.Time) {
+		metrics.CgroupManagerDuration.WithLabelValues(op).Observe(time.Since(start).Seconds())
+	}(time.Now())
 	if err := m.create(name); err != nil {
 		return err
 	}

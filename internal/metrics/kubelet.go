@@ -6,8 +6,9 @@ import (
 
 // The kubelet metrics, under upstream's names, types, labels and buckets
 // (k8s.io/kubernetes pkg/kubelet/metrics). Upstream registers them through
-// component-base, whose stability levels add nothing to the exposed names,
-// so dashboards and alerts written for the kubelet read these as they are.
+// component-base, whose stability level starts each help ([ALPHA]) and
+// adds nothing to the names, so dashboards and alerts written for the
+// kubelet read these as they are.
 
 // kubeletSubsystem prefixes every kubelet metric, as upstream's.
 const kubeletSubsystem = "kubelet"
@@ -47,6 +48,47 @@ var (
 	podStartupDurationBuckets = []float64{0.5, 1, 2, 3, 4, 5, 6, 8, 10, 20, 30, 45, 60, 120, 180, 240, 300, 360, 480, 600, 900, 1200, 1800, 2700, 3600}
 	// runtimeOperationsBuckets are upstream's: 5 ms to about 3.5 hours.
 	runtimeOperationsBuckets = prometheus.ExponentialBuckets(.005, 2.5, 14)
+	// imagePullDurationBuckets are upstream's: 1 s to an hour.
+	imagePullDurationBuckets = []float64{1, 5, 10, 20, 30, 60, 120, 180, 240, 300, 360, 480, 600, 900, 1200, 1800, 2700, 3600}
+)
+
+// Values of kubelet_started_containers_total's container_type label.
+const (
+	ContainerTypeContainer = "container"
+	ContainerTypeInit      = "init_container"
+	ContainerTypeEphemeral = "ephemeral_container"
+)
+
+// imageSizeBuckets are upstream's image_size_in_bytes labels, each from
+// its lower bound.
+var imageSizeBuckets = []struct {
+	from  uint64
+	label string
+}{
+	{0, "0-10MB"}, {10 << 20, "10MB-100MB"}, {100 << 20, "100MB-500MB"}, {500 << 20, "500MB-1GB"},
+	{1 << 30, "1GB-5GB"}, {5 << 30, "5GB-10GB"}, {10 << 30, "10GB-20GB"}, {20 << 30, "20GB-30GB"},
+	{30 << 30, "30GB-40GB"}, {40 << 30, "40GB-60GB"}, {60 << 30, "60GB-100GB"}, {100 << 30, "GT100GB"},
+}
+
+// ImageSizeBucket is the image_size_in_bytes label of an image of size
+// bytes: "N/A" when the size is unknown (0), as upstream's.
+func ImageSizeBucket(size uint64) string {
+	if size == 0 {
+		return "N/A"
+	}
+	for i := len(imageSizeBuckets) - 1; i > 0; i-- {
+		if size > imageSizeBuckets[i].from {
+			return imageSizeBuckets[i].label
+		}
+	}
+	return imageSizeBuckets[0].label
+}
+
+// Values of kubelet_cgroup_manager_duration_seconds' operation_type label.
+const (
+	CgroupCreate  = "create"
+	CgroupUpdate  = "update"
+	CgroupDestroy = "destroy"
 )
 
 var (
@@ -73,6 +115,20 @@ var (
 	// (its config.seen annotation) to all of its containers running.
 	PodStartDuration = kubeletFamily.histogram("pod_start_duration_seconds", "Duration in seconds from kubelet seeing a pod for the first time to the pod starting to run", podStartupDurationBuckets)
 
+	// PodStartSLIDuration is the time from a pod's creation to all of its
+	// containers running as the kubelet reports it, less the time its
+	// images took to pull; PodStartTotalDuration the same with the pulls.
+	PodStartSLIDuration   = kubeletFamily.histogramVec("pod_start_sli_duration_seconds", "Duration in seconds to start a pod, excluding time to pull images and run init containers, measured from pod creation timestamp to when all its containers are reported as started and observed via watch", podStartupDurationBuckets)
+	PodStartTotalDuration = kubeletFamily.histogramVec("pod_start_total_duration_seconds", "Duration in seconds to start a pod since creation, including time to pull images and run init containers, measured from pod creation timestamp to when all its containers are reported as started and observed via watch", podStartupDurationBuckets)
+
+	// PodWorkerStartDuration is the time from the kubelet's first sight of
+	// a pod to its worker's first sync.
+	PodWorkerStartDuration = kubeletFamily.histogram("pod_worker_start_duration_seconds", "Duration in seconds from kubelet seeing a pod to starting a worker.", prometheus.DefBuckets)
+
+	// ContainersPerPod is the number of containers of each pod a worker
+	// is given.
+	ContainersPerPod = kubeletFamily.histogram("containers_per_pod_count", "The number of containers per pod.", prometheus.ExponentialBuckets(1, 2, 5))
+
 	// PodWorkerDuration is the time one sync or kill pass of a pod took.
 	PodWorkerDuration = kubeletFamily.histogramVec("pod_worker_duration_seconds", "Duration in seconds to sync a single pod. Broken down by operation type: create, update, or sync", prometheus.DefBuckets, "operation_type")
 
@@ -82,6 +138,11 @@ var (
 	// PLEGRelistInterval is the time from the last successful relist to the
 	// start of the next one.
 	PLEGRelistInterval = kubeletFamily.histogram("pleg_relist_interval_seconds", "Interval in seconds between relisting in PLEG.", prometheus.DefBuckets)
+
+	// PLEGDiscardEvents counts the lifecycle events a relist could not
+	// hand on. PLEG's events go to the pod-workers' mailboxes, which do not
+	// drop any: it stays 0, served for the alerts that read it.
+	PLEGDiscardEvents = kubeletFamily.counter("pleg_discard_events", "The number of discard events in PLEG.")
 
 	// PLEGLastSeen is the Unix time, in whole seconds as upstream's, of the
 	// last successful relist, so that alerts can say
@@ -112,6 +173,23 @@ var (
 	// StartedPodsErrors counts the sandbox creations that failed.
 	StartedPodsErrors = kubeletFamily.counter("started_pods_errors_total", "Cumulative number of errors when starting pods")
 
+	// StartedContainers counts the container instances a sync set out to
+	// start (after their backoff), by container_type; StartedContainersErrors
+	// those that failed, by the reason (code) their status gives.
+	StartedContainers       = kubeletFamily.counterVec("started_containers_total", "Cumulative number of containers started", "container_type")
+	StartedContainersErrors = kubeletFamily.counterVec("started_containers_errors_total", "Cumulative number of errors when starting containers", "container_type", "code")
+
+	// ImagePullDuration is the time each image pull took, by the pulled
+	// image's size bucket (ImageSizeBucket).
+	ImagePullDuration = kubeletFamily.histogramVec("image_pull_duration_seconds", "Duration in seconds to pull an image.", imagePullDurationBuckets, "image_size_in_bytes")
+
+	// CgroupManagerDuration is the time cgroup operations took: create,
+	// update, destroy.
+	CgroupManagerDuration = kubeletFamily.histogramVec("cgroup_manager_duration_seconds", "Duration in seconds for cgroup manager operations. Broken down by method.", prometheus.DefBuckets, "operation_type")
+
+	// MirrorPods counts the mirror pods of the node's static pods.
+	MirrorPods = kubeletFamily.gauge("mirror_pods", "The number of mirror pods the kubelet will try to create (one per admitted static pod)")
+
 	// StartedUserNamespacedPods counts the sandbox creations of pods with
 	// hostUsers: false, StartedUserNamespacedPodsErrors the sync passes
 	// of such a creation that failed, as upstream's SyncPod counts them.
@@ -123,11 +201,12 @@ var (
 // names documented for /metrics.
 var kubeletMetrics = []prometheus.Collector{
 	NodeName, RunningPods, RunningContainers, DesiredPods, ActivePods,
-	PodStartDuration, PodWorkerDuration,
-	PLEGRelistDuration, PLEGRelistInterval, PLEGLastSeen,
+	PodStartDuration, PodStartSLIDuration, PodStartTotalDuration, PodWorkerStartDuration, ContainersPerPod, PodWorkerDuration,
+	PLEGRelistDuration, PLEGRelistInterval, PLEGDiscardEvents, PLEGLastSeen,
 	RuntimeOperations, RuntimeOperationsErrors, RuntimeOperationsDuration,
 	RunPodSandboxDuration, RunPodSandboxErrors,
 	StartedPods, StartedPodsErrors,
+	StartedContainers, StartedContainersErrors, ImagePullDuration, CgroupManagerDuration, MirrorPods,
 	StartedUserNamespacedPods, StartedUserNamespacedPodsErrors,
 }
 

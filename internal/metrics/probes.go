@@ -26,7 +26,7 @@ var (
 
 	// ProberProbeTotal counts the probes run, by probe type (Liveness,
 	// Readiness, Startup), result and container.
-	ProberProbeTotal = proberFamily.counterVec("probe_total", "Cumulative number of a liveness, readiness or startup probe for a container by result.", "probe_type", "result", "container", "pod", "namespace", "pod_uid")
+	ProberProbeTotal = proberFamily.counterVec("probe_total", "[BETA] Cumulative number of a liveness, readiness or startup probe for a container by result.", "probe_type", "result", "container", "pod", "namespace", "pod_uid")
 
 	// ProberProbeDuration is how long a probe that did not fail took, as
 	// upstream's (a failed probe's time is not observed).

@@ -19,7 +19,9 @@ import (
 var Registry = prometheus.NewRegistry()
 
 func init() {
-	Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	// Every Go runtime metric, as upstream's component-base registers them.
+	Registry.MustRegister(collectors.NewGoCollector(collectors.WithGoCollectorRuntimeMetrics(collectors.MetricsAll)),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 }
 
 // Handler serves Registry in the Prometheus text format, with the series

@@ -11,6 +11,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/actorlet/actorlet/internal/imagepull"
+	"github.com/actorlet/actorlet/internal/metrics"
 	"github.com/actorlet/actorlet/internal/registryauth"
 )
 
@@ -219,6 +220,9 @@ func (r *Runtime) ensure(ctx context.Context, pod *v1.Pod, t pullTarget, sandbox
 		ref, used, err = r.pullImage(ctx, spec, sandbox, l.creds)
 		release()
 	}
+	// The pod's start SLI leaves its pulls out, their waits for a turn
+	// and failed ones included.
+	metrics.RecordPodImagePull(pod.UID, time.Since(queued))
 	if records != nil {
 		if err != nil {
 			records.PullFailed(image)
@@ -243,10 +247,13 @@ func (r *Runtime) ensure(ctx context.Context, pod *v1.Pod, t pullTarget, sandbox
 	if backoff != nil {
 		backoff.Reset(key)
 	}
+	took := time.Since(start)
+	size := r.imageSize(ctx, spec)
+	metrics.ImagePullDuration.WithLabelValues(metrics.ImageSizeBucket(size)).Observe(took.Seconds())
 	if r.Opts.Recorder != nil {
 		// The wait is that for the pull's turn (Pulls).
 		event(v1.EventTypeNormal, EventPulled, fmt.Sprintf("Successfully pulled image %q in %v (%v including waiting). Image size: %v bytes.",
-			image, time.Since(start).Truncate(time.Millisecond), time.Since(queued).Truncate(time.Millisecond), r.imageSize(ctx, spec)))
+			image, took.Truncate(time.Millisecond), time.Since(queued).Truncate(time.Millisecond), size))
 	}
 	return pullOutcome{ref: ref}
 }

@@ -352,8 +352,40 @@ func (s *syncPass) containerPodIPs() []string {
 }
 
 // startContainer pulls, creates and starts one container instance, runs
-// its postStart hook, and reports whether it runs.
+// its postStart hook, and reports whether it runs. It counts the start in
+// kubelet_started_containers_total, and a failure in
+// kubelet_started_containers_errors_total by the reason the container's
+// status gives, as upstream's startContainer error codes (a pass that
+// ends for the pod's own cancellation is no start error).
 func (s *syncPass) startContainer(ctx context.Context, c *v1.Container) bool {
+	typ := containerType(s.pod, c.Name)
+	metrics.StartedContainers.WithLabelValues(typ).Inc()
+	if s.startInstance(ctx, c) {
+		return true
+	}
+	if code := s.waiting[c.Name].Reason; code != "" {
+		metrics.StartedContainersErrors.WithLabelValues(typ, code).Inc()
+	}
+	return false
+}
+
+// containerType is the container_type label of the pod's container name.
+func containerType(pod *v1.Pod, name string) string {
+	for i := range pod.Spec.InitContainers {
+		if pod.Spec.InitContainers[i].Name == name {
+			return metrics.ContainerTypeInit
+		}
+	}
+	for i := range pod.Spec.EphemeralContainers {
+		if pod.Spec.EphemeralContainers[i].Name == name {
+			return metrics.ContainerTypeEphemeral
+		}
+	}
+	return metrics.ContainerTypeContainer
+}
+
+// startInstance is startContainer's work.
+func (s *syncPass) startInstance(ctx context.Context, c *v1.Container) bool {
 	pod, r := s.pod, s.r
 	restartCount := 0
 	prev := s.status.FindContainer(c.Name)
