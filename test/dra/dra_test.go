@@ -169,7 +169,8 @@ func TestClaimPreparedAcrossRestart(t *testing.T) {
 	n.Start()
 	agent.Eventually(t, "node Ready again", 30*time.Second, n.Ready)
 	n.Running(t, pod.Name, 60*time.Second)
-	n.Expect(t, pod.Name, "c", "echo DRA_DEVICE=$DRA_DEVICE", want)
+	// A restarted kubelet may not know the pod yet when exec reaches it.
+	n.EventuallySees(t, pod.Name, "c", "echo DRA_DEVICE=$DRA_DEVICE", want, 60*time.Second)
 	if !kubelet.Upstream {
 		if _, err := os.Stat(filepath.Join(n.RootDir, "dra_manager_state")); err != nil {
 			t.Errorf("the checkpoint: %v", err)
