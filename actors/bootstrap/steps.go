@@ -17,6 +17,7 @@ import (
 	"k8s.io/mount-utils"
 
 	"github.com/actorlet/actorlet/actors/configsource"
+	"github.com/actorlet/actorlet/actors/dramanager"
 	"github.com/actorlet/actorlet/actors/eviction"
 	"github.com/actorlet/actorlet/actors/gc"
 	"github.com/actorlet/actorlet/actors/kubeletapi"
@@ -34,6 +35,7 @@ import (
 	"github.com/actorlet/actorlet/internal/csi"
 	"github.com/actorlet/actorlet/internal/csi/registry"
 	"github.com/actorlet/actorlet/internal/dependencies"
+	"github.com/actorlet/actorlet/internal/dra"
 	"github.com/actorlet/actorlet/internal/evictionpolicy"
 	"github.com/actorlet/actorlet/internal/imagepull"
 	"github.com/actorlet/actorlet/internal/kubeletapi/auth"
@@ -296,8 +298,15 @@ var runtimeActors = []struct {
 		p := pluginmanager.Params{Dir: dependencies.PluginsRegistrationDir(a.deps.RootDir), Drivers: env.csiDrivers, Log: a.log}
 		if a.deps.Kube != nil {
 			p.NodeInfo = &csi.NodeInfoManager{Kube: a.deps.Kube, NodeName: a.deps.NodeName}
+			p.DRADrivers = env.draDrivers
 		}
 		return a.p.System.Registry.Props(pluginmanager.Kind, pluginmanager.New(p), nil)
+	}},
+	{dramanager.Kind, func(a *Actor, env *runtimeEnv) *actor.Props {
+		return a.p.System.Registry.Props(dramanager.Kind, dramanager.New(dramanager.Params{
+			Kube: a.deps.Kube, Drivers: env.draDrivers, RootDir: a.deps.RootDir,
+			PodManager: a.child(podmanager.Kind), Events: a.deps.Events, Log: a.log,
+		}), nil)
 	}},
 	{volumemanager.Kind, func(a *Actor, env *runtimeEnv) *actor.Props {
 		return a.p.System.Registry.Props(volumemanager.Kind, volumemanager.New(volumemanager.Params{
@@ -313,7 +322,7 @@ var runtimeActors = []struct {
 			Sysctls: env.sysctls, AppArmor: podmanager.AppArmorHost(), ImageVolumes: podmanager.ImageVolumeRuntime(a.deps.RuntimeVersion),
 			AwaitNode: true, Events: a.deps.Events,
 			StatusReporter: a.child(statusreporter.Kind), ConfigSource: a.child(configsource.Kind),
-			VolumeManager: a.child(volumemanager.Kind), Log: a.log,
+			VolumeManager: a.child(volumemanager.Kind), DRAManager: a.draManager(), Log: a.log,
 			// Each pod-worker's prober runs its pod's probes through the
 			// runtime, recording their events as the runtime's own.
 			Prober: prober.Props(prober.Params{
@@ -434,6 +443,9 @@ type runtimeEnv struct {
 	// csiDrivers are the CSI drivers registered on the node: the
 	// plugin-manager writes them, CSI volumes will read them.
 	csiDrivers *registry.Registry
+	// draDrivers are the DRA drivers registered on the node, which the
+	// dra-manager calls.
+	draDrivers *dra.Registry
 }
 
 // pulledImages is what the image GC prunes the records of removed images
@@ -446,6 +458,15 @@ func (e *runtimeEnv) pulledImages() gc.PulledImages {
 }
 
 // child is the PID of the runtime actor of kind; children are named by kind.
+// draManager is the dra-manager the pod-workers ask, nil without an API
+// server: claims live in the API.
+func (a *Actor) draManager() *actor.PID {
+	if a.deps.Kube == nil {
+		return nil
+	}
+	return a.child(dramanager.Kind)
+}
+
 func (a *Actor) child(kind string) *actor.PID {
 	return actor.NewPID(a.p.System.Address(), Kind+"/"+kind)
 }
@@ -489,7 +510,7 @@ func (a *Actor) runtimeEnv() (*runtimeEnv, error) {
 		return nil, err
 	}
 	env := &runtimeEnv{capacity: capacity, allocatable: allocatable, maxRestartPeriod: 5 * time.Minute,
-		csiDrivers: registry.New()}
+		csiDrivers: registry.New(), draDrivers: dra.NewRegistry()}
 	if env.sysctls, err = podmanager.NodeSysctlAllowlist(c.AllowedUnsafeSysctls); err != nil {
 		return nil, err
 	}

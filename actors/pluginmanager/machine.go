@@ -11,6 +11,7 @@ import (
 	registerapi "k8s.io/kubelet/pkg/apis/pluginregistration/v1"
 
 	"github.com/actorlet/actorlet/internal/csi/registry"
+	"github.com/actorlet/actorlet/internal/dra"
 	"github.com/actorlet/actorlet/internal/retry"
 	"github.com/actorlet/actorlet/messages"
 )
@@ -53,6 +54,9 @@ type socket struct {
 	// waitGen is the generation whose retry timer runs, 0 for none.
 	waitGen uint64
 	backoff retry.Backoff
+	// dra: the plugin registered or registering is a DRA driver (its
+	// HighestVersion the gRPC service chosen), not a CSI one.
+	dra bool
 }
 
 // Machine is the plugin-manager's desired and actual state of the world:
@@ -160,6 +164,8 @@ type CmdRegister struct {
 	Gen           uint64
 	Driver        registry.Driver
 	UndoOnFailure bool
+	// DRA: a DRA driver, whose registration is only the plugin told.
+	DRA bool
 }
 
 // CmdRefuse: tell the plugin it is not registered, and why.
@@ -178,14 +184,21 @@ type CmdDeregister struct {
 	Gen       uint64
 	Driver    string
 	Uninstall bool
+	DRA       bool
 }
 
 // CmdRegistrySet: the driver is registered; those who mount its volumes
 // may use it.
-type CmdRegistrySet struct{ Driver registry.Driver }
+type CmdRegistrySet struct {
+	Driver registry.Driver
+	DRA    bool
+}
 
 // CmdRegistryDelete: the driver is no longer registered.
-type CmdRegistryDelete struct{ Name string }
+type CmdRegistryDelete struct {
+	Name, Endpoint string
+	DRA            bool
+}
 
 // CmdScheduleRetry: the socket's registration failed (Err); try again
 // after After.
@@ -308,6 +321,7 @@ func (m *Machine) onInfo(ev EvInfo, now time.Time) []Command {
 	}
 	var reason string
 	var highest string
+	isDRA := info.Type == registerapi.DRAPlugin
 	switch info.Type {
 	case registerapi.CSIPlugin:
 		v, err := m.validateCSI(ev.Path, info)
@@ -315,7 +329,13 @@ func (m *Machine) onInfo(ev EvInfo, now time.Time) []Command {
 			reason = "RegisterPlugin error -- plugin validation failed with err: " + err.Error()
 		}
 		highest = v
-	case registerapi.DevicePlugin, registerapi.DRAPlugin:
+	case registerapi.DRAPlugin:
+		service, err := dra.ChooseService(info.Versions)
+		if err != nil {
+			reason = fmt.Sprintf("RegisterPlugin error -- plugin validation failed with err: invalid supported gRPC versions of DRA driver plugin %s at endpoint %s: %v", info.Name, info.Endpoint, err)
+		}
+		highest = service
+	case registerapi.DevicePlugin:
 		reason = fmt.Sprintf("RegisterPlugin error -- plugin type %s is not implemented by actorlet: plugin %q at socket %s is not registered", info.Type, info.Name, ev.Path)
 	default:
 		reason = fmt.Sprintf("RegisterPlugin error -- no handler registered for plugin type: %s at socket %s", info.Type, ev.Path)
@@ -325,9 +345,17 @@ func (m *Machine) onInfo(ev EvInfo, now time.Time) []Command {
 		return []Command{CmdRefuse{Path: ev.Path, Gen: ev.Gen, Info: info, Reason: reason}}
 	}
 	d := registry.Driver{Name: info.Name, Endpoint: info.Endpoint, Versions: slices.Clone(info.Versions), HighestVersion: highest}
-	s.op, s.registering = opRegister, &d
-	_, held := m.drivers[d.Name]
-	return []Command{CmdRegister{Path: ev.Path, Gen: ev.Gen, Driver: d, UndoOnFailure: !held}}
+	s.op, s.registering, s.dra = opRegister, &d, isDRA
+	_, held := m.drivers[driverKey(isDRA, d.Name)]
+	return []Command{CmdRegister{Path: ev.Path, Gen: ev.Gen, Driver: d, UndoOnFailure: !held, DRA: isDRA}}
+}
+
+// driverKey keys m.drivers: a CSI and a DRA driver may share a name.
+func driverKey(dra bool, name string) string {
+	if dra {
+		return "dra:" + name
+	}
+	return "csi:" + name
 }
 
 // validateCSI is upstream's validateVersions: the plugin must support a
@@ -349,7 +377,7 @@ func (m *Machine) validateCSI(path string, info messages.PluginInfo) (string, er
 		if other.registering != nil {
 			d = other.registering
 		}
-		if p == path || d == nil || d.Name != info.Name {
+		if p == path || d == nil || d.Name != info.Name || other.dra {
 			continue
 		}
 		if held, err := utilversion.ParseGeneric(d.HighestVersion); err == nil && !held.LessThan(v) {
@@ -378,8 +406,8 @@ func (m *Machine) onRegistered(ev EvRegistered, now time.Time) []Command {
 	// before registering it.
 	s.plugin, s.pluginGen = d, ev.Gen
 	s.backoff.Reset()
-	m.drivers[d.Name] = ev.Path
-	return append([]Command{CmdRegistrySet{Driver: *d}}, m.reconcile(ev.Path)...)
+	m.drivers[driverKey(s.dra, d.Name)] = ev.Path
+	return append([]Command{CmdRegistrySet{Driver: *d, DRA: s.dra}}, m.reconcile(ev.Path)...)
 }
 
 func (m *Machine) onRefused(ev EvRefused, now time.Time) []Command {
@@ -428,15 +456,22 @@ func (m *Machine) reconcile(path string) []Command {
 		return nil
 	}
 	if s.plugin != nil && (!s.desired || s.pluginGen != s.gen) {
-		name := s.plugin.Name
+		name, k := s.plugin.Name, driverKey(s.dra, s.plugin.Name)
 		s.op = opDeregister
 		var cmds []Command
-		owner := m.drivers[name] == path
+		owner := m.drivers[k] == path
 		if owner {
-			delete(m.drivers, name)
+			delete(m.drivers, k)
+		}
+		switch {
+		case s.dra:
+			// A DRA driver is registered once per socket, as upstream's
+			// store of its plugins.
+			cmds = append(cmds, CmdRegistryDelete{Name: name, Endpoint: s.plugin.Endpoint, DRA: true})
+		case owner:
 			cmds = append(cmds, CmdRegistryDelete{Name: name})
 		}
-		return append(cmds, CmdDeregister{Path: path, Gen: s.pluginGen, Driver: name, Uninstall: owner})
+		return append(cmds, CmdDeregister{Path: path, Gen: s.pluginGen, Driver: name, Uninstall: owner, DRA: s.dra})
 	}
 	if s.desired && s.plugin == nil && s.waitGen != s.gen {
 		s.op = opGetInfo

@@ -26,6 +26,9 @@ var (
 	// infoB sets no endpoint: its registration socket is its endpoint.
 	drvB   = registry.Driver{Name: "b.csi", Endpoint: sockB, Versions: []string{"0.3.0", "1.2.0"}, HighestVersion: "1.2.0"}
 	errDie = errors.New("rpc error: code = Unavailable")
+	// infoDRA is a DRA plugin's; drvDRA it registered.
+	infoDRA = messages.PluginInfo{Type: registerapi.DRAPlugin, Name: "dra.example.com", Endpoint: "/plugins/dra/dra.sock", Versions: []string{"v1beta1.DRAPlugin", "v1.DRAPlugin"}}
+	drvDRA  = registry.Driver{Name: "dra.example.com", Endpoint: "/plugins/dra/dra.sock", Versions: []string{"v1beta1.DRAPlugin", "v1.DRAPlugin"}, HighestVersion: "v1beta1.DRAPlugin"}
 )
 
 // registerA is socket a's whole registration, as generation gen.
@@ -91,6 +94,24 @@ func TestStep(t *testing.T) {
 			[]Event{EvAdded{sockA}, EvInfo{Path: sockA, Gen: 1, Info: messages.PluginInfo{Type: registerapi.DevicePlugin, Name: "example.com/gpu", Versions: []string{"v1beta1"}}}},
 			[]Command{CmdRefuse{Path: sockA, Gen: 1, Info: messages.PluginInfo{Type: registerapi.DevicePlugin, Name: "example.com/gpu", Endpoint: sockA, Versions: []string{"v1beta1"}},
 				Reason: "RegisterPlugin error -- plugin type DevicePlugin is not implemented by actorlet: plugin \"example.com/gpu\" at socket /reg/a.sock is not registered"}}, nil},
+		{"a DRA plugin is registered through the first service both speak", false,
+			[]Event{EvAdded{sockA}, EvInfo{Path: sockA, Gen: 1, Info: infoDRA}},
+			[]Command{CmdRegister{Path: sockA, Gen: 1, Driver: drvDRA, UndoOnFailure: true, DRA: true}}, nil},
+		{"a registered DRA plugin is in the DRA registry", false,
+			[]Event{EvAdded{sockA}, EvInfo{Path: sockA, Gen: 1, Info: infoDRA}, EvRegistered{Path: sockA, Gen: 1}},
+			[]Command{CmdRegistrySet{Driver: drvDRA, DRA: true}}, []string{sockA + "=dra.example.com"}},
+		{"a DRA plugin whose socket goes is de-registered", false,
+			[]Event{EvAdded{sockA}, EvInfo{Path: sockA, Gen: 1, Info: infoDRA}, EvRegistered{Path: sockA, Gen: 1}, EvRemoved{sockA}},
+			[]Command{CmdRegistryDelete{Name: "dra.example.com", Endpoint: "/plugins/dra/dra.sock", DRA: true},
+				CmdDeregister{Path: sockA, Gen: 1, Driver: "dra.example.com", Uninstall: true, DRA: true}}, []string{sockA + "=dra.example.com"}},
+		{"a DRA plugin and a CSI plugin may share a name", false,
+			seq([]Event{EvAdded{sockB}, EvInfo{Path: sockB, Gen: 1, Info: messages.PluginInfo{Type: registerapi.CSIPlugin, Name: "dra.example.com", Endpoint: "/c", Versions: []string{"1.0.0"}}}, EvRegistered{Path: sockB, Gen: 1}},
+				[]Event{EvAdded{sockA}, EvInfo{Path: sockA, Gen: 2, Info: infoDRA}}),
+			[]Command{CmdRegister{Path: sockA, Gen: 2, Driver: drvDRA, UndoOnFailure: true, DRA: true}}, []string{sockB + "=dra.example.com"}},
+		{"a DRA plugin of no service actorlet speaks is refused as upstream", false,
+			[]Event{EvAdded{sockA}, EvInfo{Path: sockA, Gen: 1, Info: messages.PluginInfo{Type: registerapi.DRAPlugin, Name: "dra.example.com", Endpoint: "/e", Versions: []string{"1.0.0"}}}},
+			[]Command{CmdRefuse{Path: sockA, Gen: 1, Info: messages.PluginInfo{Type: registerapi.DRAPlugin, Name: "dra.example.com", Endpoint: "/e", Versions: []string{"1.0.0"}},
+				Reason: `RegisterPlugin error -- plugin validation failed with err: invalid supported gRPC versions of DRA driver plugin dra.example.com at endpoint /e: none of services supported by the plugin (["1.0.0"]) are supported by the kubelet (["v1.DRAPlugin" "v1beta1.DRAPlugin"])`}}, nil},
 		{"a refused plugin is tried again after the backoff", false,
 			[]Event{EvAdded{sockA}, EvInfo{Path: sockA, Gen: 1, Info: messages.PluginInfo{Type: registerapi.DRAPlugin, Name: "dra.example.com"}}, EvRefused{Path: sockA, Gen: 1, Reason: "no"}},
 			[]Command{CmdScheduleRetry{Path: sockA, Gen: 1, After: 500 * time.Millisecond, Err: errors.New("no")}}, nil},

@@ -5,8 +5,11 @@
 // driver's registration asks the driver for its node info (NodeGetInfo)
 // and records it in the API (the node's CSINode, the Node's nodeid
 // annotation and topology labels) and in the registry of CSI drivers that
-// volume mounts read; it is undone when the socket goes. Device and DRA
-// plugins are refused: actorlet implements neither yet.
+// volume mounts read; it is undone when the socket goes. A DRA driver's
+// registration records it in the registry of DRA drivers the dra-manager
+// calls; when its last socket goes, its ResourceSlices of the node are
+// deleted after WipingDelay unless it comes back, as upstream's. Device
+// plugins are refused: actorlet does not implement them yet.
 //
 // Its decisions are a Machine (machine.go), with no I/O; the actor (this
 // file) turns messages into the machine's events and carries out the
@@ -22,9 +25,14 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/rs/zerolog"
+	resourceapi "k8s.io/api/resource/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 
 	"github.com/actorlet/actorlet/internal/csi"
 	"github.com/actorlet/actorlet/internal/csi/registry"
+	"github.com/actorlet/actorlet/internal/dra"
 	"github.com/actorlet/actorlet/internal/plugins"
 	"github.com/actorlet/actorlet/messages"
 	"github.com/actorlet/actorlet/supervision"
@@ -38,6 +46,9 @@ const Kind = "plugin-manager"
 const (
 	CSITimeout = 2 * time.Minute
 	APITimeout = time.Minute
+	// WipingDelay is upstream's wait before the ResourceSlices of a DRA
+	// driver that went are deleted: a driver that restarts keeps them.
+	WipingDelay = 30 * time.Second
 )
 
 // Params configure the plugin-manager.
@@ -50,6 +61,9 @@ type Params struct {
 	NodeInfo *csi.NodeInfoManager
 	// Drivers is the registry of CSI drivers the actor keeps.
 	Drivers *registry.Registry
+	// DRADrivers is the registry of DRA drivers the actor keeps; nil:
+	// DRA plugins are registered nowhere (no dra-manager).
+	DRADrivers *dra.Registry
 	// CSITimeout bounds a driver's NodeGetInfo; APITimeout the API writes
 	// of one operation. Zero: the defaults above.
 	CSITimeout, APITimeout time.Duration
@@ -116,6 +130,14 @@ func (a *Actor) Receive(ctx actor.Context) {
 		a.step(ctx, EvCSINodeInit{Err: m.Err})
 	case *messages.CSINodeInitDue:
 		a.step(ctx, EvCSINodeInitDue{})
+	case *messages.DRASlicesWipeDue:
+		a.wipeSlices(ctx, m.Driver)
+	case *messages.DRASlicesWiped:
+		if m.Err != nil {
+			a.log.Warn().Err(m.Err).Str("fieldSelector", m.Selector).Msg("deleting ResourceSlices failed")
+		} else {
+			a.log.Info().Str("fieldSelector", m.Selector).Msg("deleted ResourceSlices")
+		}
 	case *messages.StorageStateRequest:
 		ctx.Respond(&messages.StorageState{Err: a.m.StorageError()})
 	}
@@ -127,6 +149,12 @@ func (a *Actor) start(ctx actor.Context) {
 	a.m = NewMachine(a.p.NodeInfo != nil)
 	if a.p.Drivers != nil {
 		a.p.Drivers.Reset()
+	}
+	if a.p.DRADrivers != nil {
+		a.p.DRADrivers.Reset()
+		// As upstream at start: the node's ResourceSlices of every
+		// driver go; the drivers that register publish theirs again.
+		a.wipeSlices(ctx, "")
 	}
 	a.step(ctx, EvStart{})
 	system, self := ctx.ActorSystem(), ctx.Self()
@@ -163,6 +191,14 @@ func (a *Actor) execute(ctx actor.Context, c Command) {
 			return got
 		})
 	case CmdRegister:
+		if c.DRA {
+			a.log.Info().Str("socket", c.Path).Str("driver", c.Driver.Name).Str("endpoint", c.Driver.Endpoint).
+				Str("service", c.Driver.HighestVersion).Msg("registering DRA driver")
+			supervision.Go(ctx, func(life context.Context) messages.Message {
+				return &messages.PluginRegistered{Path: c.Path, Gen: c.Gen, Err: plugins.Notify(life, c.Path, true, "")}
+			})
+			break
+		}
 		a.log.Info().Str("socket", c.Path).Str("driver", c.Driver.Name).Str("endpoint", c.Driver.Endpoint).
 			Strs("versions", c.Driver.Versions).Msg("registering CSI driver")
 		p := a.p
@@ -178,6 +214,11 @@ func (a *Actor) execute(ctx actor.Context, c Command) {
 			return &messages.PluginRefused{Path: c.Path, Gen: c.Gen, Reason: c.Reason, Err: err}
 		})
 	case CmdDeregister:
+		if c.DRA {
+			a.log.Info().Str("socket", c.Path).Str("driver", c.Driver).Msg("de-registering DRA driver")
+			supervision.Tell(ctx, ctx.Self(), &messages.PluginDeregistered{Path: c.Path, Gen: c.Gen})
+			break
+		}
 		a.log.Info().Str("socket", c.Path).Str("driver", c.Driver).Bool("uninstall", c.Uninstall).Msg("de-registering CSI driver")
 		nim, timeout := a.p.NodeInfo, a.p.APITimeout
 		supervision.Go(ctx, func(life context.Context) messages.Message {
@@ -190,10 +231,22 @@ func (a *Actor) execute(ctx actor.Context, c Command) {
 			return &messages.PluginDeregistered{Path: c.Path, Gen: c.Gen, Err: err}
 		})
 	case CmdRegistrySet:
+		if c.DRA {
+			if a.p.DRADrivers != nil {
+				a.p.DRADrivers.Add(dra.Driver{Name: c.Driver.Name, Endpoint: c.Driver.Endpoint, Service: c.Driver.HighestVersion})
+			}
+			break
+		}
 		if a.p.Drivers != nil {
 			a.p.Drivers.Set(c.Driver)
 		}
 	case CmdRegistryDelete:
+		if c.DRA {
+			if a.p.DRADrivers != nil && a.p.DRADrivers.Remove(c.Name, c.Endpoint) {
+				supervision.After(ctx, WipingDelay, &messages.DRASlicesWipeDue{Driver: c.Name})
+			}
+			break
+		}
 		if a.p.Drivers != nil {
 			a.p.Drivers.Delete(c.Name)
 		}
@@ -263,3 +316,32 @@ func register(life context.Context, p Params, c CmdRegister) messages.Message {
 // errNoNodeID refuses a driver without a node ID when there is no API
 // server to refuse it (csi.NodeInfoManager.InstallDriver does otherwise).
 var errNoNodeID = errors.New("error adding CSI driver node info: driverNodeID must not be empty")
+
+// wipeSlices deletes the node's ResourceSlices of driver (every driver's
+// when empty), unless it is registered, as upstream's wipeResourceSlices;
+// a failure is logged, and the next start or de-registration tries again.
+func (a *Actor) wipeSlices(ctx actor.Context, driver string) {
+	if a.p.NodeInfo == nil || a.p.DRADrivers == nil {
+		return
+	}
+	if driver != "" {
+		if _, err := a.p.DRADrivers.Get(driver); err == nil {
+			return // registered again meanwhile
+		}
+	}
+	kube, node, timeout := a.p.NodeInfo.Kube, a.p.NodeInfo.NodeName, a.p.APITimeout
+	supervision.Go(ctx, func(life context.Context) messages.Message {
+		ctx, cancel := context.WithTimeout(life, timeout)
+		defer cancel()
+		selector := fields.Set{resourceapi.ResourceSliceSelectorNodeName: node}
+		if driver != "" {
+			selector[resourceapi.ResourceSliceSelectorDriver] = driver
+		}
+		err := kube.ResourceV1().ResourceSlices().DeleteCollection(ctx, metav1.DeleteOptions{},
+			metav1.ListOptions{FieldSelector: selector.String()})
+		if apierrors.IsNotFound(err) {
+			err = nil
+		}
+		return &messages.DRASlicesWiped{Selector: selector.String(), Err: err}
+	})
+}

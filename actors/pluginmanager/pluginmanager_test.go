@@ -17,6 +17,7 @@ import (
 
 	"github.com/actorlet/actorlet/internal/csi"
 	"github.com/actorlet/actorlet/internal/csi/registry"
+	"github.com/actorlet/actorlet/internal/dra"
 	"github.com/actorlet/actorlet/internal/plugins/fakeplugin"
 	"github.com/actorlet/actorlet/supervision"
 )
@@ -26,6 +27,7 @@ import (
 type harness struct {
 	dir, plugins string
 	drivers      *registry.Registry
+	draDrivers   *dra.Registry
 	kube         *fake.Clientset
 }
 
@@ -36,14 +38,14 @@ func newHarness(t *testing.T) *harness {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(root) })
-	h := &harness{dir: filepath.Join(root, "plugins_registry"), plugins: filepath.Join(root, "plugins"), drivers: registry.New(),
+	h := &harness{dir: filepath.Join(root, "plugins_registry"), plugins: filepath.Join(root, "plugins"), drivers: registry.New(), draDrivers: dra.NewRegistry(),
 		kube: fake.NewClientset(&v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1", UID: "uid-n1"}})}
 	if err := os.MkdirAll(h.plugins, 0o750); err != nil {
 		t.Fatal(err)
 	}
 	system := supervision.NewSystem(zerolog.Nop())
 	t.Cleanup(system.Shutdown)
-	p := Params{Dir: h.dir, Drivers: h.drivers, NodeInfo: &csi.NodeInfoManager{Kube: h.kube, NodeName: "n1"}, Log: zerolog.Nop()}
+	p := Params{Dir: h.dir, Drivers: h.drivers, DRADrivers: h.draDrivers, NodeInfo: &csi.NodeInfoManager{Kube: h.kube, NodeName: "n1"}, Log: zerolog.Nop()}
 	pid := system.Root.Spawn(system.Registry.Props(Kind, New(p), nil))
 	t.Cleanup(func() { _ = system.Root.StopFuture(pid).Wait() })
 	eventually(t, "the registry directory made", func() error { _, err := os.Stat(h.dir); return err })
@@ -136,6 +138,36 @@ func TestRegistration(t *testing.T) {
 		}
 		if a, ok := n.Annotations[csi.AnnotationNodeID]; ok {
 			return fmt.Errorf("node ID annotation %q", a)
+		}
+		return nil
+	})
+}
+
+// TestDRARegistration: a DRA driver whose socket appears is registered in
+// the DRA registry through the first gRPC service both speak, and told
+// so; once its socket goes, it is gone from the registry.
+func TestDRARegistration(t *testing.T) {
+	h := newHarness(t)
+	p := &fakeplugin.Plugin{Type: registerapi.DRAPlugin, Name: "dra.example.com", Endpoint: filepath.Join(h.plugins, "dra.sock"),
+		Versions: []string{"v1.DRAPlugin", "v1beta1.DRAPlugin"}}
+	stop := p.Serve(t, filepath.Join(h.dir, "dra.sock"), "")
+	eventually(t, "dra.example.com registered", func() error {
+		d, err := h.draDrivers.Get("dra.example.com")
+		if err != nil {
+			return err
+		}
+		if d.Endpoint != p.Endpoint || d.Service != "v1.DRAPlugin" {
+			return fmt.Errorf("registry has %+v", d)
+		}
+		if s := p.Statuses(); len(s) != 1 || !s[0].PluginRegistered {
+			return fmt.Errorf("plugin told %v", s)
+		}
+		return nil
+	})
+	stop()
+	eventually(t, "dra.example.com de-registered", func() error {
+		if _, err := h.draDrivers.Get("dra.example.com"); err == nil {
+			return fmt.Errorf("still in the registry")
 		}
 		return nil
 	})

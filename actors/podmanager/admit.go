@@ -101,6 +101,8 @@ type Admission struct {
 	// ImageVolumes is why the container runtime cannot mount image
 	// volumes (see ImageVolumeRuntime); nil: it can.
 	ImageVolumes error
+	// DRA: a dra-manager prepares pods' ResourceClaims.
+	DRA bool
 	// Static: the pod comes from a manifest (file or URL), not the API:
 	// taints do not apply, and it is critical.
 	Static bool
@@ -119,7 +121,7 @@ func admit(pod *v1.Pod, admitted []*v1.Pod, a Admission) *Rejection {
 	if r := admitAppArmor(pod, a.AppArmor); r != nil {
 		return r
 	}
-	return admitFeatures(pod, a.ImageVolumes)
+	return admitFeatures(pod, a.ImageVolumes, a.DRA)
 }
 
 func admitPredicates(pod *v1.Pod, admitted []*v1.Pod, a Admission) *Rejection {

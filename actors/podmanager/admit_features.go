@@ -23,17 +23,18 @@ const (
 )
 
 // admitFeatures refuses a pod that needs what actorlet does not implement,
-// rather than run it without: DRA claims (upstream's kubelet prepares them
-// through the claims' drivers before the sandbox, and without a driver never
-// starts the pod), and per-container restart policies and rules (upstream
+// rather than run it without: DRA claims when there is no dra-manager
+// (without an API server: upstream's kubelet prepares them through the
+// claims' drivers before the sandbox, and never starts the pod without),
+// and per-container restart policies and rules (upstream
 // restarts or keeps a container by them); and a pod with an image volume
 // when imageVolumes says why the runtime cannot mount one (upstream runs
 // the pod and its containers fail to be created, or run without the
 // volume). It comes last, where upstream's declared-features handler is,
 // with that handler's reason and message, and the runtime's shortcoming.
-func admitFeatures(pod *v1.Pod, imageVolumes error) *Rejection {
+func admitFeatures(pod *v1.Pod, imageVolumes error, dra bool) *Rejection {
 	var missing []string
-	if needsDRA(pod) {
+	if !dra && needsDRA(pod) {
 		missing = append(missing, featureDRA)
 	}
 	if hasRestartRules(pod) {

@@ -79,7 +79,7 @@ func TestAdmitFeatures(t *testing.T) {
 		}), want: draRules},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := admitFeatures(tc.pod, nil)
+			r := admitFeatures(tc.pod, nil, false)
 			switch {
 			case tc.want == "" && r != nil:
 				t.Errorf("refused: %+v", r)
@@ -89,6 +89,10 @@ func TestAdmitFeatures(t *testing.T) {
 			// admit asks the same, last.
 			if got := admit(tc.pod, nil, Admission{MaxPods: 10}); (got == nil) != (tc.want == "") {
 				t.Errorf("admit: %+v", got)
+			}
+			// With a dra-manager, claims are prepared rather than refused.
+			if r := admitFeatures(tc.pod, nil, true); tc.want == dra && r != nil || tc.want == draRules && (r == nil || r.Message != rules) {
+				t.Errorf("with a dra-manager: %+v", r)
 			}
 		})
 	}

@@ -109,6 +109,8 @@ type Config struct {
 	// ImageVolumes is why the runtime cannot mount image volumes; nil: it
 	// can.
 	ImageVolumes error
+	// DRA: a dra-manager prepares pods' ResourceClaims.
+	DRA bool
 	// AwaitNode: the Node comes as EvNode (from the status-reporter); no
 	// pod is admitted before the first, and no API pod before one read
 	// from the API, as upstream waits for its node informer. False (in
@@ -838,7 +840,7 @@ func (m *Machine) decide(source string, pod *v1.Pod) (r *Rejection) {
 	// A pod admitted by an earlier run is admitted at what was allocated
 	// to it then, as upstream's AddPod; its spec may have been resized since.
 	return admit(AllocatedPod(pod, m.alloc[pod.UID]), m.admitted(), Admission{Node: m.node, MaxPods: m.cfg.MaxPods, Allocatable: m.cfg.Allocatable,
-		Sysctls: m.cfg.Sysctls, AppArmor: m.cfg.AppArmor, ImageVolumes: m.cfg.ImageVolumes, Pressure: m.pressure, Static: isStaticSource(source)})
+		Sysctls: m.cfg.Sysctls, AppArmor: m.cfg.AppArmor, ImageVolumes: m.cfg.ImageVolumes, DRA: m.cfg.DRA, Pressure: m.pressure, Static: isStaticSource(source)})
 }
 
 // reject fails a pod admission refused, as upstream's rejectPod: a Warning

@@ -77,6 +77,9 @@ type Params struct {
 	// ImageVolumes is why the container runtime cannot mount image
 	// volumes (ImageVolumeRuntime); nil: it can.
 	ImageVolumes error
+	// DRAManager prepares pods' ResourceClaims for their workers; nil:
+	// none (no API server), and a pod with claims is refused.
+	DRAManager *actor.PID
 	// AwaitNode: admission waits for the Node from the status-reporter
 	// (asked for with RefreshNode at start); false in tests without one.
 	AwaitNode bool
@@ -140,7 +143,7 @@ func (a *Actor) Receive(ctx actor.Context) {
 			}
 		}
 		a.m = NewMachine(Config{Sources: a.p.Sources, MaxPods: a.p.MaxPods, Allocatable: a.p.Allocatable, Allocations: allocations,
-			Sysctls: a.p.Sysctls, AppArmor: a.p.AppArmor, ImageVolumes: a.p.ImageVolumes, AwaitNode: a.p.AwaitNode})
+			Sysctls: a.p.Sysctls, AppArmor: a.p.AppArmor, ImageVolumes: a.p.ImageVolumes, DRA: a.p.DRAManager != nil, AwaitNode: a.p.AwaitNode})
 		a.workers = map[types.UID]*actor.PID{}
 		a.step(ctx, EvStarted{First: a.first})
 		if a.p.AwaitNode && a.p.StatusReporter != nil {
@@ -282,7 +285,7 @@ func (a *Actor) spawn(ctx actor.Context, c CmdSpawnWorker) bool {
 	wr := &workerRuntime{rt: a.p.Runtime, orphan: c.Orphan,
 		crashLoop: podruntime.NewCrashLoopBackoff(a.p.MaxContainerRestartPeriod, time.Now)}
 	wr.fresh.Store(c.Fresh)
-	params := podworker.Params{UID: c.UID, Name: c.Name, Namespace: c.Namespace, Log: a.p.Log, Registry: a.p.Registry, Runtime: wr}
+	params := podworker.Params{UID: c.UID, Name: c.Name, Namespace: c.Namespace, Log: a.p.Log, Registry: a.p.Registry, Runtime: wr, DRA: a.p.DRAManager}
 	if !wr.orphan {
 		params.Prober = a.p.Prober
 	}

@@ -101,6 +101,16 @@ type State struct {
 	// in place: the base of a terminating pod's readiness changes, which
 	// no sync pass reports.
 	status *v1.PodStatus
+	// devices are the CDI device IDs of each container once the
+	// dra-manager prepared the pod's ResourceClaims; until then a pod
+	// with claims is only observed, as one waiting for its volumes.
+	// claimsAsked: the dra-manager was asked (by this incarnation).
+	devices     map[string][]string
+	claimsAsked bool
+	// unpreparing: the kill ended and the pod's claims are being
+	// unprepared; the worker is done once they are, as upstream
+	// unprepares before the pod's final status and deletion.
+	unpreparing bool
 }
 
 // Event is what happens to a worker; one type per kind.
@@ -148,6 +158,13 @@ type EvStopped struct {
 // EvVolumesReady: every volume of the pod is set up.
 type EvVolumesReady struct{ Volumes messages.PodVolumes }
 
+// EvClaimsPrepared: the pod's ResourceClaims are prepared; Devices are
+// each container's CDI device IDs.
+type EvClaimsPrepared struct{ Devices map[string][]string }
+
+// EvClaimsUnprepared: the pod's ResourceClaims are unprepared.
+type EvClaimsUnprepared struct{}
+
 // EvProbeResult: the prober found a probe's result for a container
 // instance changed.
 type EvProbeResult struct {
@@ -162,15 +179,17 @@ type EvKilled struct {
 	Err error
 }
 
-func (EvUpdate) isEvent()         {}
-func (EvTerminate) isEvent()      {}
-func (EvRuntimeChanged) isEvent() {}
-func (EvRetry) isEvent()          {}
-func (EvSynced) isEvent()         {}
-func (EvStopped) isEvent()        {}
-func (EvKilled) isEvent()         {}
-func (EvVolumesReady) isEvent()   {}
-func (EvProbeResult) isEvent()    {}
+func (EvUpdate) isEvent()           {}
+func (EvTerminate) isEvent()        {}
+func (EvRuntimeChanged) isEvent()   {}
+func (EvRetry) isEvent()            {}
+func (EvSynced) isEvent()           {}
+func (EvStopped) isEvent()          {}
+func (EvKilled) isEvent()           {}
+func (EvVolumesReady) isEvent()     {}
+func (EvProbeResult) isEvent()      {}
+func (EvClaimsPrepared) isEvent()   {}
+func (EvClaimsUnprepared) isEvent() {}
 
 // Command is what the actor must do at the edge after a step.
 type Command interface{ isCommand() }
@@ -185,6 +204,9 @@ type CmdStartSync struct {
 	Pod               *v1.Pod
 	Volumes           messages.PodVolumes
 	WaitingForVolumes bool
+	// Devices are each container's CDI device IDs from the pod's
+	// prepared ResourceClaims.
+	Devices map[string][]string
 	// Probes are the probe results the pass decides on.
 	Probes results.Pod
 }
@@ -236,6 +258,12 @@ type CmdReportStopped struct{}
 // CmdFinish: the pod is terminated and cleaned up; tell the pod-manager.
 type CmdFinish struct{}
 
+// CmdPrepareClaims: ask the dra-manager to prepare Pod's ResourceClaims.
+type CmdPrepareClaims struct{ Pod *v1.Pod }
+
+// CmdUnprepareClaims: ask the dra-manager to unprepare Pod's claims.
+type CmdUnprepareClaims struct{ Pod *v1.Pod }
+
 func (CmdStartSync) isCommand()       {}
 func (CmdCancelSync) isCommand()      {}
 func (CmdStartKill) isCommand()       {}
@@ -246,6 +274,8 @@ func (CmdKillFailed) isCommand()      {}
 func (CmdSetProbeTargets) isCommand() {}
 func (CmdReportStopped) isCommand()   {}
 func (CmdFinish) isCommand()          {}
+func (CmdPrepareClaims) isCommand()   {}
+func (CmdUnprepareClaims) isCommand() {}
 
 // Step applies ev, which the actor handles at now, and returns the
 // commands to carry out, in order. It is the only way the state changes; it
@@ -281,12 +311,25 @@ func (s State) step(ev Event, now time.Time) (State, []Command) {
 		return s.onProbeResult(e, now)
 	case EvKilled:
 		return s.onKilled(e)
+	case EvClaimsPrepared:
+		return s.onClaimsPrepared(e)
+	case EvClaimsUnprepared:
+		if !s.unpreparing {
+			return s, nil
+		}
+		s.unpreparing, s.Phase = false, Terminated
+		return s, []Command{CmdFinish{}}
 	}
 	panic(fmt.Sprintf("podworker: unknown event %T", ev))
 }
 
 func (s State) onUpdate(e EvUpdate) (State, []Command) {
 	s.Pod = e.Pod
+	if s.Phase == Syncing && s.claimsAsked && s.devices == nil {
+		// The newer pod may name the claim its template made.
+		s, cmds := s.syncOrMarkDirty()
+		return s, append([]Command{CmdPrepareClaims(e)}, cmds...)
+	}
 	if s.Phase == Syncing {
 		return s.syncOrMarkDirty()
 	}
@@ -457,8 +500,34 @@ func (s State) onKilled(e EvKilled) (State, []Command) {
 		s, cmds := s.scheduleRetry(KillErrorRetry)
 		return s, append([]Command{CmdKillFailed{Err: e.Err}}, cmds...)
 	}
+	if s.claimsAsked || HasClaims(s.Pod) {
+		// A worker that never asked (it restarted) may still have
+		// claims prepared by its predecessor.
+		s.unpreparing = true
+		return s, []Command{CmdUnprepareClaims{Pod: s.Pod}}
+	}
 	s.Phase = Terminated
 	return s, []Command{CmdFinish{}}
+}
+
+func (s State) onClaimsPrepared(e EvClaimsPrepared) (State, []Command) {
+	if s.devices != nil || !s.claimsAsked {
+		return s, nil
+	}
+	s.devices = e.Devices
+	if s.devices == nil {
+		s.devices = map[string][]string{}
+	}
+	if s.Phase == Syncing {
+		return s.syncOrMarkDirty()
+	}
+	return s, nil
+}
+
+// HasClaims tells whether the pod has ResourceClaims for the dra-manager
+// to prepare.
+func HasClaims(pod *v1.Pod) bool {
+	return pod != nil && (len(pod.Spec.ResourceClaims) > 0 || pod.Status.ExtendedResourceClaimStatus != nil)
 }
 
 // explained reports whether every runtime change is already in what the last
@@ -493,8 +562,13 @@ func (s State) startSync() (State, []Command) {
 	}
 	s.gen++
 	s.inFlight, s.dirty, s.retryGen = opSync, false, 0
-	waiting := len(s.Pod.Spec.Volumes) > 0 && s.volumes == nil
-	return s, []Command{CmdStartSync{Gen: s.gen, Pod: s.Pod, Volumes: s.volumes, WaitingForVolumes: waiting, Probes: s.probes}}
+	var cmds []Command
+	if HasClaims(s.Pod) && !s.claimsAsked {
+		s.claimsAsked = true
+		cmds = append(cmds, CmdPrepareClaims{Pod: s.Pod})
+	}
+	waiting := len(s.Pod.Spec.Volumes) > 0 && s.volumes == nil || HasClaims(s.Pod) && s.devices == nil
+	return s, append(cmds, CmdStartSync{Gen: s.gen, Pod: s.Pod, Volumes: s.volumes, WaitingForVolumes: waiting, Devices: s.devices, Probes: s.probes})
 }
 
 func (s State) startKill() (State, []Command) {

@@ -56,6 +56,22 @@ var (
 	vols = messages.PodVolumes{"v": {Name: "v", Path: "/v"}}
 )
 
+// podC has a ResourceClaim, podC2 is a newer spec of it; devs are its
+// container's CDI devices.
+var (
+	podC  = withClaim(podA)
+	podC2 = withClaim(podB)
+	devs  = map[string][]string{"c": {"example.com/gpu=0"}}
+)
+
+func withClaim(p *v1.Pod) *v1.Pod {
+	p = p.DeepCopy()
+	name := "claim"
+	p.Spec.ResourceClaims = []v1.PodResourceClaim{{Name: "gpu", ResourceClaimName: &name}}
+	p.Spec.Containers[0].Resources.Claims = []v1.ResourceClaim{{Name: "gpu"}}
+	return p
+}
+
 // podP has a readiness probe; probedStatus shows its container c1 running.
 var (
 	podP         = withProbe(podA)
@@ -124,6 +140,20 @@ func TestStep(t *testing.T) {
 			nil, Terminating},
 		{"a pod without volumes never waits", []Event{EvUpdate{podA}},
 			[]Command{CmdStartSync{Gen: 1, Pod: podA}}, Syncing},
+
+		// ResourceClaims.
+		{"a pod with claims asks for them and is only observed", []Event{EvUpdate{podC}},
+			[]Command{CmdPrepareClaims{podC}, CmdStartSync{Gen: 1, Pod: podC, WaitingForVolumes: true}}, Syncing},
+		{"prepared claims start the real sync with the devices", []Event{EvUpdate{podC}, EvSynced{Gen: 1}, EvClaimsPrepared{devs}},
+			[]Command{CmdStartSync{Gen: 2, Pod: podC, Devices: devs}}, Syncing},
+		{"a newer pod is asked for until the claims are prepared", []Event{EvUpdate{podC}, EvSynced{Gen: 1}, EvUpdate{podC2}},
+			[]Command{CmdPrepareClaims{podC2}, CmdStartSync{Gen: 2, Pod: podC2, WaitingForVolumes: true}}, Syncing},
+		{"but not once they are", []Event{EvUpdate{podC}, EvClaimsPrepared{devs}, EvSynced{Gen: 1}, EvUpdate{podC2}},
+			nil, Syncing},
+		{"the claims are unprepared once the kill ended", []Event{EvUpdate{podC}, EvSynced{Gen: 1}, EvTerminate{}, EvKilled{Gen: 2}},
+			[]Command{CmdUnprepareClaims{podC}}, Terminating},
+		{"and the worker is done once they are", []Event{EvUpdate{podC}, EvSynced{Gen: 1}, EvTerminate{}, EvKilled{Gen: 2}, EvClaimsUnprepared{}},
+			[]Command{CmdFinish{}}, Terminated},
 
 		// Syncing.
 		{"first update starts a sync", []Event{EvUpdate{podA}},

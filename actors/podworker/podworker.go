@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/actorlet/actorlet/internal/metrics"
+	"github.com/actorlet/actorlet/internal/podruntime"
 	"github.com/actorlet/actorlet/internal/probe/results"
 	"github.com/actorlet/actorlet/messages"
 	"github.com/actorlet/actorlet/supervision"
@@ -55,6 +56,10 @@ type Params struct {
 	// Prober, when set, makes the worker's prober: a child that runs the
 	// pod's probes and reports their results (actors/prober).
 	Prober *actor.Props
+	// DRA is the dra-manager, which prepares the pod's ResourceClaims;
+	// nil: there is none (no API server), and a pod with claims is
+	// refused before it reaches a worker.
+	DRA *actor.PID
 }
 
 // history is what one pod's worker keeps across its restarts, owned by the
@@ -157,6 +162,10 @@ func (a *Actor) Receive(ctx actor.Context) {
 		a.step(ctx, EvKilled{Gen: m.Gen, Err: m.Err})
 	case *messages.VolumesReady:
 		a.step(ctx, EvVolumesReady{Volumes: m.Volumes})
+	case *messages.ClaimsPrepared:
+		a.step(ctx, EvClaimsPrepared{Devices: m.Devices})
+	case *messages.ClaimsUnprepared:
+		a.step(ctx, EvClaimsUnprepared{})
 	case *messages.ProbeResultChanged:
 		a.step(ctx, EvProbeResult{ContainerID: m.ContainerID, Kind: m.Kind, Result: m.Result})
 	}
@@ -200,7 +209,7 @@ func (a *Actor) execute(ctx actor.Context, c Command) {
 			if c.WaitingForVolumes {
 				out = rt.ObservePod(opCtx, pod)
 			} else {
-				out = rt.SyncPod(opCtx, pod, c.Volumes, c.Probes)
+				out = rt.SyncPod(podruntime.WithCDIDevices(opCtx, c.Devices), pod, c.Volumes, c.Probes)
 			}
 			metrics.PodWorkerDuration.WithLabelValues(op).Observe(time.Since(start).Seconds())
 			out.Gen = c.Gen
@@ -264,6 +273,18 @@ func (a *Actor) execute(ctx actor.Context, c Command) {
 	case CmdFinish:
 		a.log.Info().Msg("pod terminated and cleaned up")
 		supervision.Tell(ctx, ctx.Parent(), &messages.PodWorkerDone{UID: p.UID})
+	case CmdPrepareClaims:
+		if p.DRA == nil {
+			supervision.Tell(ctx, ctx.Self(), &messages.ClaimsPrepared{UID: p.UID})
+			break
+		}
+		supervision.Tell(ctx, p.DRA, &messages.PrepareClaims{Pod: c.Pod})
+	case CmdUnprepareClaims:
+		if p.DRA == nil || c.Pod == nil {
+			supervision.Tell(ctx, ctx.Self(), &messages.ClaimsUnprepared{UID: p.UID})
+			break
+		}
+		supervision.Tell(ctx, p.DRA, &messages.UnprepareClaims{Pod: c.Pod})
 	}
 }
 

@@ -323,3 +323,26 @@ func TestPullPolicy(t *testing.T) {
 		t.Errorf("explicit policy overridden: %s", got)
 	}
 }
+
+// TestContainerConfigCDIDevices: a container gets the CDI devices the
+// pass was given for it, in order, and another container none.
+func TestContainerConfigCDIDevices(t *testing.T) {
+	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", UID: "u"},
+		Spec: v1.PodSpec{Containers: []v1.Container{{Name: "gpu", Image: "i"}, {Name: "plain", Image: "i"}}}}
+	ctx := WithCDIDevices(context.Background(), map[string][]string{"gpu": {"example.com/gpu=0", "example.com/gpu=1"}})
+	for _, tc := range []struct {
+		container int
+		want      []*runtimeapi.CDIDevice
+	}{
+		{0, []*runtimeapi.CDIDevice{{Name: "example.com/gpu=0"}, {Name: "example.com/gpu=1"}}},
+		{1, nil},
+	} {
+		cfg, err := ContainerConfig(ctx, pod, &pod.Spec.Containers[tc.container], 0, nil, "i", nil, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(cfg.CDIDevices, tc.want) {
+			t.Errorf("container %d: CDI devices %v, want %v", tc.container, cfg.CDIDevices, tc.want)
+		}
+	}
+}

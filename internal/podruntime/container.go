@@ -62,6 +62,7 @@ func ContainerConfig(ctx context.Context, pod *v1.Pod, c *v1.Container, restartC
 		Envs:        envs,
 		Mounts:      mounts,
 		Devices:     devices,
+		CDIDevices:  cdiDevices(ctx, c.Name),
 		Labels:      containerLabels(pod, c),
 		Annotations: annotations,
 		LogPath:     ContainerLogPath(c.Name, restartCount),
@@ -199,4 +200,29 @@ func containerSecurityContext(pod *v1.Pod, c *v1.Container, opts Options) (*runt
 		return nil, err
 	}
 	return out, nil
+}
+
+type cdiDevicesKey struct{}
+
+// WithCDIDevices gives a sync pass the CDI device IDs of each container
+// (by name) from the pod's prepared ResourceClaims. They ride on the
+// pass's context because they belong to that one pass, the way its
+// deadline does, and the sync's signature is shared by its many callers
+// that have none.
+func WithCDIDevices(ctx context.Context, devices map[string][]string) context.Context {
+	if len(devices) == 0 {
+		return ctx
+	}
+	return context.WithValue(ctx, cdiDevicesKey{}, devices)
+}
+
+// cdiDevices are the CDI devices the container gets, as upstream's
+// generateContainerConfig sets them from the DRA manager's answer.
+func cdiDevices(ctx context.Context, container string) []*runtimeapi.CDIDevice {
+	devices, _ := ctx.Value(cdiDevicesKey{}).(map[string][]string)
+	var out []*runtimeapi.CDIDevice
+	for _, name := range devices[container] {
+		out = append(out, &runtimeapi.CDIDevice{Name: name})
+	}
+	return out
 }

@@ -1,0 +1,83 @@
+package dra
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	drapb "k8s.io/kubelet/pkg/apis/dra/v1"
+	drapbv1beta1 "k8s.io/kubelet/pkg/apis/dra/v1beta1"
+)
+
+// CallTimeout is upstream's bound on one call of a driver's DRAPlugin
+// service.
+const CallTimeout = 45 * time.Second
+
+// Services are the DRAPlugin gRPC services actorlet speaks, most recent
+// first, as upstream's: a driver is registered through the first it also
+// lists in its supported versions.
+var Services = []string{drapb.DRAPluginService, drapbv1beta1.DRAPluginService}
+
+var errEmptyName = errors.New("DRA driver name is empty")
+
+// ChooseService is the service a driver is spoken to through, from the
+// versions it listed in GetInfo, or upstream's reason to refuse it.
+func ChooseService(supported []string) (string, error) {
+	if len(supported) == 0 {
+		return "", errors.New("empty list of supported gRPC services (aka supported versions)")
+	}
+	for _, s := range supported {
+		for _, ours := range Services {
+			if s == ours {
+				return s, nil
+			}
+		}
+	}
+	return "", fmt.Errorf("none of services supported by the plugin (%q) are supported by the kubelet (%q)", supported, Services)
+}
+
+// call dials the driver, runs f with a v1 client of it (over v1beta1
+// when that is the driver's service) and closes the connection.
+func call[T any](ctx context.Context, d Driver, f func(context.Context, drapb.DRAPluginClient) (T, error)) (T, error) {
+	var zero T
+	conn, err := grpc.NewClient("passthrough:///"+d.Endpoint,
+		grpc.WithAuthority("localhost"),
+		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithContextDialer(func(ctx context.Context, addr string) (net.Conn, error) {
+			return (&net.Dialer{}).DialContext(ctx, "unix", addr)
+		}))
+	if err != nil {
+		return zero, fmt.Errorf("create gRPC connection to DRA driver %s plugin at endpoint %s: %w", d.Name, d.Endpoint, err)
+	}
+	defer conn.Close()
+	var client drapb.DRAPluginClient
+	switch d.Service {
+	case drapb.DRAPluginService:
+		client = drapb.NewDRAPluginClient(conn)
+	case drapbv1beta1.DRAPluginService:
+		client = drapbv1beta1.V1Beta1ClientWrapper{DRAPluginClient: drapbv1beta1.NewDRAPluginClient(conn)}
+	default:
+		return zero, fmt.Errorf("internal error: unsupported chosen service: %q", d.Service)
+	}
+	ctx, cancel := context.WithTimeout(ctx, CallTimeout)
+	defer cancel()
+	return f(ctx, client)
+}
+
+// Prepare calls the driver's NodePrepareResources for claims.
+func Prepare(ctx context.Context, d Driver, claims []*drapb.Claim) (*drapb.NodePrepareResourcesResponse, error) {
+	return call(ctx, d, func(ctx context.Context, c drapb.DRAPluginClient) (*drapb.NodePrepareResourcesResponse, error) {
+		return c.NodePrepareResources(ctx, &drapb.NodePrepareResourcesRequest{Claims: claims})
+	})
+}
+
+// Unprepare calls the driver's NodeUnprepareResources for claims.
+func Unprepare(ctx context.Context, d Driver, claims []*drapb.Claim) (*drapb.NodeUnprepareResourcesResponse, error) {
+	return call(ctx, d, func(ctx context.Context, c drapb.DRAPluginClient) (*drapb.NodeUnprepareResourcesResponse, error) {
+		return c.NodeUnprepareResources(ctx, &drapb.NodeUnprepareResourcesRequest{Claims: claims})
+	})
+}

@@ -1,0 +1,192 @@
+// Package dra runs actorlet as the environment's node against the real
+// kube-apiserver with a small DRA driver of the test's own (issue #37):
+// its registration socket under ROOT/plugins_registry, its DRAPlugin
+// service under ROOT/plugins, and a CDI spec it writes on
+// NodePrepareResources. The test allocates the claim itself, as the
+// scheduler would (there is no scheduler here). Upstream kubelet v1.37.2 is
+// the reference:
+//
+//	DRA_KUBELET=/var/lib/actorlet-env/bin/v1.37.2/kubelet go test ./test/dra/
+package dra
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	v1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	drapb "k8s.io/kubelet/pkg/apis/dra/v1"
+	registerapi "k8s.io/kubelet/pkg/apis/pluginregistration/v1"
+
+	"github.com/actorlet/actorlet/internal/plugins/fakeplugin"
+	"github.com/actorlet/actorlet/test/agent"
+)
+
+// kubelet is actorlet, built once for the package, or the kubelet that
+// DRA_KUBELET names.
+var kubelet agent.Kubelet
+
+func TestMain(m *testing.M) { kubelet.Main(m, "DRA_KUBELET") }
+
+const (
+	driverName = "dra.actorlet.example.com"
+	cdiKind    = driverName + "/gpu"
+	cdiDir     = "/var/run/cdi"
+)
+
+// driver is the DRAPlugin service: each prepared claim gets a CDI device
+// named after its UID that sets DRA_DEVICE in the container.
+type driver struct {
+	drapb.UnimplementedDRAPluginServer
+	mu                   sync.Mutex
+	prepared, unprepared []string
+}
+
+func (d *driver) specPath(uid string) string {
+	return filepath.Join(cdiDir, "actorlet-test-"+uid+".json")
+}
+
+func (d *driver) NodePrepareResources(_ context.Context, req *drapb.NodePrepareResourcesRequest) (*drapb.NodePrepareResourcesResponse, error) {
+	resp := &drapb.NodePrepareResourcesResponse{Claims: map[string]*drapb.NodePrepareResourceResponse{}}
+	for _, c := range req.Claims {
+		spec := map[string]any{"cdiVersion": "0.5.0", "kind": cdiKind, "devices": []any{map[string]any{
+			"name": c.Uid, "containerEdits": map[string]any{"env": []string{"DRA_DEVICE=gpu-0-" + c.Name}}}}}
+		blob, _ := json.Marshal(spec)
+		if err := os.MkdirAll(cdiDir, 0o755); err != nil {
+			return nil, err
+		}
+		if err := os.WriteFile(d.specPath(c.Uid), blob, 0o644); err != nil {
+			return nil, err
+		}
+		resp.Claims[c.Uid] = &drapb.NodePrepareResourceResponse{Devices: []*drapb.Device{{
+			RequestNames: []string{"gpu"}, PoolName: "pool", DeviceName: "gpu-0", CdiDeviceIds: []string{cdiKind + "=" + c.Uid}}}}
+		d.mu.Lock()
+		d.prepared = append(d.prepared, c.Uid)
+		d.mu.Unlock()
+	}
+	return resp, nil
+}
+
+func (d *driver) NodeUnprepareResources(_ context.Context, req *drapb.NodeUnprepareResourcesRequest) (*drapb.NodeUnprepareResourcesResponse, error) {
+	resp := &drapb.NodeUnprepareResourcesResponse{Claims: map[string]*drapb.NodeUnprepareResourceResponse{}}
+	for _, c := range req.Claims {
+		_ = os.Remove(d.specPath(c.Uid))
+		resp.Claims[c.Uid] = &drapb.NodeUnprepareResourceResponse{}
+		d.mu.Lock()
+		d.unprepared = append(d.unprepared, c.Uid)
+		d.mu.Unlock()
+	}
+	return resp, nil
+}
+
+func (d *driver) calls() (prepared, unprepared []string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return slices.Clone(d.prepared), slices.Clone(d.unprepared)
+}
+
+// TestClaimPreparedAcrossRestart: a pod with a ResourceClaim allocated to
+// the driver's device and reserved for it runs with the driver's CDI
+// device (its env in the container); after a restart of the agent the pod
+// still runs and the claim is not prepared again; deleting the pod
+// unprepares the claim.
+func TestClaimPreparedAcrossRestart(t *testing.T) {
+	n := kubelet.NewAPIPods(t)
+	n.Up(t, "dra")
+	ctx := context.Background()
+
+	// The driver: its service, then its registration socket.
+	dir := filepath.Join(n.RootDir, "plugins", driverName)
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		t.Fatal(err)
+	}
+	endpoint := filepath.Join(dir, "dra.sock")
+	l, err := net.Listen("unix", endpoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := &driver{}
+	s := grpc.NewServer()
+	drapb.RegisterDRAPluginServer(s, d)
+	go func() { _ = s.Serve(l) }()
+	t.Cleanup(s.Stop)
+	reg := &fakeplugin.Plugin{Type: registerapi.DRAPlugin, Name: driverName, Endpoint: endpoint, Versions: []string{drapb.DRAPluginService}}
+	reg.Serve(t, filepath.Join(n.RootDir, "plugins_registry", driverName+"-reg.sock"), "")
+	agent.Eventually(t, "the driver registered", 30*time.Second, func() error {
+		if s := reg.Statuses(); len(s) == 0 || !s[len(s)-1].PluginRegistered {
+			return fmt.Errorf("told %v", s)
+		}
+		return nil
+	})
+
+	class := &resourceapi.DeviceClass{ObjectMeta: metav1.ObjectMeta{Name: n.NS + "-gpu"}}
+	if _, err := n.Admin.ResourceV1().DeviceClasses().Create(ctx, class, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = n.Admin.ResourceV1().DeviceClasses().Delete(ctx, class.Name, metav1.DeleteOptions{}) })
+	claim, err := n.Admin.ResourceV1().ResourceClaims(n.NS).Create(ctx, &resourceapi.ResourceClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: "gpu"},
+		Spec: resourceapi.ResourceClaimSpec{Devices: resourceapi.DeviceClaim{Requests: []resourceapi.DeviceRequest{
+			{Name: "gpu", Exactly: &resourceapi.ExactDeviceRequest{DeviceClassName: class.Name}}}}},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	claimName := claim.Name
+	pod := n.NewPod("gpu", nil, n.Busybox("c", "echo DRA_DEVICE=$DRA_DEVICE; exec sleep 3600"))
+	pod.Spec.ResourceClaims = []v1.PodResourceClaim{{Name: "gpu", ResourceClaimName: &claimName}}
+	pod.Spec.Containers[0].Resources.Claims = []v1.ResourceClaim{{Name: "gpu"}}
+	pod = n.Create(t, pod)
+
+	// Allocated and reserved for the pod, as the scheduler would.
+	claim.Status = resourceapi.ResourceClaimStatus{
+		Allocation: &resourceapi.AllocationResult{Devices: resourceapi.DeviceAllocationResult{Results: []resourceapi.DeviceRequestAllocationResult{
+			{Request: "gpu", Driver: driverName, Pool: "pool", Device: "gpu-0"}}}},
+		ReservedFor: []resourceapi.ResourceClaimConsumerReference{{Resource: "pods", Name: pod.Name, UID: pod.UID}},
+	}
+	if claim, err = n.Admin.ResourceV1().ResourceClaims(n.NS).UpdateStatus(ctx, claim, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	n.Running(t, pod.Name, 60*time.Second)
+	want := "DRA_DEVICE=gpu-0-gpu"
+	n.Expect(t, pod.Name, "c", "echo DRA_DEVICE=$DRA_DEVICE", want)
+	if p, _ := d.calls(); !slices.Equal(p, []string{string(claim.UID)}) {
+		t.Fatalf("prepared %v, want the claim once", p)
+	}
+
+	n.Stop(syscall.SIGTERM)
+	n.Start()
+	agent.Eventually(t, "node Ready again", 30*time.Second, n.Ready)
+	n.Running(t, pod.Name, 60*time.Second)
+	// A restarted kubelet may not know the pod yet when exec reaches it.
+	n.EventuallySees(t, pod.Name, "c", "echo DRA_DEVICE=$DRA_DEVICE", want, 60*time.Second)
+	if !kubelet.Upstream {
+		if _, err := os.Stat(filepath.Join(n.RootDir, "dra_manager_state")); err != nil {
+			t.Errorf("the checkpoint: %v", err)
+		}
+	}
+
+	if err := n.Admin.CoreV1().Pods(n.NS).Delete(ctx, pod.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	agent.Eventually(t, "the claim unprepared", 60*time.Second, func() error {
+		if _, u := d.calls(); !slices.Contains(u, string(claim.UID)) {
+			return fmt.Errorf("unprepared %v", u)
+		}
+		return nil
+	})
+	if p, _ := d.calls(); len(p) != 1 && !kubelet.Upstream {
+		t.Errorf("prepared %v: a restart prepared the claim again", p)
+	}
+}
