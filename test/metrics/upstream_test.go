@@ -27,7 +27,7 @@ const (
 	apiserverLibrary = "the API server libraries upstream's kubelet links in count their own work (audit, encryption, webhooks, validation, discovery); actorlet serves no such API"
 	componentBase    = "component-base's bookkeeping of its metrics registry, which actorlet does not use (--disabled-metrics and --show-hidden-metrics-for-version are not implemented)"
 	workqueues       = "client-go workqueues: actorlet has none; its actors' mailboxes are actorlet_actor_*"
-	noDRA            = "Dynamic Resource Allocation is not implemented here yet (issue #37)"
+	noDRA            = "DRA prepares claims here, but its operations and claims in use are not counted yet (issue #37)"
 	noResourceMgrs   = "the CPU, memory and topology managers are not implemented here yet (issue #37)"
 	noShutdown       = "graceful node shutdown is not implemented here yet (issue #37)"
 	noEventedPLEG    = "the EventedPLEG gate (alpha, off) is not implemented: PLEG relists"
