@@ -161,7 +161,7 @@ func (a *Actor) start(ctx actor.Context) {
 		a.log.Error().Err(err).Str("dir", dir).Msg("device plugin registration server failed to start")
 	}
 	if a.p.PodResources {
-		a.resources, err = podresources.Serve(podresources.SocketPath(a.p.RootDir), &podSource{system: system, devices: self, pods: a.p.PodManager})
+		a.resources, err = podresources.Serve(podresources.SocketPath(a.p.RootDir), &podSource{system: system, devices: self, pods: a.p.PodManager}, nil)
 		if err != nil {
 			a.log.Error().Err(err).Msg("podresources API failed to start")
 		}

@@ -2,9 +2,9 @@
 // pkg/apis/podresources/v1: List, GetAllocatableResources, Get) on
 // <root-dir>/pod-resources/kubelet.sock, as upstream's server: the pods
 // the node runs, their containers (app containers and sidecars) and the
-// devices of each, for monitoring agents. CPU IDs, memory and dynamic
-// resources come from Source: empty while actorlet has no CPU, memory or
-// DRA manager.
+// devices of each, for monitoring agents. CPU IDs and memory come from
+// Managers, empty while actorlet has no CPU or memory manager; dynamic
+// resources are empty (no DRA).
 package podresources
 
 import (
@@ -47,17 +47,29 @@ type Source interface {
 	Devices(ctx context.Context) (map[types.UID]map[string][]*api.ContainerDevices, []*api.ContainerDevices, error)
 }
 
+// Managers are what a CPU or memory manager holds: a container's
+// exclusive CPU IDs and memory blocks, and the node's allocatable ones.
+// None runs in actorlet yet; one plugs in here.
+type Managers interface {
+	Container(pod *v1.Pod, container string) (cpus []int64, memory []*api.ContainerMemory)
+	Allocatable() (cpus []int64, memory []*api.ContainerMemory)
+}
+
 // Server is the podresources server.
 type Server struct {
 	path string
 	grpc *grpc.Server
 	src  Source
+	// managers is nil while no CPU or memory manager runs: the API's
+	// CPU IDs and memory are empty, as upstream's with their policies none.
+	managers Managers
 	api.UnsafePodResourcesListerServer
 }
 
 // Serve serves the API at path, its directory made 0750 as upstream's (the
-// directory, owned by the kubelet's user, is what keeps others out).
-func Serve(path string, src Source) (*Server, error) {
+// directory, owned by the kubelet's user, is what keeps others out);
+// managers may be nil.
+func Serve(path string, src Source, managers Managers) (*Server, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
 		return nil, err
 	}
@@ -69,7 +81,7 @@ func Serve(path string, src Source) (*Server, error) {
 		return nil, err
 	}
 	limiter := rate.NewLimiter(qps, burst)
-	s := &Server{path: path, src: src, grpc: grpc.NewServer(grpc.UnaryInterceptor(
+	s := &Server{path: path, src: src, managers: managers, grpc: grpc.NewServer(grpc.UnaryInterceptor(
 		func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
 			if !limiter.Allow() {
 				return nil, errLimit
@@ -99,7 +111,7 @@ func (s *Server) List(ctx context.Context, _ *api.ListPodResourcesRequest) (*api
 	}
 	out := &api.ListPodResourcesResponse{PodResources: []*api.PodResources{}}
 	for _, p := range pods {
-		out.PodResources = append(out.PodResources, podResources(p, devices[p.UID]))
+		out.PodResources = append(out.PodResources, s.podResources(p, devices[p.UID]))
 	}
 	return out, nil
 }
@@ -110,7 +122,11 @@ func (s *Server) GetAllocatableResources(ctx context.Context, _ *api.Allocatable
 	if err != nil {
 		return nil, err
 	}
-	return &api.AllocatableResourcesResponse{Devices: allocatable}, nil
+	out := &api.AllocatableResourcesResponse{Devices: allocatable}
+	if s.managers != nil {
+		out.CpuIds, out.Memory = s.managers.Allocatable()
+	}
+	return out, nil
 }
 
 // Get is one pod's resources (KubeletPodResourcesGet, GA).
@@ -125,7 +141,7 @@ func (s *Server) Get(ctx context.Context, r *api.GetPodResourcesRequest) (*api.G
 			if err != nil {
 				return nil, err
 			}
-			return &api.GetPodResourcesResponse{PodResources: podResources(p, devices[p.UID])}, nil
+			return &api.GetPodResourcesResponse{PodResources: s.podResources(p, devices[p.UID])}, nil
 		}
 	}
 	return nil, fmt.Errorf("pod %s in namespace %s not found", r.PodName, r.PodNamespace)
@@ -133,15 +149,22 @@ func (s *Server) Get(ctx context.Context, r *api.GetPodResourcesRequest) (*api.G
 
 // podResources lists the pod's sidecars, then its app containers, as
 // upstream (init containers that run to completion are not listed).
-func podResources(p *v1.Pod, devices map[string][]*api.ContainerDevices) *api.PodResources {
+func (s *Server) podResources(p *v1.Pod, devices map[string][]*api.ContainerDevices) *api.PodResources {
 	out := &api.PodResources{Name: p.Name, Namespace: p.Namespace, Containers: []*api.ContainerResources{}}
+	add := func(name string) {
+		c := &api.ContainerResources{Name: name, Devices: devices[name]}
+		if s.managers != nil {
+			c.CpuIds, c.Memory = s.managers.Container(p, name)
+		}
+		out.Containers = append(out.Containers, c)
+	}
 	for _, c := range p.Spec.InitContainers {
 		if c.RestartPolicy != nil && *c.RestartPolicy == v1.ContainerRestartPolicyAlways {
-			out.Containers = append(out.Containers, &api.ContainerResources{Name: c.Name, Devices: devices[c.Name]})
+			add(c.Name)
 		}
 	}
 	for _, c := range p.Spec.Containers {
-		out.Containers = append(out.Containers, &api.ContainerResources{Name: c.Name, Devices: devices[c.Name]})
+		add(c.Name)
 	}
 	return out
 }
