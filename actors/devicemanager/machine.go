@@ -401,8 +401,9 @@ func (m *Machine) decide() []Command {
 
 // pick decides the devices of one resource: those the container has
 // already, else the reusable ones of the pod's init containers first,
-// then the plugin's preference (a command to ask it) or the free devices
-// in the order of their IDs.
+// then the plugin's preference (a command to ask it; upstream asks even
+// when the free devices are just enough) or the free devices in the order
+// of their IDs.
 func (m *Machine) pick(q *request, c *v1.Container, res string, required int) ([]string, *CmdPrefer, error) {
 	if have := m.alloc[q.pod.UID][c.Name][res]; have != nil {
 		if len(have.IDs) != required {
@@ -438,7 +439,7 @@ func (m *Machine) pick(q *request, c *v1.Container, res string, required int) ([
 	if len(available) < needed {
 		return nil, nil, fmt.Errorf("requested number of devices unavailable for %s. Requested: %d, Available: %d", res, needed, len(available))
 	}
-	if r.preferred && len(available) > needed {
+	if r.preferred {
 		return nil, &CmdPrefer{ID: q.id, Resource: res, Gen: r.gen, Available: slices.Sorted(slices.Values(append(slices.Clone(available), picked...))),
 			MustInclude: picked, Size: required}, nil
 	}
