@@ -54,7 +54,14 @@ func (p *Plugin) Start(devices ...*api.Device) error {
 	if err := p.serve(); err != nil {
 		return err
 	}
-	if err := p.register(); err != nil {
+	// The kubelet's socket may not serve yet (a kubelet just started,
+	// whose device manager starts after its API): tried for a while.
+	err := p.register()
+	for i := 0; i < 150 && err != nil; i++ {
+		time.Sleep(200 * time.Millisecond)
+		err = p.register()
+	}
+	if err != nil {
 		return err
 	}
 	go p.reregister()
