@@ -45,7 +45,10 @@ func TestMain(m *testing.M) { kubelet.Main(m, "DEVICES_KUBELET") }
 const res = "example.com/fake"
 
 func TestDevicePlugin(t *testing.T) {
-	n := kubelet.NewAPIPods(t)
+	// Disk thresholds off: the shared machine's disk, filled by other
+	// tests, would refuse the pods for DiskPressure, which this test is
+	// not about.
+	n := kubelet.NewAPIPods(t, agent.WithConfig("evictionHard:\n  memory.available: 100Mi\n"))
 	n.Up(t, "devices")
 	dir := filepath.Join(n.RootDir, "device-plugins")
 	if kubelet.Upstream {
