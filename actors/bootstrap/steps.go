@@ -17,6 +17,7 @@ import (
 	"k8s.io/mount-utils"
 
 	"github.com/actorlet/actorlet/actors/configsource"
+	"github.com/actorlet/actorlet/actors/devicemanager"
 	"github.com/actorlet/actorlet/actors/dramanager"
 	"github.com/actorlet/actorlet/actors/eviction"
 	"github.com/actorlet/actorlet/actors/gc"
@@ -276,7 +277,8 @@ func (a *Actor) buildDependencies(actor.Context) (outcome, error) {
 // the status-reporter exists before any status is reported and goes last,
 // after the final statuses; the plugin-manager outlives the volume-manager,
 // whose CSI volumes need their drivers registered until they are torn
-// down; the pod-manager exists before anything sends it
+// down; the device-manager outlives the pod-manager, whose containers ask
+// it for their devices; the pod-manager exists before anything sends it
 // pods; the kubelet-API actor stops taking requests before anything else goes. Each entry builds its
 // actor's Props from the configuration, the dependencies and the PIDs of the
 // actors spawned before it.
@@ -306,6 +308,12 @@ var runtimeActors = []struct {
 		return a.p.System.Registry.Props(dramanager.Kind, dramanager.New(dramanager.Params{
 			Kube: a.deps.Kube, Drivers: env.draDrivers, RootDir: a.deps.RootDir,
 			PodManager: a.child(podmanager.Kind), Events: a.deps.Events, Log: a.log,
+		}), nil)
+	}},
+	{devicemanager.Kind, func(a *Actor, env *runtimeEnv) *actor.Props {
+		return a.p.System.Registry.Props(devicemanager.Kind, devicemanager.New(devicemanager.Params{
+			RootDir: a.deps.RootDir, PodManager: a.child(podmanager.Kind), StatusReporter: a.child(statusreporter.Kind),
+			PodResources: true, Log: a.log,
 		}), nil)
 	}},
 	{volumemanager.Kind, func(a *Actor, env *runtimeEnv) *actor.Props {
@@ -564,6 +572,7 @@ func (a *Actor) runtimeEnv() (*runtimeEnv, error) {
 		RootDir:               a.deps.RootDir,
 		SeccompDefault:        deref(c.SeccompDefault) || a.cmdline.Options.SeccompDefault,
 		Hooks:                 &lifecycle.Runner{RT: a.deps.Runtime, Recorder: a.deps.Events},
+		DevicePlugins:         devicemanager.Client{System: a.p.System.ActorSystem, PID: a.child(devicemanager.Kind)},
 	}}
 	if a.gates.Enabled("KubeletEnsureSecretPulledImages") {
 		// The credentials each image was pulled with, so that a pod

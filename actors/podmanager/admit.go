@@ -2,6 +2,7 @@ package podmanager
 
 import (
 	"fmt"
+	"maps"
 	"runtime"
 	"slices"
 	"strings"
@@ -106,6 +107,8 @@ type Admission struct {
 	// Static: the pod comes from a manifest (file or URL), not the API:
 	// taints do not apply, and it is critical.
 	Static bool
+	// Devices are the healthy devices of each device plugin resource.
+	Devices map[v1.ResourceName]int64
 }
 
 // admit decides whether pod may run beside the admitted pods, as upstream's
@@ -129,6 +132,9 @@ func admitPredicates(pod *v1.Pod, admitted []*v1.Pod, a Admission) *Rejection {
 		return r
 	}
 	if r := a.Sysctls.admit(pod); r != nil {
+		return r
+	}
+	if r := admitDevices(pod, admitted, a.Devices); r != nil {
 		return r
 	}
 	node := a.Node
@@ -182,6 +188,39 @@ func admitPredicates(pod *v1.Pod, admitted []*v1.Pod, a Admission) *Rejection {
 	first := reasons[0]
 	first.AffinityOnly = !slices.ContainsFunc(reasons, func(r *Rejection) bool { return r.Reason != ReasonNodeAffinity })
 	return first
+}
+
+// admitDevices is upstream's resource allocation handler, for device
+// plugin resources (it runs before the predicates): a pod asking for more
+// devices of one than are healthy and not held by the pods admitted is
+// refused with the device manager's error. Its resources are checked in
+// the order of their names; the devices are picked when each container
+// starts (the device-manager).
+func admitDevices(pod *v1.Pod, admitted []*v1.Pod, devices map[v1.ResourceName]int64) *Rejection {
+	for _, name := range slices.Sorted(maps.Keys(devices)) {
+		want := podRequest(pod, name)
+		if want.IsZero() {
+			continue
+		}
+		healthy := devices[name]
+		var msg string
+		if healthy == 0 {
+			msg = fmt.Sprintf("no healthy devices present; cannot allocate unhealthy devices %s", name)
+		} else {
+			var used int64
+			for _, p := range admitted {
+				q := podRequest(p, name)
+				used += q.Value()
+			}
+			if free := max(healthy-used, 0); want.Value() > free {
+				msg = fmt.Sprintf("requested number of devices unavailable for %s. Requested: %d, Available: %d", name, want.Value(), free)
+			}
+		}
+		if msg != "" {
+			return &Rejection{Reason: ReasonUnexpected, Message: fmt.Sprintf("Allocate failed due to %s, which is unexpected", msg)}
+		}
+	}
+	return nil
 }
 
 // isCritical is upstream's IsCriticalPod: a static pod, or one of

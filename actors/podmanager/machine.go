@@ -140,6 +140,9 @@ type Machine struct {
 	refreshing bool
 	// pressure are the node conditions under pressure (EvNodePressure).
 	pressure []v1.NodeConditionType
+	// devices are the healthy devices of each device plugin resource
+	// (EvDevices).
+	devices  map[v1.ResourceName]int64
 	bySource map[string]map[types.UID]bool
 	seen     map[string]bool
 	// ready: every source has sent its first set.
@@ -288,6 +291,11 @@ type EvNode struct {
 
 // EvNodePressure: the node conditions under pressure now (none: empty).
 type EvNodePressure struct{ Conditions []v1.NodeConditionType }
+
+// EvDevices: the healthy devices of each device plugin resource now.
+type EvDevices struct{ Allocatable map[v1.ResourceName]int64 }
+
+func (EvDevices) isEvent() {}
 
 func (EvVolumeManagerRestarted) isEvent() {}
 func (EvVolumesUnmounted) isEvent()       {}
@@ -443,6 +451,8 @@ func (m *Machine) step(ev Event, now time.Time) {
 		m.onNode(e, now)
 	case EvNodePressure:
 		m.pressure = slices.Clone(e.Conditions)
+	case EvDevices:
+		m.devices = maps.Clone(e.Allocatable)
 	case EvVolumesUnmounted:
 		m.onVolumesUnmounted(e)
 	default:
@@ -840,7 +850,7 @@ func (m *Machine) decide(source string, pod *v1.Pod) (r *Rejection) {
 	// A pod admitted by an earlier run is admitted at what was allocated
 	// to it then, as upstream's AddPod; its spec may have been resized since.
 	return admit(AllocatedPod(pod, m.alloc[pod.UID]), m.admitted(), Admission{Node: m.node, MaxPods: m.cfg.MaxPods, Allocatable: m.cfg.Allocatable,
-		Sysctls: m.cfg.Sysctls, AppArmor: m.cfg.AppArmor, ImageVolumes: m.cfg.ImageVolumes, DRA: m.cfg.DRA, Pressure: m.pressure, Static: isStaticSource(source)})
+		Sysctls: m.cfg.Sysctls, AppArmor: m.cfg.AppArmor, ImageVolumes: m.cfg.ImageVolumes, DRA: m.cfg.DRA, Pressure: m.pressure, Devices: m.devices, Static: isStaticSource(source)})
 }
 
 // reject fails a pod admission refused, as upstream's rejectPod: a Warning

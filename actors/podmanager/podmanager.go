@@ -188,6 +188,12 @@ func (a *Actor) Receive(ctx actor.Context) {
 		a.recordPodCounts()
 	case *messages.NodePressure:
 		a.step(ctx, EvNodePressure{Conditions: m.Conditions})
+	case *messages.DevicesChanged:
+		alloc := map[v1.ResourceName]int64{}
+		for name, c := range m.Resources {
+			alloc[name] = c.Allocatable
+		}
+		a.step(ctx, EvDevices{Allocatable: alloc})
 	case *messages.ListPods:
 		ctx.Respond(a.m.List())
 	case *messages.HealthRequest:

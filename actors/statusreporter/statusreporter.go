@@ -101,6 +101,9 @@ type Actor struct {
 	p    Params
 	log  zerolog.Logger
 	spec *nodeSpec
+	// baseCapacity and baseAllocatable are the node's own resources, which
+	// the device plugins' resources are added to.
+	baseCapacity, baseAllocatable v1.ResourceList
 
 	// node is the Node as last read or written; nil until registered.
 	node           *v1.Node
@@ -179,6 +182,8 @@ func (a *Actor) Receive(ctx actor.Context) {
 		a.tick(ctx)
 	case *messages.NodePressure:
 		a.pressure = slices.Clone(m.Conditions)
+	case *messages.DevicesChanged:
+		a.spec = a.spec.withDevices(a.baseCapacity, a.baseAllocatable, m.Resources)
 	case *messages.NodeStatusUpdated:
 		a.statusUpdated(ctx, m)
 	case *messages.VolumesInUseChanged:
@@ -237,6 +242,7 @@ func (a *Actor) start(ctx actor.Context) {
 		a.log.Warn().Err(err).Msg("ephemeral-storage capacity unknown")
 	}
 	a.spec = spec
+	a.baseCapacity, a.baseAllocatable = spec.Capacity, spec.Allocatable
 	a.registerRetry = backoff{initial: 100 * time.Millisecond, max: retryCap}
 	// The lease and the node status are two calls every retry: they may
 	// retry often, so that the node is seen alive again soon after the

@@ -53,7 +53,11 @@ func ContainerConfig(ctx context.Context, pod *v1.Pod, c *v1.Container, restartC
 		return nil, err
 	}
 	idMappedMounts(mounts, linux.SecurityContext.NamespaceOptions.UsernsOptions)
-	return &runtimeapi.ContainerConfig{
+	pluginDevices, err := deviceOptions(ctx, pod, c, opts)
+	if err != nil {
+		return nil, err
+	}
+	cfg := &runtimeapi.ContainerConfig{
 		Metadata:    &runtimeapi.ContainerMetadata{Name: c.Name, Attempt: uint32(restartCount)},
 		Image:       &runtimeapi.ImageSpec{Image: image, UserSpecifiedImage: c.Image},
 		Command:     expandAll(c.Command, lookup),
@@ -70,7 +74,9 @@ func ContainerConfig(ctx context.Context, pod *v1.Pod, c *v1.Container, restartC
 		StdinOnce:   c.StdinOnce,
 		Tty:         c.TTY,
 		Linux:       linux,
-	}, nil
+	}
+	applyDevices(cfg, pluginDevices)
+	return cfg, nil
 }
 
 // ContainerLogPath is the log file of a container instance relative to the

@@ -113,6 +113,9 @@ type Options struct {
 	// UserNamespaces gives pods with hostUsers: false their ID ranges
 	// (userns.Manager); nil refuses such pods.
 	UserNamespaces UserNamespaces
+	// DevicePlugins gives containers their device plugins' devices (the
+	// device-manager); nil: no device plugin serves any resource.
+	DevicePlugins DevicePlugins
 }
 
 // RuntimeClasses resolves a RuntimeClass name to its runtime handler, as
