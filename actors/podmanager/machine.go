@@ -138,8 +138,10 @@ type Machine struct {
 	refreshing bool
 	// pressure are the node conditions under pressure (EvNodePressure).
 	pressure []v1.NodeConditionType
-	bySource map[string]map[types.UID]bool
-	seen     map[string]bool
+	// shuttingDown: the node is shutting down (EvNodeShuttingDown).
+	shuttingDown bool
+	bySource     map[string]map[types.UID]bool
+	seen         map[string]bool
 	// ready: every source has sent its first set.
 	ready bool
 	// orphansListed: the runtime's pods have been listed since ready, and
@@ -286,6 +288,11 @@ type EvNode struct {
 
 // EvNodePressure: the node conditions under pressure now (none: empty).
 type EvNodePressure struct{ Conditions []v1.NodeConditionType }
+
+// EvNodeShuttingDown: whether the node is shutting down now.
+type EvNodeShuttingDown struct{ ShuttingDown bool }
+
+func (EvNodeShuttingDown) isEvent() {}
 
 func (EvVolumeManagerRestarted) isEvent() {}
 func (EvVolumesUnmounted) isEvent()       {}
@@ -441,6 +448,8 @@ func (m *Machine) step(ev Event, now time.Time) {
 		m.onNode(e, now)
 	case EvNodePressure:
 		m.pressure = slices.Clone(e.Conditions)
+	case EvNodeShuttingDown:
+		m.shuttingDown = e.ShuttingDown
 	case EvVolumesUnmounted:
 		m.onVolumesUnmounted(e)
 	default:
@@ -838,7 +847,8 @@ func (m *Machine) decide(source string, pod *v1.Pod) (r *Rejection) {
 	// A pod admitted by an earlier run is admitted at what was allocated
 	// to it then, as upstream's AddPod; its spec may have been resized since.
 	return admit(AllocatedPod(pod, m.alloc[pod.UID]), m.admitted(), Admission{Node: m.node, MaxPods: m.cfg.MaxPods, Allocatable: m.cfg.Allocatable,
-		Sysctls: m.cfg.Sysctls, AppArmor: m.cfg.AppArmor, ImageVolumes: m.cfg.ImageVolumes, Pressure: m.pressure, Static: isStaticSource(source)})
+		Sysctls: m.cfg.Sysctls, AppArmor: m.cfg.AppArmor, ImageVolumes: m.cfg.ImageVolumes, Pressure: m.pressure, Static: isStaticSource(source),
+		ShuttingDown: m.shuttingDown})
 }
 
 // reject fails a pod admission refused, as upstream's rejectPod: a Warning

@@ -185,6 +185,8 @@ func (a *Actor) Receive(ctx actor.Context) {
 		a.recordPodCounts()
 	case *messages.NodePressure:
 		a.step(ctx, EvNodePressure{Conditions: m.Conditions})
+	case *messages.NodeShuttingDown:
+		a.step(ctx, EvNodeShuttingDown{ShuttingDown: m.ShuttingDown})
 	case *messages.ListPods:
 		ctx.Respond(a.m.List())
 	case *messages.HealthRequest:

@@ -128,6 +128,12 @@ type Actor struct {
 	// pressure are the node conditions under pressure, as the eviction
 	// actor last said; the next node status update reports them.
 	pressure []v1.NodeConditionType
+	// shuttingDown: the node-shutdown actor said the node is shutting
+	// down; Ready is false while it is. A change is written at once, out
+	// of the ticks' band (outOfBand: the update in flight is such a one,
+	// which arms no tick; syncPending: one is due once the update in
+	// flight is done).
+	shuttingDown, outOfBand, syncPending bool
 
 	// startedAt and readyOnce drive the fast status updates at the start
 	// (fastStatusUpdate).
@@ -169,9 +175,20 @@ func (a *Actor) Receive(ctx actor.Context) {
 	case *messages.NodeRegistered:
 		a.registered(ctx, m)
 	case *messages.NodeStatusTick:
+		if a.updatingStatus && a.outOfBand {
+			// The update in flight takes this tick's place, and arms
+			// the next.
+			a.outOfBand = false
+			return
+		}
 		a.tick(ctx)
 	case *messages.NodePressure:
 		a.pressure = slices.Clone(m.Conditions)
+	case *messages.NodeShuttingDown:
+		if m.ShuttingDown != a.shuttingDown {
+			a.shuttingDown = m.ShuttingDown
+			a.syncNow(ctx)
+		}
 	case *messages.NodeStatusUpdated:
 		a.statusUpdated(ctx, m)
 	case *messages.RenewLease:
@@ -295,16 +312,35 @@ func (a *Actor) tick(ctx actor.Context) {
 		return
 	}
 	a.updatingStatus = true
-	kube, spec, p, system, pressure := a.heartbeat(), a.spec, &a.p, ctx.ActorSystem(), a.pressure
-	reportDue := a.statusFailed || time.Since(a.lastReport) >= a.p.Config.NodeStatusReportFrequency.Duration
+	kube, spec, p, system, pressure, shuttingDown := a.heartbeat(), a.spec, &a.p, ctx.ActorSystem(), a.pressure, a.shuttingDown
+	reportDue := a.statusFailed || a.outOfBand || time.Since(a.lastReport) >= a.p.Config.NodeStatusReportFrequency.Duration
 	supervision.Go(ctx, func(life context.Context) messages.Message {
 		c, cancel := context.WithTimeout(life, callTimeout)
 		defer cancel()
 		h := probe(c, system, p, spec.MaxImages)
 		h.Pressure = pressure
+		if shuttingDown {
+			// Upstream's shutdown manager's error, among the
+			// readiness errors.
+			h.Problems = append(h.Problems, "node is shutting down")
+		}
 		return updateNodeStatus(c, kube, spec, h, reportDue)
 	})
 	a.stepWrites(ctx, evCheckMirrors{})
+}
+
+// syncNow updates the node status now, as upstream's shutdown manager
+// has the kubelet sync it, or once the update in flight is done.
+func (a *Actor) syncNow(ctx actor.Context) {
+	if a.node == nil {
+		return
+	}
+	if a.updatingStatus {
+		a.syncPending = true
+		return
+	}
+	a.outOfBand = true
+	a.tick(ctx)
 }
 
 // deleteMirror deletes an orphaned mirror pod off the mailbox, conditioned
@@ -368,11 +404,20 @@ func (a *Actor) pressureEvents(old, cur *v1.Node) {
 
 func (a *Actor) statusUpdated(ctx actor.Context, m *messages.NodeStatusUpdated) {
 	a.updatingStatus = false
+	// An update out of band leaves the ticks' timer as it was.
+	rearm := !a.outOfBand
+	a.outOfBand = false
+	if a.syncPending {
+		a.syncPending = false
+		defer a.syncNow(ctx)
+	}
 	next := a.p.Config.NodeStatusUpdateFrequency.Duration
 	a.statusFailed = m.Err != nil
 	if m.Err != nil {
 		next = min(a.statusRetry.next(), next)
-		supervision.After(ctx, next, &messages.NodeStatusTick{})
+		if rearm {
+			supervision.After(ctx, next, &messages.NodeStatusTick{})
+		}
 		a.log.Warn().Err(m.Err).Dur("retryIn", next).Msg("node status update failed")
 		return
 	}
@@ -384,7 +429,9 @@ func (a *Actor) statusUpdated(ctx actor.Context, m *messages.NodeStatusUpdated) 
 			next = fastStatusUpdate
 		}
 	}
-	supervision.After(ctx, next, &messages.NodeStatusTick{})
+	if rearm {
+		supervision.After(ctx, next, &messages.NodeStatusTick{})
+	}
 	a.pressureEvents(a.node, m.Node)
 	a.node = m.Node
 	a.nodeChanged(ctx, m.Node)
