@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"syscall"
 	"time"
 
 	"github.com/godbus/dbus/v5"
@@ -100,6 +101,9 @@ func (c *Conn) InhibitShutdown() (*Lock, error) {
 	if err := call.Store(&fd); err != nil {
 		return nil, fmt.Errorf("failed storing inhibit lock file descriptor: %w", err)
 	}
+	// A child process (a mount, a hook's exec) must not inherit the
+	// lock: logind would wait for it too.
+	syscall.CloseOnExec(int(fd))
 	return &Lock{f: os.NewFile(uintptr(fd), "inhibitor-lock")}, nil
 }
 
