@@ -92,8 +92,9 @@ func TestShutdown(t *testing.T) {
 	// written to /etc/systemd (internal/logind's tests cover raising it).
 	fake := fakelogind.Start(t, time.Minute)
 	t.Setenv("DBUS_SYSTEM_BUS_ADDRESS", fake.Address)
-	n := kubelet.NewAPIPods(t)
-	n.Configure(config)
+	// WithConfig, not Configure, which would drop the configuration
+	// upstream's kubelet needs here.
+	n := kubelet.NewAPIPods(t, agent.WithConfig(config))
 	n.Up(t, "shutdown")
 	agent.Eventually(t, "the delay lock taken", within, func() error {
 		if l := fake.Locks(); len(l) != 1 || l[0].Released || l[0].Mode != "delay" || l[0].What != "shutdown" || l[0].Who != "kubelet" {
