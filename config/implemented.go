@@ -115,6 +115,11 @@ var Implemented = map[string]bool{
 
 	// The length of each pod's user namespace range (internal/userns).
 	"userNamespaces.idsPerPod": true,
+
+	// The node shutdown manager (actors/nodeshutdown).
+	"shutdownGracePeriod":              true,
+	"shutdownGracePeriodCriticalPods":  true,
+	"shutdownGracePeriodByPodPriority": true,
 }
 
 // IsImplemented reports whether actorlet acts on the field at path.

@@ -132,6 +132,14 @@ func Validate(cfg *kubeletconfigv1beta1.KubeletConfiguration, gates *features.Ga
 	} else {
 		v.check(c.ShutdownGracePeriod.Duration > 0 || c.ShutdownGracePeriodCriticalPods.Duration > 0, "shutdownGracePeriod", c.ShutdownGracePeriod.Duration, "requires feature gate GracefulNodeShutdown")
 	}
+	// The two forms of the shutdown's grace periods exclude each other.
+	byPriority := len(c.ShutdownGracePeriodByPodPriority) != 0
+	if local.Enabled("GracefulNodeShutdownBasedOnPodPriority") {
+		v.check(byPriority && (c.ShutdownGracePeriod.Duration > 0 || c.ShutdownGracePeriodCriticalPods.Duration > 0),
+			"shutdownGracePeriodByPodPriority", len(c.ShutdownGracePeriodByPodPriority), "Cannot specify both shutdownGracePeriodByPodPriority and shutdownGracePeriod at the same time")
+	} else {
+		v.check(byPriority, "shutdownGracePeriodByPodPriority", len(c.ShutdownGracePeriodByPodPriority), "requires feature gate GracefulNodeShutdownBasedOnPodPriority")
+	}
 	// The kubelet API's TLS settings, read with component-base's parsers as
 	// upstream's InitializeTLS does (upstream fails at start-up; here the
 	// field is named with the others).

@@ -225,3 +225,38 @@ func TestValidateUserNamespaces(t *testing.T) {
 		})
 	}
 }
+
+// TestValidateShutdownGracePeriods: upstream's rules for the shutdown's
+// grace periods, of which the two forms exclude each other.
+func TestValidateShutdownGracePeriods(t *testing.T) {
+	byPrio := "shutdownGracePeriodByPodPriority:\n- {priority: 0, shutdownGracePeriodSeconds: 10}\n"
+	for _, tc := range []struct {
+		name, yaml string
+		gates      map[string]bool
+		want       string
+	}{
+		{"grace and critical", "shutdownGracePeriod: 30s\nshutdownGracePeriodCriticalPods: 10s\n", nil, ""},
+		{"by priority", byPrio, nil, ""},
+		{"critical over grace", "shutdownGracePeriod: 10s\nshutdownGracePeriodCriticalPods: 20s\n", nil,
+			"shutdownGracePeriodCriticalPods: Invalid value: 20s: must be <= shutdownGracePeriod (10s)"},
+		{"under a second", "shutdownGracePeriod: 500ms\n", nil, "shutdownGracePeriod: Invalid value: 500ms: must be either zero or otherwise >= 1 sec"},
+		{"both forms", "shutdownGracePeriod: 30s\n" + byPrio, nil,
+			"shutdownGracePeriodByPodPriority: Invalid value: 1: Cannot specify both shutdownGracePeriodByPodPriority and shutdownGracePeriod at the same time"},
+		{"by priority without its gate", byPrio, map[string]bool{"GracefulNodeShutdownBasedOnPodPriority": false},
+			"shutdownGracePeriodByPodPriority: Invalid value: 1: requires feature gate GracefulNodeShutdownBasedOnPodPriority"},
+		{"grace without the gate", "shutdownGracePeriod: 30s\n", map[string]bool{"GracefulNodeShutdown": false, "GracefulNodeShutdownBasedOnPodPriority": false},
+			"shutdownGracePeriod: Invalid value: 30s: requires feature gate GracefulNodeShutdown"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, _ := load(t, "--config", writeFile(t, t.TempDir(), "k.yaml", header+tc.yaml))
+			cfg.FeatureGates = tc.gates
+			err := Validate(cfg, nil)
+			switch {
+			case tc.want == "" && err != nil:
+				t.Errorf("err = %v", err)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+				t.Errorf("err = %v, want %q", err, tc.want)
+			}
+		})
+	}
+}

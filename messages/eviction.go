@@ -12,7 +12,8 @@ import (
 // within GracePeriod seconds, and its status becomes Failed with Reason
 // ("Evicted") and Message, as upstream's eviction manager's killPodFunc.
 // The pod is not started again.
-// Sender: the eviction actor. Receiver: the pod-manager.
+// Sender: the eviction actor, the node-shutdown actor (reason Terminated).
+// Receiver: the pod-manager.
 type EvictPod struct {
 	UID             types.UID
 	Name, Namespace string

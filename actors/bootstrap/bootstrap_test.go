@@ -40,7 +40,7 @@ func TestStepOrder(t *testing.T) {
 // it pods, the kubelet API last (it stops taking requests first).
 func TestRuntimeActorOrder(t *testing.T) {
 	// The kinds are the children's names, and so their paths: spelled out.
-	want := []string{"status-reporter", "plugin-manager", "dra-manager", "device-manager", "volume-manager", "pod-manager", "config-source", "pleg", "gc", "eviction", "kubelet-api"}
+	want := []string{"status-reporter", "plugin-manager", "dra-manager", "device-manager", "volume-manager", "pod-manager", "config-source", "pleg", "gc", "eviction", "node-shutdown", "kubelet-api"}
 	var got []string
 	for _, ra := range runtimeActors {
 		got = append(got, ra.kind)

@@ -22,6 +22,7 @@ import (
 	"github.com/actorlet/actorlet/actors/eviction"
 	"github.com/actorlet/actorlet/actors/gc"
 	"github.com/actorlet/actorlet/actors/kubeletapi"
+	"github.com/actorlet/actorlet/actors/nodeshutdown"
 	"github.com/actorlet/actorlet/actors/pleg"
 	"github.com/actorlet/actorlet/actors/pluginmanager"
 	"github.com/actorlet/actorlet/actors/podmanager"
@@ -375,6 +376,16 @@ var runtimeActors = []struct {
 			PodManager: a.child(podmanager.Kind), StatusReporter: a.child(statusreporter.Kind), GC: a.child(gc.Kind),
 			Events: a.deps.Events, NodeName: a.deps.NodeName, Registry: a.p.System.Registry, Log: a.log,
 			LocalStorageCapacityIsolation: deref(a.cfg.LocalStorageCapacityIsolation),
+		}), nil)
+	}},
+	{nodeshutdown.Kind, func(a *Actor, env *runtimeEnv) *actor.Props {
+		c := a.cfg
+		return a.p.System.Registry.Props(nodeshutdown.Kind, nodeshutdown.New(nodeshutdown.Params{
+			Groups: nodeshutdown.Groups(c.ShutdownGracePeriod.Duration, c.ShutdownGracePeriodCriticalPods.Duration,
+				c.ShutdownGracePeriodByPodPriority, a.gates.Enabled("GracefulNodeShutdownBasedOnPodPriority")),
+			RootDir: a.deps.RootDir, Metrics: a.gates.Enabled("GracefulNodeShutdownBasedOnPodPriority"),
+			PodManager: a.child(podmanager.Kind), StatusReporter: a.child(statusreporter.Kind),
+			Events: a.deps.Events, NodeName: a.deps.NodeName, Registry: a.p.System.Registry, Log: a.log,
 		}), nil)
 	}},
 	{kubeletapi.Kind, func(a *Actor, env *runtimeEnv) *actor.Props {

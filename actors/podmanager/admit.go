@@ -29,6 +29,7 @@ const (
 	ReasonNodeName        = "NodeName"
 	ReasonNodePorts       = "NodePorts"
 	ReasonTaintToleration = "TaintToleration"
+	ReasonNodeShutdown    = "NodeShutdown"
 	// ReasonSupplementalGroupsPolicy is upstream's
 	// SupplementalGroupsPolicyNotSupported.
 	ReasonSupplementalGroupsPolicy = "SupplementalGroupsPolicyNotSupported"
@@ -109,6 +110,8 @@ type Admission struct {
 	Static bool
 	// Devices are the healthy devices of each device plugin resource.
 	Devices map[v1.ResourceName]int64
+	// ShuttingDown: the node is shutting down (the node-shutdown actor).
+	ShuttingDown bool
 }
 
 // admit decides whether pod may run beside the admitted pods, as upstream's
@@ -116,7 +119,8 @@ type Admission struct {
 // the predicate handler's (the OS label and field, the supplemental groups
 // policy, then resources, node affinity, node name and host ports, then
 // NoExecute taints), then AppArmor's, then the declared features' (what
-// actorlet does not implement). The first refusal is the pod's.
+// actorlet does not implement), then the node shutdown manager's. The
+// first refusal is the pod's.
 func admit(pod *v1.Pod, admitted []*v1.Pod, a Admission) *Rejection {
 	if r := admitPredicates(pod, admitted, a); r != nil {
 		return r
@@ -124,7 +128,14 @@ func admit(pod *v1.Pod, admitted []*v1.Pod, a Admission) *Rejection {
 	if r := admitAppArmor(pod, a.AppArmor); r != nil {
 		return r
 	}
-	return admitFeatures(pod, a.ImageVolumes, a.DRA)
+	if r := admitFeatures(pod, a.ImageVolumes, a.DRA); r != nil {
+		return r
+	}
+	if a.ShuttingDown {
+		// Every pod, critical ones too, as upstream's shutdown manager.
+		return &Rejection{Reason: ReasonNodeShutdown, Message: "Pod was rejected as the node is shutting down."}
+	}
+	return nil
 }
 
 func admitPredicates(pod *v1.Pod, admitted []*v1.Pod, a Admission) *Rejection {

@@ -84,15 +84,16 @@ func TestAdmit(t *testing.T) {
 		other = "windows"
 	}
 	for _, tc := range []struct {
-		name     string
-		pod      *v1.Pod
-		admitted []*v1.Pod
-		maxPods  int
-		pressure []v1.NodeConditionType
-		static   bool
-		reason   string
-		message  string
-		affinity bool
+		name         string
+		pod          *v1.Pod
+		admitted     []*v1.Pod
+		maxPods      int
+		pressure     []v1.NodeConditionType
+		static       bool
+		shuttingDown bool
+		reason       string
+		message      string
+		affinity     bool
 	}{
 		{name: "fits", pod: tolerating(podWith("500m", "100Mi")), admitted: []*v1.Pod{podWith("1", "")}, maxPods: 10},
 		{name: "best effort always fits resources", pod: tolerating(podWith("", "")), admitted: []*v1.Pod{podWith("2", "1Gi")}, maxPods: 10},
@@ -160,9 +161,14 @@ func TestAdmit(t *testing.T) {
 		{name: "disk pressure admits critical", pod: mutate(tolerating(podWith("", "")), func(p *v1.Pod) { p.Spec.Priority = new(int32(2000000000)) }),
 			maxPods: 10, pressure: []v1.NodeConditionType{v1.NodeDiskPressure}},
 		{name: "disk pressure admits static", pod: podWith("", ""), static: true, maxPods: 10, pressure: []v1.NodeConditionType{v1.NodeDiskPressure}},
+		{name: "shutting down refuses critical pods too", pod: mutate(tolerating(podWith("", "")), func(p *v1.Pod) { p.Spec.Priority = new(int32(2000000000)) }),
+			maxPods: 10, shuttingDown: true, reason: "NodeShutdown", message: "Pod was rejected as the node is shutting down."},
+		{name: "shutting down: other reasons first", pod: podWith("", ""), maxPods: 10, shuttingDown: true,
+			reason: "TaintToleration", message: "Predicate TaintToleration failed: node(s) had taints that the pod didn't tolerate"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := admit(tc.pod, tc.admitted, Admission{Node: node, MaxPods: tc.maxPods, Allocatable: alloc, Sysctls: sysctls, Pressure: tc.pressure, Static: tc.static})
+			r := admit(tc.pod, tc.admitted, Admission{Node: node, MaxPods: tc.maxPods, Allocatable: alloc, Sysctls: sysctls, Pressure: tc.pressure, Static: tc.static,
+				ShuttingDown: tc.shuttingDown})
 			switch {
 			case tc.reason == "" && r != nil:
 				t.Errorf("rejected: %+v", r)

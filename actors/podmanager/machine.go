@@ -142,9 +142,11 @@ type Machine struct {
 	pressure []v1.NodeConditionType
 	// devices are the healthy devices of each device plugin resource
 	// (EvDevices).
-	devices  map[v1.ResourceName]int64
-	bySource map[string]map[types.UID]bool
-	seen     map[string]bool
+	devices map[v1.ResourceName]int64
+	// shuttingDown: the node is shutting down (EvNodeShuttingDown).
+	shuttingDown bool
+	bySource     map[string]map[types.UID]bool
+	seen         map[string]bool
 	// ready: every source has sent its first set.
 	ready bool
 	// orphansListed: the runtime's pods have been listed since ready, and
@@ -296,6 +298,11 @@ type EvNodePressure struct{ Conditions []v1.NodeConditionType }
 type EvDevices struct{ Allocatable map[v1.ResourceName]int64 }
 
 func (EvDevices) isEvent() {}
+
+// EvNodeShuttingDown: whether the node is shutting down now.
+type EvNodeShuttingDown struct{ ShuttingDown bool }
+
+func (EvNodeShuttingDown) isEvent() {}
 
 func (EvVolumeManagerRestarted) isEvent() {}
 func (EvVolumesUnmounted) isEvent()       {}
@@ -453,6 +460,8 @@ func (m *Machine) step(ev Event, now time.Time) {
 		m.pressure = slices.Clone(e.Conditions)
 	case EvDevices:
 		m.devices = maps.Clone(e.Allocatable)
+	case EvNodeShuttingDown:
+		m.shuttingDown = e.ShuttingDown
 	case EvVolumesUnmounted:
 		m.onVolumesUnmounted(e)
 	default:
@@ -850,7 +859,8 @@ func (m *Machine) decide(source string, pod *v1.Pod) (r *Rejection) {
 	// A pod admitted by an earlier run is admitted at what was allocated
 	// to it then, as upstream's AddPod; its spec may have been resized since.
 	return admit(AllocatedPod(pod, m.alloc[pod.UID]), m.admitted(), Admission{Node: m.node, MaxPods: m.cfg.MaxPods, Allocatable: m.cfg.Allocatable,
-		Sysctls: m.cfg.Sysctls, AppArmor: m.cfg.AppArmor, ImageVolumes: m.cfg.ImageVolumes, DRA: m.cfg.DRA, Pressure: m.pressure, Devices: m.devices, Static: isStaticSource(source)})
+		Sysctls: m.cfg.Sysctls, AppArmor: m.cfg.AppArmor, ImageVolumes: m.cfg.ImageVolumes, DRA: m.cfg.DRA, Pressure: m.pressure, Devices: m.devices, Static: isStaticSource(source),
+		ShuttingDown: m.shuttingDown})
 }
 
 // reject fails a pod admission refused, as upstream's rejectPod: a Warning

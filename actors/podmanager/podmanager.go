@@ -194,6 +194,8 @@ func (a *Actor) Receive(ctx actor.Context) {
 			alloc[name] = c.Allocatable
 		}
 		a.step(ctx, EvDevices{Allocatable: alloc})
+	case *messages.NodeShuttingDown:
+		a.step(ctx, EvNodeShuttingDown{ShuttingDown: m.ShuttingDown})
 	case *messages.ListPods:
 		ctx.Respond(a.m.List())
 	case *messages.HealthRequest:

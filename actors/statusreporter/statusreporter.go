@@ -138,6 +138,10 @@ type Actor struct {
 	// pressure are the node conditions under pressure, as the eviction
 	// actor last said; the next node status update reports them.
 	pressure []v1.NodeConditionType
+	// shuttingDown: the node-shutdown actor said the node is shutting
+	// down; Ready is false while it is. A change is written at once
+	// (updateNow).
+	shuttingDown bool
 
 	// startedAt and readyOnce drive the fast status updates at the start
 	// (fastStatusUpdate).
@@ -184,6 +188,12 @@ func (a *Actor) Receive(ctx actor.Context) {
 		a.pressure = slices.Clone(m.Conditions)
 	case *messages.DevicesChanged:
 		a.spec = a.spec.withDevices(a.baseCapacity, a.baseAllocatable, m.Resources)
+	case *messages.NodeShuttingDown:
+		if m.ShuttingDown != a.shuttingDown {
+			// Written at once, as upstream's shutdown manager.
+			a.shuttingDown = m.ShuttingDown
+			a.updateNow(ctx)
+		}
 	case *messages.NodeStatusUpdated:
 		a.statusUpdated(ctx, m)
 	case *messages.VolumesInUseChanged:
@@ -311,13 +321,18 @@ func (a *Actor) tick(ctx actor.Context) {
 		return
 	}
 	a.updatingStatus = true
-	kube, spec, p, system, pressure := a.heartbeat(), a.spec, &a.p, ctx.ActorSystem(), a.pressure
+	kube, spec, p, system, pressure, shuttingDown := a.heartbeat(), a.spec, &a.p, ctx.ActorSystem(), a.pressure, a.shuttingDown
 	reportDue := a.statusFailed || time.Since(a.lastReport) >= a.p.Config.NodeStatusReportFrequency.Duration
 	supervision.Go(ctx, func(life context.Context) messages.Message {
 		c, cancel := context.WithTimeout(life, callTimeout)
 		defer cancel()
 		h := probe(c, system, p, spec.MaxImages)
 		h.Pressure = pressure
+		if shuttingDown {
+			// Upstream's shutdown manager's error, among the
+			// readiness errors.
+			h.Problems = append(h.Problems, "node is shutting down")
+		}
 		return updateNodeStatus(c, kube, spec, h, reportDue)
 	})
 	a.stepWrites(ctx, evCheckMirrors{})

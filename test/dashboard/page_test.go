@@ -7,7 +7,7 @@ import (
 )
 
 // runtimeKinds are the actors every actorlet runs, besides the pod-workers.
-var runtimeKinds = []string{"bootstrap", "config-source", "pod-manager", "volume-manager", "plugin-manager", "pleg", "status-reporter", "gc", "eviction", "kubelet-api"}
+var runtimeKinds = []string{"bootstrap", "config-source", "pod-manager", "volume-manager", "plugin-manager", "pleg", "status-reporter", "gc", "eviction", "node-shutdown", "kubelet-api"}
 
 // jsNodeKinds lists the kind of every node drawn in the graph.
 const jsNodeKinds = `[...document.querySelectorAll("#graph g.node")].map((g) => g.dataset.kind)`

@@ -23,7 +23,7 @@ const LABEL_FONT = "10px system-ui, sans-serif";
 
 // Runtime actors top to bottom in the order messages mostly flow: the pod
 // sources and the PLEG feed the pod-manager, which feeds the status-reporter.
-const KIND_ORDER = ["config-source", "pleg", "pod-manager", "volume-manager", "plugin-manager", "status-reporter", "gc", "eviction", "kubelet-api"];
+const KIND_ORDER = ["config-source", "pleg", "pod-manager", "volume-manager", "plugin-manager", "status-reporter", "gc", "eviction", "node-shutdown", "kubelet-api"];
 
 // Gap widths only grow while the page is open, so that the graph does not
 // jump sideways whenever a label's rate gains or loses a digit.
