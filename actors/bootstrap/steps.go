@@ -29,6 +29,7 @@ import (
 	"github.com/actorlet/actorlet/config"
 	"github.com/actorlet/actorlet/internal/certificates"
 	"github.com/actorlet/actorlet/internal/cgroups"
+	"github.com/actorlet/actorlet/internal/cpumanager"
 	"github.com/actorlet/actorlet/internal/csi"
 	"github.com/actorlet/actorlet/internal/csi/registry"
 	"github.com/actorlet/actorlet/internal/dependencies"
@@ -139,7 +140,7 @@ func (a *Actor) loadConfig(actor.Context) (outcome, error) {
 	}
 	a.warn(warnings)
 	a.cfg = cfg
-	return next, nil
+	return next, a.reservedCPUsOverride()
 }
 
 // featureGates applies the merged configuration's featureGates, the second
@@ -307,7 +308,7 @@ var runtimeActors = []struct {
 			Sysctls: env.sysctls, AppArmor: podmanager.AppArmorHost(), ImageVolumes: podmanager.ImageVolumeRuntime(a.deps.RuntimeVersion),
 			AwaitNode: true, Events: a.deps.Events,
 			StatusReporter: a.child(statusreporter.Kind), ConfigSource: a.child(configsource.Kind),
-			VolumeManager: a.child(volumemanager.Kind), Log: a.log,
+			VolumeManager: a.child(volumemanager.Kind), CPUManager: env.cpus, Log: a.log,
 			// Each pod-worker's prober runs its pod's probes through the
 			// runtime, recording their events as the runtime's own.
 			Prober: prober.Props(prober.Params{
@@ -428,6 +429,8 @@ type runtimeEnv struct {
 	// csiDrivers are the CSI drivers registered on the node: the
 	// plugin-manager writes them, CSI volumes will read them.
 	csiDrivers *registry.Registry
+	// cpus configures the CPU and topology managers.
+	cpus *podmanager.CPUManager
 }
 
 // pulledImages is what the image GC prunes the records of removed images
@@ -523,11 +526,12 @@ func (a *Actor) runtimeEnv() (*runtimeEnv, error) {
 		return nil, err
 	}
 	mem := capacity[v1.ResourceMemory]
+	cpuSets := &cpumanager.View{}
 	env.runtime = &podruntime.Runtime{RT: a.deps.Runtime, Img: a.deps.Images, Opts: podruntime.Options{
 		ClusterDNS: c.ClusterDNS, ClusterDomain: c.ClusterDomain, ResolvConf: deref(c.ResolverConfig),
 		CgroupParentRoot: pods, CgroupDriver: c.CgroupDriver, Cgroups: env.cgroups,
 		NodeName: a.deps.NodeName, NodeIP: a.deps.NodeIP.String(),
-		NodeMemoryCapacity: mem.Value(), NodeAllocatable: allocatable,
+		NodeMemoryCapacity: mem.Value(), NodeAllocatable: allocatable, CPUSets: cpuSets,
 		RuntimeRequestTimeout: c.RuntimeRequestTimeout.Duration,
 		Recorder:              a.deps.Events,
 		PodLogsDir:            c.PodLogsDir,
@@ -538,6 +542,9 @@ func (a *Actor) runtimeEnv() (*runtimeEnv, error) {
 		SeccompDefault:        deref(c.SeccompDefault) || a.cmdline.Options.SeccompDefault,
 		Hooks:                 &lifecycle.Runner{RT: a.deps.Runtime, Recorder: a.deps.Events},
 	}}
+	if env.cpus, err = a.cpuManager(env.runtime, cpuSets); err != nil {
+		return nil, err
+	}
 	if a.gates.Enabled("KubeletEnsureSecretPulledImages") {
 		// The credentials each image was pulled with, so that a pod
 		// uses an image on the node only with credentials that pulled

@@ -13,7 +13,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/actorlet/actorlet/internal/cgroups"
+	"github.com/actorlet/actorlet/internal/cpumanager"
 	"github.com/actorlet/actorlet/internal/retry"
+	"github.com/actorlet/actorlet/internal/topologymanager"
 	"github.com/actorlet/actorlet/messages"
 )
 
@@ -109,6 +111,11 @@ type Config struct {
 	// ImageVolumes is why the runtime cannot mount image volumes; nil: it
 	// can.
 	ImageVolumes error
+	// CPUs is the CPU manager, whose state the machine then owns; nil: no
+	// CPU manager (tests). Topology is the topology manager's policy and
+	// scope, with the CPU manager as its hint provider.
+	CPUs     *cpumanager.Manager
+	Topology topologymanager.Config
 	// AwaitNode: the Node comes as EvNode (from the status-reporter); no
 	// pod is admitted before the first, and no API pod before one read
 	// from the API, as upstream waits for its node informer. False (in
@@ -173,6 +180,9 @@ type Machine struct {
 	alloc   Allocations
 	pending map[types.UID]*ResizePending
 
+	// cpus is the CPU manager's state and decisions (cpus.go); nil: none.
+	cpus *cpumanager.Manager
+
 	// cmds collects the commands of the step under way.
 	cmds []Command
 }
@@ -190,6 +200,7 @@ func NewMachine(cfg Config) *Machine {
 		mirrors:      map[string]*v1.Pod{},
 		alloc:        Allocations{},
 		pending:      map[types.UID]*ResizePending{},
+		cpus:         cfg.CPUs,
 
 		unmounting:       map[types.UID]bool{},
 		goneAfterUnmount: map[types.UID]*v1.Pod{},
@@ -767,6 +778,9 @@ func (m *Machine) admitOrWait(source string, pod *v1.Pod, retried bool, now time
 		return
 	}
 	delete(m.waiting, uid)
+	if r == nil {
+		r = m.admitCPUs(pod)
+	}
 	if r != nil {
 		m.reject(pod, r)
 		return
@@ -999,6 +1013,8 @@ func (m *Machine) done(uid types.UID, now time.Time) {
 		return
 	}
 	m.emit(CmdStopWorker{UID: uid})
+	// Nothing of it runs: its exclusive CPUs go back to the shared pool.
+	m.releaseCPUs(string(uid))
 	if p.Phase == Orphaned {
 		// An orphan's volumes may be there from an earlier actorlet.
 		p.VolumesAsked = true
@@ -1046,6 +1062,7 @@ func (m *Machine) forget(uid types.UID, p *PodState, report bool, now time.Time)
 		m.reportGone(uid, p.Pod)
 	}
 	delete(m.pending, uid)
+	m.releaseCPUs(string(uid))
 	if _, ok := m.alloc[uid]; ok {
 		delete(m.alloc, uid)
 		m.saveAllocations()
@@ -1164,6 +1181,7 @@ func (m *Machine) markReadyIfAllSeen() {
 	if pruned {
 		m.saveAllocations()
 	}
+	m.pruneCPUs()
 	m.emit(CmdFindOrphans{Desired: m.desired()})
 	m.deleteOrphanedMirrors()
 }
