@@ -60,16 +60,21 @@ type CmdSaveCPUs struct{ State cpumanager.State }
 
 func (CmdSaveCPUs) isCommand() {}
 
-// admitCPUs runs the topology manager's admission with the CPU manager as
-// its hint provider, after every other admission check passed: the pod's
-// containers get their exclusive CPUs, or the pod is refused with
-// upstream's reason (and any CPUs it got meanwhile go back).
-func (m *Machine) admitCPUs(pod *v1.Pod) *Rejection {
+// allocateResources is the admission of the resource managers, nil
+// without a CPU manager.
+func (m *Machine) allocateResources() func(*v1.Pod) *Rejection {
 	if m.cpus == nil {
 		return nil
 	}
+	return m.admitCPUs
+}
+
+// admitCPUs runs the topology manager's admission with the CPU manager as
+// its hint provider, where upstream's resource allocation admit handler
+// runs: the pod's containers get their exclusive CPUs, or the pod is
+// refused with upstream's reason (and any CPUs it got meanwhile go back).
+func (m *Machine) admitCPUs(pod *v1.Pod) *Rejection {
 	before := m.cpus.State()
-	pod = AllocatedPod(pod, m.alloc[pod.UID])
 	r := topologymanager.Admit(m.cfg.Topology, []topologymanager.HintProvider{m.cpus}, pod)
 	if r != nil {
 		m.cpus.RemovePod(string(pod.UID))

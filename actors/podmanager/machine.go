@@ -765,6 +765,11 @@ func (m *Machine) admitOrWait(source string, pod *v1.Pod, retried bool, now time
 		return
 	}
 	r := m.decide(source, pod)
+	if r != nil {
+		// What admission allocated before the refusal goes back; a pod
+		// admitted later allocates again.
+		m.releaseCPUs(string(uid))
+	}
 	if r != nil && r.AffinityOnly && !retried && m.cfg.AwaitNode {
 		m.wait(source, pod, true)
 		if !m.refreshing {
@@ -778,9 +783,6 @@ func (m *Machine) admitOrWait(source string, pod *v1.Pod, retried bool, now time
 		return
 	}
 	delete(m.waiting, uid)
-	if r == nil {
-		r = m.admitCPUs(pod)
-	}
 	if r != nil {
 		m.reject(pod, r)
 		return
@@ -852,7 +854,8 @@ func (m *Machine) decide(source string, pod *v1.Pod) (r *Rejection) {
 	// A pod admitted by an earlier run is admitted at what was allocated
 	// to it then, as upstream's AddPod; its spec may have been resized since.
 	return admit(AllocatedPod(pod, m.alloc[pod.UID]), m.admitted(), Admission{Node: m.node, MaxPods: m.cfg.MaxPods, Allocatable: m.cfg.Allocatable,
-		Sysctls: m.cfg.Sysctls, AppArmor: m.cfg.AppArmor, ImageVolumes: m.cfg.ImageVolumes, Pressure: m.pressure, Static: isStaticSource(source)})
+		Sysctls: m.cfg.Sysctls, AppArmor: m.cfg.AppArmor, ImageVolumes: m.cfg.ImageVolumes, Pressure: m.pressure, Static: isStaticSource(source),
+		AllocateResources: m.allocateResources()})
 }
 
 // reject fails a pod admission refused, as upstream's rejectPod: a Warning
