@@ -223,15 +223,20 @@ func GuaranteedCPUs(pod *v1.Pod, c *v1.Container) int {
 	return int(q.Value())
 }
 
+// exclusive is the number of exclusive CPUs the policy gives a container.
+func (m *Manager) exclusive(pod *v1.Pod, c *v1.Container) int {
+	if m.policy != PolicyStatic {
+		return 0
+	}
+	return GuaranteedCPUs(pod, c)
+}
+
 // Allocate gives a container its exclusive CPUs within the affinity's
 // NUMA nodes where it can (upstream's static policy's Allocate); a
 // container that has them (an earlier run's, from the state file) keeps
 // them.
 func (m *Manager) Allocate(pod *v1.Pod, c *v1.Container, affinity topologymanager.Hint) error {
-	if m.policy != PolicyStatic {
-		return nil
-	}
-	n := GuaranteedCPUs(pod, c)
+	n := m.exclusive(pod, c)
 	if n == 0 {
 		return nil
 	}
@@ -271,24 +276,12 @@ func (m *Manager) Allocate(pod *v1.Pod, c *v1.Container, affinity topologymanage
 }
 
 func (m *Manager) inNUMA(mask topologymanager.Mask, cpus cpuset.CPUSet) cpuset.CPUSet {
-	var ids []int
-	for _, c := range m.topo.CPUs {
-		if mask.Has(c.NUMA) && cpus.Contains(c.ID) {
-			ids = append(ids, c.ID)
-		}
-	}
-	return cpuset.New(ids...)
+	return m.topo.filter(func(c CPUInfo) bool { return mask.Has(c.NUMA) && cpus.Contains(c.ID) })
 }
 
 // wholeCores keeps the CPUs whose core is entirely in cpus.
 func (m *Manager) wholeCores(cpus cpuset.CPUSet) cpuset.CPUSet {
-	var ids []int
-	for _, c := range m.topo.CPUs {
-		if cpus.Contains(c.ID) && m.topo.CPUsOfCore(c.Core).IsSubsetOf(cpus) {
-			ids = append(ids, c.ID)
-		}
-	}
-	return cpuset.New(ids...)
+	return m.topo.filter(func(c CPUInfo) bool { return cpus.Contains(c.ID) && m.topo.CPUsOfCore(c.Core).IsSubsetOf(cpus) })
 }
 
 // enforceSMT is upstream's enforceSMTAlignment (full-pcpus-only).
@@ -348,10 +341,7 @@ func (m *Manager) RemovePod(uid string) bool {
 // ContainerHints are the NUMA placements of a container's exclusive CPUs
 // (upstream's GetTopologyHints).
 func (m *Manager) ContainerHints(pod *v1.Pod, c *v1.Container) topologymanager.Hints {
-	if m.policy != PolicyStatic {
-		return nil
-	}
-	n := GuaranteedCPUs(pod, c)
+	n := m.exclusive(pod, c)
 	if n == 0 {
 		return nil
 	}
