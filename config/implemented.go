@@ -71,7 +71,16 @@ var Implemented = map[string]bool{
 	"volumeStatsAggPeriod": true,
 	"kubeReserved":         true,
 	"systemReserved":       true,
-	"evictionHard":         true,
+	// The CPU and topology managers (internal/cpumanager,
+	// internal/topologymanager); the memory manager's fields and the
+	// topology manager's options stay accepted and ignored.
+	"cpuManagerPolicy":          true,
+	"cpuManagerPolicyOptions":   true,
+	"cpuManagerReconcilePeriod": true,
+	"reservedSystemCPUs":        true,
+	"topologyManagerPolicy":     true,
+	"topologyManagerScope":      true,
+	"evictionHard":              true,
 	// Fills evictionHard's unset signals with the defaults as a --config
 	// file is loaded (applyEvictionHardDefault).
 	"mergeDefaultEvictionSettings": true,

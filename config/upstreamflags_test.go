@@ -246,10 +246,10 @@ func TestFlagWarnings(t *testing.T) {
 			"Flag --max-pods has been deprecated, " + configFlagDeprecated}},
 		{"command line only, not implemented", []string{"--lock-file=/run/lock", "--seccomp-default"}, []string{
 			"accepted, not implemented: --lock-file"}},
-		{"deprecated, not implemented", []string{"--maximum-dead-containers=3", "--cpu-manager-policy=static"}, []string{
-			"Flag --cpu-manager-policy has been deprecated, " + configFlagDeprecated,
+		{"deprecated, not implemented", []string{"--maximum-dead-containers=3", "--memory-manager-policy=Static"}, []string{
 			"Flag --maximum-dead-containers has been deprecated, Use --eviction-hard or --eviction-soft instead. Will be removed in a future version.",
-			"accepted, not implemented: --cpu-manager-policy (cpuManagerPolicy), --maximum-dead-containers"}},
+			"Flag --memory-manager-policy has been deprecated, " + configFlagDeprecated,
+			"accepted, not implemented: --maximum-dead-containers, --memory-manager-policy (memoryManagerPolicy)"}},
 		{"a version to report", []string{"--version=v1.37.2"}, []string{
 			"accepted, not implemented: --version (a reported version other than actorlet's)"}},
 	} {

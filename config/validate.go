@@ -14,6 +14,7 @@ import (
 	cliflag "k8s.io/component-base/cli/flag"
 	logsapi "k8s.io/component-base/logs/api/v1"
 	kubeletconfigv1beta1 "k8s.io/kubelet/config/v1beta1"
+	"k8s.io/utils/cpuset"
 
 	"github.com/actorlet/actorlet/config/features"
 	"github.com/actorlet/actorlet/internal/imagepull"
@@ -199,6 +200,15 @@ func Validate(cfg *kubeletconfigv1beta1.KubeletConfiguration, gates *features.Ga
 	v.checkThresholds("evictionSoft", c.EvictionSoft)
 	v.checkReserved("kubeReserved", c.KubeReserved)
 	v.checkReserved("systemReserved", c.SystemReserved)
+	if c.ReservedSystemCPUs != "" {
+		// Upstream's: the reserved CPUs replace the reservations' cpu,
+		// which the reserved cgroups would enforce otherwise.
+		v.check(c.SystemReservedCgroup != "" || c.KubeReservedCgroup != "", "reservedSystemCPUs", c.ReservedSystemCPUs,
+			"can't use reservedSystemCPUs (--reserved-cpus) with systemReservedCgroup (--system-reserved-cgroup) or kubeReservedCgroup (--kube-reserved-cgroup)")
+		if _, err := cpuset.Parse(c.ReservedSystemCPUs); err != nil {
+			v.add("reservedSystemCPUs", c.ReservedSystemCPUs, "unable to parse reservedSystemCPUs (--reserved-cpus): "+err.Error())
+		}
+	}
 	v.checkEnforceNodeAllocatable(c)
 	v.checkUserNamespaces(c)
 

@@ -74,3 +74,19 @@ func (m *RuntimePodsListed) Summary() string {
 	}
 	return fmt.Sprintf("%d pods in the runtime", len(m.UIDs))
 }
+
+// ReconcileCPUs: the CPU manager's reconcile period is over; move the
+// running containers to their cpusets where the shared pool changed.
+// Sender and receiver: the pod-manager (a timer of its own).
+type ReconcileCPUs struct{}
+
+func (m *ReconcileCPUs) Summary() string { return "reconcile the containers' cpusets" }
+
+// CPUsReconciled: the containers' cpusets were applied. Applied is the
+// cpuset now applied to each running container, by container ID. Sender
+// and receiver: the pod-manager (its reconcile's goroutine).
+type CPUsReconciled struct{ Applied map[string]string }
+
+func (m *CPUsReconciled) Summary() string {
+	return fmt.Sprintf("%d containers' cpusets reconciled", len(m.Applied))
+}

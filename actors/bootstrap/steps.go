@@ -33,6 +33,7 @@ import (
 	"github.com/actorlet/actorlet/config/features"
 	"github.com/actorlet/actorlet/internal/certificates"
 	"github.com/actorlet/actorlet/internal/cgroups"
+	"github.com/actorlet/actorlet/internal/cpumanager"
 	"github.com/actorlet/actorlet/internal/credprovider"
 	"github.com/actorlet/actorlet/internal/csi"
 	"github.com/actorlet/actorlet/internal/csi/registry"
@@ -145,7 +146,7 @@ func (a *Actor) loadConfig(actor.Context) (outcome, error) {
 	}
 	a.warn(warnings)
 	a.cfg = cfg
-	return next, nil
+	return next, a.reservedCPUsOverride()
 }
 
 // featureGates applies the merged configuration's featureGates, the second
@@ -319,8 +320,7 @@ var runtimeActors = []struct {
 	}},
 	{volumemanager.Kind, func(a *Actor, env *runtimeEnv) *actor.Props {
 		return a.p.System.Registry.Props(volumemanager.Kind, volumemanager.New(volumemanager.Params{
-			Host: env.volumes, Registrar: env.volumeSources, PodManager: a.child(podmanager.Kind),
-			StatusReporter: a.child(statusreporter.Kind),
+			Host: env.volumes, Registrar: env.volumeSources, PodManager: a.child(podmanager.Kind), StatusReporter: a.child(statusreporter.Kind),
 			Resync: a.cfg.SyncFrequency.Duration, UserNamespaces: env.userNamespaces(), Events: a.deps.Events, Log: a.log,
 		}), nil)
 	}},
@@ -331,7 +331,7 @@ var runtimeActors = []struct {
 			Sysctls: env.sysctls, AppArmor: podmanager.AppArmorHost(), ImageVolumes: podmanager.ImageVolumeRuntime(a.deps.RuntimeVersion),
 			AwaitNode: true, Events: a.deps.Events,
 			StatusReporter: a.child(statusreporter.Kind), ConfigSource: a.child(configsource.Kind),
-			VolumeManager: a.child(volumemanager.Kind), DRAManager: a.draManager(), Log: a.log,
+			VolumeManager: a.child(volumemanager.Kind), DRAManager: a.draManager(), CPUManager: env.cpus, Log: a.log,
 			// Each pod-worker's prober runs its pod's probes through the
 			// runtime, recording their events as the runtime's own.
 			Prober: prober.Props(prober.Params{
@@ -465,6 +465,8 @@ type runtimeEnv struct {
 	// draDrivers are the DRA drivers registered on the node, which the
 	// dra-manager calls.
 	draDrivers *dra.Registry
+	// cpus configures the CPU and topology managers.
+	cpus *podmanager.CPUManager
 }
 
 // pulledImages is what the image GC prunes the records of removed images
@@ -569,11 +571,12 @@ func (a *Actor) runtimeEnv() (*runtimeEnv, error) {
 		return nil, err
 	}
 	mem := capacity[v1.ResourceMemory]
+	cpuSets := &cpumanager.View{}
 	env.runtime = &podruntime.Runtime{RT: a.deps.Runtime, Img: a.deps.Images, Opts: podruntime.Options{
 		ClusterDNS: c.ClusterDNS, ClusterDomain: c.ClusterDomain, ResolvConf: deref(c.ResolverConfig),
 		CgroupParentRoot: pods, CgroupDriver: c.CgroupDriver, Cgroups: env.cgroups,
 		NodeName: a.deps.NodeName, NodeIP: a.deps.NodeIP.String(),
-		NodeMemoryCapacity: mem.Value(), NodeAllocatable: allocatable,
+		NodeMemoryCapacity: mem.Value(), NodeAllocatable: allocatable, CPUSets: cpuSets,
 		RuntimeRequestTimeout: c.RuntimeRequestTimeout.Duration,
 		Recorder:              a.deps.Events,
 		PodLogsDir:            c.PodLogsDir,
@@ -585,6 +588,9 @@ func (a *Actor) runtimeEnv() (*runtimeEnv, error) {
 		Hooks:                 &lifecycle.Runner{RT: a.deps.Runtime, Recorder: a.deps.Events},
 		DevicePlugins:         devicemanager.Client{System: a.p.System.ActorSystem, PID: a.child(devicemanager.Kind)},
 	}}
+	if env.cpus, err = a.cpuManager(env.runtime, cpuSets); err != nil {
+		return nil, err
+	}
 	if a.gates.Enabled("KubeletEnsureSecretPulledImages") {
 		// The credentials each image was pulled with, so that a pod
 		// uses an image on the node only with credentials that pulled

@@ -112,11 +112,15 @@ type Admission struct {
 	Devices map[v1.ResourceName]int64
 	// ShuttingDown: the node is shutting down (the node-shutdown actor).
 	ShuttingDown bool
+	// AllocateResources is the resource managers' admission (the CPU
+	// manager under the topology manager): it allocates as it admits, and
+	// the caller releases what a later refusal leaves; nil: none.
+	AllocateResources func(*v1.Pod) *Rejection
 }
 
 // admit decides whether pod may run beside the admitted pods, as upstream's
-// admit handlers in their order: the eviction manager's, the sysctls', then
-// the predicate handler's (the OS label and field, the supplemental groups
+// admit handlers in their order: the eviction manager's, the sysctls', the
+// resource managers' allocation, then the predicate handler's (the OS label and field, the supplemental groups
 // policy, then resources, node affinity, node name and host ports, then
 // NoExecute taints), then AppArmor's, then the declared features' (what
 // actorlet does not implement), then the node shutdown manager's. The
@@ -147,6 +151,11 @@ func admitPredicates(pod *v1.Pod, admitted []*v1.Pod, a Admission) *Rejection {
 	}
 	if r := admitDevices(pod, admitted, a.Devices); r != nil {
 		return r
+	}
+	if a.AllocateResources != nil {
+		if r := a.AllocateResources(pod); r != nil {
+			return r
+		}
 	}
 	node := a.Node
 	if node == nil {

@@ -13,7 +13,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/actorlet/actorlet/internal/cgroups"
+	"github.com/actorlet/actorlet/internal/cpumanager"
 	"github.com/actorlet/actorlet/internal/retry"
+	"github.com/actorlet/actorlet/internal/topologymanager"
 	"github.com/actorlet/actorlet/messages"
 )
 
@@ -111,6 +113,11 @@ type Config struct {
 	ImageVolumes error
 	// DRA: a dra-manager prepares pods' ResourceClaims.
 	DRA bool
+	// CPUs is the CPU manager, whose state the machine then owns; nil: no
+	// CPU manager (tests). Topology is the topology manager's policy and
+	// scope, with the CPU manager as its hint provider.
+	CPUs     *cpumanager.Manager
+	Topology topologymanager.Config
 	// AwaitNode: the Node comes as EvNode (from the status-reporter); no
 	// pod is admitted before the first, and no API pod before one read
 	// from the API, as upstream waits for its node informer. False (in
@@ -180,6 +187,9 @@ type Machine struct {
 	alloc   Allocations
 	pending map[types.UID]*ResizePending
 
+	// cpus is the CPU manager's state and decisions (cpus.go); nil: none.
+	cpus *cpumanager.Manager
+
 	// cmds collects the commands of the step under way.
 	cmds []Command
 }
@@ -197,6 +207,7 @@ func NewMachine(cfg Config) *Machine {
 		mirrors:      map[string]*v1.Pod{},
 		alloc:        Allocations{},
 		pending:      map[types.UID]*ResizePending{},
+		cpus:         cfg.CPUs,
 
 		unmounting:       map[types.UID]bool{},
 		goneAfterUnmount: map[types.UID]*v1.Pod{},
@@ -775,6 +786,11 @@ func (m *Machine) admitOrWait(source string, pod *v1.Pod, retried bool, now time
 		return
 	}
 	r := m.decide(source, pod)
+	if r != nil {
+		// What admission allocated before the refusal goes back; a pod
+		// admitted later allocates again.
+		m.releaseCPUs(string(uid))
+	}
 	if r != nil && r.AffinityOnly && !retried && m.cfg.AwaitNode {
 		m.wait(source, pod, true)
 		if !m.refreshing {
@@ -860,7 +876,7 @@ func (m *Machine) decide(source string, pod *v1.Pod) (r *Rejection) {
 	// to it then, as upstream's AddPod; its spec may have been resized since.
 	return admit(AllocatedPod(pod, m.alloc[pod.UID]), m.admitted(), Admission{Node: m.node, MaxPods: m.cfg.MaxPods, Allocatable: m.cfg.Allocatable,
 		Sysctls: m.cfg.Sysctls, AppArmor: m.cfg.AppArmor, ImageVolumes: m.cfg.ImageVolumes, DRA: m.cfg.DRA, Pressure: m.pressure, Devices: m.devices, Static: isStaticSource(source),
-		ShuttingDown: m.shuttingDown})
+		ShuttingDown: m.shuttingDown, AllocateResources: m.allocateResources()})
 }
 
 // reject fails a pod admission refused, as upstream's rejectPod: a Warning
@@ -1021,6 +1037,8 @@ func (m *Machine) done(uid types.UID, now time.Time) {
 		return
 	}
 	m.emit(CmdStopWorker{UID: uid})
+	// Nothing of it runs: its exclusive CPUs go back to the shared pool.
+	m.releaseCPUs(string(uid))
 	if p.Phase == Orphaned {
 		// An orphan's volumes may be there from an earlier actorlet.
 		p.VolumesAsked = true
@@ -1068,6 +1086,7 @@ func (m *Machine) forget(uid types.UID, p *PodState, report bool, now time.Time)
 		m.reportGone(uid, p.Pod)
 	}
 	delete(m.pending, uid)
+	m.releaseCPUs(string(uid))
 	if _, ok := m.alloc[uid]; ok {
 		delete(m.alloc, uid)
 		m.saveAllocations()
@@ -1186,6 +1205,7 @@ func (m *Machine) markReadyIfAllSeen() {
 	if pruned {
 		m.saveAllocations()
 	}
+	m.pruneCPUs()
 	m.emit(CmdFindOrphans{Desired: m.desired()})
 	m.deleteOrphanedMirrors()
 }

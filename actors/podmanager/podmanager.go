@@ -80,6 +80,9 @@ type Params struct {
 	// DRAManager prepares pods' ResourceClaims for their workers; nil:
 	// none (no API server), and a pod with claims is refused.
 	DRAManager *actor.PID
+	// CPUManager, when set, has admission give exclusive CPUs (cpus.go);
+	// nil (in tests): no CPU manager.
+	CPUManager *CPUManager
 	// AwaitNode: admission waits for the Node from the status-reporter
 	// (asked for with RefreshNode at start); false in tests without one.
 	AwaitNode bool
@@ -113,6 +116,11 @@ type Actor struct {
 	// first: this is the first incarnation of the pod-manager under its
 	// Props.
 	first bool
+	// cpuReconciling: a reconcile of the containers' cpusets is under
+	// way; cpuApplied is the cpuset each running container was last
+	// given, by container ID.
+	cpuReconciling bool
+	cpuApplied     map[string]string
 }
 
 // New returns a producer of the pod-manager.
@@ -142,9 +150,20 @@ func (a *Actor) Receive(ctx actor.Context) {
 				a.log.Warn().Err(err).Msg("starting without the pods' allocations: running pods are admitted at their specs' resources")
 			}
 		}
-		a.m = NewMachine(Config{Sources: a.p.Sources, MaxPods: a.p.MaxPods, Allocatable: a.p.Allocatable, Allocations: allocations,
-			Sysctls: a.p.Sysctls, AppArmor: a.p.AppArmor, ImageVolumes: a.p.ImageVolumes, DRA: a.p.DRAManager != nil, AwaitNode: a.p.AwaitNode})
+		cfg := Config{Sources: a.p.Sources, MaxPods: a.p.MaxPods, Allocatable: a.p.Allocatable, Allocations: allocations,
+			Sysctls: a.p.Sysctls, AppArmor: a.p.AppArmor, ImageVolumes: a.p.ImageVolumes, DRA: a.p.DRAManager != nil, AwaitNode: a.p.AwaitNode}
+		if a.p.CPUManager != nil {
+			cpus, err := a.p.CPUManager.Open(a.p.RootDir)
+			if err != nil {
+				// Bootstrap opened it before: the file changed under us.
+				// Admitting without it would break the CPUs' exclusivity.
+				panic(err)
+			}
+			cfg.CPUs, cfg.Topology = cpus, a.p.CPUManager.TopologyManager
+		}
+		a.m = NewMachine(cfg)
 		a.workers = map[types.UID]*actor.PID{}
+		a.startCPUs(ctx)
 		a.step(ctx, EvStarted{First: a.first})
 		if a.p.AwaitNode && a.p.StatusReporter != nil {
 			// A restart lost the Node: ask for it (the status-reporter also
@@ -196,6 +215,10 @@ func (a *Actor) Receive(ctx actor.Context) {
 		a.step(ctx, EvDevices{Allocatable: alloc})
 	case *messages.NodeShuttingDown:
 		a.step(ctx, EvNodeShuttingDown{ShuttingDown: m.ShuttingDown})
+	case *messages.ReconcileCPUs:
+		a.reconcileCPUs(ctx)
+	case *messages.CPUsReconciled:
+		a.cpusReconciled(ctx, m)
 	case *messages.ListPods:
 		ctx.Respond(a.m.List())
 	case *messages.HealthRequest:
@@ -253,6 +276,8 @@ func (a *Actor) execute(ctx actor.Context, c Command) (types.UID, bool) {
 				a.log.Error().Err(err).Msg("checkpointing the pods' allocations failed")
 			}
 		}
+	case CmdSaveCPUs:
+		a.saveCPUs(c.State)
 	case CmdReportStatus:
 		supervision.Tell(ctx, a.p.StatusReporter, &messages.PodStatusReport{Pod: c.Pod, Status: c.Status, Reconcile: c.Reconcile})
 	case CmdReportFinished:

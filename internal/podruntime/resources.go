@@ -47,6 +47,8 @@ func containerResources(pod *v1.Pod, c *v1.Container, opts Options) (*runtimeapi
 		return nil, err
 	}
 	r.OomScoreAdj = adj
+	// The CPU manager's cpuset: exclusive CPUs, or the shared pool.
+	r.CpusetCpus = opts.CPUSets.CPUSet(string(pod.UID), c.Name)
 	return r, nil
 }
 

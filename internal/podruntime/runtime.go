@@ -12,8 +12,25 @@ import (
 	"k8s.io/client-go/tools/record"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/actorlet/actorlet/internal/cpumanager"
 	"github.com/actorlet/actorlet/internal/imagepull"
 )
+
+// UpdateContainerCPUSet moves a running container to a cpuset, as
+// upstream's CPU manager's reconcile does for the shared pool's
+// containers when the pool changes: only the cpuset is sent, which the
+// runtime applies leaving the other resources as they are.
+func (r *Runtime) UpdateContainerCPUSet(ctx context.Context, id, cpus string) error {
+	d := r.Opts.RuntimeRequestTimeout
+	if d <= 0 {
+		d = defaultRuntimeRequestTimeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	_, err := r.RT.UpdateContainerResources(ctx, &runtimeapi.UpdateContainerResourcesRequest{ContainerId: id,
+		Linux: &runtimeapi.LinuxContainerResources{CpusetCpus: cpus}})
+	return err
+}
 
 // Runtime performs a pod's CRI calls.
 type Runtime struct {
@@ -57,6 +74,9 @@ type Options struct {
 	// NodeMemoryCapacity (bytes) scales the OOM score of Burstable
 	// containers; 0 reads it from /proc/meminfo.
 	NodeMemoryCapacity int64
+	// CPUSets are the CPU manager's cpusets, given to each container at
+	// its creation; nil gives none (the runtime's default: every CPU).
+	CPUSets *cpumanager.View
 	// NodeAllocatable is what resourceFieldRef limits that a container
 	// does not set resolve to, as upstream.
 	NodeAllocatable v1.ResourceList

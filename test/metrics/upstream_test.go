@@ -29,7 +29,6 @@ const (
 	workqueues       = "client-go workqueues: actorlet has none; its actors' mailboxes are actorlet_actor_*"
 	noDRA            = "DRA prepares claims here, but its operations and claims in use are not counted yet (issue #37)"
 	noResourceMgrs   = "the CPU, memory and topology managers are not implemented here yet (issue #37)"
-	noShutdown       = "graceful node shutdown is not implemented here yet (issue #37)"
 	noEventedPLEG    = "the EventedPLEG gate (alpha, off) is not implemented: PLEG relists"
 	notYet           = "not counted yet: actorlet does the work, the metric is missing (issue #37)"
 )
@@ -76,8 +75,6 @@ var lacking = map[string]string{
 	"kubelet_topology_manager_admission_duration_ms":               noResourceMgrs,
 	"kubelet_topology_manager_admission_errors_total":              noResourceMgrs,
 	"kubelet_topology_manager_admission_requests_total":            noResourceMgrs,
-	"kubelet_graceful_shutdown_end_time_seconds":                   noShutdown,
-	"kubelet_graceful_shutdown_start_time_seconds":                 noShutdown,
 	"kubelet_evented_pleg_connection_error_count":                  noEventedPLEG,
 	"kubelet_evented_pleg_connection_latency_seconds":              noEventedPLEG,
 	"kubelet_evented_pleg_connection_success_count":                noEventedPLEG,

@@ -1,0 +1,61 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// ContainerCPUSet reads, on the host, the CPUs a running container may run
+// on: its cgroup's cpuset (cpuset.cpus under cgroup v1,
+// cpuset.cpus.effective under v2), found from its process's
+// /proc/PID/cgroup; id is the CRI container ID.
+func ContainerCPUSet(rt runtimeapi.RuntimeServiceClient, id string) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	st, err := rt.ContainerStatus(ctx, &runtimeapi.ContainerStatusRequest{ContainerId: id, Verbose: true})
+	if err != nil {
+		return "", err
+	}
+	var info struct {
+		Pid int `json:"pid"`
+	}
+	if err := json.Unmarshal([]byte(st.GetInfo()["info"]), &info); err != nil || info.Pid == 0 {
+		return "", fmt.Errorf("container %s: no pid in its verbose status (%v)", id, err)
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", info.Pid))
+	if err != nil {
+		return "", err
+	}
+	// A cgroup v1 cpuset line first; the unified hierarchy's otherwise.
+	var file string
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		parts := strings.SplitN(line, ":", 3)
+		switch {
+		case len(parts) != 3:
+		case strings.Contains(","+parts[1]+",", ",cpuset,"):
+			file = filepath.Join("/sys/fs/cgroup/cpuset", parts[2], "cpuset.cpus")
+		case parts[0] == "0" && parts[1] == "" && file == "":
+			file = filepath.Join("/sys/fs/cgroup", parts[2], "cpuset.cpus.effective")
+		default:
+			continue
+		}
+		if strings.HasSuffix(file, "cpuset.cpus") {
+			break
+		}
+	}
+	if file != "" {
+		out, err := os.ReadFile(file)
+		if err != nil {
+			return "", err
+		}
+		return strings.TrimSpace(string(out)), nil
+	}
+	return "", fmt.Errorf("container %s: no cpuset cgroup in /proc/%d/cgroup", id, info.Pid)
+}
