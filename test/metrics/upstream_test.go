@@ -28,7 +28,7 @@ const (
 	componentBase    = "component-base's bookkeeping of its metrics registry, which actorlet does not use (--disabled-metrics and --show-hidden-metrics-for-version are not implemented)"
 	workqueues       = "client-go workqueues: actorlet has none; its actors' mailboxes are actorlet_actor_*"
 	noDRA            = "DRA prepares claims here, but its operations and claims in use are not counted yet (issue #37)"
-	noResourceMgrs   = "the CPU, memory and topology managers are not implemented here yet (issue #37)"
+	noResourceMgrs   = "the CPU and topology managers do not count their work yet, and the memory manager is not implemented (issue #37)"
 	noEventedPLEG    = "the EventedPLEG gate (alpha, off) is not implemented: PLEG relists"
 	notYet           = "not counted yet: actorlet does the work, the metric is missing (issue #37)"
 )
