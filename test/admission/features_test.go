@@ -9,18 +9,16 @@ import (
 )
 
 // TestUnimplementedFeatures creates pods that need what actorlet does not
-// implement (issue #33): a DRA claim, a container's restart policy other
-// than the pod's, restart rules. Each is refused with upstream's
+// implement (issue #33): a container's restart policy other than the
+// pod's, restart rules. Each is refused with upstream's
 // PodFeatureUnsupported and a Warning event, never run without the
-// feature. Upstream implements them (and keeps a pod whose claim's driver
-// is missing Pending), so the test does not run against it.
+// feature. Upstream implements them, so the test does not run against it.
 func TestUnimplementedFeatures(t *testing.T) {
 	if kubelet.Upstream {
-		t.Skip("upstream's kubelet implements DRA and container restart rules")
+		t.Skip("upstream's kubelet implements container restart rules")
 	}
 	n := agent.NewAPIPods(t, kubelet.Binary)
 	n.Up(t, "features")
-	claim := "gpu"
 	never := v1.ContainerRestartPolicyNever
 	pod := func(name string, mutate func(*v1.Pod)) *v1.Pod {
 		p := n.NewPod(name, nil, n.Sleeper("c"))
@@ -29,10 +27,6 @@ func TestUnimplementedFeatures(t *testing.T) {
 	}
 	const unsupported = "PodFeatureUnsupported"
 	for _, r := range []rejection{
-		{pod("dra-claim", func(p *v1.Pod) {
-			p.Spec.ResourceClaims = []v1.PodResourceClaim{{Name: "gpu", ResourceClaimName: &claim}}
-			p.Spec.Containers[0].Resources.Claims = []v1.ResourceClaim{{Name: "gpu"}}
-		}), unsupported, "Pod requires node features that are not available: DynamicResourceAllocation"},
 		{pod("container-restart-policy", func(p *v1.Pod) {
 			p.Spec.RestartPolicy = v1.RestartPolicyAlways
 			p.Spec.Containers[0].RestartPolicy = &never
