@@ -20,6 +20,12 @@ type DeviceCount struct{ Capacity, Allocatable int64 }
 // manager rejects it).
 type DevicesChanged struct {
 	Resources map[v1.ResourceName]DeviceCount
+	// Holders are the pods that hold devices of each resource, sorted
+	// (after a restart: the checkpoint's). Admission does not count a
+	// resource again for a pod that holds its devices, as upstream's
+	// device manager reuses a container's devices: a restarted node keeps
+	// its running pods before their plugins register again.
+	Holders map[v1.ResourceName][]types.UID
 }
 
 func (m *DevicesChanged) Summary() string {

@@ -114,7 +114,7 @@ func (a *Actor) Receive(ctx actor.Context) {
 	case *messages.DevicesAllocated:
 		a.step(ctx, EvAllocated{ID: m.ID, Responses: m.Responses, Err: m.Err})
 	case *messages.DevicesResync:
-		a.execute(ctx, []Command{CmdListPods{}, CmdPublish{Msg: &messages.DevicesChanged{Resources: a.m.Counts()}}})
+		a.execute(ctx, []Command{CmdListPods{}, CmdPublish{Msg: &messages.DevicesChanged{Resources: a.m.Counts(), Holders: a.m.Holders()}}})
 		supervision.After(ctx, resyncPeriod, &messages.DevicesResync{})
 	case *messages.ListDeviceAllocations:
 		ctx.Respond(a.m.Allocations())
@@ -228,7 +228,7 @@ func (a *Actor) execute(ctx actor.Context, cmds []Command) {
 		case CmdPublish:
 			for _, pid := range []*actor.PID{a.p.StatusReporter, a.p.PodManager} {
 				if pid != nil {
-					supervision.Tell(ctx, pid, &messages.DevicesChanged{Resources: maps.Clone(c.Msg.Resources)})
+					supervision.Tell(ctx, pid, &messages.DevicesChanged{Resources: maps.Clone(c.Msg.Resources), Holders: maps.Clone(c.Msg.Holders)})
 				}
 			}
 		}

@@ -32,7 +32,8 @@ type Machine struct {
 	queue    []*request
 	nextID   int
 	// published is the last DevicesChanged sent (nil: none yet).
-	published map[v1.ResourceName]messages.DeviceCount
+	published        map[v1.ResourceName]messages.DeviceCount
+	publishedHolders map[v1.ResourceName][]types.UID
 	// removed are resources gone since the last DevicesChanged, which it
 	// reports at 0 once, as upstream's capacity of deleted resources.
 	removed map[string]bool
@@ -630,13 +631,30 @@ func (m *Machine) Counts() map[v1.ResourceName]messages.DeviceCount {
 	return out
 }
 
+// Holders are the pods that hold devices of each resource, each sorted.
+func (m *Machine) Holders() map[v1.ResourceName][]types.UID {
+	out := map[v1.ResourceName][]types.UID{}
+	for _, uid := range slices.Sorted(maps.Keys(m.alloc)) {
+		held := map[string]bool{}
+		for _, byResource := range m.alloc[uid] {
+			for name := range byResource {
+				held[name] = true
+			}
+		}
+		for _, name := range slices.Sorted(maps.Keys(held)) {
+			out[v1.ResourceName(name)] = append(out[v1.ResourceName(name)], uid)
+		}
+	}
+	return out
+}
+
 func (m *Machine) publish() []Command {
-	c := m.Counts()
-	if m.published != nil && maps.Equal(c, m.published) {
+	c, h := m.Counts(), m.Holders()
+	if m.published != nil && maps.Equal(c, m.published) && maps.EqualFunc(h, m.publishedHolders, slices.Equal) {
 		return nil
 	}
-	m.published = c
-	return []Command{CmdPublish{Msg: &messages.DevicesChanged{Resources: maps.Clone(c)}}}
+	m.published, m.publishedHolders = c, h
+	return []Command{CmdPublish{Msg: &messages.DevicesChanged{Resources: maps.Clone(c), Holders: maps.Clone(h)}}}
 }
 
 // checkpoint is the checkpoint of the allocations and the registered

@@ -10,6 +10,7 @@ import (
 	"github.com/go-logr/logr"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/types"
 	schedulingcorev1 "k8s.io/component-helpers/scheduling/corev1"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 
@@ -110,6 +111,8 @@ type Admission struct {
 	Static bool
 	// Devices are the healthy devices of each device plugin resource.
 	Devices map[v1.ResourceName]int64
+	// DeviceHolders are the pods holding devices of each resource.
+	DeviceHolders map[v1.ResourceName][]types.UID
 	// ShuttingDown: the node is shutting down (the node-shutdown actor).
 	ShuttingDown bool
 	// AllocateResources is the resource managers' admission (the CPU
@@ -149,7 +152,7 @@ func admitPredicates(pod *v1.Pod, admitted []*v1.Pod, a Admission) *Rejection {
 	if r := a.Sysctls.admit(pod); r != nil {
 		return r
 	}
-	if r := admitDevices(pod, admitted, a.Devices); r != nil {
+	if r := admitDevices(pod, admitted, a.Devices, a.DeviceHolders); r != nil {
 		return r
 	}
 	if a.AllocateResources != nil {
@@ -216,10 +219,12 @@ func admitPredicates(pod *v1.Pod, admitted []*v1.Pod, a Admission) *Rejection {
 // refused with the device manager's error. Its resources are checked in
 // the order of their names; the devices are picked when each container
 // starts (the device-manager).
-func admitDevices(pod *v1.Pod, admitted []*v1.Pod, devices map[v1.ResourceName]int64) *Rejection {
+func admitDevices(pod *v1.Pod, admitted []*v1.Pod, devices map[v1.ResourceName]int64, holders map[v1.ResourceName][]types.UID) *Rejection {
 	for _, name := range slices.Sorted(maps.Keys(devices)) {
 		want := podRequest(pod, name)
-		if want.IsZero() {
+		if want.IsZero() || slices.Contains(holders[name], pod.UID) {
+			// A pod holding its devices keeps them (a restart admits
+			// running pods again before their plugins are back).
 			continue
 		}
 		healthy := devices[name]

@@ -5,6 +5,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // TestAdmitDevices: device plugin resources are admitted as upstream's
@@ -17,19 +18,25 @@ func TestAdmitDevices(t *testing.T) {
 		pod      *v1.Pod
 		admitted []*v1.Pod
 		devices  map[v1.ResourceName]int64
+		holders  map[v1.ResourceName][]types.UID
 		want     string
 	}{
-		{"free devices", podReq(gpu, "2"), nil, map[v1.ResourceName]int64{gpu: 2}, ""},
-		{"held by an admitted pod", podReq(gpu, "2"), []*v1.Pod{podReq(gpu, "1")}, map[v1.ResourceName]int64{gpu: 2},
+		{"free devices", podReq(gpu, "2"), nil, map[v1.ResourceName]int64{gpu: 2}, nil, ""},
+		{"held by an admitted pod", podReq(gpu, "2"), []*v1.Pod{podReq(gpu, "1")}, map[v1.ResourceName]int64{gpu: 2}, nil,
 			"Allocate failed due to requested number of devices unavailable for example.com/gpu. Requested: 2, Available: 1, which is unexpected"},
-		{"none healthy", podReq(gpu, "1"), nil, map[v1.ResourceName]int64{gpu: 0},
+		{"none healthy", podReq(gpu, "1"), nil, map[v1.ResourceName]int64{gpu: 0}, nil,
 			"Allocate failed due to no healthy devices present; cannot allocate unhealthy devices example.com/gpu, which is unexpected"},
-		{"not a device plugin resource: the predicates decide", podReq(gpu, "3"), nil, nil,
+		{"none healthy, but the pod holds its devices (a restart before the plugin is back)", podReq(gpu, "1"), nil, map[v1.ResourceName]int64{gpu: 0},
+			map[v1.ResourceName][]types.UID{gpu: {podReq(gpu, "1").UID}}, ""},
+		{"another pod's holding does not count", podReq(gpu, "1"), nil, map[v1.ResourceName]int64{gpu: 0},
+			map[v1.ResourceName][]types.UID{gpu: {"other"}},
+			"Allocate failed due to no healthy devices present; cannot allocate unhealthy devices example.com/gpu, which is unexpected"},
+		{"not a device plugin resource: the predicates decide", podReq(gpu, "3"), nil, nil, nil,
 			"Node didn't have enough resource: example.com/gpu, requested: 3, used: 0, capacity: 2"},
-		{"a pod asking for none", podReq("cpu", "1"), nil, map[v1.ResourceName]int64{gpu: 0}, ""},
+		{"a pod asking for none", podReq("cpu", "1"), nil, map[v1.ResourceName]int64{gpu: 0}, nil, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := admit(tc.pod, tc.admitted, Admission{MaxPods: 10, Allocatable: alloc, Devices: tc.devices})
+			r := admit(tc.pod, tc.admitted, Admission{MaxPods: 10, Allocatable: alloc, Devices: tc.devices, DeviceHolders: tc.holders})
 			got := ""
 			if r != nil {
 				got = r.Message

@@ -150,6 +150,8 @@ type Machine struct {
 	// devices are the healthy devices of each device plugin resource
 	// (EvDevices).
 	devices map[v1.ResourceName]int64
+	// deviceHolders are the pods holding devices of each resource.
+	deviceHolders map[v1.ResourceName][]types.UID
 	// shuttingDown: the node is shutting down (EvNodeShuttingDown).
 	shuttingDown bool
 	bySource     map[string]map[types.UID]bool
@@ -305,8 +307,12 @@ type EvNode struct {
 // EvNodePressure: the node conditions under pressure now (none: empty).
 type EvNodePressure struct{ Conditions []v1.NodeConditionType }
 
-// EvDevices: the healthy devices of each device plugin resource now.
-type EvDevices struct{ Allocatable map[v1.ResourceName]int64 }
+// EvDevices: the healthy devices of each device plugin resource now, and
+// the pods holding devices of each.
+type EvDevices struct {
+	Allocatable map[v1.ResourceName]int64
+	Holders     map[v1.ResourceName][]types.UID
+}
 
 func (EvDevices) isEvent() {}
 
@@ -470,7 +476,7 @@ func (m *Machine) step(ev Event, now time.Time) {
 	case EvNodePressure:
 		m.pressure = slices.Clone(e.Conditions)
 	case EvDevices:
-		m.devices = maps.Clone(e.Allocatable)
+		m.devices, m.deviceHolders = maps.Clone(e.Allocatable), maps.Clone(e.Holders)
 	case EvNodeShuttingDown:
 		m.shuttingDown = e.ShuttingDown
 	case EvVolumesUnmounted:
@@ -875,7 +881,7 @@ func (m *Machine) decide(source string, pod *v1.Pod) (r *Rejection) {
 	// A pod admitted by an earlier run is admitted at what was allocated
 	// to it then, as upstream's AddPod; its spec may have been resized since.
 	return admit(AllocatedPod(pod, m.alloc[pod.UID]), m.admitted(), Admission{Node: m.node, MaxPods: m.cfg.MaxPods, Allocatable: m.cfg.Allocatable,
-		Sysctls: m.cfg.Sysctls, AppArmor: m.cfg.AppArmor, ImageVolumes: m.cfg.ImageVolumes, DRA: m.cfg.DRA, Pressure: m.pressure, Devices: m.devices, Static: isStaticSource(source),
+		Sysctls: m.cfg.Sysctls, AppArmor: m.cfg.AppArmor, ImageVolumes: m.cfg.ImageVolumes, DRA: m.cfg.DRA, Pressure: m.pressure, Devices: m.devices, DeviceHolders: m.deviceHolders, Static: isStaticSource(source),
 		ShuttingDown: m.shuttingDown, AllocateResources: m.allocateResources()})
 }
 

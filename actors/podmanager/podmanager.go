@@ -212,7 +212,7 @@ func (a *Actor) Receive(ctx actor.Context) {
 		for name, c := range m.Resources {
 			alloc[name] = c.Allocatable
 		}
-		a.step(ctx, EvDevices{Allocatable: alloc})
+		a.step(ctx, EvDevices{Allocatable: alloc, Holders: m.Holders})
 	case *messages.NodeShuttingDown:
 		a.step(ctx, EvNodeShuttingDown{ShuttingDown: m.ShuttingDown})
 	case *messages.ReconcileCPUs:
