@@ -175,7 +175,9 @@ func admitPredicates(pod *v1.Pod, admitted []*v1.Pod, a Admission) *Rejection {
 			Message: fmt.Sprintf("SupplementalGroupsPolicy=%s is not supported in this node", v1.SupplementalGroupsPolicyStrict)}
 	}
 	var reasons []*Rejection
-	reasons = append(reasons, fitsResources(pod, admitted, a.MaxPods, allocatable(node, a.Allocatable))...)
+	alloc := allocatable(node, a.Allocatable)
+	raiseHeldDevices(alloc, pod, admitted, a.DeviceHolders)
+	reasons = append(reasons, fitsResources(pod, admitted, a.MaxPods, alloc)...)
 	if ok, _ := nodeaffinity.GetRequiredNodeAffinity(pod).Match(node); !ok {
 		reasons = append(reasons, predicate(ReasonNodeAffinity, descNodeAffinity))
 	}
@@ -319,6 +321,26 @@ func allocatable(node *v1.Node, base v1.ResourceList) v1.ResourceList {
 		out[name] = q.DeepCopy()
 	}
 	return out
+}
+
+// raiseHeldDevices raises the allocatable of each device plugin resource
+// to at least what its holders among pod and admitted request, as
+// upstream's sanitizeNodeAllocatable: pods that hold devices pass the
+// predicates after a restart, before their plugin is back (the Node then
+// lists none of them).
+func raiseHeldDevices(alloc v1.ResourceList, pod *v1.Pod, admitted []*v1.Pod, holders map[v1.ResourceName][]types.UID) {
+	for name, uids := range holders {
+		var held int64
+		for _, p := range append([]*v1.Pod{pod}, admitted...) {
+			if slices.Contains(uids, p.UID) {
+				q := podRequest(p, name)
+				held += q.Value()
+			}
+		}
+		if q, ok := alloc[name]; held > 0 && (!ok || q.Value() < held) {
+			alloc[name] = *resource.NewQuantity(held, resource.DecimalSI)
+		}
+	}
 }
 
 // fitsResources is the scheduler's noderesources fit as the kubelet uses

@@ -50,3 +50,22 @@ func TestAdmitDevices(t *testing.T) {
 		})
 	}
 }
+
+// TestAdmitHeldDevicesAfterRestart: a pod that holds its devices passes
+// the predicates while the Node lists none of them (its plugin not back
+// after a restart), as upstream's sanitizeNodeAllocatable; a pod that
+// holds none is still held to the Node's count.
+func TestAdmitHeldDevicesAfterRestart(t *testing.T) {
+	const gpu = "example.com/gpu"
+	alloc := v1.ResourceList{v1.ResourceCPU: resource.MustParse("2"), v1.ResourceMemory: resource.MustParse("1Gi"), gpu: resource.MustParse("0")}
+	holder, other := podReq(gpu, "1"), podReq(gpu, "1")
+	holder.UID, other.UID = "holder", "other"
+	holders := map[v1.ResourceName][]types.UID{gpu: {"holder"}}
+	a := Admission{MaxPods: 10, Allocatable: alloc, Devices: map[v1.ResourceName]int64{gpu: 0}, DeviceHolders: holders}
+	if r := admit(holder, nil, a); r != nil {
+		t.Errorf("the holder refused: %s %s", r.Reason, r.Message)
+	}
+	if r := admit(other, []*v1.Pod{holder}, a); r == nil {
+		t.Error("a pod holding no device admitted with none healthy")
+	}
+}
