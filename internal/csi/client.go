@@ -4,11 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
+
+	"github.com/actorlet/actorlet/internal/unixgrpc"
 
 	csipb "github.com/container-storage-interface/spec/lib/go/csi"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 )
 
 // NodeInfo is what a driver's NodeGetInfo tells of this node.
@@ -27,7 +27,7 @@ type NodeInfo struct {
 // socket) once, as upstream's nodeGetInfoV1; ctx bounds the dial and the
 // call, so a hung driver costs its caller no more than that.
 func NodeGetInfo(ctx context.Context, endpoint string) (NodeInfo, error) {
-	conn, err := dial(endpoint)
+	conn, err := unixgrpc.Dial(endpoint)
 	if err != nil {
 		return NodeInfo{}, err
 	}
@@ -38,18 +38,6 @@ func NodeGetInfo(ctx context.Context, endpoint string) (NodeInfo, error) {
 	}
 	return NodeInfo{NodeID: res.GetNodeId(), MaxVolumes: res.GetMaxVolumesPerNode(),
 		Topology: res.GetAccessibleTopology().GetSegments()}, nil
-}
-
-// dial makes a client of the Unix socket at path; it connects at the first
-// call. The authority is "localhost", as upstream's, since a socket path is
-// no valid one.
-func dial(path string) (*grpc.ClientConn, error) {
-	return grpc.NewClient("passthrough:///"+path,
-		grpc.WithAuthority("localhost"),
-		grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithContextDialer(func(ctx context.Context, addr string) (net.Conn, error) {
-			return (&net.Dialer{}).DialContext(ctx, "unix", addr)
-		}))
 }
 
 // Node capabilities that change how the kubelet mounts a driver's volumes.
@@ -77,7 +65,7 @@ type NodeCapabilities struct {
 // capabilities, as upstream's NodeSupportsStageUnstage and friends do
 // (each of them one call; here one call answers them all).
 func NodeGetCapabilities(ctx context.Context, endpoint string) (NodeCapabilities, error) {
-	conn, err := dial(endpoint)
+	conn, err := unixgrpc.Dial(endpoint)
 	if err != nil {
 		return NodeCapabilities{}, err
 	}
@@ -148,7 +136,7 @@ func NodeExpandVolume(ctx context.Context, endpoint string, req *csipb.NodeExpan
 }
 
 func call(ctx context.Context, endpoint, rpc string, fn func(csipb.NodeClient) error) error {
-	conn, err := dial(endpoint)
+	conn, err := unixgrpc.Dial(endpoint)
 	if err != nil {
 		return err
 	}

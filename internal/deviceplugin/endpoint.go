@@ -3,12 +3,12 @@ package deviceplugin
 import (
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"time"
 
+	"github.com/actorlet/actorlet/internal/unixgrpc"
+
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 	api "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
 )
 
@@ -30,12 +30,7 @@ func dial(ctx context.Context, resource, socket string) (*Endpoint, error) {
 	if _, err := os.Stat(socket); err != nil {
 		return nil, fmt.Errorf("failed to dial device plugin: %v", err)
 	}
-	conn, err := grpc.NewClient("passthrough:///"+socket,
-		grpc.WithAuthority("localhost"),
-		grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithContextDialer(func(ctx context.Context, addr string) (net.Conn, error) {
-			return (&net.Dialer{}).DialContext(ctx, "unix", addr)
-		}))
+	conn, err := unixgrpc.Dial(socket)
 	if err != nil {
 		return nil, fmt.Errorf("failed to dial device plugin: %v", err)
 	}

@@ -4,11 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"time"
 
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
+	"github.com/actorlet/actorlet/internal/unixgrpc"
+
 	drapb "k8s.io/kubelet/pkg/apis/dra/v1"
 	drapbv1beta1 "k8s.io/kubelet/pkg/apis/dra/v1beta1"
 )
@@ -44,12 +43,7 @@ func ChooseService(supported []string) (string, error) {
 // when that is the driver's service) and closes the connection.
 func call[T any](ctx context.Context, d Driver, f func(context.Context, drapb.DRAPluginClient) (T, error)) (T, error) {
 	var zero T
-	conn, err := grpc.NewClient("passthrough:///"+d.Endpoint,
-		grpc.WithAuthority("localhost"),
-		grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithContextDialer(func(ctx context.Context, addr string) (net.Conn, error) {
-			return (&net.Dialer{}).DialContext(ctx, "unix", addr)
-		}))
+	conn, err := unixgrpc.Dial(d.Endpoint)
 	if err != nil {
 		return zero, fmt.Errorf("create gRPC connection to DRA driver %s plugin at endpoint %s: %w", d.Name, d.Endpoint, err)
 	}

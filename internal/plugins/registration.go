@@ -3,12 +3,12 @@ package plugins
 import (
 	"context"
 	"fmt"
-	"net"
 	"time"
+
+	"github.com/actorlet/actorlet/internal/unixgrpc"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/connectivity"
-	"google.golang.org/grpc/credentials/insecure"
 	registerapi "k8s.io/kubelet/pkg/apis/pluginregistration/v1"
 )
 
@@ -58,12 +58,7 @@ func Notify(ctx context.Context, path string, registered bool, errMsg string) er
 // dialReady connects to the Unix socket at path and waits, at most
 // DialTimeout, until the connection is ready, as upstream's blocking dial.
 func dialReady(ctx context.Context, path string) (*grpc.ClientConn, error) {
-	conn, err := grpc.NewClient("passthrough:///"+path,
-		grpc.WithAuthority("localhost"),
-		grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithContextDialer(func(ctx context.Context, addr string) (net.Conn, error) {
-			return (&net.Dialer{}).DialContext(ctx, "unix", addr)
-		}))
+	conn, err := unixgrpc.Dial(path)
 	if err != nil {
 		return nil, fmt.Errorf("failed to dial socket %s, err: %w", path, err)
 	}
