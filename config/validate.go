@@ -18,6 +18,7 @@ import (
 
 	"github.com/actorlet/actorlet/config/features"
 	"github.com/actorlet/actorlet/internal/imagepull"
+	"github.com/actorlet/actorlet/internal/version"
 )
 
 // Problem is one invalid field of the configuration.
@@ -211,6 +212,11 @@ func Validate(cfg *kubeletconfigv1beta1.KubeletConfiguration, gates *features.Ga
 	}
 	v.checkEnforceNodeAllocatable(c)
 	v.checkUserNamespaces(c)
+	v.checkLogging(c, local)
+	if want := previousMinor(version.KubeletCompatible); c.ShowHiddenMetricsForVersion != "" && c.ShowHiddenMetricsForVersion != want {
+		v.add("showHiddenMetricsForVersion", c.ShowHiddenMetricsForVersion,
+			fmt.Sprintf("must be omitted or have the value '%v'; only the previous minor version is allowed", want))
+	}
 
 	if len(v.problems) == 0 {
 		return nil
@@ -325,6 +331,32 @@ func (v *validator) checkUserNamespaces(c *kubeletconfigv1beta1.KubeletConfigura
 	case n > math.MaxUint32:
 		v.add(field, n, fmt.Sprintf("must not be more than %d", int64(math.MaxUint32)))
 	}
+}
+
+// checkLogging is upstream's logsapi.Validate for what the format does not
+// decide: a positive flush period, and the split streams and their buffers
+// only with LoggingAlphaOptions.
+func (v *validator) checkLogging(c *kubeletconfigv1beta1.KubeletConfiguration, gates *features.Gates) {
+	l := &c.Logging
+	v.check(l.FlushFrequency.Duration.Duration <= 0, "logging.flushFrequency", l.FlushFrequency.Duration.Duration, "Must be greater than zero")
+	if gates.Enabled("LoggingAlphaOptions") {
+		return
+	}
+	const disabled = "Feature LoggingAlphaOptions is disabled"
+	v.check(l.Options.Text.SplitStream, "logging.options.text.splitStream", true, disabled)
+	v.check(l.Options.Text.InfoBufferSize.Value() != 0, "logging.options.text.infoBufferSize", l.Options.Text.InfoBufferSize.String(), disabled)
+	v.check(l.Options.JSON.SplitStream, "logging.options.json.splitStream", true, disabled)
+	v.check(l.Options.JSON.InfoBufferSize.Value() != 0, "logging.options.json.infoBufferSize", l.Options.JSON.InfoBufferSize.String(), disabled)
+}
+
+// previousMinor is "MAJOR.MINOR-1" of a "vMAJOR.MINOR.PATCH" version: the
+// one showHiddenMetricsForVersion may name.
+func previousMinor(v string) string {
+	var major, minor int
+	if _, err := fmt.Sscanf(v, "v%d.%d", &major, &minor); err != nil {
+		return ""
+	}
+	return fmt.Sprintf("%d.%d", major, minor-1)
 }
 
 func validPort(p int32) bool { return p >= 1 && p <= 65535 }
