@@ -6,6 +6,7 @@ import (
 	"math"
 	"net"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	cliflag "k8s.io/component-base/cli/flag"
 	logsapi "k8s.io/component-base/logs/api/v1"
+	utilsysctl "k8s.io/component-helpers/node/util/sysctl"
 	kubeletconfigv1beta1 "k8s.io/kubelet/config/v1beta1"
 	"k8s.io/utils/cpuset"
 
@@ -213,6 +215,7 @@ func Validate(cfg *kubeletconfigv1beta1.KubeletConfiguration, gates *features.Ga
 	v.checkEnforceNodeAllocatable(c)
 	v.checkUserNamespaces(c)
 	v.checkLogging(c, local)
+	v.checkDefaultPodSysctls(c, local)
 	if want := previousMinor(version.KubeletCompatible); c.ShowHiddenMetricsForVersion != "" && c.ShowHiddenMetricsForVersion != want {
 		v.add("showHiddenMetricsForVersion", c.ShowHiddenMetricsForVersion,
 			fmt.Sprintf("must be omitted or have the value '%v'; only the previous minor version is allowed", want))
@@ -347,6 +350,37 @@ func (v *validator) checkLogging(c *kubeletconfigv1beta1.KubeletConfiguration, g
 	v.check(l.Options.Text.InfoBufferSize.Value() != 0, "logging.options.text.infoBufferSize", l.Options.Text.InfoBufferSize.String(), disabled)
 	v.check(l.Options.JSON.SplitStream, "logging.options.json.splitStream", true, disabled)
 	v.check(l.Options.JSON.InfoBufferSize.Value() != 0, "logging.options.json.infoBufferSize", l.Options.JSON.InfoBufferSize.String(), disabled)
+}
+
+// sysctlName is upstream's sysctl name syntax (dots or slashes between
+// segments), at most 253 characters.
+var sysctlName = regexp.MustCompile(`^([a-z0-9]([-_a-z0-9]*[a-z0-9])?[\./])*[a-z0-9]([-_a-z0-9]*[a-z0-9])?$`)
+
+// checkDefaultPodSysctls is upstream's: defaultPodSysctls need their gate,
+// and each is a valid name of a namespaced sysctl, once (a slash and a dot
+// spelling of one name are the same).
+func (v *validator) checkDefaultPodSysctls(c *kubeletconfigv1beta1.KubeletConfiguration, gates *features.Gates) {
+	if len(c.DefaultPodSysctls) == 0 {
+		return
+	}
+	const field = "defaultPodSysctls"
+	if !gates.Enabled("DefaultPodSysctls") {
+		v.add(field, len(c.DefaultPodSysctls), "DefaultPodSysctls feature gate is required for Kubelet configuration option defaultPodSysctls")
+		return
+	}
+	seen := map[string]bool{}
+	for _, k := range slices.Sorted(maps.Keys(c.DefaultPodSysctls)) {
+		if len(k) > 253 || !sysctlName.MatchString(k) {
+			v.add(field, k, fmt.Sprintf("%q is not a valid sysctl name for defaultPodSysctls", k))
+			continue
+		}
+		if ns, _, _ := utilsysctl.GetNamespace(k); ns == utilsysctl.UnknownNamespace {
+			v.add(field, k, fmt.Sprintf("%q is not known to be namespaced for defaultPodSysctls", k))
+		}
+		n := utilsysctl.NormalizeName(k)
+		v.check(seen[n], field, k, fmt.Sprintf("duplicate sysctl %q found in defaultPodSysctls", n))
+		seen[n] = true
+	}
 }
 
 // previousMinor is "MAJOR.MINOR-1" of a "vMAJOR.MINOR.PATCH" version: the

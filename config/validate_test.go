@@ -295,3 +295,27 @@ func TestPreviousMinor(t *testing.T) {
 		}
 	}
 }
+
+func TestValidateDefaultPodSysctls(t *testing.T) {
+	const gate = "featureGates: {DefaultPodSysctls: true}\n"
+	for _, tc := range []struct {
+		yaml, want string
+	}{
+		{yaml: gate + "defaultPodSysctls: {net.ipv4.ip_unprivileged_port_start: \"0\", kernel/shmmax: \"1\"}\n"},
+		{yaml: "defaultPodSysctls: {net.ipv4.ip_unprivileged_port_start: \"0\"}\n",
+			want: "defaultPodSysctls: Invalid value: 1: DefaultPodSysctls feature gate is required for Kubelet configuration option defaultPodSysctls"},
+		{yaml: gate + "defaultPodSysctls: {Net.x: \"0\"}\n", want: `defaultPodSysctls: Invalid value: "Net.x": "Net.x" is not a valid sysctl name for defaultPodSysctls`},
+		{yaml: gate + "defaultPodSysctls: {vm.swappiness: \"0\"}\n", want: `defaultPodSysctls: Invalid value: "vm.swappiness": "vm.swappiness" is not known to be namespaced for defaultPodSysctls`},
+		{yaml: gate + "defaultPodSysctls: {kernel.shmmax: \"1\", kernel/shmmax: \"2\"}\n", want: `defaultPodSysctls: Invalid value: "kernel/shmmax": duplicate sysctl "kernel.shmmax" found in defaultPodSysctls`},
+	} {
+		file := writeFile(t, t.TempDir(), "kubelet.yaml", header+tc.yaml)
+		cfg, _ := load(t, "--config", file)
+		got := ""
+		if err := Validate(cfg, nil); err != nil {
+			got = err.Error()
+		}
+		if got != tc.want {
+			t.Errorf("%q: Validate = %q, want %q", tc.yaml, got, tc.want)
+		}
+	}
+}

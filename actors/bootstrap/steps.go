@@ -434,6 +434,15 @@ func (a *Actor) cgroupDriver() error {
 	return err
 }
 
+// defaultPodSysctls are defaultPodSysctls when the DefaultPodSysctls gate
+// is on (validation refuses them otherwise).
+func defaultPodSysctls(sysctls map[string]string, gate bool) map[string]string {
+	if !gate {
+		return nil
+	}
+	return sysctls
+}
+
 // runtimeEnv is what the runtime actors share beyond the dependencies.
 type runtimeEnv struct {
 	runtime          *podruntime.Runtime
@@ -586,6 +595,7 @@ func (a *Actor) runtimeEnv() (*runtimeEnv, error) {
 		Subpaths:              env.volumes,
 		RootDir:               a.deps.RootDir,
 		SeccompDefault:        deref(c.SeccompDefault) || a.cmdline.Options.SeccompDefault,
+		DefaultPodSysctls:     defaultPodSysctls(c.DefaultPodSysctls, a.gates.Enabled("DefaultPodSysctls")),
 		Hooks:                 &lifecycle.Runner{RT: a.deps.Runtime, Recorder: a.deps.Events},
 		DevicePlugins:         devicemanager.Client{System: a.p.System.ActorSystem, PID: a.child(devicemanager.Kind)},
 	}}
