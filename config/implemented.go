@@ -143,6 +143,9 @@ var Implemented = map[string]bool{
 	// Validated; the log is written unbuffered, so nothing waits for a
 	// flush.
 	"logging.flushFrequency": true,
+	// How configMap and secret volumes read their objects
+	// (internal/volume/apisource): Watch, Cache or Get.
+	"configMapAndSecretChangeDetectionStrategy": true,
 	// Set in each sandbox that has the sysctl's namespace, under the pod's
 	// own (with the DefaultPodSysctls gate).
 	"defaultPodSysctls": true,

@@ -123,6 +123,10 @@ func Validate(cfg *kubeletconfigv1beta1.KubeletConfiguration, gates *features.Ga
 	v.checkOneOf("authorization.mode", string(c.Authorization.Mode), string(kubeletconfigv1beta1.KubeletAuthorizationModeAlwaysAllow), string(kubeletconfigv1beta1.KubeletAuthorizationModeWebhook))
 	v.checkOneOf("cgroupDriver", c.CgroupDriver, "cgroupfs", "systemd")
 	v.checkOneOf("logging.format", c.Logging.Format, logsapi.DefaultLogFormat, logsapi.JSONLogFormat)
+	// Upstream refuses it later, creating the kubelet: "unknown configmap
+	// and secret manager mode".
+	v.checkOneOf("configMapAndSecretChangeDetectionStrategy", string(c.ConfigMapAndSecretChangeDetectionStrategy), string(kubeletconfigv1beta1.WatchChangeDetectionStrategy),
+		string(kubeletconfigv1beta1.TTLCacheChangeDetectionStrategy), string(kubeletconfigv1beta1.GetChangeDetectionStrategy))
 	v.checkOneOf("memoryReservationPolicy", string(c.MemoryReservationPolicy), string(kubeletconfigv1beta1.NoneMemoryReservationPolicy), string(kubeletconfigv1beta1.TieredReservationMemoryReservationPolicy))
 	for i, ip := range c.ClusterDNS {
 		v.checkIP(fmt.Sprintf("clusterDNS[%d]", i), ip)
@@ -216,6 +220,8 @@ func Validate(cfg *kubeletconfigv1beta1.KubeletConfiguration, gates *features.Ga
 	v.checkUserNamespaces(c)
 	v.checkLogging(c, local)
 	v.checkDefaultPodSysctls(c, local)
+	v.check(c.EnableSystemLogQuery != nil && *c.EnableSystemLogQuery && c.EnableSystemLogHandler != nil && !*c.EnableSystemLogHandler, "enableSystemLogQuery", true,
+		"enableSystemLogHandler is required for enableSystemLogQuery")
 	if want := previousMinor(version.KubeletCompatible); c.ShowHiddenMetricsForVersion != "" && c.ShowHiddenMetricsForVersion != want {
 		v.add("showHiddenMetricsForVersion", c.ShowHiddenMetricsForVersion,
 			fmt.Sprintf("must be omitted or have the value '%v'; only the previous minor version is allowed", want))

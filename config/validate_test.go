@@ -275,6 +275,10 @@ func TestValidateOperational(t *testing.T) {
 		{yaml: "logging: {options: {json: {splitStream: true}}}\n", want: "logging.options.json.splitStream: Invalid value: true: Feature LoggingAlphaOptions is disabled"},
 		{yaml: "logging: {options: {text: {infoBufferSize: 1Ki}}}\n", want: `logging.options.text.infoBufferSize: Invalid value: "1Ki": Feature LoggingAlphaOptions is disabled`},
 		{yaml: "featureGates: {LoggingAlphaOptions: true}\nlogging: {options: {json: {splitStream: true, infoBufferSize: 1Ki}}}\n"},
+		{yaml: "enableSystemLogQuery: true\n"},
+		{yaml: "enableSystemLogQuery: true\nenableSystemLogHandler: false\n", want: "enableSystemLogQuery: Invalid value: true: enableSystemLogHandler is required for enableSystemLogQuery"},
+		{yaml: "configMapAndSecretChangeDetectionStrategy: Cache\n"},
+		{yaml: "configMapAndSecretChangeDetectionStrategy: Poll\n", want: `configMapAndSecretChangeDetectionStrategy: Invalid value: "Poll": must be one of "Watch", "Cache", "Get"`},
 	} {
 		file := writeFile(t, t.TempDir(), "kubelet.yaml", header+tc.yaml)
 		cfg, _ := load(t, "--config", file)

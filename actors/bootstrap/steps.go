@@ -562,14 +562,16 @@ func (a *Actor) runtimeEnv() (*runtimeEnv, error) {
 		KubeletAttaches: c.EnableControllerAttachDetach != nil && !*c.EnableControllerAttachDetach,
 		Events:          a.deps.Events}
 	if a.deps.Kube != nil {
-		// The objects volumes show, read as the node: a watch per object
-		// the node's pods reference, whose changes refresh those pods.
+		// The objects volumes show, read as the node: with the Watch
+		// strategy, a watch per object the node's pods reference, whose
+		// changes refresh those pods.
 		system, vm := a.p.System.ActorSystem, a.child(volumemanager.Kind)
 		sources := apisource.New(a.Context(), a.deps.Kube, apisource.Options{
 			OnChange: func(kind, namespace, name string) {
 				supervision.TellFromOutside(system, vm, &messages.VolumeSourceChanged{Kind: kind, Namespace: namespace, Name: name})
 			},
-			Log: a.log.With().Str("component", "volume-sources").Logger(),
+			Log:             a.log.With().Str("component", "volume-sources").Logger(),
+			ChangeDetection: string(c.ConfigMapAndSecretChangeDetectionStrategy),
 		})
 		env.volumes.Sources, env.volumeSources = sources, sources
 	}
