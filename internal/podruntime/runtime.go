@@ -113,6 +113,10 @@ type Options struct {
 	// RootDir is the kubelet's root directory: a pod's own files (its
 	// etc-hosts) are under RootDir/pods/UID.
 	RootDir string
+	// DefaultPodSysctls are defaultPodSysctls (with the DefaultPodSysctls
+	// gate; nil without): set in every sandbox whose namespaces they
+	// belong to, under the pod's own sysctls.
+	DefaultPodSysctls map[string]string
 	// SeccompDefault is the kubelet's seccompDefault: a container whose pod
 	// and own security context name no seccomp profile runs under the
 	// runtime's default profile rather than unconfined.
