@@ -74,6 +74,8 @@ type Node struct {
 	past     string // the log of earlier runs
 	cleanups []func()
 	locked   bool // holds the runtime lock
+	// fixedRoot: RootDir is WithRootDir's, removed by the cleanup.
+	fixedRoot bool
 }
 
 // NodeOption changes the node NewNode prepares.
@@ -86,6 +88,7 @@ type nodeOptions struct {
 	extra        string
 	bootstrap    string
 	args         []string
+	rootDir      string
 }
 
 // InCluster joins the node to the environment's API server as the
@@ -125,6 +128,13 @@ func WithArgs(args ...string) NodeOption {
 	return func(o *nodeOptions) { o.args = append(o.args, args...) }
 }
 
+// WithRootDir makes dir the node's --root-dir instead of a directory of
+// the test's, for what only works under a fixed path: the e2e suite's
+// sample device plugin registers on /var/lib/kubelet/device-plugins. The
+// cleanup removes dir, which must not exist yet: a leftover is another
+// run's state, which the runtime lock does not cover.
+func WithRootDir(dir string) NodeOption { return func(o *nodeOptions) { o.rootDir = dir } }
+
 // NewNode prepares a node that runs binary, and writes its configuration;
 // Start runs it.
 func NewNode(t testing.TB, binary string, opts ...NodeOption) *Node {
@@ -154,6 +164,9 @@ func NewNode(t testing.TB, binary string, opts ...NodeOption) *Node {
 
 		RuntimeEndpoint: e.RuntimeEndpoint,
 	}
+	if o.rootDir != "" {
+		n.RootDir = o.rootDir
+	}
 	n.CertDir = filepath.Join(n.RootDir, "pki")
 	switch {
 	case o.bootstrap != "":
@@ -180,6 +193,12 @@ func NewNode(t testing.TB, binary string, opts ...NodeOption) *Node {
 	}
 	n.locked = true
 	t.Cleanup(n.Cleanup)
+	if o.rootDir != "" {
+		if _, err := os.Lstat(o.rootDir); !os.IsNotExist(err) {
+			t.Fatalf("root directory %s: it exists (another run's, or removed incompletely): %v", o.rootDir, err)
+		}
+		n.fixedRoot = true
+	}
 	if o.bootstrap != "" {
 		admin := e.AdminClient(t)
 		n.AtCleanup(func() { deleteNodeObjects(admin, n.Name) })
@@ -322,6 +341,29 @@ func (n *Node) Cleanup() {
 		if _, err := os.Stat(l); os.IsNotExist(err) {
 			_ = os.Remove(l)
 		}
+	}
+	if n.fixedRoot {
+		n.removeRootDir()
+	}
+}
+
+// removeRootDir removes WithRootDir's root directory once its pods are
+// gone: what is mounted under it first (the pods' volumes, the root
+// directory upstream's kubelet bind-mounts on itself), and nothing if a
+// mount stays, so that the removal never reaches into a mounted file
+// system.
+func (n *Node) removeRootDir() {
+	for _, mp := range MountsUnder(n.T, n.RootDir) {
+		if err := syscall.Unmount(mp, syscall.MNT_DETACH); err != nil {
+			n.T.Errorf("cleanup: unmount %s: %v", mp, err)
+		}
+	}
+	if left := MountsUnder(n.T, n.RootDir); len(left) > 0 {
+		n.T.Errorf("cleanup: %s left in place, still mounted: %v", n.RootDir, left)
+		return
+	}
+	if err := os.RemoveAll(n.RootDir); err != nil {
+		n.T.Errorf("cleanup: %v", err)
 	}
 }
 
