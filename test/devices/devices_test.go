@@ -7,7 +7,8 @@
 // the kubelet the plugin registers again and the pod keeps its device
 // (the checkpoint). The plugin is internal/deviceplugin/fakeplugin, after
 // the e2e suite's sample device plugin, which registers only under
-// /var/lib/kubelet. Upstream kubelet v1.37.2 is the reference:
+// /var/lib/kubelet: TestSampleDevicePlugin runs that one, on a node whose
+// root directory is there. Upstream kubelet v1.37.2 is the reference:
 //
 //	DEVICES_KUBELET=$(hack/node-env upstream-kubelet) go test ./test/devices/
 //
