@@ -124,6 +124,11 @@ func sampleDevice(t *testing.T, n *agent.APIPods, pod string) string {
 // test failed.
 func startSamplePlugin(t *testing.T, bin, dir string) {
 	t.Helper()
+	// Where it writes its CDI spec; the e2e suite's DaemonSet mounts the
+	// host's, which the runtime makes if need be.
+	if err := os.MkdirAll("/var/run/cdi", 0o755); err != nil {
+		t.Fatal(err)
+	}
 	var out syncBuffer
 	cmd := exec.Command(bin)
 	cmd.Env = append(os.Environ(), "PLUGIN_SOCK_DIR="+dir, "CDI_ENABLED=1")
