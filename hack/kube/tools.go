@@ -5,7 +5,7 @@
 // kube-scheduler, kubectl), the upstream kubelet for reference runs, the
 // conformance suite (the e2e test package and the ginkgo CLI), and what a
 // kubeadm cluster runs besides (kubeadm, kube-proxy, etcd, the sample API
-// server of the aggregator's spec).
+// server of the aggregator's spec), and the e2e suite's sample device plugin.
 package tools
 
 import (
@@ -21,5 +21,6 @@ import (
 	_ "k8s.io/kubernetes/test/e2e"
 	_ "k8s.io/kubernetes/test/images/agnhost"
 	_ "k8s.io/kubernetes/test/images/nonewprivs"
+	_ "k8s.io/kubernetes/test/images/sample-device-plugin"
 	_ "k8s.io/sample-apiserver"
 )

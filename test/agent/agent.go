@@ -69,6 +69,25 @@ func BuildGo(t testing.TB, pkg, binary string) {
 	}
 }
 
+// BuildKube builds pkg, a main package of the modules that hack/kube pins
+// ("k8s.io/kubernetes/test/images/sample-device-plugin"), into binary:
+// upstream's own helper programs, which k8s.io/kubernetes keeps out of
+// the project's module. The flags are hack/node-env's, so that the
+// packages its kube build compiled come from the build cache.
+func BuildKube(t testing.TB, pkg, binary string) {
+	t.Helper()
+	root, err := env.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	build := exec.Command("go", "build", "-trimpath", "-o", binary, pkg)
+	build.Dir = filepath.Join(root, "hack", "kube")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0", "GOWORK=off", "GOFLAGS=-mod=readonly")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build %s: %v\n%s", pkg, err, out)
+	}
+}
+
 // MainWithBinary is a TestMain body: it builds actorlet into *binary, runs
 // the tests and exits.
 func MainWithBinary(m *testing.M, binary *string) {

@@ -74,6 +74,10 @@ type Node struct {
 	past     string // the log of earlier runs
 	cleanups []func()
 	locked   bool // holds the runtime lock
+	// fixedRoot: RootDir is WithRootDir's; the cleanup removes it but
+	// for rootBefore, its entries before the test (nil: it did not exist).
+	fixedRoot  bool
+	rootBefore map[string]bool
 }
 
 // NodeOption changes the node NewNode prepares.
@@ -86,6 +90,7 @@ type nodeOptions struct {
 	extra        string
 	bootstrap    string
 	args         []string
+	rootDir      string
 }
 
 // InCluster joins the node to the environment's API server as the
@@ -125,6 +130,14 @@ func WithArgs(args ...string) NodeOption {
 	return func(o *nodeOptions) { o.args = append(o.args, args...) }
 }
 
+// WithRootDir makes dir the node's --root-dir instead of a directory of
+// the test's, for what only works under a fixed path: the e2e suite's
+// sample device plugin registers on /var/lib/kubelet/device-plugins. The
+// cleanup removes what the node added to dir (dir too, if it made it):
+// what was there (a kubelet's pki/, written where upstream's --cert-dir
+// defaults) is not the test's to remove.
+func WithRootDir(dir string) NodeOption { return func(o *nodeOptions) { o.rootDir = dir } }
+
 // NewNode prepares a node that runs binary, and writes its configuration;
 // Start runs it.
 func NewNode(t testing.TB, binary string, opts ...NodeOption) *Node {
@@ -154,6 +167,9 @@ func NewNode(t testing.TB, binary string, opts ...NodeOption) *Node {
 
 		RuntimeEndpoint: e.RuntimeEndpoint,
 	}
+	if o.rootDir != "" {
+		n.RootDir = o.rootDir
+	}
 	n.CertDir = filepath.Join(n.RootDir, "pki")
 	switch {
 	case o.bootstrap != "":
@@ -180,6 +196,10 @@ func NewNode(t testing.TB, binary string, opts ...NodeOption) *Node {
 	}
 	n.locked = true
 	t.Cleanup(n.Cleanup)
+	if o.rootDir != "" {
+		n.fixedRoot = true
+		n.rootBefore = entries(t, o.rootDir)
+	}
 	if o.bootstrap != "" {
 		admin := e.AdminClient(t)
 		n.AtCleanup(func() { deleteNodeObjects(admin, n.Name) })
@@ -321,6 +341,57 @@ func (n *Node) Cleanup() {
 	for _, l := range links {
 		if _, err := os.Stat(l); os.IsNotExist(err) {
 			_ = os.Remove(l)
+		}
+	}
+	if n.fixedRoot {
+		n.removeRootDir()
+	}
+}
+
+// entries are the names in dir, nil if it does not exist.
+func entries(t testing.TB, dir string) map[string]bool {
+	t.Helper()
+	list, err := os.ReadDir(dir)
+	if os.IsNotExist(err) {
+		return nil
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := map[string]bool{}
+	for _, e := range list {
+		names[e.Name()] = true
+	}
+	return names
+}
+
+// removeRootDir removes what the test added to WithRootDir's root
+// directory once its pods are gone: what is mounted under it first (the
+// pods' volumes, the root directory upstream's kubelet bind-mounts on
+// itself), and nothing if a mount stays, so that the removal never
+// reaches into a mounted file system.
+func (n *Node) removeRootDir() {
+	for _, mp := range MountsUnder(n.T, n.RootDir) {
+		if err := syscall.Unmount(mp, syscall.MNT_DETACH); err != nil {
+			n.T.Errorf("cleanup: unmount %s: %v", mp, err)
+		}
+	}
+	if left := MountsUnder(n.T, n.RootDir); len(left) > 0 {
+		n.T.Errorf("cleanup: %s left in place, still mounted: %v", n.RootDir, left)
+		return
+	}
+	if n.rootBefore == nil {
+		if err := os.RemoveAll(n.RootDir); err != nil {
+			n.T.Errorf("cleanup: %v", err)
+		}
+		return
+	}
+	for name := range entries(n.T, n.RootDir) {
+		if n.rootBefore[name] {
+			continue
+		}
+		if err := os.RemoveAll(filepath.Join(n.RootDir, name)); err != nil {
+			n.T.Errorf("cleanup: %v", err)
 		}
 	}
 }

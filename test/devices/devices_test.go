@@ -7,7 +7,8 @@
 // the kubelet the plugin registers again and the pod keeps its device
 // (the checkpoint). The plugin is internal/deviceplugin/fakeplugin, after
 // the e2e suite's sample device plugin, which registers only under
-// /var/lib/kubelet. Upstream kubelet v1.37.2 is the reference:
+// /var/lib/kubelet: TestSampleDevicePlugin runs that one, on a node whose
+// root directory is there. Upstream kubelet v1.37.2 is the reference:
 //
 //	DEVICES_KUBELET=$(hack/node-env upstream-kubelet) go test ./test/devices/
 //
@@ -48,12 +49,15 @@ func TestDevicePlugin(t *testing.T) {
 	// Disk thresholds off: the shared machine's disk, filled by other
 	// tests, would refuse the pods for DiskPressure, which this test is
 	// not about.
-	n := kubelet.NewAPIPods(t, agent.WithConfig("evictionHard:\n  memory.available: 100Mi\n"))
+	opts := []agent.NodeOption{agent.WithConfig("evictionHard:\n  memory.available: 100Mi\n")}
+	if kubelet.Upstream {
+		// Upstream serves device plugins under /var/lib/kubelet whatever
+		// its root directory: that one, removed at the end.
+		opts = append(opts, agent.WithRootDir(kubeletRoot))
+	}
+	n := kubelet.NewAPIPods(t, opts...)
 	n.Up(t, "devices")
 	dir := filepath.Join(n.RootDir, "device-plugins")
-	if kubelet.Upstream {
-		dir = dpapi.DevicePluginPath
-	}
 	hostDir := t.TempDir()
 	p := &fakeplugin.Plugin{Dir: dir, HostDir: hostDir, Resource: res, PreStart: true, Preferred: true}
 	if err := p.Start(&dpapi.Device{ID: "dev-1", Health: dpapi.Healthy}, &dpapi.Device{ID: "dev-2", Health: dpapi.Healthy}); err != nil {
@@ -104,7 +108,8 @@ func TestDevicePlugin(t *testing.T) {
 		n.Stop(syscall.SIGTERM)
 		n.Start()
 		agent.Eventually(t, "node Ready after the restart", 30*time.Second, n.Ready)
-		agent.Eventually(t, "the plugin registered again: 2 devices, 1 free", 40*time.Second, func() error { return nodeDevices(n, 2, 2) })
+		registered(t, n, res, "dev-1", "dev-2")
+		agent.Eventually(t, "the Node shows 2 devices", 40*time.Second, func() error { return nodeDevices(n, 2, 2) })
 		// The pod runs on in the same container, and keeps its device.
 		after, err := n.Get("one")
 		if err != nil {
@@ -138,33 +143,17 @@ func TestDevicePlugin(t *testing.T) {
 	})
 }
 
-// nodeDevices checks the Node's capacity and allocatable of the resource.
+// nodeDevices checks the Node's capacity and allocatable of the fake
+// plugin's resource.
 func nodeDevices(n *agent.APIPods, capacity, allocatable int64) error {
-	node, err := n.NodeObject()
-	if err != nil {
-		return err
-	}
-	c, a := node.Status.Capacity[res], node.Status.Allocatable[res]
-	if c.Value() != capacity || a.Value() != allocatable {
-		return fmt.Errorf("capacity %s, allocatable %s", c.String(), a.String())
-	}
-	return nil
+	return nodeResource(n, res, capacity, allocatable)
 }
 
 // checkPodResources reads the podresources API: pod's container holds
 // device, and the allocatable devices are the plugin's two.
 func checkPodResources(t *testing.T, n *agent.APIPods, pod, device string) {
 	t.Helper()
-	conn, err := grpc.NewClient("passthrough:///"+filepath.Join(n.RootDir, "pod-resources", "kubelet.sock"),
-		grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithContextDialer(func(ctx context.Context, addr string) (net.Conn, error) {
-			return (&net.Dialer{}).DialContext(ctx, "unix", addr)
-		}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	c := prapi.NewPodResourcesListerClient(conn)
+	c := podResources(t, n)
 	agent.Eventually(t, "podresources lists "+pod+" with "+device, 20*time.Second, func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
@@ -200,5 +189,51 @@ func checkPodResources(t *testing.T, n *agent.APIPods, pod, device string) {
 			return nil
 		}
 		return fmt.Errorf("pod %s not listed in %d pods", pod, len(list.PodResources))
+	})
+}
+
+// podResources is a client of the node's podresources API, closed at the
+// end of the test.
+func podResources(t *testing.T, n *agent.APIPods) prapi.PodResourcesListerClient {
+	t.Helper()
+	conn, err := grpc.NewClient("passthrough:///"+filepath.Join(n.RootDir, "pod-resources", "kubelet.sock"),
+		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithContextDialer(func(ctx context.Context, addr string) (net.Conn, error) {
+			return (&net.Dialer{}).DialContext(ctx, "unix", addr)
+		}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	return prapi.NewPodResourcesListerClient(conn)
+}
+
+// registered waits until the running kubelet's podresources API lists
+// ids as resource's allocatable devices: its device plugin registered
+// with it. After a restart the Node's status is no sign of that until the
+// new kubelet has written it, and upstream's kubelet keeps the devices'
+// count from the checkpoint, at zero, until the plugin registers again.
+func registered(t *testing.T, n *agent.APIPods, resource string, ids ...string) {
+	t.Helper()
+	c := podResources(t, n)
+	want := strings.Join(ids, ",")
+	agent.Eventually(t, "the kubelet's allocatable "+resource+": "+want, 60*time.Second, func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		alloc, err := c.GetAllocatableResources(ctx, &prapi.AllocatableResourcesRequest{})
+		if err != nil {
+			return err
+		}
+		var got []string
+		for _, d := range alloc.Devices {
+			if d.ResourceName == resource {
+				got = append(got, d.DeviceIds...)
+			}
+		}
+		slices.Sort(got)
+		if strings.Join(got, ",") != want {
+			return fmt.Errorf("allocatable %v", alloc.Devices)
+		}
+		return nil
 	})
 }

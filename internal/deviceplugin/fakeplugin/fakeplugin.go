@@ -18,6 +18,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/fsnotify/fsnotify"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	api "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
@@ -51,20 +52,32 @@ type Plugin struct {
 func (p *Plugin) Start(devices ...*api.Device) error {
 	p.devices = devices
 	p.stop = make(chan struct{})
+	// Watched from the start, so that a restart of the kubelet while the
+	// plugin registers is not missed.
+	w, err := fsnotify.NewWatcher()
+	if err != nil {
+		return err
+	}
+	if err := w.Add(p.Dir); err != nil {
+		w.Close()
+		return err
+	}
 	if err := p.serve(); err != nil {
+		w.Close()
 		return err
 	}
 	// The kubelet's socket may not serve yet (a kubelet just started,
 	// whose device manager starts after its API): tried for a while.
-	err := p.register()
+	err = p.register()
 	for i := 0; i < 150 && err != nil; i++ {
 		time.Sleep(200 * time.Millisecond)
 		err = p.register()
 	}
 	if err != nil {
+		w.Close()
 		return err
 	}
-	go p.reregister()
+	go p.reregister(w)
 	return nil
 }
 
@@ -100,23 +113,26 @@ func (p *Plugin) register() error {
 	return err
 }
 
-// reregister polls the kubelet's socket: made anew (the kubelet
-// restarted, and removed the plugin's socket), the plugin serves a new
-// socket and registers again.
-func (p *Plugin) reregister() {
+// reregister watches the directory for the kubelet's socket made anew
+// (the kubelet restarted, and removed the plugin's socket): the plugin
+// then serves a new socket and registers again. It watches for the
+// socket's creation, as the sample plugin's stub does, rather than
+// comparing the file it finds: a socket removed and made again at once
+// often gets the inode number it had, and looks the same file.
+func (p *Plugin) reregister(w *fsnotify.Watcher) {
+	defer w.Close()
 	sock := filepath.Join(p.Dir, "kubelet.sock")
-	last, _ := os.Stat(sock)
 	for {
 		select {
 		case <-p.stop:
 			return
-		case <-time.After(200 * time.Millisecond):
-		}
-		fi, err := os.Stat(sock)
-		if err != nil || (last != nil && os.SameFile(fi, last)) {
+		case <-w.Errors:
 			continue
+		case ev := <-w.Events:
+			if ev.Name != sock || !ev.Has(fsnotify.Create) {
+				continue
+			}
 		}
-		last = fi
 		p.mu.Lock()
 		old := p.srv
 		p.mu.Unlock()
