@@ -177,18 +177,25 @@ func TestUnknownFields(t *testing.T) {
 		}
 	}
 
-	path := writeFile(t, dir, "newer.yaml", header+"maxPods: 30\nfooBarBaz: 1\nlogging: {someNewOption: true}\nmemoryManagerPolicy: Static\ntopologyManagerPolicyOptions: {prefer-closest-numa-nodes: x}\nlogging: {format: json, flushFrequency: 1s}\n")
+	path := writeFile(t, dir, "newer.yaml", header+"maxPods: 30\nfooBarBaz: 1\nlogging: {someNewOption: true}\nmemoryManagerPolicy: Static\ntopologyManagerPolicyOptions: {prefer-closest-numa-nodes: x}\ncpuCFSQuota: false\nlogging: {format: json, flushFrequency: 1s}\n")
 	cfg, warnings := load(t, "--config", path, "--oom-score-adj=5")
 	if cfg.MaxPods != 30 || cfg.Logging.Format != "json" {
 		t.Errorf("lenient load lost values: maxPods %d, logging.format %q", cfg.MaxPods, cfg.Logging.Format)
 	}
 	for _, want := range []string{
 		"unknown field: fooBarBaz (in " + path + ")",
-		"ignored (not implemented yet): logging.flushFrequency, memoryManagerPolicy, topologyManagerPolicyOptions",
+		"ignored (not implemented yet): cpuCFSQuota, logging.flushFrequency",
 		"the last of duplicate keys wins",
 	} {
 		if !containsWarning(warnings, want) {
 			t.Errorf("warnings %q lack %q", warnings, want)
+		}
+	}
+	// The memory manager and the topology manager's options are
+	// implemented.
+	for _, field := range []string{"memoryManagerPolicy", "topologyManagerPolicyOptions"} {
+		if containsWarning(warnings, field) {
+			t.Errorf("warnings %q name the implemented %s", warnings, field)
 		}
 	}
 	ignoredWarnings := 0
