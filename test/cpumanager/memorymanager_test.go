@@ -1,0 +1,109 @@
+package cpumanager
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/actorlet/actorlet/internal/memorymanager"
+	"github.com/actorlet/actorlet/test/agent"
+)
+
+// TestMemoryManagerStatic runs the node with memoryManagerPolicy Static on
+// this machine's one NUMA node, reservedMemory matching the default hard
+// eviction threshold (memory.available 100Mi): a Guaranteed pod's
+// container gets cpuset.mems 0 in its cgroup, a BestEffort pod's none,
+// the state file (read with our reader, whichever kubelet wrote it) keeps
+// the assignment across a restart, and drops it once the pod is gone.
+func TestMemoryManagerStatic(t *testing.T) {
+	n := kubelet.NewAPIPods(t, agent.WithConfig(`memoryManagerPolicy: Static
+reservedMemory:
+- numaNode: 0
+  limits:
+    memory: 100Mi
+`))
+	n.Up(t, "memorymanager")
+
+	rl := v1.ResourceList{v1.ResourceCPU: resource.MustParse("500m"), v1.ResourceMemory: resource.MustParse("64Mi")}
+	c := n.Sleeper("c")
+	c.Resources = v1.ResourceRequirements{Requests: rl, Limits: rl}
+	g := n.Run(t, n.NewPod("guaranteed", nil, c))
+	be := n.Run(t, n.NewPod("besteffort", nil, n.Sleeper("c")))
+
+	mems := func(t *testing.T, p *v1.Pod, want string) {
+		t.Helper()
+		agent.Eventually(t, fmt.Sprintf("%s's container with cpuset.mems %q", p.Name, want), 15*time.Second, func() error {
+			st, err := n.ContainerState(p.Name, "c")
+			if err != nil {
+				return err
+			}
+			if st == nil || st.ContainerID == "" {
+				return fmt.Errorf("no container yet")
+			}
+			got, err := agent.ContainerCPUSetMems(n.RT, strings.TrimPrefix(st.ContainerID, "containerd://"))
+			if err != nil {
+				return err
+			}
+			if got != want {
+				return fmt.Errorf("cpuset.mems %q", got)
+			}
+			return nil
+		})
+	}
+	// state checks the state file: the Guaranteed pod's container's
+	// memory block (pinned: on node 0; else none).
+	state := func(t *testing.T, pinned bool) {
+		t.Helper()
+		agent.Eventually(t, "the memory manager's state file", 15*time.Second, func() error {
+			st, err := memorymanager.Load(n.RootDir)
+			if err != nil || st == nil {
+				return fmt.Errorf("%s: %v", memorymanager.StateFile, err)
+			}
+			blocks := st.Entries[string(g.UID)]["c"]
+			if st.Policy != memorymanager.PolicyStatic || len(st.Machine) != 1 {
+				return fmt.Errorf("policy %q, %d NUMA nodes", st.Policy, len(st.Machine))
+			}
+			if !pinned {
+				if len(st.Entries) != 0 || st.Machine[0].MemoryMap[v1.ResourceMemory].Reserved != 0 {
+					return fmt.Errorf("entries %v, reserved %d", st.Entries, st.Machine[0].MemoryMap[v1.ResourceMemory].Reserved)
+				}
+				return nil
+			}
+			if len(blocks) != 1 || blocks[0].Type != v1.ResourceMemory || blocks[0].Size != 64<<20 || fmt.Sprint(blocks[0].NUMAAffinity) != "[0]" {
+				return fmt.Errorf("guaranteed pod's blocks %+v", blocks)
+			}
+			if r := st.Machine[0].MemoryMap[v1.ResourceMemory]; r.Reserved != 64<<20 || r.SystemReserved != 100<<20 {
+				return fmt.Errorf("node 0 memory %+v", *r)
+			}
+			return nil
+		})
+	}
+
+	t.Run("pinned to NUMA node 0", func(t *testing.T) {
+		mems(t, g, "0")
+		mems(t, be, "")
+		state(t, true)
+	})
+
+	t.Run("the assignment survives a restart", func(t *testing.T) {
+		n.Stop(syscall.SIGTERM)
+		n.Start()
+		agent.Eventually(t, "node Ready again", 30*time.Second, n.Ready)
+		state(t, true)
+		mems(t, g, "0")
+	})
+
+	t.Run("released once the pod is gone", func(t *testing.T) {
+		if err := n.Admin.CoreV1().Pods(n.NS).Delete(context.Background(), g.Name, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		state(t, false)
+	})
+}
