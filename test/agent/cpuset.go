@@ -70,3 +70,34 @@ func containerCpusetFile(rt runtimeapi.RuntimeServiceClient, id, v1File, v2File 
 	}
 	return "", fmt.Errorf("container %s: no cpuset cgroup in /proc/%d/cgroup", id, info.Pid)
 }
+
+// ContainerSpecCPUSetMems reads the memory nodes the runtime was asked to
+// give a container, from its OCI spec in its verbose status
+// (linux.resources.cpu.mems): "" when none was asked, which the cgroup
+// cannot tell on a one-node machine (cgroup v1 copies the parent's).
+func ContainerSpecCPUSetMems(rt runtimeapi.RuntimeServiceClient, id string) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	st, err := rt.ContainerStatus(ctx, &runtimeapi.ContainerStatusRequest{ContainerId: id, Verbose: true})
+	if err != nil {
+		return "", err
+	}
+	var info struct {
+		RuntimeSpec *struct {
+			Linux *struct {
+				Resources *struct {
+					CPU *struct {
+						Mems string `json:"mems"`
+					} `json:"cpu"`
+				} `json:"resources"`
+			} `json:"linux"`
+		} `json:"runtimeSpec"`
+	}
+	if err := json.Unmarshal([]byte(st.GetInfo()["info"]), &info); err != nil || info.RuntimeSpec == nil {
+		return "", fmt.Errorf("container %s: no runtime spec in its verbose status (%v)", id, err)
+	}
+	if l := info.RuntimeSpec.Linux; l != nil && l.Resources != nil && l.Resources.CPU != nil {
+		return l.Resources.CPU.Mems, nil
+	}
+	return "", nil
+}

@@ -19,7 +19,8 @@ import (
 // TestMemoryManagerStatic runs the node with memoryManagerPolicy Static on
 // this machine's one NUMA node, reservedMemory matching the default hard
 // eviction threshold (memory.available 100Mi): a Guaranteed pod's
-// container gets cpuset.mems 0 in its cgroup, a BestEffort pod's none,
+// container is created with memory node 0 (its spec, its cgroup's
+// cpuset.mems), a BestEffort pod's with none,
 // the state file (read with our reader, whichever kubelet wrote it) keeps
 // the assignment across a restart, and drops it once the pod is gone.
 func TestMemoryManagerStatic(t *testing.T) {
@@ -37,6 +38,9 @@ reservedMemory:
 	g := n.Run(t, n.NewPod("guaranteed", nil, c))
 	be := n.Run(t, n.NewPod("besteffort", nil, n.Sleeper("c")))
 
+	// mems checks the memory nodes a pod's container was created with
+	// (its OCI spec) and, when it has some, its cgroup's cpuset.mems (on
+	// one NUMA node, a container without any has the parent's "0" too).
 	mems := func(t *testing.T, p *v1.Pod, want string) {
 		t.Helper()
 		agent.Eventually(t, fmt.Sprintf("%s's container with cpuset.mems %q", p.Name, want), 15*time.Second, func() error {
@@ -47,12 +51,23 @@ reservedMemory:
 			if st == nil || st.ContainerID == "" {
 				return fmt.Errorf("no container yet")
 			}
-			got, err := agent.ContainerCPUSetMems(n.RT, strings.TrimPrefix(st.ContainerID, "containerd://"))
+			id := strings.TrimPrefix(st.ContainerID, "containerd://")
+			spec, err := agent.ContainerSpecCPUSetMems(n.RT, id)
 			if err != nil {
 				return err
 			}
-			if got != want {
-				return fmt.Errorf("cpuset.mems %q", got)
+			if spec != want {
+				return fmt.Errorf("mems %q in its spec", spec)
+			}
+			if want == "" {
+				return nil
+			}
+			host, err := agent.ContainerCPUSetMems(n.RT, id)
+			if err != nil {
+				return err
+			}
+			if host != want {
+				return fmt.Errorf("cpuset.mems %q on the host", host)
 			}
 			return nil
 		})
