@@ -72,9 +72,9 @@ reservedMemory:
 			return nil
 		})
 	}
-	// state checks the state file: the Guaranteed pod's container's
-	// memory block (pinned: on node 0; else none).
-	state := func(t *testing.T, pinned bool) {
+	// state checks the state file: the one pod holding memory, its
+	// container's block on node 0.
+	state := func(t *testing.T, g *v1.Pod) {
 		t.Helper()
 		agent.Eventually(t, "the memory manager's state file", 15*time.Second, func() error {
 			st, err := memorymanager.Load(n.RootDir)
@@ -85,11 +85,8 @@ reservedMemory:
 			if st.Policy != memorymanager.PolicyStatic || len(st.Machine) != 1 {
 				return fmt.Errorf("policy %q, %d NUMA nodes", st.Policy, len(st.Machine))
 			}
-			if !pinned {
-				if len(st.Entries) != 0 || st.Machine[0].MemoryMap[v1.ResourceMemory].Reserved != 0 {
-					return fmt.Errorf("entries %v, reserved %d", st.Entries, st.Machine[0].MemoryMap[v1.ResourceMemory].Reserved)
-				}
-				return nil
+			if len(st.Entries) != 1 {
+				return fmt.Errorf("entries %v, want %s's alone", st.Entries, g.Name)
 			}
 			if len(blocks) != 1 || blocks[0].Type != v1.ResourceMemory || blocks[0].Size != 64<<20 || fmt.Sprint(blocks[0].NUMAAffinity) != "[0]" {
 				return fmt.Errorf("guaranteed pod's blocks %+v", blocks)
@@ -104,21 +101,33 @@ reservedMemory:
 	t.Run("pinned to NUMA node 0", func(t *testing.T) {
 		mems(t, g, "0")
 		mems(t, be, "")
-		state(t, true)
+		state(t, g)
 	})
 
 	t.Run("the assignment survives a restart", func(t *testing.T) {
 		n.Stop(syscall.SIGTERM)
 		n.Start()
 		agent.Eventually(t, "node Ready again", 30*time.Second, n.Ready)
-		state(t, true)
+		state(t, g)
 		mems(t, g, "0")
 	})
 
+	// Released: here once the pod is gone, upstream's at the latest when
+	// the next pod is admitted (its removeStaleState).
 	t.Run("released once the pod is gone", func(t *testing.T) {
 		if err := n.Admin.CoreV1().Pods(n.NS).Delete(context.Background(), g.Name, metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		state(t, false)
+		agent.Eventually(t, "the pod gone", 30*time.Second, func() error {
+			if _, err := n.Get(g.Name); err == nil {
+				return fmt.Errorf("still there")
+			}
+			return nil
+		})
+		c := n.Sleeper("c")
+		c.Resources = v1.ResourceRequirements{Requests: rl, Limits: rl}
+		next := n.Run(t, n.NewPod("next", nil, c))
+		state(t, next)
+		mems(t, next, "0")
 	})
 }
