@@ -71,16 +71,18 @@ var Implemented = map[string]bool{
 	"volumeStatsAggPeriod": true,
 	"kubeReserved":         true,
 	"systemReserved":       true,
-	// The CPU and topology managers (internal/cpumanager,
-	// internal/topologymanager); the memory manager's fields and the
-	// topology manager's options stay accepted and ignored.
-	"cpuManagerPolicy":          true,
-	"cpuManagerPolicyOptions":   true,
-	"cpuManagerReconcilePeriod": true,
-	"reservedSystemCPUs":        true,
-	"topologyManagerPolicy":     true,
-	"topologyManagerScope":      true,
-	"evictionHard":              true,
+	// The CPU, memory and topology managers (internal/cpumanager,
+	// internal/memorymanager, internal/topologymanager).
+	"cpuManagerPolicy":             true,
+	"cpuManagerPolicyOptions":      true,
+	"cpuManagerReconcilePeriod":    true,
+	"reservedSystemCPUs":           true,
+	"memoryManagerPolicy":          true,
+	"reservedMemory":               true,
+	"topologyManagerPolicy":        true,
+	"topologyManagerScope":         true,
+	"topologyManagerPolicyOptions": true,
+	"evictionHard":                 true,
 	// Fills evictionHard's unset signals with the defaults as a --config
 	// file is loaded (applyEvictionHardDefault).
 	"mergeDefaultEvictionSettings": true,

@@ -246,10 +246,10 @@ func TestFlagWarnings(t *testing.T) {
 			"Flag --max-pods has been deprecated, " + configFlagDeprecated}},
 		{"command line only, not implemented", []string{"--lock-file=/run/lock", "--seccomp-default"}, []string{
 			"accepted, not implemented: --lock-file"}},
-		{"deprecated, not implemented", []string{"--maximum-dead-containers=3", "--memory-manager-policy=Static"}, []string{
+		{"deprecated, not implemented", []string{"--maximum-dead-containers=3", "--cpu-cfs-quota=false"}, []string{
+			"Flag --cpu-cfs-quota has been deprecated, " + configFlagDeprecated,
 			"Flag --maximum-dead-containers has been deprecated, Use --eviction-hard or --eviction-soft instead. Will be removed in a future version.",
-			"Flag --memory-manager-policy has been deprecated, " + configFlagDeprecated,
-			"accepted, not implemented: --maximum-dead-containers, --memory-manager-policy (memoryManagerPolicy)"}},
+			"accepted, not implemented: --cpu-cfs-quota (cpuCFSQuota), --maximum-dead-containers"}},
 		{"a version to report", []string{"--version=v1.37.2"}, []string{
 			"accepted, not implemented: --version (a reported version other than actorlet's)"}},
 	} {

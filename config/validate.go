@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	cliflag "k8s.io/component-base/cli/flag"
 	logsapi "k8s.io/component-base/logs/api/v1"
@@ -127,6 +128,7 @@ func Validate(cfg *kubeletconfigv1beta1.KubeletConfiguration, gates *features.Ga
 	// and secret manager mode".
 	v.checkOneOf("configMapAndSecretChangeDetectionStrategy", string(c.ConfigMapAndSecretChangeDetectionStrategy), string(kubeletconfigv1beta1.WatchChangeDetectionStrategy),
 		string(kubeletconfigv1beta1.TTLCacheChangeDetectionStrategy), string(kubeletconfigv1beta1.GetChangeDetectionStrategy))
+	v.checkReservedMemory(c.ReservedMemory)
 	v.checkOneOf("memoryReservationPolicy", string(c.MemoryReservationPolicy), string(kubeletconfigv1beta1.NoneMemoryReservationPolicy), string(kubeletconfigv1beta1.TieredReservationMemoryReservationPolicy))
 	for i, ip := range c.ClusterDNS {
 		v.checkIP(fmt.Sprintf("clusterDNS[%d]", i), ip)
@@ -441,5 +443,33 @@ func (v *validator) checkEnforceNodeAllocatable(c *kubeletconfigv1beta1.KubeletC
 		}
 		v.check(c.CgroupsPerQOS != nil && !*c.CgroupsPerQOS, "cgroupsPerQOS", false,
 			fmt.Sprintf("must be set to true when %q contained in enforceNodeAllocatable", k))
+	}
+}
+
+// checkReservedMemory is upstream's validateReservedMemoryConfiguration:
+// memory or huge pages only, none zero, one limit per NUMA node and type
+// (the sums are checked against node allocatable at start, by the memory
+// manager).
+func (v *validator) checkReservedMemory(reserved []kubeletconfigv1beta1.MemoryReservation) {
+	seen := map[int32]map[corev1.ResourceName]bool{}
+	for i, r := range reserved {
+		if seen[r.NumaNode] == nil {
+			seen[r.NumaNode] = map[corev1.ResourceName]bool{}
+		}
+		for _, name := range slices.Sorted(maps.Keys(r.Limits)) {
+			q := r.Limits[name]
+			field := fmt.Sprintf("reservedMemory[%d].limits[%s]", i, name)
+			if name != corev1.ResourceMemory && !strings.HasPrefix(string(name), corev1.ResourceHugePagesPrefix) {
+				v.add(field, q.String(), fmt.Sprintf("the limit type %q for NUMA node %d is not supported, only %v is accepted",
+					name, r.NumaNode, []corev1.ResourceName{corev1.ResourceMemory, corev1.ResourceHugePagesPrefix + "<HugePageSize>"}))
+			}
+			if q.IsZero() {
+				v.add(field, q.String(), fmt.Sprintf("reserved memory may not be zero for NUMA node %d and resource %q", r.NumaNode, name))
+			}
+			if seen[r.NumaNode][name] {
+				v.add(field, q.String(), fmt.Sprintf("the reserved memory has a duplicate value for NUMA node %d and resource %q", r.NumaNode, name))
+			}
+			seen[r.NumaNode][name] = true
+		}
 	}
 }

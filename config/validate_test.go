@@ -323,3 +323,32 @@ func TestValidateDefaultPodSysctls(t *testing.T) {
 		}
 	}
 }
+
+func TestValidateReservedMemory(t *testing.T) {
+	file := writeFile(t, t.TempDir(), "kubelet.yaml", header+`reservedMemory:
+- numaNode: 0
+  limits: {memory: 1Gi, cpu: "1"}
+- numaNode: 0
+  limits: {memory: 1Gi, hugepages-2Mi: "0"}
+- numaNode: 1
+  limits: {memory: 1Gi, hugepages-1Gi: 1Gi}
+`)
+	cfg, _ := load(t, "--config", file)
+	err := Validate(cfg, nil)
+	want := []string{
+		`reservedMemory[0].limits[cpu]: Invalid value: "1": the limit type "cpu" for NUMA node 0 is not supported, only [memory hugepages-<HugePageSize>] is accepted`,
+		`reservedMemory[1].limits[hugepages-2Mi]: Invalid value: "0": reserved memory may not be zero for NUMA node 0 and resource "hugepages-2Mi"`,
+		`reservedMemory[1].limits[memory]: Invalid value: "1Gi": the reserved memory has a duplicate value for NUMA node 0 and resource "memory"`,
+	}
+	if err == nil {
+		t.Fatal("valid")
+	}
+	for _, w := range want {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("validation error lacks %q:\n%v", w, err)
+		}
+	}
+	if got := len(strings.Split(err.Error(), "\n")); got != len(want) {
+		t.Errorf("%d problems, want %d:\n%v", got, len(want), err)
+	}
+}

@@ -45,6 +45,7 @@ import (
 	"github.com/actorlet/actorlet/internal/kubeletapi/stats"
 	"github.com/actorlet/actorlet/internal/lifecycle"
 	"github.com/actorlet/actorlet/internal/logging"
+	"github.com/actorlet/actorlet/internal/memorymanager"
 	"github.com/actorlet/actorlet/internal/metrics"
 	"github.com/actorlet/actorlet/internal/nodecapacity"
 	"github.com/actorlet/actorlet/internal/podruntime"
@@ -332,7 +333,7 @@ var runtimeActors = []struct {
 			Sysctls: env.sysctls, AppArmor: podmanager.AppArmorHost(), ImageVolumes: podmanager.ImageVolumeRuntime(a.deps.RuntimeVersion),
 			AwaitNode: true, Events: a.deps.Events,
 			StatusReporter: a.child(statusreporter.Kind), ConfigSource: a.child(configsource.Kind),
-			VolumeManager: a.child(volumemanager.Kind), DRAManager: a.draManager(), CPUManager: env.cpus, Log: a.log,
+			VolumeManager: a.child(volumemanager.Kind), DRAManager: a.draManager(), CPUManager: env.cpus, MemoryManager: env.memory, Log: a.log,
 			// Each pod-worker's prober runs its pod's probes through the
 			// runtime, recording their events as the runtime's own.
 			Prober: prober.Props(prober.Params{
@@ -477,6 +478,8 @@ type runtimeEnv struct {
 	draDrivers *dra.Registry
 	// cpus configures the CPU and topology managers.
 	cpus *podmanager.CPUManager
+	// memory is the memory manager, owned by the pod-manager.
+	memory *podmanager.MemoryManager
 }
 
 // pulledImages is what the image GC prunes the records of removed images
@@ -584,11 +587,12 @@ func (a *Actor) runtimeEnv() (*runtimeEnv, error) {
 	}
 	mem := capacity[v1.ResourceMemory]
 	cpuSets := &cpumanager.View{}
+	memoryNodes := &memorymanager.View{}
 	env.runtime = &podruntime.Runtime{RT: a.deps.Runtime, Img: a.deps.Images, Opts: podruntime.Options{
 		ClusterDNS: c.ClusterDNS, ClusterDomain: c.ClusterDomain, ResolvConf: deref(c.ResolverConfig),
 		CgroupParentRoot: pods, CgroupDriver: c.CgroupDriver, Cgroups: env.cgroups,
 		NodeName: a.deps.NodeName, NodeIP: a.deps.NodeIP.String(),
-		NodeMemoryCapacity: mem.Value(), NodeAllocatable: allocatable, CPUSets: cpuSets,
+		NodeMemoryCapacity: mem.Value(), NodeAllocatable: allocatable, CPUSets: cpuSets, MemoryNodes: memoryNodes,
 		RuntimeRequestTimeout: c.RuntimeRequestTimeout.Duration,
 		Recorder:              a.deps.Events,
 		PodLogsDir:            c.PodLogsDir,
@@ -601,7 +605,14 @@ func (a *Actor) runtimeEnv() (*runtimeEnv, error) {
 		Hooks:                 &lifecycle.Runner{RT: a.deps.Runtime, Recorder: a.deps.Events},
 		DevicePlugins:         devicemanager.Client{System: a.p.System.ActorSystem, PID: a.child(devicemanager.Kind)},
 	}}
-	if env.cpus, err = a.cpuManager(env.runtime, cpuSets); err != nil {
+	numa, err := memorymanager.Discover(sysRoot, uint64(mem.Value()))
+	if err != nil {
+		return nil, fmt.Errorf("reading the NUMA nodes' memory: %w", err)
+	}
+	if env.cpus, err = a.cpuManager(env.runtime, cpuSets, numa); err != nil {
+		return nil, err
+	}
+	if env.memory, err = a.memoryManager(numa, capacity, allocatable, memoryNodes); err != nil {
 		return nil, err
 	}
 	if a.gates.Enabled("KubeletEnsureSecretPulledImages") {

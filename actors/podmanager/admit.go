@@ -115,8 +115,8 @@ type Admission struct {
 	DeviceHolders map[v1.ResourceName][]types.UID
 	// ShuttingDown: the node is shutting down (the node-shutdown actor).
 	ShuttingDown bool
-	// AllocateResources is the resource managers' admission (the CPU
-	// manager under the topology manager): it allocates as it admits, and
+	// AllocateResources is the resource managers' admission (the CPU and
+	// memory managers under the topology manager): it allocates as it admits, and
 	// the caller releases what a later refusal leaves; nil: none.
 	AllocateResources func(*v1.Pod) *Rejection
 }

@@ -12,6 +12,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/actorlet/actorlet/internal/cpumanager"
+	"github.com/actorlet/actorlet/internal/memorymanager"
 	"github.com/actorlet/actorlet/internal/topologymanager"
 	"github.com/actorlet/actorlet/messages"
 	"github.com/actorlet/actorlet/supervision"
@@ -61,25 +62,45 @@ type CmdSaveCPUs struct{ State cpumanager.State }
 func (CmdSaveCPUs) isCommand() {}
 
 // allocateResources is the admission of the resource managers, nil
-// without a CPU manager.
+// without a CPU or memory manager.
 func (m *Machine) allocateResources() func(*v1.Pod) *Rejection {
-	if m.cpus == nil {
+	if m.cpus == nil && m.mem == nil {
 		return nil
 	}
-	return m.admitCPUs
+	return m.admitResources
 }
 
-// admitCPUs runs the topology manager's admission with the CPU manager as
-// its hint provider, where upstream's resource allocation admit handler
-// runs: the pod's containers get their exclusive CPUs, or the pod is
-// refused with upstream's reason (and any CPUs it got meanwhile go back).
-func (m *Machine) admitCPUs(pod *v1.Pod) *Rejection {
-	before := m.cpus.State()
-	r := topologymanager.Admit(m.cfg.Topology, []topologymanager.HintProvider{m.cpus}, pod)
-	if r != nil {
-		m.cpus.RemovePod(string(pod.UID))
+// admitResources runs the topology manager's admission with the CPU
+// manager and the memory manager as its hint providers (upstream's
+// order), where upstream's resource allocation admit handler runs: the
+// pod's containers get their exclusive CPUs and pinned memory, or the
+// pod is refused with upstream's reason (and whatever it got meanwhile
+// goes back).
+func (m *Machine) admitResources(pod *v1.Pod) *Rejection {
+	var providers []topologymanager.HintProvider
+	var cpusBefore cpumanager.State
+	if m.cpus != nil {
+		cpusBefore = m.cpus.State()
+		providers = append(providers, m.cpus)
 	}
-	m.saveCPUsIfChanged(before)
+	var memBefore memorymanager.State
+	if m.mem != nil {
+		memBefore = m.mem.State()
+		providers = append(providers, m.mem)
+	}
+	r := topologymanager.Admit(m.cfg.Topology, providers, pod)
+	if m.cpus != nil {
+		if r != nil {
+			m.cpus.RemovePod(string(pod.UID))
+		}
+		m.saveCPUsIfChanged(cpusBefore)
+	}
+	if m.mem != nil {
+		if r != nil {
+			m.mem.RemovePod(string(pod.UID))
+		}
+		m.saveMemoryIfChanged(memBefore)
+	}
 	if r != nil {
 		return &Rejection{Reason: r.Reason, Message: r.Message}
 	}

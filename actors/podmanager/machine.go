@@ -14,6 +14,7 @@ import (
 
 	"github.com/actorlet/actorlet/internal/cgroups"
 	"github.com/actorlet/actorlet/internal/cpumanager"
+	"github.com/actorlet/actorlet/internal/memorymanager"
 	"github.com/actorlet/actorlet/internal/retry"
 	"github.com/actorlet/actorlet/internal/topologymanager"
 	"github.com/actorlet/actorlet/messages"
@@ -118,6 +119,10 @@ type Config struct {
 	// scope, with the CPU manager as its hint provider.
 	CPUs     *cpumanager.Manager
 	Topology topologymanager.Config
+	// Memory is the memory manager, whose state the machine then owns,
+	// the topology manager's hint provider after the CPU manager; nil:
+	// none (tests).
+	Memory *memorymanager.Manager
 	// AwaitNode: the Node comes as EvNode (from the status-reporter); no
 	// pod is admitted before the first, and no API pod before one read
 	// from the API, as upstream waits for its node informer. False (in
@@ -191,6 +196,9 @@ type Machine struct {
 
 	// cpus is the CPU manager's state and decisions (cpus.go); nil: none.
 	cpus *cpumanager.Manager
+	// mem is the memory manager's state and decisions (memory.go); nil:
+	// none.
+	mem *memorymanager.Manager
 
 	// cmds collects the commands of the step under way.
 	cmds []Command
@@ -210,6 +218,7 @@ func NewMachine(cfg Config) *Machine {
 		alloc:        Allocations{},
 		pending:      map[types.UID]*ResizePending{},
 		cpus:         cfg.CPUs,
+		mem:          cfg.Memory,
 
 		unmounting:       map[types.UID]bool{},
 		goneAfterUnmount: map[types.UID]*v1.Pod{},
@@ -796,6 +805,7 @@ func (m *Machine) admitOrWait(source string, pod *v1.Pod, retried bool, now time
 		// What admission allocated before the refusal goes back; a pod
 		// admitted later allocates again.
 		m.releaseCPUs(string(uid))
+		m.releaseMemory(string(uid))
 	}
 	if r != nil && r.AffinityOnly && !retried && m.cfg.AwaitNode {
 		m.wait(source, pod, true)
@@ -1045,6 +1055,7 @@ func (m *Machine) done(uid types.UID, now time.Time) {
 	m.emit(CmdStopWorker{UID: uid})
 	// Nothing of it runs: its exclusive CPUs go back to the shared pool.
 	m.releaseCPUs(string(uid))
+	m.releaseMemory(string(uid))
 	if p.Phase == Orphaned {
 		// An orphan's volumes may be there from an earlier actorlet.
 		p.VolumesAsked = true
@@ -1093,6 +1104,7 @@ func (m *Machine) forget(uid types.UID, p *PodState, report bool, now time.Time)
 	}
 	delete(m.pending, uid)
 	m.releaseCPUs(string(uid))
+	m.releaseMemory(string(uid))
 	if _, ok := m.alloc[uid]; ok {
 		delete(m.alloc, uid)
 		m.saveAllocations()
@@ -1212,6 +1224,7 @@ func (m *Machine) markReadyIfAllSeen() {
 		m.saveAllocations()
 	}
 	m.pruneCPUs()
+	m.pruneMemory()
 	m.emit(CmdFindOrphans{Desired: m.desired()})
 	m.deleteOrphanedMirrors()
 }

@@ -83,6 +83,9 @@ type Params struct {
 	// CPUManager, when set, has admission give exclusive CPUs (cpus.go);
 	// nil (in tests): no CPU manager.
 	CPUManager *CPUManager
+	// MemoryManager, when set, has admission pin Guaranteed pods' memory
+	// to NUMA nodes (memory.go); nil (in tests): none.
+	MemoryManager *MemoryManager
 	// AwaitNode: admission waits for the Node from the status-reporter
 	// (asked for with RefreshNode at start); false in tests without one.
 	AwaitNode bool
@@ -161,9 +164,18 @@ func (a *Actor) Receive(ctx actor.Context) {
 			}
 			cfg.CPUs, cfg.Topology = cpus, a.p.CPUManager.TopologyManager
 		}
+		if a.p.MemoryManager != nil {
+			mem, err := a.p.MemoryManager.Open(a.p.RootDir)
+			if err != nil {
+				// As the CPU manager's: bootstrap opened it before.
+				panic(err)
+			}
+			cfg.Memory = mem
+		}
 		a.m = NewMachine(cfg)
 		a.workers = map[types.UID]*actor.PID{}
 		a.startCPUs(ctx)
+		a.startMemory()
 		a.step(ctx, EvStarted{First: a.first})
 		if a.p.AwaitNode && a.p.StatusReporter != nil {
 			// A restart lost the Node: ask for it (the status-reporter also
@@ -278,6 +290,8 @@ func (a *Actor) execute(ctx actor.Context, c Command) (types.UID, bool) {
 		}
 	case CmdSaveCPUs:
 		a.saveCPUs(c.State)
+	case CmdSaveMemory:
+		a.saveMemory(c.State)
 	case CmdReportStatus:
 		supervision.Tell(ctx, a.p.StatusReporter, &messages.PodStatusReport{Pod: c.Pod, Status: c.Status, Reconcile: c.Reconcile})
 	case CmdReportFinished:

@@ -49,6 +49,9 @@ func containerResources(pod *v1.Pod, c *v1.Container, opts Options) (*runtimeapi
 	r.OomScoreAdj = adj
 	// The CPU manager's cpuset: exclusive CPUs, or the shared pool.
 	r.CpusetCpus = opts.CPUSets.CPUSet(string(pod.UID), c.Name)
+	// The memory manager's NUMA nodes (Static policy), as upstream's
+	// PreCreateContainer.
+	r.CpusetMems = opts.MemoryNodes.CPUSetMems(string(pod.UID), c.Name)
 	return r, nil
 }
 

@@ -14,6 +14,7 @@ import (
 
 	"github.com/actorlet/actorlet/internal/cpumanager"
 	"github.com/actorlet/actorlet/internal/imagepull"
+	"github.com/actorlet/actorlet/internal/memorymanager"
 )
 
 // UpdateContainerCPUSet moves a running container to a cpuset, as
@@ -77,6 +78,9 @@ type Options struct {
 	// CPUSets are the CPU manager's cpusets, given to each container at
 	// its creation; nil gives none (the runtime's default: every CPU).
 	CPUSets *cpumanager.View
+	// MemoryNodes are the memory manager's NUMA nodes, given to each
+	// container at its creation (cpuset.mems); nil gives none.
+	MemoryNodes *memorymanager.View
 	// NodeAllocatable is what resourceFieldRef limits that a container
 	// does not set resolve to, as upstream.
 	NodeAllocatable v1.ResourceList

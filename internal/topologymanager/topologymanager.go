@@ -1,10 +1,10 @@
 // Package topologymanager is upstream's topology manager
 // (pkg/kubelet/cm/topologymanager) as a pure function: at admission it
-// asks each hint provider (the CPU manager; the device manager will be
-// another) where on the node's NUMA nodes a container (or a whole pod,
-// with the pod scope) could get what it asks for, merges the hints as the
-// policy says, admits or refuses, and has each provider allocate within
-// the affinity chosen.
+// asks each hint provider (the CPU manager, then the memory manager)
+// where on the node's NUMA nodes a container (or a whole pod, with the pod
+// scope) could get what it asks for, merges the hints as the policy and
+// its options say, admits or refuses, and has each provider allocate
+// within the affinity chosen.
 package topologymanager
 
 import (
@@ -27,9 +27,9 @@ const (
 	ScopePod             = "pod"
 )
 
-// maxNUMANodes is upstream's default max-allowable-numa-nodes: beyond it
-// the merge's cross product grows too large.
-const maxNUMANodes = 8
+// defaultMaxNUMANodes is upstream's default max-allowable-numa-nodes:
+// beyond it the merge's cross product grows too large.
+const defaultMaxNUMANodes = 8
 
 // Admission reasons, as upstream's.
 const (
@@ -83,6 +83,12 @@ type Config struct {
 	Policy, Scope string
 	// NUMANodes are the node's NUMA node IDs.
 	NUMANodes []int
+	// Options are topologyManagerPolicyOptions, parsed by NewPolicyOptions
+	// (zero: the defaults).
+	Options PolicyOptions
+	// Distances are each NUMA node's distances to the nodes, indexed by
+	// node ID, as sysfs gives them (prefer-closest-numa-nodes needs them).
+	Distances map[int][]uint64
 }
 
 // Validate refuses a configuration upstream refuses at start.
@@ -97,8 +103,18 @@ func (c Config) Validate() error {
 	default:
 		return fmt.Errorf("unknown scope: %q", c.Scope)
 	}
-	if c.Policy != PolicyNone && len(c.NUMANodes) > maxNUMANodes {
-		return fmt.Errorf("unsupported on machines with more than %v NUMA Nodes", maxNUMANodes)
+	if c.Policy == PolicyNone {
+		return nil
+	}
+	if c.Options.PreferClosestNUMA {
+		for _, n := range c.NUMANodes {
+			if c.Distances[n] == nil {
+				return fmt.Errorf("cannot discover NUMA topology: error getting NUMA distances from cadvisor")
+			}
+		}
+	}
+	if limit := c.Options.maxNUMANodes(); len(c.NUMANodes) > limit {
+		return fmt.Errorf("unsupported on machines with more than %v NUMA Nodes", limit)
 	}
 	return nil
 }
@@ -210,7 +226,7 @@ func Merge(cfg Config, all []Hints) (Hint, bool) {
 			if acc.NUMA == 0 {
 				return
 			}
-			if !found || better(acc, best) {
+			if !found || cfg.better(acc, best) {
 				best, found = acc, true
 			}
 			return
@@ -235,15 +251,45 @@ func Merge(cfg Config, all []Hints) (Hint, bool) {
 }
 
 // better orders hints as upstream's: preferred first, then fewer NUMA
-// nodes, then lower ones.
-func better(a, b Hint) bool {
+// nodes, then (prefer-closest-numa-nodes, but with single-numa-node) the
+// smaller average distance between their nodes, then lower ones.
+func (c Config) better(a, b Hint) bool {
 	if a.Preferred != b.Preferred {
 		return a.Preferred
 	}
 	if a.NUMA.Count() != b.NUMA.Count() {
 		return a.NUMA.Count() < b.NUMA.Count()
 	}
+	if c.Options.PreferClosestNUMA && c.Policy != PolicySingleNUMANode {
+		if da, db := c.averageDistance(a.NUMA), c.averageDistance(b.NUMA); da != db {
+			return da < db
+		}
+	}
 	return a.NUMA < b.NUMA
+}
+
+// averageDistance is upstream's CalculateAverageFor: the mean distance
+// over every ordered pair of the mask's nodes (itself included).
+func (c Config) averageDistance(m Mask) float64 {
+	var sum, count float64
+	for _, i := range c.NUMANodes {
+		if !m.Has(i) {
+			continue
+		}
+		for _, j := range c.NUMANodes {
+			if !m.Has(j) {
+				continue
+			}
+			if d := c.Distances[i]; j < len(d) {
+				sum += float64(d[j])
+			}
+			count++
+		}
+	}
+	if count == 0 {
+		return 0
+	}
+	return sum / count
 }
 
 // singleNUMA keeps the preferred hints of a single NUMA node, as upstream's

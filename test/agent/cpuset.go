@@ -17,6 +17,17 @@ import (
 // cpuset.cpus.effective under v2), found from its process's
 // /proc/PID/cgroup; id is the CRI container ID.
 func ContainerCPUSet(rt runtimeapi.RuntimeServiceClient, id string) (string, error) {
+	return containerCpusetFile(rt, id, "cpuset.cpus", "cpuset.cpus.effective")
+}
+
+// ContainerCPUSetMems reads, on the host, the memory nodes a running
+// container's cgroup was given: cpuset.mems under either hierarchy (under
+// v2 empty when none was set, the parent's then in effect).
+func ContainerCPUSetMems(rt runtimeapi.RuntimeServiceClient, id string) (string, error) {
+	return containerCpusetFile(rt, id, "cpuset.mems", "cpuset.mems")
+}
+
+func containerCpusetFile(rt runtimeapi.RuntimeServiceClient, id, v1File, v2File string) (string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	st, err := rt.ContainerStatus(ctx, &runtimeapi.ContainerStatusRequest{ContainerId: id, Verbose: true})
@@ -40,13 +51,13 @@ func ContainerCPUSet(rt runtimeapi.RuntimeServiceClient, id string) (string, err
 		switch {
 		case len(parts) != 3:
 		case strings.Contains(","+parts[1]+",", ",cpuset,"):
-			file = filepath.Join("/sys/fs/cgroup/cpuset", parts[2], "cpuset.cpus")
+			file = filepath.Join("/sys/fs/cgroup/cpuset", parts[2], v1File)
 		case parts[0] == "0" && parts[1] == "" && file == "":
-			file = filepath.Join("/sys/fs/cgroup", parts[2], "cpuset.cpus.effective")
+			file = filepath.Join("/sys/fs/cgroup", parts[2], v2File)
 		default:
 			continue
 		}
-		if strings.HasSuffix(file, "cpuset.cpus") {
+		if strings.HasPrefix(file, "/sys/fs/cgroup/cpuset/") {
 			break
 		}
 	}
@@ -58,4 +69,35 @@ func ContainerCPUSet(rt runtimeapi.RuntimeServiceClient, id string) (string, err
 		return strings.TrimSpace(string(out)), nil
 	}
 	return "", fmt.Errorf("container %s: no cpuset cgroup in /proc/%d/cgroup", id, info.Pid)
+}
+
+// ContainerSpecCPUSetMems reads the memory nodes the runtime was asked to
+// give a container, from its OCI spec in its verbose status
+// (linux.resources.cpu.mems): "" when none was asked, which the cgroup
+// cannot tell on a one-node machine (cgroup v1 copies the parent's).
+func ContainerSpecCPUSetMems(rt runtimeapi.RuntimeServiceClient, id string) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	st, err := rt.ContainerStatus(ctx, &runtimeapi.ContainerStatusRequest{ContainerId: id, Verbose: true})
+	if err != nil {
+		return "", err
+	}
+	var info struct {
+		RuntimeSpec *struct {
+			Linux *struct {
+				Resources *struct {
+					CPU *struct {
+						Mems string `json:"mems"`
+					} `json:"cpu"`
+				} `json:"resources"`
+			} `json:"linux"`
+		} `json:"runtimeSpec"`
+	}
+	if err := json.Unmarshal([]byte(st.GetInfo()["info"]), &info); err != nil || info.RuntimeSpec == nil {
+		return "", fmt.Errorf("container %s: no runtime spec in its verbose status (%v)", id, err)
+	}
+	if l := info.RuntimeSpec.Linux; l != nil && l.Resources != nil && l.Resources.CPU != nil {
+		return l.Resources.CPU.Mems, nil
+	}
+	return "", nil
 }
