@@ -161,7 +161,10 @@ func TestClaimPreparedAcrossRestart(t *testing.T) {
 	if claim, err = n.Admin.ResourceV1().ResourceClaims(n.NS).UpdateStatus(ctx, claim, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	n.Running(t, pod.Name, 60*time.Second)
+	// The pod may reach the node before its claim is reserved for it:
+	// upstream's kubelet then tries again at its next sync, a
+	// syncFrequency (1 min) later; actorlet's dra-manager within seconds.
+	n.Running(t, pod.Name, 2*time.Minute)
 	want := "DRA_DEVICE=gpu-0-gpu"
 	n.Expect(t, pod.Name, "c", "echo DRA_DEVICE=$DRA_DEVICE", want)
 	if p, _ := d.calls(); !slices.Equal(p, []string{string(claim.UID)}) {
@@ -228,7 +231,7 @@ func checkMetrics(t *testing.T, n *agent.APIPods) {
 		}
 	}
 	if m := find("dra_grpc_operations_duration_seconds", map[string]string{"driver_name": driverName,
-		"method_name": "/" + drapb.DRAPluginService + "/NodePrepareResources", "grpc_status_code": "OK"}); m != nil && m.GetHistogram().GetSampleCount() != 1 {
+		"method_name": drapb.DRAPlugin_NodePrepareResources_FullMethodName, "grpc_status_code": "OK"}); m != nil && m.GetHistogram().GetSampleCount() != 1 {
 		t.Errorf("NodePrepareResources observed %d times, want 1", m.GetHistogram().GetSampleCount())
 	}
 	if m := find("dra_operations_duration_seconds", map[string]string{"operation_name": "PrepareResources", "is_error": "false"}); m != nil && m.GetHistogram().GetSampleCount() < 1 {
