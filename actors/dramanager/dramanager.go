@@ -17,6 +17,7 @@ import (
 	"maps"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -31,6 +32,7 @@ import (
 
 	"github.com/actorlet/actorlet/internal/dra"
 	"github.com/actorlet/actorlet/internal/events"
+	"github.com/actorlet/actorlet/internal/metrics"
 	"github.com/actorlet/actorlet/internal/podruntime"
 	"github.com/actorlet/actorlet/messages"
 	"github.com/actorlet/actorlet/supervision"
@@ -67,6 +69,10 @@ type Actor struct {
 	m   *Machine
 	// askers are the pod-workers waiting for an answer, by pod.
 	askers map[types.UID]*actor.PID
+	// started is when the try of a pod-worker's request now under way
+	// began, by pod: its end is one of upstream's PrepareResources or
+	// UnprepareResources operations in dra_operations_duration_seconds.
+	started map[types.UID]time.Time
 }
 
 // New returns a producer of the dra-manager.
@@ -90,17 +96,22 @@ func (a *Actor) Receive(ctx actor.Context) {
 		}
 		a.m = NewMachine(loaded)
 		a.askers = map[types.UID]*actor.PID{}
+		a.started = map[types.UID]time.Time{}
+		a.countInUse()
 		a.log.Info().Int("claims", len(loaded)).Msg("DRA claim info cache loaded")
 		supervision.After(ctx, ReconcilePeriod, &messages.DRAActivePods{})
 	case *messages.PrepareClaims:
-		a.askers[m.Pod.UID] = ctx.Sender()
+		a.ask(ctx, m.Pod.UID)
 		a.step(ctx, EvPrepare{Pod: m.Pod})
 	case *messages.UnprepareClaims:
-		a.askers[m.Pod.UID] = ctx.Sender()
+		a.ask(ctx, m.Pod.UID)
 		a.step(ctx, EvUnprepare{Pod: m.Pod})
 	case *messages.DRAWorkDone:
 		a.step(ctx, m.Event.(Event))
 	case *messages.DRARetryDue:
+		if a.askers[m.UID] != nil {
+			a.started[m.UID] = time.Now()
+		}
 		a.step(ctx, EvRetry{UID: m.UID})
 	case *messages.DRAActivePods:
 		if !m.Listed {
@@ -128,10 +139,39 @@ func (a *Actor) listActive(ctx actor.Context) {
 	})
 }
 
+// ask records the pod-worker that asked, and when its try began unless
+// one is under way.
+func (a *Actor) ask(ctx actor.Context, uid types.UID) {
+	a.askers[uid] = ctx.Sender()
+	if _, ok := a.started[uid]; !ok {
+		a.started[uid] = time.Now()
+	}
+}
+
 func (a *Actor) step(ctx actor.Context, ev Event) {
 	for _, c := range a.m.Step(ev, time.Now()) {
 		a.execute(ctx, c)
 	}
+	a.countInUse()
+}
+
+// countInUse serves the cache's prepared claims as dra_resource_claims_in_use.
+func (a *Actor) countInUse() {
+	total, byDriver := a.m.InUse()
+	byDriver[metrics.DRAClaimsAnyDriver] = total
+	metrics.SetDRAClaimsInUse(byDriver)
+}
+
+// observe ends the try of a pod-worker's request for the pod, if one was
+// under way, as one upstream operation (metrics.DRAPrepare or
+// DRAUnprepare).
+func (a *Actor) observe(uid types.UID, operation string, failed bool) {
+	start, ok := a.started[uid]
+	if !ok {
+		return
+	}
+	delete(a.started, uid)
+	metrics.DRAOperationsDuration.WithLabelValues(operation, strconv.FormatBool(failed)).Observe(time.Since(start).Seconds())
 }
 
 func (a *Actor) execute(ctx actor.Context, c Command) {
@@ -158,18 +198,30 @@ func (a *Actor) execute(ctx actor.Context, c Command) {
 		supervision.Go(ctx, func(context.Context) messages.Message {
 			return &messages.DRAWorkDone{Event: EvSaved{UID: c.UID, Err: dra.Save(path, c.State)}}
 		})
+	case CmdSkipped:
+		counter := metrics.DRANodeUnprepareSkips
+		if c.Prepare {
+			counter = metrics.DRANodePrepareSkips
+		}
+		for _, d := range c.Drivers {
+			counter.WithLabelValues(d).Inc()
+		}
 	case CmdPrepared:
+		a.observe(c.UID, metrics.DRAPrepare, false)
 		a.log.Info().Str("podUID", string(c.UID)).Interface("cdiDevices", c.Devices).Msg("claims prepared")
 		a.answer(ctx, c.UID, &messages.ClaimsPrepared{UID: c.UID, Devices: c.Devices})
 	case CmdUnprepared:
+		a.observe(c.UID, metrics.DRAUnprepare, false)
 		a.log.Info().Str("podUID", string(c.UID)).Msg("claims unprepared")
 		a.answer(ctx, c.UID, &messages.ClaimsUnprepared{UID: c.UID})
 	case CmdPrepareFailed:
+		a.observe(c.Pod.UID, metrics.DRAPrepare, true)
 		err := fmt.Errorf("prepare dynamic resources: %w", c.Err)
 		a.log.Warn().Err(err).Str("pod", c.Pod.Namespace+"/"+c.Pod.Name).Stringer("retryIn", c.After).Msg("Failed to prepare dynamic resources")
 		podruntime.PodEvent(a.p.Events, c.Pod, v1.EventTypeWarning, events.FailedPrepareDynamicResources, "Failed to prepare dynamic resources: "+err.Error())
 		supervision.After(ctx, c.After, &messages.DRARetryDue{UID: c.Pod.UID})
 	case CmdUnprepareFailed:
+		a.observe(c.UID, metrics.DRAUnprepare, true)
 		a.log.Warn().Err(fmt.Errorf("unprepare dynamic resources: %w", c.Err)).Str("podUID", string(c.UID)).
 			Stringer("retryIn", c.After).Msg("Unpreparing pod resources failed, will retry")
 		supervision.After(ctx, c.After, &messages.DRARetryDue{UID: c.UID})

@@ -166,7 +166,17 @@ type CmdUnprepareFailed struct {
 	After time.Duration
 }
 
+// CmdSkipped: the drivers whose node call the allocation of a claim of
+// the operation skips (SkipNodeOperations), once per claim, as upstream
+// counts them: in NodePrepareResources when Prepare, else in
+// NodeUnprepareResources.
+type CmdSkipped struct {
+	Prepare bool
+	Drivers []string
+}
+
 func (CmdValidate) isCommand()        {}
+func (CmdSkipped) isCommand()         {}
 func (CmdCall) isCommand()            {}
 func (CmdSave) isCommand()            {}
 func (CmdPrepared) isCommand()        {}
@@ -307,6 +317,7 @@ func (m *Machine) onValidated(ev EvValidated, now time.Time) []Command {
 	// Everything is read and checked: the cache takes the pod. Almost
 	// nothing can fail from here on.
 	batches := map[string][]*drapb.Claim{}
+	var skipped []string
 	for _, info := range ev.Claims {
 		k := key(info.Namespace, info.ClaimName)
 		c := m.claims[k]
@@ -326,13 +337,15 @@ func (m *Machine) onValidated(ev EvValidated, now time.Time) []Command {
 		}
 		pc := &drapb.Claim{Namespace: c.Namespace, Uid: string(c.ClaimUID), Name: c.ClaimName}
 		for _, d := range slices.Sorted(maps.Keys(c.DriverState)) {
-			if !c.DriverState[d].Skips(resourceapi.SkipNodeOperationNodePrepareResources) {
-				batches[d] = append(batches[d], pc)
+			if c.DriverState[d].Skips(resourceapi.SkipNodeOperationNodePrepareResources) {
+				skipped = append(skipped, d)
+				continue
 			}
+			batches[d] = append(batches[d], pc)
 		}
 	}
 	m.batches = batches
-	return []Command{CmdCall{UID: ev.UID, Prepare: true, State: m.State(), Batches: batches}}
+	return append(skips(true, skipped), CmdCall{UID: ev.UID, Prepare: true, State: m.State(), Batches: batches})
 }
 
 func (m *Machine) onCalled(ev EvCalled, now time.Time) []Command {
@@ -408,6 +421,7 @@ func (m *Machine) onSaved(ev EvSaved, now time.Time) []Command {
 // loses the pod's reference. Nothing to call: the pod is done.
 func (m *Machine) startUnprepare(uid types.UID, r *request) []Command {
 	batches := map[string][]*drapb.Claim{}
+	var skipped []string
 	changed := false
 	for _, name := range r.names {
 		c := m.claims[key(r.namespace, name)]
@@ -425,14 +439,17 @@ func (m *Machine) startUnprepare(uid types.UID, r *request) []Command {
 		c.unpreparing = true
 		pc := &drapb.Claim{Namespace: c.Namespace, Uid: string(c.ClaimUID), Name: c.ClaimName}
 		for _, d := range slices.Sorted(maps.Keys(c.DriverState)) {
-			if !c.DriverState[d].Skips(resourceapi.SkipNodeOperationNodeUnprepareResources) {
-				batches[d] = append(batches[d], pc)
+			if c.DriverState[d].Skips(resourceapi.SkipNodeOperationNodeUnprepareResources) {
+				skipped = append(skipped, d)
+				continue
 			}
+			batches[d] = append(batches[d], pc)
 		}
 	}
 	m.batches = nil
+	cmds := skips(false, skipped)
 	if len(batches) > 0 {
-		return []Command{CmdCall{UID: uid, State: m.State(), Batches: batches}}
+		return append(cmds, CmdCall{UID: uid, State: m.State(), Batches: batches})
 	}
 	for _, k := range slices.Sorted(maps.Keys(m.claims)) {
 		if m.claims[k].unpreparing {
@@ -441,11 +458,19 @@ func (m *Machine) startUnprepare(uid types.UID, r *request) []Command {
 		}
 	}
 	if changed {
-		return []Command{CmdSave{UID: uid, State: m.State()}}
+		return append(cmds, CmdSave{UID: uid, State: m.State()})
 	}
 	m.busy = ""
 	delete(m.requests, uid)
-	return []Command{CmdUnprepared{UID: uid}}
+	return append(cmds, CmdUnprepared{UID: uid})
+}
+
+// skips is the CmdSkipped of drivers, none when no call was skipped.
+func skips(prepare bool, drivers []string) []Command {
+	if len(drivers) == 0 {
+		return nil
+	}
+	return []Command{CmdSkipped{Prepare: prepare, Drivers: drivers}}
 }
 
 func (m *Machine) prepareFailed(r *request, err error, now time.Time) []Command {
@@ -495,6 +520,23 @@ func (m *Machine) Devices(pod *v1.Pod) (map[string][]string, error) {
 		}
 	}
 	return out, nil
+}
+
+// InUse counts the prepared claims, all of them and by driver, as
+// upstream's claimsInUse: a claim counts once in the total and once for
+// each of its drivers.
+func (m *Machine) InUse() (total int, byDriver map[string]int) {
+	byDriver = map[string]int{}
+	for _, c := range m.claims {
+		if !c.prepared {
+			continue
+		}
+		total++
+		for d := range c.DriverState {
+			byDriver[d]++
+		}
+	}
+	return total, byDriver
 }
 
 // HasPod tells whether a claim in the cache references the pod.

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	drapb "k8s.io/kubelet/pkg/apis/dra/v1"
@@ -31,6 +32,14 @@ func podWithClaim(uid types.UID) *v1.Pod {
 func info() dra.ClaimInfoState {
 	return dra.ClaimInfoState{ClaimUID: "cu", ClaimName: "claim", Namespace: "ns",
 		DriverState: map[string]dra.DriverState{"d.example.com": {}}}
+}
+
+// skipping is a claim of two drivers, one of which skips both node calls.
+func skipping() dra.ClaimInfoState {
+	c := info()
+	c.DriverState["skip.example.com"] = dra.DriverState{SkipNodeOperations: []resourceapi.SkipNodeOperation{
+		resourceapi.SkipNodeOperationNodePrepareResources, resourceapi.SkipNodeOperationNodeUnprepareResources}}
+	return c
 }
 
 var prepared = map[types.UID]map[string][]dra.Device{"cu": {"d.example.com": {{PoolName: "p", DeviceName: "dev", CDIDeviceIDs: []string{"example.com/gpu=dev"}}}}}
@@ -188,6 +197,28 @@ func TestMachine(t *testing.T) {
 			},
 			pods: []string{"p0"},
 		},
+		{
+			name: "a driver whose allocation skips the node's calls is counted, not called",
+			steps: []step{
+				{ev: EvPrepare{Pod: p1}, want: []string{"CmdValidate"}},
+				{ev: EvValidated{UID: "p1", Claims: []dra.ClaimInfoState{skipping()}}, want: []string{"CmdSkipped", "CmdCall"}, check: func(t *testing.T, cmds []Command) {
+					if c := cmds[0].(CmdSkipped); !c.Prepare || !reflect.DeepEqual(c.Drivers, []string{"skip.example.com"}) {
+						t.Errorf("%+v", c)
+					}
+					if b := cmds[1].(CmdCall).Batches; len(b) != 1 || len(b["d.example.com"]) != 1 {
+						t.Errorf("batches %+v, want the other driver's only", b)
+					}
+				}},
+				{ev: EvCalled{UID: "p1", Devices: prepared}, want: []string{"CmdSave"}},
+				{ev: EvSaved{UID: "p1"}, want: []string{"CmdPrepared"}},
+				{ev: EvUnprepare{Pod: p1}, want: []string{"CmdSkipped", "CmdCall"}, check: func(t *testing.T, cmds []Command) {
+					if c := cmds[0].(CmdSkipped); c.Prepare || !reflect.DeepEqual(c.Drivers, []string{"skip.example.com"}) {
+						t.Errorf("%+v", c)
+					}
+				}},
+			},
+			pods: []string{"p1"},
+		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			m := NewMachine(tc.loaded)
@@ -200,6 +231,50 @@ func TestMachine(t *testing.T) {
 			}
 			if !reflect.DeepEqual(pods, tc.pods) {
 				t.Errorf("the claim's pods at the end: %v, want %v", pods, tc.pods)
+			}
+		})
+	}
+}
+
+func TestInUse(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		loaded   []dra.ClaimInfoState
+		steps    []step
+		total    int
+		byDriver map[string]int
+	}{
+		{name: "nothing", byDriver: map[string]int{}},
+		{
+			name: "a claim of two drivers counts once in all and once for each",
+			steps: []step{
+				{ev: EvPrepare{Pod: podWithClaim("p1")}, want: []string{"CmdValidate"}},
+				{ev: EvValidated{UID: "p1", Claims: []dra.ClaimInfoState{skipping()}}, want: []string{"CmdSkipped", "CmdCall"}},
+				{ev: EvCalled{UID: "p1", Devices: prepared}, want: []string{"CmdSave"}},
+			},
+			total: 1, byDriver: map[string]int{"d.example.com": 1, "skip.example.com": 1},
+		},
+		{
+			name: "a claim whose driver call failed is not in use",
+			steps: []step{
+				{ev: EvPrepare{Pod: podWithClaim("p1")}, want: []string{"CmdValidate"}},
+				{ev: EvValidated{UID: "p1", Claims: []dra.ClaimInfoState{info()}}, want: []string{"CmdCall"}},
+				{ev: EvCalled{UID: "p1", Err: errors.New("unavailable")}, want: []string{"CmdPrepareFailed"}},
+			},
+			byDriver: map[string]int{},
+		},
+		{
+			name:   "the checkpoint's claims are in use",
+			loaded: []dra.ClaimInfoState{info(), {ClaimUID: "c2", ClaimName: "other", Namespace: "ns", DriverState: map[string]dra.DriverState{"d.example.com": {}}}},
+			total:  2, byDriver: map[string]int{"d.example.com": 2},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := NewMachine(tc.loaded)
+			run(t, m, tc.steps)
+			total, byDriver := m.InUse()
+			if total != tc.total || !reflect.DeepEqual(byDriver, tc.byDriver) {
+				t.Errorf("in use: %d, %v; want %d, %v", total, byDriver, tc.total, tc.byDriver)
 			}
 		})
 	}

@@ -271,6 +271,7 @@ func (a *Actor) execute(ctx actor.Context, c Command) {
 		metrics.TakePodImagePulls(p.UID)
 		supervision.Tell(ctx, ctx.Parent(), &messages.PodWorkerStopped{UID: p.UID})
 	case CmdFinish:
+		a.observeNoClaims(metrics.DRAUnprepare)
 		a.log.Info().Msg("pod terminated and cleaned up")
 		supervision.Tell(ctx, ctx.Parent(), &messages.PodWorkerDone{UID: p.UID})
 	case CmdPrepareClaims:

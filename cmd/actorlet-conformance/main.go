@@ -17,7 +17,9 @@
 // -cluster run to results/conformance-cluster/AGENT/ (or under tmp/); a
 // run of test/conformance/storage.txt, the e2e storage testsuites against
 // the hostpath CSI driver that the run installs on the node, to
-// results/conformance-storage/AGENT/ (or under tmp/).
+// results/conformance-storage/AGENT/ (or under tmp/); of
+// test/conformance/dra.txt, the e2e DRA specs with their test driver, to
+// results/conformance-dra/AGENT/.
 //
 // It exits 0 when every spec passed, 1 when some failed, 2 when the run
 // could not be made.
@@ -121,6 +123,7 @@ func resultsDir(kindAgent string, narrowed bool) (string, error) {
 var selections = map[string]string{
 	"specs.txt":   "conformance",
 	"storage.txt": "conformance-storage",
+	"dra.txt":     "conformance-dra",
 }
 
 // selection is the kind of a run on the environment's node, which names

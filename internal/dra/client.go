@@ -6,10 +6,13 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/actorlet/actorlet/internal/unixgrpc"
-
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/status"
 	drapb "k8s.io/kubelet/pkg/apis/dra/v1"
 	drapbv1beta1 "k8s.io/kubelet/pkg/apis/dra/v1beta1"
+
+	"github.com/actorlet/actorlet/internal/metrics"
+	"github.com/actorlet/actorlet/internal/unixgrpc"
 )
 
 // CallTimeout is upstream's bound on one call of a driver's DRAPlugin
@@ -43,7 +46,7 @@ func ChooseService(supported []string) (string, error) {
 // when that is the driver's service) and closes the connection.
 func call[T any](ctx context.Context, d Driver, f func(context.Context, drapb.DRAPluginClient) (T, error)) (T, error) {
 	var zero T
-	conn, err := unixgrpc.Dial(d.Endpoint)
+	conn, err := unixgrpc.Dial(d.Endpoint, grpc.WithUnaryInterceptor(timed(d.Name)))
 	if err != nil {
 		return zero, fmt.Errorf("create gRPC connection to DRA driver %s plugin at endpoint %s: %w", d.Name, d.Endpoint, err)
 	}
@@ -60,6 +63,19 @@ func call[T any](ctx context.Context, d Driver, f func(context.Context, drapb.DR
 	ctx, cancel := context.WithTimeout(ctx, CallTimeout)
 	defer cancel()
 	return f(ctx, client)
+}
+
+// timed observes each call of the driver in
+// dra_grpc_operations_duration_seconds, by its gRPC method as sent (the
+// v1beta1 service's for a driver spoken to through it) and status code,
+// as upstream's interceptor.
+func timed(driver string) grpc.UnaryClientInterceptor {
+	return func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+		start := time.Now()
+		err := invoker(ctx, method, req, reply, cc, opts...)
+		metrics.DRAGRPCOperationsDuration.WithLabelValues(driver, method, status.Code(err).String()).Observe(time.Since(start).Seconds())
+		return err
+	}
 }
 
 // Prepare calls the driver's NodePrepareResources for claims.

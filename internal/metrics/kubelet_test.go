@@ -11,9 +11,11 @@ import (
 )
 
 var (
-	defBuckets          = []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10}
-	podStartBuckets     = []float64{0.5, 1, 2, 3, 4, 5, 6, 8, 10, 20, 30, 45, 60, 120, 180, 240, 300, 360, 480, 600, 900, 1200, 1800, 2700, 3600}
-	runtimeOpsBuckets   = []float64{.005, .0125, .03125, .078125, .1953125, .48828125, 1.220703125, 3.0517578125, 7.62939453125, 19.073486328125, 47.6837158203125, 119.20928955078125, 298.0232238769531, 745.0580596923828}
+	defBuckets        = []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10}
+	podStartBuckets   = []float64{0.5, 1, 2, 3, 4, 5, 6, 8, 10, 20, 30, 45, 60, 120, 180, 240, 300, 360, 480, 600, 900, 1200, 1800, 2700, 3600}
+	runtimeOpsBuckets = []float64{.005, .0125, .03125, .078125, .1953125, .48828125, 1.220703125, 3.0517578125, 7.62939453125, 19.073486328125, 47.6837158203125, 119.20928955078125, 298.0232238769531, 745.0580596923828}
+	// draBuckets are upstream's DRADurationBuckets, ExponentialBucketsRange(.1, 40, 15).
+	draBuckets          = []float64{0.1, 0.1534127404634391, 0.23535468936502524, 0.36106407876409946, 0.5539182980610752, 0.849781240983936, 1.303672689737678, 1.9999999999999993, 3.0682548092687805, 4.7070937873005025, 7.221281575281985, 11.078365961221499, 16.995624819678714, 26.07345379475354, 39.99999999999997}
 	gaugeT, counterT    = dto.MetricType_GAUGE, dto.MetricType_COUNTER
 	histogramT, summary = dto.MetricType_HISTOGRAM, dto.MetricType_SUMMARY
 )
@@ -44,6 +46,11 @@ var promised = []struct {
 	{"kubelet_started_pods_errors_total", counterT, nil, nil},
 	{"kubelet_started_user_namespaced_pods_total", counterT, nil, nil},
 	{"kubelet_started_user_namespaced_pods_errors_total", counterT, nil, nil},
+	{"dra_operations_duration_seconds", histogramT, []string{"is_error", "operation_name"}, draBuckets},
+	{"dra_grpc_operations_duration_seconds", histogramT, []string{"driver_name", "grpc_status_code", "method_name"}, draBuckets},
+	{"dra_node_prepare_skips_total", counterT, []string{"driver_name"}, nil},
+	{"dra_node_unprepare_skips_total", counterT, []string{"driver_name"}, nil},
+	{"dra_resource_claims_in_use", gaugeT, []string{"driver_name"}, nil},
 	{"actorlet_actors", gaugeT, []string{"kind"}, nil},
 	{"actorlet_actor_mailbox_depth", gaugeT, []string{"kind"}, nil},
 	{"actorlet_actor_messages_processed_total", counterT, []string{"kind"}, nil},
@@ -61,6 +68,10 @@ func TestRegistryServesThePromisedMetrics(t *testing.T) {
 	RuntimeOperations.WithLabelValues("version")
 	RuntimeOperationsErrors.WithLabelValues("version")
 	RuntimeOperationsDuration.WithLabelValues("version")
+	DRAOperationsDuration.WithLabelValues(DRAPrepare, "false")
+	DRAGRPCOperationsDuration.WithLabelValues("d.example.com", "/k8s.io.kubelet.pkg.apis.dra.v1.DRAPlugin/NodePrepareResources", "OK")
+	DRANodePrepareSkips.WithLabelValues("d.example.com")
+	DRANodeUnprepareSkips.WithLabelValues("d.example.com")
 	// The actor metrics show once there is an actor.
 	tree := actors{{Path: "pleg", Kind: "pleg", Started: time.Now()}}
 	RegisterActors(tree.list)
@@ -75,7 +86,7 @@ func TestRegistryServesThePromisedMetrics(t *testing.T) {
 		}
 		checkFamily(t, mf, p.typ, p.labels, p.buckets)
 	}
-	served := []string{"go_", "process_", "kubelet_", "actorlet_", "rest_client_", "kubernetes_"}
+	served := []string{"go_", "process_", "kubelet_", "actorlet_", "rest_client_", "kubernetes_", "dra_"}
 	for name := range mfs {
 		if !slices.ContainsFunc(served, func(prefix string) bool { return strings.HasPrefix(name, prefix) }) {
 			t.Errorf("%s is served: every metric starts with one of %v", name, served)

@@ -13,12 +13,12 @@ import (
 
 // Dial makes a client of the Unix socket at path; it connects at the
 // first call (or Connect). The authority is "localhost", as upstream's,
-// since a socket path is no valid one.
-func Dial(path string) (*grpc.ClientConn, error) {
-	return grpc.NewClient("passthrough:///"+path,
+// since a socket path is no valid one. opts add to those (interceptors).
+func Dial(path string, opts ...grpc.DialOption) (*grpc.ClientConn, error) {
+	return grpc.NewClient("passthrough:///"+path, append([]grpc.DialOption{
 		grpc.WithAuthority("localhost"),
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithContextDialer(func(ctx context.Context, addr string) (net.Conn, error) {
 			return (&net.Dialer{}).DialContext(ctx, "unix", addr)
-		}))
+		})}, opts...)...)
 }

@@ -105,6 +105,17 @@ func Run(ctx context.Context, e *env.Env, opts Options) (*Outcome, error) {
 	if err := n.waitReady(ctx, 3*time.Minute); err != nil {
 		return nil, err
 	}
+	if NeedsDRA(specs) {
+		dc, err := startDRAControllers(e, filepath.Join(opts.Artifacts, "dra-controllers.log"))
+		if err != nil {
+			return nil, err
+		}
+		defer func() {
+			if err := dc.stop(); err != nil {
+				fmt.Fprintf(opts.Out, "conformance: stopping the DRA controllers: %v\n", err)
+			}
+		}()
+	}
 	if storage {
 		// Stopped before the agent (deferred after it): the provisioned
 		// volumes are unmounted and deleted while the node still runs.

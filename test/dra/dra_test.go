@@ -14,14 +14,17 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
 	"google.golang.org/grpc"
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
@@ -158,12 +161,16 @@ func TestClaimPreparedAcrossRestart(t *testing.T) {
 	if claim, err = n.Admin.ResourceV1().ResourceClaims(n.NS).UpdateStatus(ctx, claim, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	n.Running(t, pod.Name, 60*time.Second)
+	// The pod may reach the node before its claim is reserved for it:
+	// upstream's kubelet then tries again at its next sync, a
+	// syncFrequency (1 min) later; actorlet's dra-manager within seconds.
+	n.Running(t, pod.Name, 2*time.Minute)
 	want := "DRA_DEVICE=gpu-0-gpu"
 	n.Expect(t, pod.Name, "c", "echo DRA_DEVICE=$DRA_DEVICE", want)
 	if p, _ := d.calls(); !slices.Equal(p, []string{string(claim.UID)}) {
 		t.Fatalf("prepared %v, want the claim once", p)
 	}
+	checkMetrics(t, n)
 
 	n.Stop(syscall.SIGTERM)
 	n.Start()
@@ -188,5 +195,46 @@ func TestClaimPreparedAcrossRestart(t *testing.T) {
 	})
 	if p, _ := d.calls(); len(p) != 1 && !kubelet.Upstream {
 		t.Errorf("prepared %v: a restart prepared the claim again", p)
+	}
+}
+
+// checkMetrics holds the node's dra_* metrics against what preparing the
+// claim made: one successful NodePrepareResources call of the driver, the
+// pod's PrepareResources operation, the claim in use for the driver and in
+// all, as upstream's kubelet counts them.
+func checkMetrics(t *testing.T, n *agent.APIPods) {
+	t.Helper()
+	url := fmt.Sprintf("http://%s/metrics", net.JoinHostPort(n.NodeIP, strconv.Itoa(n.ReadOnly)))
+	code, page := agent.Get(t, &http.Client{Timeout: 30 * time.Second}, url)
+	if code != http.StatusOK {
+		t.Fatalf("GET %s: %d %s", url, code, page)
+	}
+	mfs := agent.ParseMetrics(t, url, page)
+	find := func(family string, labels map[string]string) *dto.Metric {
+		for _, m := range mfs[family].GetMetric() {
+			found := 0
+			for _, l := range m.GetLabel() {
+				if v, ok := labels[l.GetName()]; ok && v == l.GetValue() {
+					found++
+				}
+			}
+			if found == len(labels) {
+				return m
+			}
+		}
+		t.Errorf("%s: no series %v among %v", family, labels, mfs[family].GetMetric())
+		return nil
+	}
+	for _, driver := range []string{"<any>", driverName} {
+		if m := find("dra_resource_claims_in_use", map[string]string{"driver_name": driver}); m != nil && m.GetGauge().GetValue() != 1 {
+			t.Errorf("dra_resource_claims_in_use{driver_name=%q} = %v, want 1", driver, m.GetGauge().GetValue())
+		}
+	}
+	if m := find("dra_grpc_operations_duration_seconds", map[string]string{"driver_name": driverName,
+		"method_name": drapb.DRAPlugin_NodePrepareResources_FullMethodName, "grpc_status_code": "OK"}); m != nil && m.GetHistogram().GetSampleCount() != 1 {
+		t.Errorf("NodePrepareResources observed %d times, want 1", m.GetHistogram().GetSampleCount())
+	}
+	if m := find("dra_operations_duration_seconds", map[string]string{"operation_name": "PrepareResources", "is_error": "false"}); m != nil && m.GetHistogram().GetSampleCount() < 1 {
+		t.Error("no PrepareResources operation observed")
 	}
 }

@@ -27,7 +27,6 @@ const (
 	apiserverLibrary = "the API server libraries upstream's kubelet links in count their own work (audit, encryption, webhooks, validation, discovery); actorlet serves no such API"
 	componentBase    = "component-base's bookkeeping of its metrics registry, which actorlet does not use (--disabled-metrics and --show-hidden-metrics-for-version are not implemented)"
 	workqueues       = "client-go workqueues: actorlet has none; its actors' mailboxes are actorlet_actor_*"
-	noDRA            = "DRA prepares claims here, but its operations and claims in use are not counted yet (issue #37)"
 	noResourceMgrs   = "the CPU and topology managers do not count their work yet, and the memory manager is not implemented (issue #37)"
 	noEventedPLEG    = "the EventedPLEG gate (alpha, off) is not implemented: PLEG relists"
 	notYet           = "not counted yet: actorlet does the work, the metric is missing (issue #37)"
@@ -62,8 +61,6 @@ var lacking = map[string]string{
 	"workqueue_retries_total":                                      workqueues,
 	"workqueue_unfinished_work_seconds":                            workqueues,
 	"workqueue_work_duration_seconds":                              workqueues,
-	"dra_operations_duration_seconds":                              noDRA,
-	"dra_resource_claims_in_use":                                   noDRA,
 	"kubelet_cpu_manager_exclusive_cpu_allocation_count":           noResourceMgrs,
 	"kubelet_cpu_manager_pinning_errors_total":                     noResourceMgrs,
 	"kubelet_cpu_manager_pinning_requests_total":                   noResourceMgrs,

@@ -1,0 +1,54 @@
+package conformance
+
+import (
+	"os"
+	"strings"
+
+	"github.com/actorlet/actorlet/test/csihost"
+	"github.com/actorlet/actorlet/test/env"
+)
+
+// draPrefix begins the names of e2e.test's DRA specs (test/e2e/dra).
+const draPrefix = "[sig-node] [DRA] "
+
+// DRAControllers are the kube-controller-manager controllers the DRA specs
+// need beside the scheduler's allocation, which the environment's
+// kube-controller-manager does not run (csihost.StorageControllers says
+// why the harness does not change its list): claims made from a pod's
+// templates, and reservations removed once their pods are done; pods
+// evicted for a device's NoExecute taint.
+var DRAControllers = []string{"resourceclaim-controller", "device-taint-eviction-controller"}
+
+// NeedsDRA tells whether specs run e2e.test's DRA specs (dra.txt): the run
+// then starts DRAControllers. Their test driver runs in e2e.test, through
+// pods of the image hack/images/e2e builds as csi-driver-host-path's
+// (test/dra/hostpathproxy), with its sockets in the agent's root
+// directory (e2e.test's --kubelet-root-dir).
+func NeedsDRA(specs []string) bool {
+	for _, s := range specs {
+		if strings.HasPrefix(s, draPrefix) {
+			return true
+		}
+	}
+	return false
+}
+
+// draControllers is the kube-controller-manager of DRAControllers.
+type draControllers struct {
+	p   *csihost.Process
+	log string
+}
+
+func startDRAControllers(e *env.Env, logPath string) (*draControllers, error) {
+	p, err := csihost.StartKubeControllers(e, DRAControllers...)
+	if err != nil {
+		return nil, err
+	}
+	return &draControllers{p: p, log: logPath}, nil
+}
+
+// stop ends it and keeps its output.
+func (d *draControllers) stop() error {
+	d.p.Stop()
+	return os.WriteFile(d.log, []byte(d.p.Logs()), 0o644)
+}
