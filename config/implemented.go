@@ -84,6 +84,13 @@ var Implemented = map[string]bool{
 	// Fills evictionHard's unset signals with the defaults as a --config
 	// file is loaded (applyEvictionHardDefault).
 	"mergeDefaultEvictionSettings": true,
+	// The node's pods: maxPods lowered to podsPerCore × CPUs.
+	"podsPerCore": true,
+	// Containers' and pod cgroups' CFS quota and period.
+	"cpuCFSQuota":       true,
+	"cpuCFSQuotaPeriod": true,
+	// The QoS cgroups' memory limits, under the QOSReserved gate.
+	"qosReserved": true,
 	// The node's cgroup tree (podcgroups): QoS and pod cgroups, kubepods
 	// bounded by allocatable, pids.max of pod cgroups, the reserved
 	// cgroups' limits when enforced.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"os"
+	goruntime "runtime"
 	"strings"
 	"time"
 
@@ -182,6 +183,9 @@ func (a *Actor) validate(actor.Context) (outcome, error) {
 	if err := config.Validate(a.cfg, a.gates); err != nil {
 		return next, err
 	}
+	if err := config.ValidateOnHost(a.cfg, !cgroups.IsV2("/sys/fs/cgroup")); err != nil {
+		return next, err
+	}
 	if a.cmdline.Options.DumpConfig {
 		out, err := config.Dump(a.cfg)
 		if err != nil {
@@ -327,7 +331,7 @@ var runtimeActors = []struct {
 	{podmanager.Kind, func(a *Actor, env *runtimeEnv) *actor.Props {
 		return a.p.System.Registry.Props(podmanager.Kind, podmanager.New(podmanager.Params{
 			Registry: a.p.System.Registry, Runtime: env.runtime, MaxContainerRestartPeriod: env.maxRestartPeriod,
-			Sources: env.sources, MaxPods: int(a.cfg.MaxPods), Allocatable: env.allocatable, RootDir: a.deps.RootDir,
+			Sources: env.sources, MaxPods: int(env.maxPods), Allocatable: env.allocatable, RootDir: a.deps.RootDir,
 			Sysctls: env.sysctls, AppArmor: podmanager.AppArmorHost(), ImageVolumes: podmanager.ImageVolumeRuntime(a.deps.RuntimeVersion),
 			AwaitNode: true, Events: a.deps.Events,
 			StatusReporter: a.child(statusreporter.Kind), ConfigSource: a.child(configsource.Kind),
@@ -435,11 +439,14 @@ func (a *Actor) cgroupDriver() error {
 
 // runtimeEnv is what the runtime actors share beyond the dependencies.
 type runtimeEnv struct {
-	runtime          *podruntime.Runtime
-	cgroups          *cgroups.Manager
-	sources          []string
-	capacity         v1.ResourceList
-	allocatable      v1.ResourceList
+	runtime     *podruntime.Runtime
+	cgroups     *cgroups.Manager
+	sources     []string
+	capacity    v1.ResourceList
+	allocatable v1.ResourceList
+	// maxPods is the pods the node takes: maxPods, lowered by
+	// podsPerCore.
+	maxPods          int32
 	maxRestartPeriod time.Duration
 	// sysctls are the sysctls pods may set.
 	sysctls *podmanager.SysctlAllowlist
@@ -516,7 +523,10 @@ func (a *Actor) spawnRuntime(ctx actor.Context) (outcome, error) {
 
 func (a *Actor) runtimeEnv() (*runtimeEnv, error) {
 	c := a.cfg
-	capacity, err := nodecapacity.Capacity("/proc/meminfo", c.MaxPods)
+	// podsPerCore lowers the node's pods as upstream's, in capacity and
+	// in admission, which counts against allocatable.
+	maxPods := nodecapacity.MaxPods(c.MaxPods, c.PodsPerCore, goruntime.NumCPU())
+	capacity, err := nodecapacity.Capacity("/proc/meminfo", maxPods)
 	if err != nil {
 		return nil, err
 	}
@@ -530,7 +540,7 @@ func (a *Actor) runtimeEnv() (*runtimeEnv, error) {
 	if err != nil {
 		return nil, err
 	}
-	env := &runtimeEnv{capacity: capacity, allocatable: allocatable, maxRestartPeriod: 5 * time.Minute,
+	env := &runtimeEnv{capacity: capacity, allocatable: allocatable, maxPods: maxPods, maxRestartPeriod: 5 * time.Minute,
 		csiDrivers: registry.New(), draDrivers: dra.NewRegistry()}
 	if env.sysctls, err = podmanager.NodeSysctlAllowlist(c.AllowedUnsafeSysctls); err != nil {
 		return nil, err
@@ -585,6 +595,8 @@ func (a *Actor) runtimeEnv() (*runtimeEnv, error) {
 		Subpaths:              env.volumes,
 		RootDir:               a.deps.RootDir,
 		SeccompDefault:        deref(c.SeccompDefault) || a.cmdline.Options.SeccompDefault,
+		NoCPUCFSQuota:         c.CPUCFSQuota != nil && !*c.CPUCFSQuota,
+		CPUCFSQuotaPeriod:     a.cfsQuotaPeriod(),
 		Hooks:                 &lifecycle.Runner{RT: a.deps.Runtime, Recorder: a.deps.Events},
 		DevicePlugins:         devicemanager.Client{System: a.p.System.ActorSystem, PID: a.child(devicemanager.Kind)},
 	}}

@@ -16,8 +16,18 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 )
 
+// MaxPods is the node's capacity in pods, as upstream's MachineInfo
+// setter: maxPods, or podsPerCore times the cores when that is set and
+// smaller.
+func MaxPods(maxPods, podsPerCore int32, cores int) int32 {
+	if podsPerCore > 0 {
+		return int32(min(int64(podsPerCore)*int64(cores), int64(maxPods)))
+	}
+	return maxPods
+}
+
 // Capacity is the node's capacity: every CPU, all memory (MemTotal of
-// meminfo) and maxPods pods.
+// meminfo) and maxPods pods (see MaxPods).
 func Capacity(meminfo string, maxPods int32) (v1.ResourceList, error) {
 	mem, err := MemTotal(meminfo)
 	if err != nil {

@@ -2,6 +2,7 @@ package podruntime
 
 import (
 	"testing"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -67,5 +68,27 @@ func TestOOMScoreAdj(t *testing.T) {
 				t.Errorf("oomScoreAdj = %d, %v; want %d", got, err, tt.want)
 			}
 		})
+	}
+}
+
+func TestCFSQuota(t *testing.T) {
+	for _, tc := range []struct {
+		name                string
+		limitMilli          int64
+		noQuota             bool
+		period              time.Duration
+		wantPeriod, wantQuo int64
+	}{
+		{"limit, default period", 1500, false, 0, 100000, 150000},
+		{"no limit: the period, no quota", 0, false, 0, 100000, 0},
+		{"cpuCFSQuota false", 1500, true, 0, 0, 0},
+		{"custom period", 500, false, 10 * time.Millisecond, 10000, 5000},
+		{"at least 1 ms", 5, false, 0, 100000, 1000},
+		{"at least 1 ms of a short period", 100, false, time.Millisecond, 1000, 1000},
+	} {
+		p, q := cfsQuota(tc.limitMilli, tc.noQuota, tc.period)
+		if p != tc.wantPeriod || q != tc.wantQuo {
+			t.Errorf("%s: cfsQuota = (%d, %d), want (%d, %d)", tc.name, p, q, tc.wantPeriod, tc.wantQuo)
+		}
 	}
 }

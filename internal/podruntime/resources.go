@@ -2,6 +2,7 @@ package podruntime
 
 import (
 	"fmt"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	resourcehelper "k8s.io/component-helpers/resource"
@@ -35,10 +36,7 @@ func containerResources(pod *v1.Pod, c *v1.Container, opts Options) (*runtimeapi
 	} else {
 		r.CpuShares = milliCPUToShares(cpuReq.MilliValue())
 	}
-	if !cpuLim.IsZero() {
-		r.CpuPeriod = quotaPeriod
-		r.CpuQuota = milliCPUToQuota(cpuLim.MilliValue())
-	}
+	r.CpuPeriod, r.CpuQuota = cfsQuota(cpuLim.MilliValue(), opts.NoCPUCFSQuota, opts.CPUCFSQuotaPeriod)
 	if m := c.Resources.Limits.Memory(); !m.IsZero() {
 		r.MemoryLimitInBytes = m.Value()
 	}
@@ -59,8 +57,24 @@ func milliCPUToShares(milli int64) int64 {
 	return max(milli*sharesPerCPU/milliCPUToCPU, minShares)
 }
 
-func milliCPUToQuota(milli int64) int64 {
-	return max(milli*quotaPeriod/milliCPUToCPU, minQuota)
+// cfsQuota is upstream's calculateLinuxResources for the CFS bandwidth:
+// with cpuCFSQuota (noQuota false) the period is cpuCFSQuotaPeriod (100 ms
+// when 0, as without the CustomCPUCFSQuotaPeriod gate, whose validation
+// leaves the period at 100 ms) and the quota the limit over it, 0 without a
+// limit; with cpuCFSQuota false neither is set, so the container runs
+// unthrottled.
+func cfsQuota(limitMilli int64, noQuota bool, period time.Duration) (periodUs, quota int64) {
+	if noQuota {
+		return 0, 0
+	}
+	periodUs = int64(period / time.Microsecond)
+	if periodUs <= 0 {
+		periodUs = quotaPeriod
+	}
+	if limitMilli == 0 {
+		return periodUs, 0
+	}
+	return periodUs, max(limitMilli*periodUs/milliCPUToCPU, minQuota)
 }
 
 // oomScoreAdj is upstream's GetContainerOOMScoreAdjust: node-critical and

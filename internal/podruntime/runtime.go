@@ -113,6 +113,11 @@ type Options struct {
 	// RootDir is the kubelet's root directory: a pod's own files (its
 	// etc-hosts) are under RootDir/pods/UID.
 	RootDir string
+	// NoCPUCFSQuota is cpuCFSQuota false: containers get no CFS quota
+	// nor period. CPUCFSQuotaPeriod is cpuCFSQuotaPeriod under the
+	// CustomCPUCFSQuotaPeriod gate; 0 is upstream's 100 ms.
+	NoCPUCFSQuota     bool
+	CPUCFSQuotaPeriod time.Duration
 	// SeccompDefault is the kubelet's seccompDefault: a container whose pod
 	// and own security context name no seccomp profile runs under the
 	// runtime's default profile rather than unconfined.
