@@ -91,6 +91,14 @@ var Implemented = map[string]bool{
 	"cpuCFSQuotaPeriod": true,
 	// The QoS cgroups' memory limits, under the QOSReserved gate.
 	"qosReserved": true,
+	// The host at start-up (internal/hostsetup): swap refused, kernel
+	// tunables checked or set, the open files limit, the agent's and the
+	// system's processes' cgroups.
+	"failSwapOn":            true,
+	"protectKernelDefaults": true,
+	"maxOpenFiles":          true,
+	"kubeletCgroups":        true,
+	"systemCgroups":         true,
 	// The node's cgroup tree (podcgroups): QoS and pod cgroups, kubepods
 	// bounded by allocatable, pids.max of pod cgroups, the reserved
 	// cgroups' limits when enforced.

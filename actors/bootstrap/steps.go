@@ -41,6 +41,7 @@ import (
 	"github.com/actorlet/actorlet/internal/dependencies"
 	"github.com/actorlet/actorlet/internal/dra"
 	"github.com/actorlet/actorlet/internal/evictionpolicy"
+	"github.com/actorlet/actorlet/internal/hostsetup"
 	"github.com/actorlet/actorlet/internal/imagepull"
 	"github.com/actorlet/actorlet/internal/kubeletapi/auth"
 	"github.com/actorlet/actorlet/internal/kubeletapi/stats"
@@ -504,6 +505,11 @@ func (a *Actor) spawnRuntime(ctx actor.Context) (outcome, error) {
 	if err != nil {
 		return next, err
 	}
+	// maxOpenFiles, as upstream once the kubelet is built: a failure is
+	// logged.
+	if err := hostsetup.SetNumFiles(uint64(a.cfg.MaxOpenFiles)); err != nil {
+		a.log.Error().Err(err).Int64("maxOpenFiles", a.cfg.MaxOpenFiles).Msg("failed to set rlimit on max file handles")
+	}
 	metrics.RegisterActors(actorCounts(a.p.System.Registry))
 	for _, ra := range runtimeActors {
 		pid, err := ctx.SpawnNamed(ra.props(a, env), ra.kind)
@@ -523,6 +529,9 @@ func (a *Actor) spawnRuntime(ctx actor.Context) (outcome, error) {
 
 func (a *Actor) runtimeEnv() (*runtimeEnv, error) {
 	c := a.cfg
+	if err := a.checkHost(); err != nil {
+		return nil, err
+	}
 	// podsPerCore lowers the node's pods as upstream's, in capacity and
 	// in admission, which counts against allocatable.
 	maxPods := nodecapacity.MaxPods(c.MaxPods, c.PodsPerCore, goruntime.NumCPU())
@@ -578,6 +587,9 @@ func (a *Actor) runtimeEnv() (*runtimeEnv, error) {
 		return nil, err
 	}
 	if env.cgroups, err = a.podCgroups(capacity); err != nil {
+		return nil, err
+	}
+	if err := a.systemCgroups(env.cgroups); err != nil {
 		return nil, err
 	}
 	mem := capacity[v1.ResourceMemory]
