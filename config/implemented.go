@@ -99,6 +99,10 @@ var Implemented = map[string]bool{
 	"maxOpenFiles":          true,
 	"kubeletCgroups":        true,
 	"systemCgroups":         true,
+	// Containers' swap (none on v1: memory+swap at the memory limit) and
+	// OOM group kill on cgroup v2.
+	"memorySwap.swapBehavior": true,
+	"singleProcessOOMKill":    true,
 	// The node's cgroup tree (podcgroups): QoS and pod cgroups, kubepods
 	// bounded by allocatable, pids.max of pod cgroups, the reserved
 	// cgroups' limits when enforced.

@@ -4,10 +4,14 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/actorlet/actorlet/internal/cgroups"
 	"github.com/actorlet/actorlet/internal/hostsetup"
+	"github.com/actorlet/actorlet/internal/nodecapacity"
+	"github.com/actorlet/actorlet/internal/podruntime"
 )
 
 // checkHost is what upstream's container manager checks and changes on
@@ -96,4 +100,37 @@ func ensureSystemCgroups(m *cgroups.Manager, name string) error {
 		}
 	}
 	return last
+}
+
+// singleProcessOOMKill is upstream's: unset, true on cgroup v1 (where the
+// kernel has no group kill) and false on v2.
+func singleProcessOOMKill(set *bool, v2 bool) bool {
+	if set != nil {
+		return *set
+	}
+	return !v2
+}
+
+// swap is what containers get of the node's swap: upstream's check for the
+// swap controller (memory.memsw.limit_in_bytes on v1; on v2
+// memory.swap.max in the agent's own cgroup, the root having none), the
+// swap behaviour and the machine's swap.
+func (a *Actor) swap(v2 bool, memory int64) podruntime.Swap {
+	s := podruntime.Swap{Behavior: a.cfg.MemorySwap.SwapBehavior, MemoryCapacity: memory}
+	p := "/sys/fs/cgroup/memory/memory.memsw.limit_in_bytes"
+	if v2 {
+		b, err := os.ReadFile("/proc/self/cgroup")
+		if err != nil {
+			return s
+		}
+		p = filepath.Join("/sys/fs/cgroup", strings.TrimPrefix(strings.TrimSpace(string(b)), "0::"), "memory.swap.max")
+	}
+	if _, err := os.Stat(p); err != nil {
+		return s
+	}
+	s.Controller = true
+	if n, err := nodecapacity.SwapTotal("/proc/meminfo"); err == nil {
+		s.Capacity = n
+	}
+	return s
 }

@@ -108,6 +108,16 @@ func thresholdQuantity(value string, capacity resource.Quantity) (resource.Quant
 // MemTotal is the machine's memory in bytes, from the MemTotal line of a
 // meminfo file (/proc/meminfo).
 func MemTotal(path string) (int64, error) {
+	return meminfo(path, "MemTotal:")
+}
+
+// SwapTotal is the machine's swap in bytes, from meminfo's SwapTotal, as
+// upstream's machine info's SwapCapacity.
+func SwapTotal(path string) (int64, error) {
+	return meminfo(path, "SwapTotal:")
+}
+
+func meminfo(path, field string) (int64, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return 0, fmt.Errorf("read memory capacity: %w", err)
@@ -116,7 +126,7 @@ func MemTotal(path string) (int64, error) {
 	s := bufio.NewScanner(f)
 	for s.Scan() {
 		fields := strings.Fields(s.Text())
-		if len(fields) >= 2 && fields[0] == "MemTotal:" {
+		if len(fields) >= 2 && fields[0] == field {
 			kb, err := strconv.ParseInt(fields[1], 10, 64)
 			if err != nil {
 				return 0, fmt.Errorf("read memory capacity from %s: %q: %w", path, s.Text(), err)
@@ -124,5 +134,5 @@ func MemTotal(path string) (int64, error) {
 			return kb * 1024, nil
 		}
 	}
-	return 0, fmt.Errorf("read memory capacity: no MemTotal in %s", path)
+	return 0, fmt.Errorf("read memory capacity: no %s in %s", strings.TrimSuffix(field, ":"), path)
 }
