@@ -181,9 +181,9 @@ func TestHugePages(t *testing.T) {
 // is the limit over that period.
 func TestForPodPeriod(t *testing.T) {
 	for _, tc := range []struct {
-		name        string
-		period      uint64
-		wantQuota   int64
+		name       string
+		period     uint64
+		wantQuota  int64
 		wantPeriod uint64
 	}{
 		{"default", 0, 50000, 100000},
