@@ -144,6 +144,34 @@ var Implemented = map[string]bool{
 	// The length of each pod's user namespace range (internal/userns).
 	"userNamespaces.idsPerPod": true,
 
+	// The API client's content type (internal/dependencies).
+	"contentType": true,
+	// PUT /debug/flags/v on the kubelet API: the log verbosity at run time.
+	"enableDebugFlagsHandler": true,
+	// The Node's controller-managed-attach-detach annotation, and CSI
+	// volumes that need an attach refused when false.
+	"enableControllerAttachDetach": true,
+	// Validated as upstream v1.37.2, which acts on none of them either: no
+	// kubelet-owned hairpin, iptables bits or streaming server (the
+	// runtime's streams are proxied), and runOnce is refused.
+	"hairpinMode":                    true,
+	"iptablesMasqueradeBit":          true,
+	"iptablesDropBit":                true,
+	"streamingConnectionIdleTimeout": true,
+	"runOnce":                        true,
+	// Validated; the log is written unbuffered, so nothing waits for a
+	// flush.
+	"logging.flushFrequency": true,
+	// How configMap and secret volumes read their objects
+	// (internal/volume/apisource): Watch, Cache or Get.
+	"configMapAndSecretChangeDetectionStrategy": true,
+	// Set in each sandbox that has the sysctl's namespace, under the pod's
+	// own (with the DefaultPodSysctls gate).
+	"defaultPodSysctls": true,
+	// Validated (the previous minor only); actorlet registers no hidden
+	// metrics, so there are none to show.
+	"showHiddenMetricsForVersion": true,
+
 	// The node shutdown manager (actors/nodeshutdown).
 	"shutdownGracePeriod":              true,
 	"shutdownGracePeriodCriticalPods":  true,

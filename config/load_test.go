@@ -180,14 +180,14 @@ func TestUnknownFields(t *testing.T) {
 		}
 	}
 
-	path := writeFile(t, dir, "newer.yaml", header+"maxPods: 30\nfooBarBaz: 1\nlogging: {someNewOption: true}\nmemoryManagerPolicy: Static\ntopologyManagerPolicyOptions: {prefer-closest-numa-nodes: x}\nlogging: {format: json, flushFrequency: 1s}\n")
+	path := writeFile(t, dir, "newer.yaml", header+"maxPods: 30\nfooBarBaz: 1\nlogging: {someNewOption: true}\nmemoryManagerPolicy: Static\ntopologyManagerPolicyOptions: {prefer-closest-numa-nodes: x}\nlogging: {format: json, options: {text: {splitStream: true}}}\n")
 	cfg, warnings := load(t, "--config", path, "--oom-score-adj=5")
 	if cfg.MaxPods != 30 || cfg.Logging.Format != "json" {
 		t.Errorf("lenient load lost values: maxPods %d, logging.format %q", cfg.MaxPods, cfg.Logging.Format)
 	}
 	for _, want := range []string{
 		"unknown field: fooBarBaz (in " + path + ")",
-		"ignored (not implemented yet): logging.flushFrequency, memoryManagerPolicy, topologyManagerPolicyOptions",
+		"ignored (not implemented yet): logging.options.text.splitStream, memoryManagerPolicy, topologyManagerPolicyOptions",
 		"the last of duplicate keys wins",
 	} {
 		if !containsWarning(warnings, want) {

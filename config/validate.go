@@ -6,6 +6,7 @@ import (
 	"math"
 	"net"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -13,12 +14,14 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	cliflag "k8s.io/component-base/cli/flag"
 	logsapi "k8s.io/component-base/logs/api/v1"
+	utilsysctl "k8s.io/component-helpers/node/util/sysctl"
 	kubeletconfigv1beta1 "k8s.io/kubelet/config/v1beta1"
 	"k8s.io/utils/cpuset"
 
 	"github.com/actorlet/actorlet/config/features"
 	"github.com/actorlet/actorlet/internal/cgroups"
 	"github.com/actorlet/actorlet/internal/imagepull"
+	"github.com/actorlet/actorlet/internal/version"
 )
 
 // Problem is one invalid field of the configuration.
@@ -121,6 +124,10 @@ func Validate(cfg *kubeletconfigv1beta1.KubeletConfiguration, gates *features.Ga
 	v.checkOneOf("authorization.mode", string(c.Authorization.Mode), string(kubeletconfigv1beta1.KubeletAuthorizationModeAlwaysAllow), string(kubeletconfigv1beta1.KubeletAuthorizationModeWebhook))
 	v.checkOneOf("cgroupDriver", c.CgroupDriver, "cgroupfs", "systemd")
 	v.checkOneOf("logging.format", c.Logging.Format, logsapi.DefaultLogFormat, logsapi.JSONLogFormat)
+	// Upstream refuses it later, creating the kubelet: "unknown configmap
+	// and secret manager mode".
+	v.checkOneOf("configMapAndSecretChangeDetectionStrategy", string(c.ConfigMapAndSecretChangeDetectionStrategy), string(kubeletconfigv1beta1.WatchChangeDetectionStrategy),
+		string(kubeletconfigv1beta1.TTLCacheChangeDetectionStrategy), string(kubeletconfigv1beta1.GetChangeDetectionStrategy))
 	v.checkOneOf("memoryReservationPolicy", string(c.MemoryReservationPolicy), string(kubeletconfigv1beta1.NoneMemoryReservationPolicy), string(kubeletconfigv1beta1.TieredReservationMemoryReservationPolicy))
 	for i, ip := range c.ClusterDNS {
 		v.checkIP(fmt.Sprintf("clusterDNS[%d]", i), ip)
@@ -227,6 +234,14 @@ func Validate(cfg *kubeletconfigv1beta1.KubeletConfiguration, gates *features.Ga
 	}
 	v.checkEnforceNodeAllocatable(c)
 	v.checkUserNamespaces(c)
+	v.checkLogging(c, local)
+	v.checkDefaultPodSysctls(c, local)
+	v.check(c.EnableSystemLogQuery != nil && *c.EnableSystemLogQuery && c.EnableSystemLogHandler != nil && !*c.EnableSystemLogHandler, "enableSystemLogQuery", true,
+		"enableSystemLogHandler is required for enableSystemLogQuery")
+	if want := previousMinor(version.KubeletCompatible); c.ShowHiddenMetricsForVersion != "" && c.ShowHiddenMetricsForVersion != want {
+		v.add("showHiddenMetricsForVersion", c.ShowHiddenMetricsForVersion,
+			fmt.Sprintf("must be omitted or have the value '%v'; only the previous minor version is allowed", want))
+	}
 
 	if len(v.problems) == 0 {
 		return nil
@@ -354,6 +369,63 @@ func (v *validator) checkUserNamespaces(c *kubeletconfigv1beta1.KubeletConfigura
 	case n > math.MaxUint32:
 		v.add(field, n, fmt.Sprintf("must not be more than %d", int64(math.MaxUint32)))
 	}
+}
+
+// checkLogging is upstream's logsapi.Validate for what the format does not
+// decide: a positive flush period, and the split streams and their buffers
+// only with LoggingAlphaOptions.
+func (v *validator) checkLogging(c *kubeletconfigv1beta1.KubeletConfiguration, gates *features.Gates) {
+	l := &c.Logging
+	v.check(l.FlushFrequency.Duration.Duration <= 0, "logging.flushFrequency", l.FlushFrequency.Duration.Duration, "Must be greater than zero")
+	if gates.Enabled("LoggingAlphaOptions") {
+		return
+	}
+	const disabled = "Feature LoggingAlphaOptions is disabled"
+	v.check(l.Options.Text.SplitStream, "logging.options.text.splitStream", true, disabled)
+	v.check(l.Options.Text.InfoBufferSize.Value() != 0, "logging.options.text.infoBufferSize", l.Options.Text.InfoBufferSize.String(), disabled)
+	v.check(l.Options.JSON.SplitStream, "logging.options.json.splitStream", true, disabled)
+	v.check(l.Options.JSON.InfoBufferSize.Value() != 0, "logging.options.json.infoBufferSize", l.Options.JSON.InfoBufferSize.String(), disabled)
+}
+
+// sysctlName is upstream's sysctl name syntax (dots or slashes between
+// segments), at most 253 characters.
+var sysctlName = regexp.MustCompile(`^([a-z0-9]([-_a-z0-9]*[a-z0-9])?[\./])*[a-z0-9]([-_a-z0-9]*[a-z0-9])?$`)
+
+// checkDefaultPodSysctls is upstream's: defaultPodSysctls need their gate,
+// and each is a valid name of a namespaced sysctl, once (a slash and a dot
+// spelling of one name are the same).
+func (v *validator) checkDefaultPodSysctls(c *kubeletconfigv1beta1.KubeletConfiguration, gates *features.Gates) {
+	if len(c.DefaultPodSysctls) == 0 {
+		return
+	}
+	const field = "defaultPodSysctls"
+	if !gates.Enabled("DefaultPodSysctls") {
+		v.add(field, len(c.DefaultPodSysctls), "DefaultPodSysctls feature gate is required for Kubelet configuration option defaultPodSysctls")
+		return
+	}
+	seen := map[string]bool{}
+	for _, k := range slices.Sorted(maps.Keys(c.DefaultPodSysctls)) {
+		if len(k) > 253 || !sysctlName.MatchString(k) {
+			v.add(field, k, fmt.Sprintf("%q is not a valid sysctl name for defaultPodSysctls", k))
+			continue
+		}
+		if ns, _, _ := utilsysctl.GetNamespace(k); ns == utilsysctl.UnknownNamespace {
+			v.add(field, k, fmt.Sprintf("%q is not known to be namespaced for defaultPodSysctls", k))
+		}
+		n := utilsysctl.NormalizeName(k)
+		v.check(seen[n], field, k, fmt.Sprintf("duplicate sysctl %q found in defaultPodSysctls", n))
+		seen[n] = true
+	}
+}
+
+// previousMinor is "MAJOR.MINOR-1" of a "vMAJOR.MINOR.PATCH" version: the
+// one showHiddenMetricsForVersion may name.
+func previousMinor(v string) string {
+	var major, minor int
+	if _, err := fmt.Sscanf(v, "v%d.%d", &major, &minor); err != nil {
+		return ""
+	}
+	return fmt.Sprintf("%d.%d", major, minor-1)
 }
 
 func validPort(p int32) bool { return p >= 1 && p <= 65535 }

@@ -5,6 +5,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/actorlet/actorlet/internal/oomwatch"
 )
 
 // RegisterNode asks the status-reporter to (re)try registering its Node.
@@ -39,7 +41,10 @@ type NodeStatusUpdated struct {
 	Patched bool
 	// ReadyTransition is set when the Ready condition changed status.
 	ReadyTransition *v1.ConditionStatus
-	Err             error
+	// PreviousBootID is the Node's boot ID before this update: another
+	// than this boot's is upstream's Rebooted event.
+	PreviousBootID string
+	Err            error
 }
 
 func (m *NodeStatusUpdated) Summary() string {
@@ -93,3 +98,15 @@ type RetryPodStatus struct {
 }
 
 func (m *RetryPodStatus) Summary() string { return fmt.Sprintf("retry pod %s status", m.UID) }
+
+// KernelOOM is an OOM kill the kernel logged, for upstream's SystemOOM
+// event.
+// Sender: the status-reporter's kernel log reader (its goroutine);
+// receiver: the status-reporter.
+type KernelOOM struct {
+	OOM oomwatch.OOM
+}
+
+func (m *KernelOOM) Summary() string {
+	return fmt.Sprintf("kernel OOM kill of %s (pid %d), cgroup %s", m.OOM.Process, m.OOM.PID, m.OOM.VictimContainer)
+}

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/actorlet/actorlet/internal/cgroups"
+	"github.com/actorlet/actorlet/internal/events"
 )
 
 // Upstream's enforceNodeAllocatable keys (kubetypes).
@@ -20,12 +21,6 @@ const (
 	enforceSystemReservedCompressible = "system-reserved-compressible"
 	enforceKubeReserved               = "kube-reserved"
 	enforceKubeReservedCompressible   = "kube-reserved-compressible"
-)
-
-// Upstream's events about node allocatable enforcement, on the node.
-const (
-	eventNodeAllocatableEnforced = "NodeAllocatableEnforced"
-	eventFailedNodeAllocatable   = "FailedNodeAllocatableEnforcement"
 )
 
 // nodeEvent records an event on the node (its UID is its name, as
@@ -86,9 +81,9 @@ func (a *Actor) podCgroups(capacity v1.ResourceList) (*cgroups.Manager, error) {
 	}
 	if err := m.Start(); err != nil {
 		a.log.Warn().Err(err).Str("cgroup", m.PodsCgroup()).Msg("node allocatable cgroups not fully set up")
-		a.nodeEvent(v1.EventTypeWarning, eventFailedNodeAllocatable, fmt.Sprintf("Failed to update Node Allocatable Limits %q: %v", m.PodsCgroup(), err))
+		a.nodeEvent(v1.EventTypeWarning, events.FailedNodeAllocatableEnforcement, fmt.Sprintf("Failed to update Node Allocatable Limits %q: %v", m.PodsCgroup(), err))
 	} else if perQOS {
-		a.nodeEvent(v1.EventTypeNormal, eventNodeAllocatableEnforced, "Updated Node Allocatable limit across pods")
+		a.nodeEvent(v1.EventTypeNormal, events.SuccessfulNodeAllocatableEnforcement, "Updated Node Allocatable limit across pods")
 	}
 	for _, e := range []struct {
 		key, cgroup, what string
@@ -104,10 +99,10 @@ func (a *Actor) podCgroups(capacity v1.ResourceList) (*cgroups.Manager, error) {
 			continue
 		}
 		if err := m.EnforceReserved(e.cgroup, e.rl, e.compressible); err != nil {
-			a.nodeEvent(v1.EventTypeWarning, eventFailedNodeAllocatable, fmt.Sprintf("Failed to enforce %s Cgroup Limits on %q: %v", e.what, e.cgroup, err))
+			a.nodeEvent(v1.EventTypeWarning, events.FailedNodeAllocatableEnforcement, fmt.Sprintf("Failed to enforce %s Cgroup Limits on %q: %v", e.what, e.cgroup, err))
 			return nil, fmt.Errorf("enforceNodeAllocatable %s: limits of %q: %w", e.key, e.cgroup, err)
 		}
-		a.nodeEvent(v1.EventTypeNormal, eventNodeAllocatableEnforced, fmt.Sprintf("Updated limits on %s cgroup %v", strings.ToLower(strings.TrimSuffix(e.what, " Compressible")), e.cgroup))
+		a.nodeEvent(v1.EventTypeNormal, events.SuccessfulNodeAllocatableEnforcement, fmt.Sprintf("Updated limits on %s cgroup %v", strings.ToLower(strings.TrimSuffix(e.what, " Compressible")), e.cgroup))
 	}
 	return m, nil
 }

@@ -244,6 +244,7 @@ func (a *Actor) buildDependencies(actor.Context) (outcome, error) {
 		Kubeconfig:                o.Kubeconfig,
 		KubeAPIQPS:                float32(deref(c.KubeAPIQPS)),
 		KubeAPIBurst:              int(c.KubeAPIBurst),
+		ContentType:               c.ContentType,
 		EventQPS:                  float32(deref(c.EventRecordQPS)),
 		EventBurst:                int(c.EventBurst),
 		NodeStatusUpdateFrequency: c.NodeStatusUpdateFrequency.Duration,
@@ -409,7 +410,7 @@ var runtimeActors = []struct {
 			SplitLogStreams: a.gates.Enabled("PodLogsQuerySplitStreams"),
 			Configz:         c.DeepCopy(),
 			Debugging: kubeletapi.Debugging{Handlers: deref(c.EnableDebuggingHandlers), SystemLogs: deref(c.EnableSystemLogHandler),
-				Profiling: deref(c.EnableProfilingHandler), ContentionProfiling: c.EnableContentionProfiling},
+				Profiling: deref(c.EnableProfilingHandler), ContentionProfiling: c.EnableContentionProfiling, Flags: deref(c.EnableDebugFlagsHandler)},
 			DebugAddress:   a.cmdline.Options.DebugAddress,
 			FaultInjection: a.cmdline.Options.DebugFaultInjection,
 			PodManager:     a.child(podmanager.Kind), PLEG: a.child(pleg.Kind), System: a.p.System, Log: a.log,
@@ -436,6 +437,15 @@ func (a *Actor) cgroupDriver() error {
 	}
 	_, err = cgroups.PodsCgroupParent(a.cfg.CgroupRoot, a.cfg.CgroupDriver)
 	return err
+}
+
+// defaultPodSysctls are defaultPodSysctls when the DefaultPodSysctls gate
+// is on (validation refuses them otherwise).
+func defaultPodSysctls(sysctls map[string]string, gate bool) map[string]string {
+	if !gate {
+		return nil
+	}
+	return sysctls
 }
 
 // runtimeEnv is what the runtime actors share beyond the dependencies.
@@ -571,14 +581,16 @@ func (a *Actor) runtimeEnv() (*runtimeEnv, error) {
 		KubeletAttaches: c.EnableControllerAttachDetach != nil && !*c.EnableControllerAttachDetach,
 		Events:          a.deps.Events}
 	if a.deps.Kube != nil {
-		// The objects volumes show, read as the node: a watch per object
-		// the node's pods reference, whose changes refresh those pods.
+		// The objects volumes show, read as the node: with the Watch
+		// strategy, a watch per object the node's pods reference, whose
+		// changes refresh those pods.
 		system, vm := a.p.System.ActorSystem, a.child(volumemanager.Kind)
 		sources := apisource.New(a.Context(), a.deps.Kube, apisource.Options{
 			OnChange: func(kind, namespace, name string) {
 				supervision.TellFromOutside(system, vm, &messages.VolumeSourceChanged{Kind: kind, Namespace: namespace, Name: name})
 			},
-			Log: a.log.With().Str("component", "volume-sources").Logger(),
+			Log:             a.log.With().Str("component", "volume-sources").Logger(),
+			ChangeDetection: string(c.ConfigMapAndSecretChangeDetectionStrategy),
 		})
 		env.volumes.Sources, env.volumeSources = sources, sources
 	}
@@ -612,6 +624,7 @@ func (a *Actor) runtimeEnv() (*runtimeEnv, error) {
 		Swap:                  a.swap(env.cgroups.V2(), mem.Value()),
 		NoCPUCFSQuota:         c.CPUCFSQuota != nil && !*c.CPUCFSQuota,
 		CPUCFSQuotaPeriod:     a.cfsQuotaPeriod(),
+		DefaultPodSysctls:     defaultPodSysctls(c.DefaultPodSysctls, a.gates.Enabled("DefaultPodSysctls")),
 		Hooks:                 &lifecycle.Runner{RT: a.deps.Runtime, Recorder: a.deps.Events},
 		DevicePlugins:         devicemanager.Client{System: a.p.System.ActorSystem, PID: a.child(devicemanager.Kind)},
 	}}

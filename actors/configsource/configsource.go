@@ -24,6 +24,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/record"
 
+	"github.com/actorlet/actorlet/internal/events"
 	"github.com/actorlet/actorlet/internal/manifest"
 	"github.com/actorlet/actorlet/messages"
 	"github.com/actorlet/actorlet/supervision"
@@ -194,7 +195,7 @@ func (a *Actor) logInvalid(m *messages.SourceScanned) {
 			Msg("static pod manifest left out")
 		if e.Pod != nil && a.p.Events != nil {
 			// Upstream's event for a duplicate pod name, naming the files.
-			a.p.Events.Eventf(e.Pod, v1.EventTypeWarning, "FailedValidation",
+			a.p.Events.Eventf(e.Pod, v1.EventTypeWarning, events.FailedValidation,
 				"Error validating pod %s_%s(%s) from %s %s due to duplicate pod name %q, ignoring: %s declares it already",
 				e.Pod.Name, e.Pod.Namespace, e.Pod.UID, m.Source, e.Location, e.Pod.Name, e.DuplicateOf)
 		}

@@ -30,6 +30,7 @@ import (
 	drapb "k8s.io/kubelet/pkg/apis/dra/v1"
 
 	"github.com/actorlet/actorlet/internal/dra"
+	"github.com/actorlet/actorlet/internal/events"
 	"github.com/actorlet/actorlet/internal/podruntime"
 	"github.com/actorlet/actorlet/messages"
 	"github.com/actorlet/actorlet/supervision"
@@ -45,7 +46,6 @@ const ReconcilePeriod = time.Minute
 const apiTimeout = time.Minute
 
 // Upstream's event reason of a failed prepare.
-const reasonFailedPrepare = "FailedPrepareDynamicResources"
 
 // Params configure the dra-manager.
 type Params struct {
@@ -167,7 +167,7 @@ func (a *Actor) execute(ctx actor.Context, c Command) {
 	case CmdPrepareFailed:
 		err := fmt.Errorf("prepare dynamic resources: %w", c.Err)
 		a.log.Warn().Err(err).Str("pod", c.Pod.Namespace+"/"+c.Pod.Name).Stringer("retryIn", c.After).Msg("Failed to prepare dynamic resources")
-		podruntime.PodEvent(a.p.Events, c.Pod, v1.EventTypeWarning, reasonFailedPrepare, "Failed to prepare dynamic resources: "+err.Error())
+		podruntime.PodEvent(a.p.Events, c.Pod, v1.EventTypeWarning, events.FailedPrepareDynamicResources, "Failed to prepare dynamic resources: "+err.Error())
 		supervision.After(ctx, c.After, &messages.DRARetryDue{UID: c.Pod.UID})
 	case CmdUnprepareFailed:
 		a.log.Warn().Err(fmt.Errorf("unprepare dynamic resources: %w", c.Err)).Str("podUID", string(c.UID)).

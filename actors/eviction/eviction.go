@@ -24,6 +24,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 
+	"github.com/actorlet/actorlet/internal/events"
 	"github.com/actorlet/actorlet/internal/evictionpolicy"
 	"github.com/actorlet/actorlet/internal/metrics"
 	"github.com/actorlet/actorlet/messages"
@@ -280,7 +281,7 @@ func (a *Actor) reclaimFor(ctx actor.Context, list *messages.PodList) {
 	r := a.reclaim
 	a.log.Info().Str("resource", string(r.Resource)).Str("threshold", r.Threshold.String()).Msg("attempting to reclaim")
 	if a.p.Events != nil {
-		a.p.Events.Eventf(a.nodeRef(), v1.EventTypeWarning, "EvictionThresholdMet", "Attempting to reclaim %s", r.Resource)
+		a.p.Events.Eventf(a.nodeRef(), v1.EventTypeWarning, events.EvictionThresholdMet, "Attempting to reclaim %s", r.Resource)
 	}
 	if r.Threshold.Signal.IsDisk() && a.p.GC != nil {
 		a.stage = reclaiming
@@ -433,7 +434,7 @@ func (a *Actor) evict(ctx actor.Context, list *messages.PodList) {
 // evictPod has the pod-manager evict pod, with upstream's event.
 func (a *Actor) evictPod(ctx actor.Context, pod *v1.Pod, grace int64, msg string, signal evictionpolicy.Signal) {
 	if a.p.Events != nil {
-		a.p.Events.Event(pod, v1.EventTypeWarning, evictionpolicy.Reason, msg)
+		a.p.Events.Event(pod, v1.EventTypeWarning, events.Evicted, msg)
 	}
 	a.log.Warn().Str("pod", pod.Namespace+"/"+pod.Name).Str("uid", string(pod.UID)).Int64("gracePeriod", grace).
 		Str("message", msg).Msg("evicting pod")

@@ -24,6 +24,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	kubeletconfigv1beta1 "k8s.io/kubelet/config/v1beta1"
 
+	"github.com/actorlet/actorlet/internal/events"
 	"github.com/actorlet/actorlet/internal/metrics"
 	"github.com/actorlet/actorlet/messages"
 	"github.com/actorlet/actorlet/supervision"
@@ -331,7 +332,7 @@ func (a *Actor) containerDone(ctx actor.Context, m *messages.ContainerGCDone) {
 		var f failure
 		if errors.As(err, &f) {
 			// Upstream: every failed container GC is an event.
-			a.nodeEvent(eventContainerGCFailed, err.Error())
+			a.nodeEvent(events.ContainerGCFailed, err.Error())
 		}
 	}
 	recordPass(metrics.GCKindContainer, m.Duration, len(m.Errs) == 0)

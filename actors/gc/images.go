@@ -13,6 +13,7 @@ import (
 	"google.golang.org/grpc/status"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/actorlet/actorlet/internal/events"
 	"github.com/actorlet/actorlet/internal/metrics"
 	"github.com/actorlet/actorlet/messages"
 	"github.com/actorlet/actorlet/supervision"
@@ -164,7 +165,7 @@ func (a *Actor) imageFailures(spaceFreed uint64, errs []error) []error {
 	var more []error
 	if len(errs) == 0 && a.imageCapacity == 0 {
 		err := errors.New("invalid capacity 0 on image filesystem")
-		a.nodeEvent(eventInvalidDiskCapacity, err.Error())
+		a.nodeEvent(events.InvalidDiskCapacity, err.Error())
 		more = append(more, err)
 	}
 	if a.imageNeed > 0 && spaceFreed < a.imageNeed {
@@ -172,13 +173,13 @@ func (a *Actor) imageFailures(spaceFreed uint64, errs []error) []error {
 			"Failed to free sufficient space by deleting unused images (freed %d bytes). "+
 			"Investigate disk usage, as it could be used by active images, logs, volumes, or other data.",
 			a.imageUsage, formatSize(a.imageCapacity), spaceFreed)
-		a.nodeEvent(eventFreeDiskSpaceFailed, msg)
+		a.nodeEvent(events.FreeDiskSpaceFailed, msg)
 		more = append(more, errors.New(msg))
 	}
 	failed := append(errs[:len(errs):len(errs)], more...)
 	if len(failed) > 0 {
 		if a.previousImagePassFailed {
-			a.nodeEvent(eventImageGCFailed, errors.Join(failed...).Error())
+			a.nodeEvent(events.ImageGCFailed, errors.Join(failed...).Error())
 		}
 		a.previousImagePassFailed = true
 	} else {

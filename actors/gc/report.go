@@ -13,15 +13,6 @@ import (
 	"github.com/actorlet/actorlet/messages"
 )
 
-// Upstream's GC event reasons (pkg/kubelet/events), all warnings about the
-// node.
-const (
-	eventContainerGCFailed   = "ContainerGCFailed"
-	eventImageGCFailed       = "ImageGCFailed"
-	eventFreeDiskSpaceFailed = "FreeDiskSpaceFailed"
-	eventInvalidDiskCapacity = "InvalidDiskCapacity"
-)
-
 // nodeEvent logs a GC event and records it on the node, as upstream's
 // kubelet does with its node reference (the UID is the node's name).
 func (a *Actor) nodeEvent(reason, message string) {

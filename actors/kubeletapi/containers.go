@@ -42,8 +42,10 @@ func writeError(w http.ResponseWriter, err error) {
 // reads the snapshot /pods answers from, so a flood of requests does not
 // reach the pod-manager.
 // A non-empty uid must match, so a request for a deleted pod's UID does not
-// reach a new pod of the same name.
-func (a *Actor) podByName(ctx context.Context, namespace, name string, uid types.UID) (*v1.Pod, error) {
+// reach a new pod of the same name. A pod found without the non-empty
+// container in its spec is looked for again in a younger snapshot, so an
+// ephemeral container just added (and already running) is found.
+func (a *Actor) podByName(ctx context.Context, namespace, name string, uid types.UID, container string) (*v1.Pod, error) {
 	find := func(maxAge time.Duration) (*v1.Pod, error) {
 		state, err := a.state.get(ctx, maxAge)
 		if err != nil {
@@ -62,10 +64,21 @@ func (a *Actor) podByName(ctx context.Context, namespace, name string, uid types
 	}
 	// The snapshot first; a pod it does not hold may be newer than it, so
 	// a miss looks again in a younger one.
+	var found *v1.Pod
 	for _, maxAge := range []time.Duration{snapshotMaxAge, missMaxAge} {
-		if p, err := find(maxAge); p != nil || err != nil {
-			return p, err
+		p, err := find(maxAge)
+		if err != nil {
+			return nil, err
 		}
+		if p != nil {
+			found = p
+			if container == "" || podref.Container(p, container) != nil {
+				return p, nil
+			}
+		}
+	}
+	if found != nil {
+		return found, nil
 	}
 	return nil, statusError(http.StatusNotFound, "pod %s/%s does not exist on this node", namespace, name)
 }

@@ -90,7 +90,8 @@ type Params struct {
 	// the kubelet-API actor keeps its own copy.
 	Configz *kubeletconfig.KubeletConfiguration
 	// Debugging is what enableDebuggingHandlers, enableSystemLogHandler,
-	// enableProfilingHandler and enableContentionProfiling turn on.
+	// enableProfilingHandler, enableContentionProfiling and
+	// enableDebugFlagsHandler turn on.
 	Debugging Debugging
 	// DebugAddress (--debug-address, host:port) serves the debugging
 	// handlers in plain HTTP, without authentication; empty turns it off.
@@ -107,8 +108,8 @@ type Params struct {
 }
 
 // Debugging are the KubeletConfiguration's switches of the debugging
-// handlers, as upstream applies them: on the kubelet API, SystemLogs and
-// Profiling only count when Handlers is on. Profiling also governs pprof on
+// handlers, as upstream applies them: on the kubelet API, SystemLogs,
+// Profiling and Flags only count when Handlers is on. Profiling also governs pprof on
 // the debug listener.
 type Debugging struct {
 	// Handlers (enableDebuggingHandlers) serves exec, attach, port-forward,
@@ -122,6 +123,9 @@ type Debugging struct {
 	// ContentionProfiling (enableContentionProfiling) records every
 	// blocking event for pprof's block profile, when Profiling is on.
 	ContentionProfiling bool
+	// Flags (enableDebugFlagsHandler) serves PUT /debug/flags/v, which
+	// sets the log verbosity.
+	Flags bool
 }
 
 // Actor is the kubelet-API actor. Its HTTP servers run in their own

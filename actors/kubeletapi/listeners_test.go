@@ -196,7 +196,7 @@ func newListeners(t *testing.T) *listeners {
 	params := Params{
 		Port: 10250, ServingCert: &tls.Certificate{}, Auth: filter, NodeName: "node-a",
 		Runtime: &runtimeStub{logPath: containerLog}, Configz: &kubeletconfigv1beta1.KubeletConfiguration{},
-		Debugging: Debugging{Handlers: true, SystemLogs: true, Profiling: true}, LogDir: logDir,
+		Debugging: Debugging{Handlers: true, SystemLogs: true, Profiling: true, Flags: true}, LogDir: logDir,
 		FaultInjection: true, PodManager: podManager, PLEG: pleg, System: system, Log: zerolog.Nop(),
 		Stats: &stats.Provider{Runtime: &runtimeStub{}, Images: imageStub{}, RootDir: t.TempDir(), PodCgroupRoot: "/kubepods", Log: zerolog.Nop()},
 	}
@@ -226,7 +226,7 @@ func newListeners(t *testing.T) *listeners {
 		api:            serve(api(a)),
 		apiNoDebugging: serve(api(actorWith(func(p *Params) { p.Debugging.Handlers = false }))),
 		apiNoLogsNoPprof: serve(api(actorWith(func(p *Params) {
-			p.Debugging.SystemLogs, p.Debugging.Profiling = false, false
+			p.Debugging.SystemLogs, p.Debugging.Profiling, p.Debugging.Flags = false, false, false
 		}))),
 		debug: serve(canonicalPaths(a.debugMux())),
 		lists: lists,
@@ -304,6 +304,7 @@ func TestEveryPathOnEveryListener(t *testing.T) {
 		{l.healthz, "healthz", "GET", "/debug/actors.json", "", 404, ""},
 		{l.healthz, "healthz", "GET", "/debug/actors/events", "", 404, ""},
 		{l.healthz, "healthz", "GET", "/debug/pprof/", "", 404, ""},
+		{l.healthz, "healthz", "PUT", "/debug/flags/v", "", 404, ""},
 		{l.healthz, "healthz", "POST", "/debug/inject/panic?actor=bootstrap/pod-manager", "", 404, ""},
 		{l.healthz, "healthz", "GET", "/exec/default/web/c", "", 404, ""},
 		{l.healthz, "healthz", "GET", "/logs/", "", 404, ""},
@@ -333,6 +334,7 @@ func TestEveryPathOnEveryListener(t *testing.T) {
 		{l.readOnly, "read-only", "GET", "/logs/", "", 404, ""},
 		{l.readOnly, "read-only", "GET", "/debug/actors", "", 404, ""},
 		{l.readOnly, "read-only", "GET", "/debug/pprof/", "", 404, ""},
+		{l.readOnly, "read-only", "PUT", "/debug/flags/v", "", 404, ""},
 		{l.readOnly, "read-only", "POST", "/debug/inject/panic?actor=bootstrap/pod-manager", "", 404, ""},
 		{l.readOnly, "read-only", "GET", "/pods/../configz", "", 400, nonCanon},
 		{l.readOnly, "read-only", "GET", "/pods/%2e%2e/configz", "", 400, nonCanon},
@@ -343,6 +345,7 @@ func TestEveryPathOnEveryListener(t *testing.T) {
 		{l.api, "api", "GET", "/debug/actors", "", 401, "Unauthorized"},
 		{l.api, "api", "GET", "/debug/actors.json", "", 401, "Unauthorized"},
 		{l.api, "api", "GET", "/debug/pprof/", "", 401, "Unauthorized"},
+		{l.api, "api", "PUT", "/debug/flags/v", "", 401, "Unauthorized"},
 		{l.api, "api", "POST", "/debug/inject/panic?actor=bootstrap/pod-manager", "", 401, "Unauthorized"},
 		{l.api, "api", "GET", "/nope", "", 401, "Unauthorized"},
 		{l.api, "api", "GET", "/pods", "not-a-token", 401, "Unauthorized"},
@@ -370,6 +373,8 @@ func TestEveryPathOnEveryListener(t *testing.T) {
 		{l.api, "api", "GET", "/debug/actors.json", viewerToken, 403, "subresource(s)=[proxy]"},
 		{l.api, "api", "GET", "/debug/actors/events", viewerToken, 403, "subresource(s)=[proxy]"},
 		{l.api, "api", "GET", "/debug/pprof/", viewerToken, 403, "subresource(s)=[proxy]"},
+		{l.api, "api", "PUT", "/debug/flags/v", viewerToken, 403, "verb=update, resource=nodes, subresource(s)=[proxy]"},
+		{l.api, "api", "PUT", "/debug/flags/v", statsReaderToken, 403, "subresource(s)=[proxy]"},
 		{l.api, "api", "POST", "/debug/inject/panic?actor=bootstrap/pod-manager", viewerToken, 403, "verb=create"},
 		{l.api, "api", "GET", "/exec/default/web/c?command=true&output=1", viewerToken, 403, "subresource(s)=[proxy]"},
 		{l.api, "api", "GET", "/containerLogs/default/web/c", viewerToken, 403, "subresource(s)=[proxy]"},
@@ -397,6 +402,9 @@ func TestEveryPathOnEveryListener(t *testing.T) {
 		{l.api, "api", "GET", "/debug/actors/events", adminToken, 200, "retry: 1000"},
 		{l.api, "api", "GET", "/debug/actors/timeline?path=bootstrap/pod-manager", adminToken, 200, "["},
 		{l.api, "api", "GET", "/debug/pprof/", adminToken, 200, "goroutine"},
+		// An empty body is no verbosity: upstream's 400, nothing changed.
+		{l.api, "api", "PUT", "/debug/flags/v", adminToken, 400, `strconv.ParseUint: parsing "": invalid syntax`},
+		{l.api, "api", "GET", "/debug/flags/v", adminToken, 406, "unsupported http method"},
 		{l.api, "api", "POST", "/debug/inject/panic?actor=bootstrap/nobody", adminToken, 404, "no live actor"},
 		{l.api, "api", "GET", "/debug/inject/panic?actor=bootstrap/nobody", adminToken, 405, ""},
 		{l.api, "api", "GET", "/logs/node.log", adminToken, 200, "node log line"},
@@ -423,15 +431,18 @@ func TestEveryPathOnEveryListener(t *testing.T) {
 		{l.apiNoDebugging, "api without debugging", "GET", "/runningpods/", adminToken, 405, disabledMsg},
 		{l.apiNoDebugging, "api without debugging", "GET", "/logs/node.log", adminToken, 405, disabledMsg},
 		{l.apiNoDebugging, "api without debugging", "GET", "/debug/pprof/", adminToken, 405, disabledMsg},
+		{l.apiNoDebugging, "api without debugging", "PUT", "/debug/flags/v", adminToken, 405, disabledMsg},
 		{l.apiNoDebugging, "api without debugging", "GET", "/debug/actors", adminToken, 405, disabledMsg},
 		{l.apiNoDebugging, "api without debugging", "GET", "/debug/actors.json", adminToken, 405, disabledMsg},
 		{l.apiNoDebugging, "api without debugging", "POST", "/debug/inject/panic?actor=bootstrap/pod-manager", adminToken, 405, disabledMsg},
 
-		// enableSystemLogHandler and enableProfilingHandler: false.
+		// enableSystemLogHandler, enableProfilingHandler and
+		// enableDebugFlagsHandler: false.
 		{l.apiNoLogsNoPprof, "api without logs and pprof", "GET", "/logs/", adminToken, 405, "logs endpoint is disabled."},
 		{l.apiNoLogsNoPprof, "api without logs and pprof", "GET", "/logs/node.log", adminToken, 405, "logs endpoint is disabled."},
 		{l.apiNoLogsNoPprof, "api without logs and pprof", "GET", "/debug/pprof/", adminToken, 405, "profiling endpoint is disabled."},
 		{l.apiNoLogsNoPprof, "api without logs and pprof", "GET", "/debug/pprof/heap", adminToken, 405, "profiling endpoint is disabled."},
+		{l.apiNoLogsNoPprof, "api without logs and pprof", "PUT", "/debug/flags/v", adminToken, 405, "flags endpoint is disabled."},
 		{l.apiNoLogsNoPprof, "api without logs and pprof", "GET", "/debug/actors.json", adminToken, 200, `"actors":[`},
 		{l.apiNoLogsNoPprof, "api without logs and pprof", "GET", "/exec/default/web/c?command=true&output=1", adminToken, 400, "upgrade request required"},
 
@@ -448,6 +459,7 @@ func TestEveryPathOnEveryListener(t *testing.T) {
 		{l.debug, "debug", "GET", "/configz", "", 404, ""},
 		{l.debug, "debug", "GET", "/exec/default/web/c", "", 404, ""},
 		{l.debug, "debug", "GET", "/logs/", "", 404, ""},
+		{l.debug, "debug", "PUT", "/debug/flags/v", "", 404, ""},
 		{l.debug, "debug", "GET", "//debug/actors", "", 400, nonCanon},
 		{l.debug, "debug", "GET", "/debug/actors/../../logs/", "", 400, nonCanon},
 	}

@@ -43,7 +43,7 @@ func (a *Actor) containerLogs(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, fmt.Sprintf("container logs of %s/%s/%s: %v", ns, name, container, err), status)
 		return
 	}
-	pod, err := a.podByName(r.Context(), ns, name, "")
+	pod, err := a.podByName(r.Context(), ns, name, "", container)
 	if err != nil {
 		writeError(w, err)
 		return

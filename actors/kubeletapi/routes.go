@@ -88,6 +88,11 @@ func (a *Actor) apiMux() *http.ServeMux {
 	} else {
 		mux.Handle("/logs/", disabled(logsDisabled))
 	}
+	if a.p.Debugging.Flags {
+		mux.HandleFunc("/debug/flags/v", debugFlagsV)
+	} else {
+		mux.Handle("/debug/flags/v", disabled(flagsDisabled))
+	}
 	a.addDebugHandlers(mux)
 	return mux
 }

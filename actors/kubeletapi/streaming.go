@@ -205,7 +205,7 @@ func (a *Actor) streamContainer(w http.ResponseWriter, r *http.Request, prefix s
 // runningPodContainer finds the pod and its running container a request
 // names.
 func (a *Actor) runningPodContainer(r *http.Request, ns, name string, uid types.UID, container string) (*v1.Pod, *runtimeapi.Container, error) {
-	pod, err := a.podByName(r.Context(), ns, name, uid)
+	pod, err := a.podByName(r.Context(), ns, name, uid, container)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -226,7 +226,7 @@ func (a *Actor) portForward(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
-	pod, err := a.podByName(r.Context(), ns, name, uid)
+	pod, err := a.podByName(r.Context(), ns, name, uid, "")
 	if err != nil {
 		writeError(w, err)
 		return

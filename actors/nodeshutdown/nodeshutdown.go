@@ -27,6 +27,7 @@ import (
 	"k8s.io/client-go/tools/record"
 
 	"github.com/actorlet/actorlet/internal/atomicfile"
+	"github.com/actorlet/actorlet/internal/events"
 	"github.com/actorlet/actorlet/internal/logind"
 	"github.com/actorlet/actorlet/internal/metrics"
 	"github.com/actorlet/actorlet/messages"
@@ -45,8 +46,6 @@ const (
 	reconnectPeriod = time.Second
 	// listTimeout bounds the wait for the pod-manager's pods.
 	listTimeout = 5 * time.Second
-	// eventReason is upstream's event reason on the Node.
-	eventReason = "Shutdown"
 )
 
 // Params configure the node-shutdown actor.
@@ -266,7 +265,7 @@ func (a *Actor) execute(ctx actor.Context, c Cmd) {
 	case CmdEvent:
 		if a.p.Events != nil {
 			ref := &v1.ObjectReference{Kind: "Node", Name: a.p.NodeName, UID: types.UID(a.p.NodeName)}
-			a.p.Events.Event(ref, v1.EventTypeNormal, eventReason, c.Message)
+			a.p.Events.Event(ref, v1.EventTypeNormal, events.NodeShutdown, c.Message)
 		}
 	case CmdListPods:
 		a.listPods(ctx)

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/actorlet/actorlet/internal/cgroups"
+	"github.com/actorlet/actorlet/internal/events"
 	"github.com/actorlet/actorlet/messages"
 )
 
@@ -79,7 +80,7 @@ func (m *Machine) preempt(uid types.UID, critical *v1.Pod, short []Shortfall, no
 	p.Evicted = &Eviction{Reason: ReasonPreempting, Message: preemptMessage, Condition: preemptedCondition}
 	p.End = &messages.TerminatePod{GracePeriod: &grace, Reason: "preempted to admit critical pod " + fullName(critical), Pod: p.Pod}
 	p.Phase = Ending
-	m.emit(CmdEvent{Pod: p.Pod, Type: v1.EventTypeWarning, Reason: ReasonPreempting, Message: preemptMessage})
+	m.emit(CmdEvent{Pod: p.Pod, Type: v1.EventTypeWarning, Reason: events.PreemptContainer, Message: preemptMessage})
 	m.log(zerolog.WarnLevel, "preempting pod to admit a critical pod", map[string]any{"pod": fullName(p.Pod), "criticalPod": fullName(critical),
 		"insufficientResources": requirements(short).String(), "gracePeriod": grace})
 	m.tell(uid, p.End)

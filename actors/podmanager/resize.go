@@ -18,6 +18,7 @@ import (
 	resourcehelper "k8s.io/component-helpers/resource"
 
 	"github.com/actorlet/actorlet/internal/atomicfile"
+	"github.com/actorlet/actorlet/internal/events"
 	"github.com/actorlet/actorlet/internal/podruntime"
 	"github.com/actorlet/actorlet/messages"
 )
@@ -260,7 +261,7 @@ func (m *Machine) resize(uid types.UID, p *PodState, now time.Time) bool {
 		delete(m.pending, uid)
 		m.saveAllocations()
 		m.log(zerolog.InfoLevel, "pod resize allocated", map[string]any{"pod": fullName(p.Pod), "generation": p.Pod.Generation})
-		m.emit(CmdEvent{Pod: p.Pod, Type: v1.EventTypeNormal, Reason: podruntime.EventResizeStarted,
+		m.emit(CmdEvent{Pod: p.Pod, Type: v1.EventTypeNormal, Reason: events.ResizeStarted,
 			Message: podruntime.ResizeMessage("Pod resize started", p.Pod, p.Pod.Generation, "")})
 		if prev != nil {
 			m.reportWithResize(uid, p)
@@ -275,9 +276,9 @@ func (m *Machine) resize(uid types.UID, p *PodState, now time.Time) bool {
 		m.pending[uid] = r
 		m.log(zerolog.WarnLevel, "pod resize "+r.Reason+": "+r.Message, map[string]any{"pod": fullName(p.Pod), "generation": p.Pod.Generation})
 		m.reportWithResize(uid, p)
-		reason := podruntime.EventResizeDeferred
+		reason := events.ResizeDeferred
 		if r.Reason == v1.PodReasonInfeasible {
-			reason = podruntime.EventResizeInfeasible
+			reason = events.ResizeInfeasible
 		}
 		m.emit(CmdEvent{Pod: p.Pod, Type: v1.EventTypeWarning, Reason: reason,
 			Message: podruntime.ResizeMessage("Pod resize "+r.Reason, p.Pod, p.Pod.Generation, r.Message)})

@@ -8,7 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/actorlet/actorlet/internal/podruntime"
+	"github.com/actorlet/actorlet/internal/events"
 	"github.com/actorlet/actorlet/messages"
 )
 
@@ -130,7 +130,7 @@ func TestMachineResize(t *testing.T) {
 		if all := saved(cmds); all == nil || cpuAllocated(all["a"]) != 1500 {
 			t.Errorf("checkpoint %v", all)
 		}
-		if e := event(cmds, podruntime.EventResizeStarted); e == nil || e.Type != v1.EventTypeNormal {
+		if e := event(cmds, events.ResizeStarted); e == nil || e.Type != v1.EventTypeNormal {
 			t.Errorf("no ResizeStarted event: %v", describe(cmds))
 		}
 	})
@@ -145,7 +145,7 @@ func TestMachineResize(t *testing.T) {
 		if c == nil || c.Reason != v1.PodReasonDeferred || c.ObservedGeneration != 2 {
 			t.Fatalf("pending condition %+v", c)
 		}
-		if e := event(cmds, podruntime.EventResizeDeferred); e == nil || e.Type != v1.EventTypeWarning ||
+		if e := event(cmds, events.ResizeDeferred); e == nil || e.Type != v1.EventTypeWarning ||
 			!strings.HasPrefix(e.Message, "Pod resize Deferred: {\"containers\":[{\"name\":\"c\",\"resources\":{\"requests\":{\"cpu\":\"1600m\"}}}],\"generation\":2,\"error\":\"Node didn't have enough resource") {
 			t.Errorf("event %+v", e)
 		}

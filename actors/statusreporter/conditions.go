@@ -10,6 +10,8 @@ import (
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/actorlet/actorlet/internal/events"
 )
 
 // maxNamesPerImage bounds the names reported per image, as upstream's
@@ -113,9 +115,9 @@ var pressureEvents = []struct {
 	typ             v1.NodeConditionType
 	onTrue, onFalse string
 }{
-	{v1.NodeMemoryPressure, "NodeHasInsufficientMemory", "NodeHasSufficientMemory"},
-	{v1.NodeDiskPressure, "NodeHasDiskPressure", "NodeHasNoDiskPressure"},
-	{v1.NodePIDPressure, "NodeHasInsufficientPID", "NodeHasSufficientPID"},
+	{v1.NodeMemoryPressure, events.NodeHasInsufficientMemory, events.NodeHasSufficientMemory},
+	{v1.NodeDiskPressure, events.NodeHasDiskPressure, events.NodeHasNoDiskPressure},
+	{v1.NodePIDPressure, events.NodeHasInsufficientPID, events.NodeHasSufficientPID},
 }
 
 // setConditions updates node's conditions as upstream's setters do: every

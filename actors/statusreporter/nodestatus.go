@@ -190,12 +190,13 @@ func updateNodeStatus(ctx context.Context, kube kubernetes.Interface, spec *node
 		return &messages.NodeStatusUpdated{Err: fmt.Errorf("get node %s: %w", spec.Name, err)}
 	}
 	node, changed, transition := spec.updateNode(original, h, time.Now())
+	previousBootID := original.Status.NodeInfo.BootID
 	if !changed && !reportDue {
-		return &messages.NodeStatusUpdated{Node: original}
+		return &messages.NodeStatusUpdated{Node: original, PreviousBootID: previousBootID}
 	}
 	updated, err := patchNodeStatus(ctx, kube, original, node)
 	if err != nil {
 		return &messages.NodeStatusUpdated{Err: err}
 	}
-	return &messages.NodeStatusUpdated{Node: updated, Patched: true, ReadyTransition: transition}
+	return &messages.NodeStatusUpdated{Node: updated, Patched: true, ReadyTransition: transition, PreviousBootID: previousBootID}
 }

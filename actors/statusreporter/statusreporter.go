@@ -25,7 +25,9 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	kubeletconfigv1beta1 "k8s.io/kubelet/config/v1beta1"
 
+	"github.com/actorlet/actorlet/internal/events"
 	"github.com/actorlet/actorlet/internal/metrics"
+	"github.com/actorlet/actorlet/internal/oomwatch"
 	"github.com/actorlet/actorlet/internal/retry"
 	"github.com/actorlet/actorlet/internal/version"
 	"github.com/actorlet/actorlet/messages"
@@ -147,6 +149,8 @@ type Actor struct {
 	// (fastStatusUpdate).
 	startedAt time.Time
 	readyOnce bool
+	// nodeEvents decides the Rebooted and NodeSchedulable events.
+	nodeEvents nodeEvents
 }
 
 // fastStatusUpdate and nodeReadyGracePeriod are upstream's fast status
@@ -196,6 +200,11 @@ func (a *Actor) Receive(ctx actor.Context) {
 		}
 	case *messages.NodeStatusUpdated:
 		a.statusUpdated(ctx, m)
+	case *messages.KernelOOM:
+		if e, ok := oomEvent(m.OOM); ok {
+			a.log.Warn().Str("process", m.OOM.Process).Int("pid", m.OOM.PID).Msg("system OOM")
+			a.nodeEvent(e)
+		}
 	case *messages.VolumesInUseChanged:
 		a.updateNow(ctx)
 	case *messages.RenewLease:
@@ -264,7 +273,8 @@ func (a *Actor) start(ctx actor.Context) {
 		return
 	}
 	if a.p.Events != nil {
-		a.p.Events.Eventf(a.nodeRef(), v1.EventTypeNormal, "Starting", "Starting kubelet.")
+		a.p.Events.Eventf(a.nodeRef(), v1.EventTypeNormal, events.StartingKubelet, "Starting kubelet.")
+		a.watchKernelOOMs(ctx)
 	}
 	if c.RegisterNode != nil && !*c.RegisterNode {
 		// Someone else registers the Node: read it, for its UID.
@@ -393,7 +403,7 @@ func (a *Actor) pressureEvents(old, cur *v1.Node) {
 		if now == v1.ConditionTrue {
 			reason = e.onTrue
 		}
-		a.p.Events.Eventf(a.nodeRef(), v1.EventTypeNormal, reason, "Node %s status is now: %s", a.p.NodeName, reason)
+		a.p.Events.Eventf(a.nodeRef(), v1.EventTypeNormal, reason, events.NodeStatusMessage, a.p.NodeName, reason)
 	}
 }
 
@@ -453,12 +463,40 @@ func (a *Actor) statusUpdated(ctx actor.Context, m *messages.NodeStatusUpdated) 
 		a.lastReport = time.Now()
 	}
 	if m.ReadyTransition != nil && a.p.Events != nil {
-		reason := "NodeNotReady"
+		reason := events.NodeNotReady
 		if *m.ReadyTransition == v1.ConditionTrue {
-			reason = "NodeReady"
+			reason = events.NodeReady
 		}
-		a.p.Events.Eventf(a.nodeRef(), v1.EventTypeNormal, reason, "Node %s status is now: %s", a.p.NodeName, reason)
+		a.p.Events.Eventf(a.nodeRef(), v1.EventTypeNormal, reason, events.NodeStatusMessage, a.p.NodeName, reason)
 	}
+	for _, e := range a.nodeEvents.step(a.p.NodeName, a.spec.Machine.BootID, m.PreviousBootID, m.Node) {
+		a.nodeEvent(e)
+	}
+}
+
+// nodeEvent records e on the Node.
+func (a *Actor) nodeEvent(e nodeEvent) {
+	if a.p.Events != nil {
+		a.p.Events.Event(a.nodeRef(), e.Type, e.Reason, e.Message)
+	}
+}
+
+// kmsgPath is the kernel's log, where OOM kills show.
+const kmsgPath = "/dev/kmsg"
+
+// watchKernelOOMs reads the kernel's log for OOM kills until the actor
+// stops, as upstream's OOM watcher: a log it cannot read is logged once,
+// and the kubelet goes on without SystemOOM events.
+func (a *Actor) watchKernelOOMs(ctx actor.Context) {
+	system, self, log, lctx := ctx.ActorSystem(), ctx.Self(), a.log, a.Context()
+	go func() {
+		err := oomwatch.Watch(lctx, kmsgPath, func(o oomwatch.OOM) {
+			supervision.TellFromOutside(system, self, &messages.KernelOOM{OOM: o})
+		})
+		if err != nil {
+			log.Warn().Err(err).Str("path", kmsgPath).Msg("cannot read the kernel's log: no SystemOOM events")
+		}
+	}()
 }
 
 // nodeReady says whether node's Ready condition is True.

@@ -32,9 +32,6 @@ import (
 // Kind is this actor's kind in the registry and on the dashboard.
 const Kind = "volume-manager"
 
-// Upstream's event reason for a volume that could not be set up.
-const EventFailedMount = volume.EventFailedMount
-
 // Registrar tells the object cache which pods reference which API objects
 // (volume/apisource), so that it watches exactly those.
 type Registrar interface {

@@ -53,8 +53,11 @@ type Input struct {
 	Kubeconfig      string // empty: standalone mode
 	KubeAPIQPS      float32
 	KubeAPIBurst    int
-	EventQPS        float32
-	EventBurst      int
+	// ContentType is contentType: what requests to the API server are
+	// sent in.
+	ContentType string
+	EventQPS    float32
+	EventBurst  int
 	// NodeStatusUpdateFrequency and NodeLeaseDuration bound each request of
 	// the heartbeat client (the shorter of the two), as upstream.
 	NodeStatusUpdateFrequency time.Duration
@@ -120,7 +123,7 @@ func Build(ctx context.Context, in Input, log zerolog.Logger) (*Dependencies, er
 	// does not hold up the status writes behind its events.
 	var eventKube kubernetes.Interface
 	if in.Kubeconfig != "" {
-		cfg, err := kubeConfig(in.Kubeconfig, in.KubeAPIQPS, in.KubeAPIBurst)
+		cfg, err := kubeConfig(in.Kubeconfig, in.KubeAPIQPS, in.KubeAPIBurst, in.ContentType)
 		if err != nil {
 			return nil, fmt.Errorf("kubeconfig %s: %w", in.Kubeconfig, err)
 		}

@@ -128,3 +128,22 @@ func TestHeartbeatConfig(t *testing.T) {
 		t.Errorf("heartbeat client: %v", err)
 	}
 }
+
+// TestSetContentType checks contentType as upstream's
+// setContentTypeForClient: protobuf accepts JSON too, another type leaves
+// the accepted types alone, empty leaves both.
+func TestSetContentType(t *testing.T) {
+	for _, tc := range []struct {
+		contentType, wantType, wantAccept string
+	}{
+		{contentType: "application/vnd.kubernetes.protobuf", wantType: "application/vnd.kubernetes.protobuf", wantAccept: "application/vnd.kubernetes.protobuf,application/json"},
+		{contentType: "application/json", wantType: "application/json", wantAccept: "text/plain"},
+		{contentType: "", wantType: "text/csv", wantAccept: "text/plain"},
+	} {
+		cfg := &rest.Config{ContentConfig: rest.ContentConfig{ContentType: "text/csv", AcceptContentTypes: "text/plain"}}
+		setContentType(cfg, tc.contentType)
+		if cfg.ContentType != tc.wantType || cfg.AcceptContentTypes != tc.wantAccept {
+			t.Errorf("contentType %q: ContentType %q, AcceptContentTypes %q; want %q, %q", tc.contentType, cfg.ContentType, cfg.AcceptContentTypes, tc.wantType, tc.wantAccept)
+		}
+	}
+}

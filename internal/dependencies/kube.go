@@ -5,6 +5,7 @@ import (
 
 	"github.com/rs/zerolog"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
@@ -17,24 +18,37 @@ import (
 
 // kubeConfig reads the API server client configuration from a kubeconfig
 // file, with the given rate budget.
-func kubeConfig(path string, qps float32, burst int) (*rest.Config, error) {
+func kubeConfig(path string, qps float32, burst int, contentType string) (*rest.Config, error) {
 	cfg, err := clientcmd.BuildConfigFromFlags("", path)
 	if err != nil {
 		return nil, err
 	}
-	return clientSettings(cfg, qps, burst), nil
+	return clientSettings(cfg, qps, burst, contentType), nil
 }
 
 // clientSettings sets the node's client settings on cfg: the rate budget,
 // the user agent and the content types.
-func clientSettings(cfg *rest.Config, qps float32, burst int) *rest.Config {
+func clientSettings(cfg *rest.Config, qps float32, burst int, contentType string) *rest.Config {
 	cfg.QPS, cfg.Burst = qps, burst
 	cfg.UserAgent = version.UserAgent()
-	// Protobuf is what upstream's kubelet speaks to the API server: smaller
-	// and cheaper to decode than JSON for pod and node objects.
-	cfg.ContentType = "application/vnd.kubernetes.protobuf"
-	cfg.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
+	setContentType(cfg, contentType)
 	return cfg
+}
+
+// setContentType is upstream's setContentTypeForClient: contentType
+// (--kube-api-content-type) is what requests are sent in; protobuf, the
+// default, is smaller and cheaper to decode than JSON for pod and node
+// objects, and answers are accepted in it with JSON as the fallback for
+// the types that have no protobuf form. Any other type leaves the accepted
+// types to client-go, and empty leaves both.
+func setContentType(cfg *rest.Config, contentType string) {
+	if contentType == "" {
+		return
+	}
+	cfg.ContentType = contentType
+	if contentType == runtime.ContentTypeProtobuf {
+		cfg.AcceptContentTypes = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON
+	}
 }
 
 // eventConfig is the events client's configuration, the main client's

@@ -57,7 +57,7 @@ func TestRotateClientCertificate(t *testing.T) {
 				t.Fatal(err)
 			}
 			in := Input{Kubeconfig: kubeconfig, KubeAPIQPS: 7, KubeAPIBurst: 9, RotateCertificates: tc.rotate, CertDir: filepath.Join(dir, "pki")}
-			cfg, err := kubeConfig(kubeconfig, in.KubeAPIQPS, in.KubeAPIBurst)
+			cfg, err := kubeConfig(kubeconfig, in.KubeAPIQPS, in.KubeAPIBurst, in.ContentType)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/actorlet/actorlet/internal/events"
 	"github.com/actorlet/actorlet/internal/podref"
 	"github.com/actorlet/actorlet/internal/probe/action"
 )
@@ -153,7 +154,7 @@ func (r *Runner) runHTTP(ctx context.Context, pod *v1.Pod, podIP string, c *v1.C
 		return err
 	}
 	if r.Recorder != nil {
-		r.Recorder.Event(podRef(pod), v1.EventTypeWarning, ReasonLifecycleHTTPFallback,
+		r.Recorder.Event(podRef(pod), v1.EventTypeWarning, events.LifecycleHTTPFallback,
 			fmt.Sprintf("request to HTTPS lifecycle hook %s got HTTP response, retry with HTTP succeeded", retry.URL.Host))
 	}
 	return nil

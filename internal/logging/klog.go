@@ -21,10 +21,13 @@ type klogSink struct {
 func (s *klogSink) Init(logr.RuntimeInfo) {}
 
 func (s *klogSink) Enabled(level int) bool {
+	// The more restrictive of the logger's level and the global one
+	// (SetVerbosity).
+	min := max(s.log.GetLevel(), zerolog.GlobalLevel())
 	if level > 0 {
-		return s.log.GetLevel() <= zerolog.DebugLevel
+		return min <= zerolog.DebugLevel
 	}
-	return s.log.GetLevel() <= zerolog.InfoLevel
+	return min <= zerolog.InfoLevel
 }
 
 func (s *klogSink) Info(level int, msg string, kv ...any) {

@@ -5,6 +5,7 @@ package logging
 import (
 	"fmt"
 	"io"
+	"strconv"
 
 	"github.com/rs/zerolog"
 )
@@ -31,7 +32,26 @@ func New(w io.Writer, format string, verbosity uint32) (zerolog.Logger, error) {
 	default:
 		return zerolog.Nop(), fmt.Errorf("logging format %q: want %q or %q", format, FormatText, FormatJSON)
 	}
-	return zerolog.New(out).Level(Level(verbosity)).With().Timestamp().Logger(), nil
+	// The logger passes every level and the global level filters, so
+	// that SetVerbosity reaches every logger derived from this one.
+	SetVerbosity(verbosity)
+	return zerolog.New(out).Level(zerolog.TraceLevel).With().Timestamp().Logger(), nil
+}
+
+// SetVerbosity changes the verbosity of the loggers New made, at run time:
+// upstream's PUT /debug/flags/v.
+func SetVerbosity(verbosity uint32) {
+	zerolog.SetGlobalLevel(Level(verbosity))
+}
+
+// ParseVerbosity reads a verbosity as upstream's /debug/flags/v does
+// (logs.GlogSetter): a decimal number that fits 32 bits, nothing around it.
+func ParseVerbosity(s string) (uint32, error) {
+	v, err := strconv.ParseUint(s, 10, 32)
+	if err != nil {
+		return 0, err
+	}
+	return uint32(v), nil
 }
 
 const timeFormat = "2006-01-02T15:04:05.000000Z07:00"

@@ -43,3 +43,57 @@ func TestLevel(t *testing.T) {
 		}
 	}
 }
+
+// TestSetVerbosity checks that a logger New made follows the verbosity set
+// after it, klog's sink included, as upstream's /debug/flags/v.
+func TestSetVerbosity(t *testing.T) {
+	defer SetVerbosity(0)
+	var buf bytes.Buffer
+	log, err := New(&buf, FormatText, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sink := &klogSink{log: log}
+	log.Debug().Msg("hidden at -v 0")
+	if sink.Enabled(2) {
+		t.Error("klog V(2) enabled at -v 0")
+	}
+	SetVerbosity(3)
+	log.Debug().Msg("shown at -v 3")
+	log.Trace().Msg("hidden at -v 3")
+	if !sink.Enabled(2) {
+		t.Error("klog V(2) disabled at -v 3")
+	}
+	SetVerbosity(0)
+	log.Debug().Msg("hidden again at -v 0")
+	if out := buf.String(); strings.Contains(out, "hidden") || !strings.Contains(out, "shown at -v 3") {
+		t.Errorf("wrote %q", out)
+	}
+}
+
+func TestParseVerbosity(t *testing.T) {
+	for _, tc := range []struct {
+		in      string
+		want    uint32
+		wantErr string
+	}{
+		{in: "0", want: 0},
+		{in: "4", want: 4},
+		{in: "4294967295", want: 4294967295},
+		{in: "4294967296", wantErr: `strconv.ParseUint: parsing "4294967296": value out of range`},
+		{in: "-1", wantErr: `strconv.ParseUint: parsing "-1": invalid syntax`},
+		{in: "3\n", wantErr: `strconv.ParseUint: parsing "3\n": invalid syntax`},
+		{in: "", wantErr: `strconv.ParseUint: parsing "": invalid syntax`},
+	} {
+		got, err := ParseVerbosity(tc.in)
+		if tc.wantErr != "" {
+			if err == nil || err.Error() != tc.wantErr {
+				t.Errorf("ParseVerbosity(%q) = %d, %v; want error %q", tc.in, got, err, tc.wantErr)
+			}
+			continue
+		}
+		if err != nil || got != tc.want {
+			t.Errorf("ParseVerbosity(%q) = %d, %v; want %d", tc.in, got, err, tc.want)
+		}
+	}
+}

@@ -8,6 +8,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/actorlet/actorlet/internal/events"
 	"github.com/actorlet/actorlet/internal/probe/results"
 )
 
@@ -98,6 +99,6 @@ func (r *Runtime) syncPastDeadline(ctx context.Context, pod *v1.Pod, probes resu
 // active deadline, once: the pass that finds it so ends the pod.
 func (r *Runtime) deadlineEvent(pod *v1.Pod) {
 	if pod.Status.Reason != ReasonDeadlineExceeded {
-		r.podEvent(pod, v1.EventTypeNormal, ReasonDeadlineExceeded, MessageDeadlineExceeded)
+		r.podEvent(pod, v1.EventTypeNormal, events.DeadlineExceeded, MessageDeadlineExceeded)
 	}
 }

@@ -10,24 +10,6 @@ import (
 	"github.com/actorlet/actorlet/internal/podref"
 )
 
-// Event reasons, as upstream's pkg/kubelet/events.
-const (
-	EventCreated                = "Created"
-	EventStarted                = "Started"
-	EventFailed                 = "Failed"
-	EventKilling                = "Killing"
-	EventBackOff                = "BackOff"
-	EventPulling                = "Pulling"
-	EventPulled                 = "Pulled"
-	EventInspectFailed          = "InspectFailed"
-	EventErrImageNeverPull      = "ErrImageNeverPull"
-	EventFailedCreatePodSandBox = "FailedCreatePodSandBox"
-	EventSandboxChanged         = "SandboxChanged"
-	// EventFailedCreatePodContainer is upstream's FailedToCreatePodContainer:
-	// the pod's cgroup could not be made.
-	EventFailedCreatePodContainer = "FailedCreatePodContainer"
-)
-
 // podEvent records an event about the pod itself.
 func (r *Runtime) podEvent(pod *v1.Pod, eventtype, reason, message string) {
 	if r.Opts.Recorder == nil {

@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/record"
 
+	"github.com/actorlet/actorlet/internal/events"
 	"github.com/actorlet/actorlet/internal/podref"
 	"github.com/actorlet/actorlet/internal/testutil"
 )
@@ -39,12 +40,12 @@ func TestContainerEventNamesNoID(t *testing.T) {
 	r := &Runtime{Opts: Options{Recorder: rec}}
 	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", UID: "u"},
 		Spec: v1.PodSpec{Containers: []v1.Container{{Name: "app"}}}}
-	r.containerEvent(pod, "app", "0123abcd", v1.EventTypeWarning, EventFailed, "Error: container 0123abcd: exec failed")
+	r.containerEvent(pod, "app", "0123abcd", v1.EventTypeWarning, events.FailedToCreateContainer, "Error: container 0123abcd: exec failed")
 	r.killingEvent(pod, "0123abcd", "app", "")
 	expectEvents(t, rec, "Warning Failed Error: container app: exec failed", "Normal Killing Stopping container app")
 
 	// No recorder, no events (and no panic).
-	(&Runtime{}).containerEvent(pod, "app", "", v1.EventTypeNormal, EventStarted, "Container started")
+	(&Runtime{}).containerEvent(pod, "app", "", v1.EventTypeNormal, events.StartedContainer, "Container started")
 }
 
 // expectEvents checks the recorder's next events, each a regular expression

@@ -9,6 +9,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/actorlet/actorlet/internal/events"
 )
 
 // Hooks runs a container's lifecycle hook handler (exec, httpGet or sleep)
@@ -20,8 +22,6 @@ type Hooks interface {
 
 // Event reasons and the waiting reason of the hooks, as upstream's.
 const (
-	EventFailedPostStartHook = "FailedPostStartHook"
-	EventFailedPreStopHook   = "FailedPreStopHook"
 	// ReasonPostStartHookError is the waiting reason of a container whose
 	// postStart hook failed, until it starts again.
 	ReasonPostStartHookError = "PostStartHookError"
@@ -58,7 +58,7 @@ func (s *syncPass) postStart(ctx context.Context, c *v1.Container, id string) bo
 		s.fail(fmt.Errorf("postStart hook of container %s of pod %s/%s: %w", c.Name, pod.Namespace, pod.Name, err))
 		return false
 	}
-	r.containerEvent(pod, c.Name, id, v1.EventTypeWarning, EventFailedPostStartHook, "PostStartHook failed")
+	r.containerEvent(pod, c.Name, id, v1.EventTypeWarning, events.FailedPostStartHook, "PostStartHook failed")
 	r.killingEvent(pod, id, c.Name, "FailedPostStartHook")
 	s.stopped = true
 	if kerr := r.killContainer(ctx, containerKill{pod: pod, podIP: ip, id: id, name: c.Name, spec: c, running: true, grace: podGracePeriod(pod)}); kerr != nil {
@@ -145,7 +145,7 @@ func (r *Runtime) preStop(ctx context.Context, pod *v1.Pod, podIP, id string, c 
 		// A hook cut short by its context (the container stopped, or the
 		// kill cancelled) did not fail by itself.
 		if _, err := r.runHook(ctx, pod, podIP, id, c, c.Lifecycle.PreStop); err != nil && ctx.Err() == nil {
-			r.containerEvent(pod, c.Name, id, v1.EventTypeWarning, EventFailedPreStopHook, "PreStopHook failed")
+			r.containerEvent(pod, c.Name, id, v1.EventTypeWarning, events.FailedPreStopHook, "PreStopHook failed")
 		}
 	}()
 	t := time.NewTimer(time.Duration(grace) * time.Second)

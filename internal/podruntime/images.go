@@ -10,6 +10,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/actorlet/actorlet/internal/events"
 	"github.com/actorlet/actorlet/internal/imagepull"
 	"github.com/actorlet/actorlet/internal/metrics"
 	"github.com/actorlet/actorlet/internal/registryauth"
@@ -144,7 +145,7 @@ func (r *Runtime) ensure(ctx context.Context, pod *v1.Pod, t pullTarget, sandbox
 	st, err := r.Img.ImageStatus(sctx, &runtimeapi.ImageStatusRequest{Image: spec})
 	cancel()
 	if err != nil {
-		event(v1.EventTypeWarning, EventInspectFailed, fmt.Sprintf("Failed to inspect image %q: %v", image, err))
+		event(v1.EventTypeWarning, events.FailedToInspectImage, fmt.Sprintf("Failed to inspect image %q: %v", image, err))
 		err = fmt.Errorf("inspect image %q for %s of pod %s/%s: %w", image, t.of, pod.Namespace, pod.Name, err)
 		return pullOutcome{waiting: &WaitingReason{ReasonErrImageInspect, err.Error()}, err: err}
 	}
@@ -164,7 +165,7 @@ func (r *Runtime) ensure(ctx context.Context, pod *v1.Pod, t pullTarget, sandbox
 	records := r.Opts.PullRecords
 	if present && policy != v1.PullAlways {
 		if records == nil {
-			event(v1.EventTypeNormal, EventPulled, fmt.Sprintf("Container image %q already present on machine", image))
+			event(v1.EventTypeNormal, events.PulledImage, fmt.Sprintf("Container image %q already present on machine", image))
 			return pullOutcome{ref: st.Image.Id, image: st.Image}
 		}
 		// KubeletEnsureSecretPulledImages: an image pulled with some
@@ -178,7 +179,7 @@ func (r *Runtime) ensure(ctx context.Context, pod *v1.Pod, t pullTarget, sandbox
 			return credsFailed(err)
 		}
 		if !must {
-			event(v1.EventTypeNormal, EventPulled, fmt.Sprintf("Container image %q already present on machine and can be accessed by the pod", image))
+			event(v1.EventTypeNormal, events.PulledImage, fmt.Sprintf("Container image %q already present on machine and can be accessed by the pod", image))
 			return pullOutcome{ref: st.Image.Id, image: st.Image}
 		}
 	}
@@ -186,7 +187,7 @@ func (r *Runtime) ensure(ctx context.Context, pod *v1.Pod, t pullTarget, sandbox
 		// Also when the image is present but the pod may not use it
 		// without a pull: as upstream, the pod is not told it is there.
 		msg := fmt.Sprintf("Container image %q is not present with pull policy of Never", image)
-		event(v1.EventTypeWarning, EventErrImageNeverPull, msg)
+		event(v1.EventTypeWarning, events.ErrImageNeverPullPolicy, msg)
 		return pullOutcome{waiting: &WaitingReason{ReasonErrImageNeverPull, msg},
 			err: fmt.Errorf("%s of pod %s/%s: %s", t.of, pod.Namespace, pod.Name, msg)}
 	}
@@ -198,7 +199,7 @@ func (r *Runtime) ensure(ctx context.Context, pod *v1.Pod, t pullTarget, sandbox
 	if backoff != nil {
 		if in, left := backoff.InBackoffSinceUpdate(key); in {
 			msg := fmt.Sprintf("Back-off pulling image %q", image)
-			event(v1.EventTypeNormal, EventBackOff, msg)
+			event(v1.EventTypeNormal, events.BackOffPullImage, msg)
 			return pullOutcome{waiting: &WaitingReason{ReasonImagePullBackOff, msg}, retry: left,
 				err: fmt.Errorf("%s of pod %s/%s: %s", t.of, pod.Namespace, pod.Name, msg)}
 		}
@@ -209,7 +210,7 @@ func (r *Runtime) ensure(ctx context.Context, pod *v1.Pod, t pullTarget, sandbox
 			return pullOutcome{waiting: &WaitingReason{ReasonErrImagePull, err.Error()}, err: err}
 		}
 	}
-	event(v1.EventTypeNormal, EventPulling, fmt.Sprintf("Pulling image %q", image))
+	event(v1.EventTypeNormal, events.PullingImage, fmt.Sprintf("Pulling image %q", image))
 	queued := time.Now()
 	var ref string
 	var used *registryauth.Credential
@@ -234,7 +235,7 @@ func (r *Runtime) ensure(ctx context.Context, pod *v1.Pod, t pullTarget, sandbox
 		if ctx.Err() != nil {
 			return pullOutcome{err: fmt.Errorf("pull image %q for pod %s/%s aborted: %w", image, pod.Namespace, pod.Name, ctx.Err())}
 		}
-		event(v1.EventTypeWarning, EventFailed, fmt.Sprintf("Failed to pull image %q: %v", image, err))
+		event(v1.EventTypeWarning, events.FailedToPullImage, fmt.Sprintf("Failed to pull image %q: %v", image, err))
 		r.missingSecretsEvent(pod, l.missing)
 		var retry time.Duration
 		if backoff != nil {
@@ -252,7 +253,7 @@ func (r *Runtime) ensure(ctx context.Context, pod *v1.Pod, t pullTarget, sandbox
 	metrics.ImagePullDuration.WithLabelValues(metrics.ImageSizeBucket(size)).Observe(took.Seconds())
 	if r.Opts.Recorder != nil {
 		// The wait is that for the pull's turn (Pulls).
-		event(v1.EventTypeNormal, EventPulled, fmt.Sprintf("Successfully pulled image %q in %v (%v including waiting). Image size: %v bytes.",
+		event(v1.EventTypeNormal, events.PulledImage, fmt.Sprintf("Successfully pulled image %q in %v (%v including waiting). Image size: %v bytes.",
 			image, took.Truncate(time.Millisecond), time.Since(queued).Truncate(time.Millisecond), size))
 	}
 	return pullOutcome{ref: ref}

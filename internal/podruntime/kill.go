@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/actorlet/actorlet/internal/events"
 	"github.com/actorlet/actorlet/internal/parallel"
 	"github.com/actorlet/actorlet/internal/podref"
 	"github.com/actorlet/actorlet/internal/podruntime/logs"
@@ -86,7 +87,17 @@ func (r *Runtime) Kill(ctx context.Context, k Kill) error {
 	return r.killPod(ctx, pod, k.GracePeriod, k.Stopped)
 }
 
+// killPod stops and removes the pod; a failure is upstream's
+// FailedKillPod event, unless the kill was cancelled.
 func (r *Runtime) killPod(ctx context.Context, pod *v1.Pod, gracePeriod *int64, stopped func(*PodStatus)) error {
+	err := r.kill(ctx, pod, gracePeriod, stopped)
+	if err != nil && ctx.Err() == nil {
+		r.podEvent(pod, v1.EventTypeWarning, events.FailedToKillPod, fmt.Sprintf("error killing pod: %v", err))
+	}
+	return err
+}
+
+func (r *Runtime) kill(ctx context.Context, pod *v1.Pod, gracePeriod *int64, stopped func(*PodStatus)) error {
 	uid, name, namespace := pod.UID, pod.Name, pod.Namespace
 	status, err := r.GetPodStatus(ctx, uid, name, namespace)
 	if err != nil {
@@ -238,7 +249,7 @@ func (r *Runtime) killingEvent(pod *v1.Pod, id, name, message string) {
 	if message == "" {
 		message = "Stopping container " + name
 	}
-	r.containerEvent(pod, name, id, v1.EventTypeNormal, EventKilling, message)
+	r.containerEvent(pod, name, id, v1.EventTypeNormal, events.KillingContainer, message)
 }
 
 func (r *Runtime) stopContainer(ctx context.Context, id, name string, grace int64) error {

@@ -10,14 +10,14 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/klog/v2"
 
+	"github.com/actorlet/actorlet/internal/events"
 	"github.com/actorlet/actorlet/internal/imagepull"
 	"github.com/actorlet/actorlet/internal/registryauth"
 )
 
-// EventFailedToRetrieveImagePullSecret is upstream's event, on the pod,
+// events.FailedToRetrieveImagePullSecret is upstream's event, on the pod,
 // after a failed pull when some of the pod's pull secrets could not be
 // read.
-const EventFailedToRetrieveImagePullSecret = "FailedToRetrieveImagePullSecret"
 
 // CredentialPlugins gives the credentials of the image credential
 // provider plugins for an image, in the order to try them.
@@ -132,6 +132,6 @@ func (r *Runtime) missingSecretsEvent(pod *v1.Pod, missing []string) {
 	if len(missing) == 0 {
 		return
 	}
-	r.podEvent(pod, v1.EventTypeWarning, EventFailedToRetrieveImagePullSecret,
+	r.podEvent(pod, v1.EventTypeWarning, events.FailedToRetrieveImagePullSecret,
 		fmt.Sprintf("Unable to retrieve some image pull secrets (%s); attempting to pull the image may not succeed.", strings.Join(missing, ", ")))
 }

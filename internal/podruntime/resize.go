@@ -18,6 +18,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/actorlet/actorlet/internal/atomicfile"
+	"github.com/actorlet/actorlet/internal/events"
 )
 
 // In-place resize: the pod-manager allocates a resize (its container
@@ -32,15 +33,6 @@ import (
 type PodCgroupUpdater interface {
 	Update(pod *v1.Pod) error
 }
-
-// Upstream's resize events.
-const (
-	EventResizeStarted    = "ResizeStarted"
-	EventResizeCompleted  = "ResizeCompleted"
-	EventResizeDeferred   = "ResizeDeferred"
-	EventResizeInfeasible = "ResizeInfeasible"
-	EventResizeError      = "ResizeError"
-)
 
 // resizeSummary is upstream's podResourceSummary, the body of its resize
 // events' messages.
@@ -87,9 +79,9 @@ func PodEvent(recorder record.EventRecorder, pod *v1.Pod, eventtype, reason, mes
 func (s *syncPass) resizeEvents(status *PodStatus) {
 	switch {
 	case s.resizeErr != nil:
-		s.r.podEvent(s.pod, v1.EventTypeWarning, EventResizeError, ResizeMessage("Pod resize error", s.pod, s.pod.Generation, s.resizeErr.Error()))
+		s.r.podEvent(s.pod, v1.EventTypeWarning, events.ResizeError, ResizeMessage("Pod resize error", s.pod, s.pod.Generation, s.resizeErr.Error()))
 	case s.resized && !resizeInProgress(s.pod, status):
-		s.r.podEvent(s.pod, v1.EventTypeNormal, EventResizeCompleted, ResizeMessage("Pod resize completed", s.pod, s.pod.Generation, ""))
+		s.r.podEvent(s.pod, v1.EventTypeNormal, events.ResizeCompleted, ResizeMessage("Pod resize completed", s.pod, s.pod.Generation, ""))
 	}
 }
 

@@ -125,6 +125,10 @@ type Options struct {
 	// CustomCPUCFSQuotaPeriod gate; 0 is upstream's 100 ms.
 	NoCPUCFSQuota     bool
 	CPUCFSQuotaPeriod time.Duration
+	// DefaultPodSysctls are defaultPodSysctls (with the DefaultPodSysctls
+	// gate; nil without): set in every sandbox whose namespaces they
+	// belong to, under the pod's own sysctls.
+	DefaultPodSysctls map[string]string
 	// SeccompDefault is the kubelet's seccompDefault: a container whose pod
 	// and own security context name no seccomp profile runs under the
 	// runtime's default profile rather than unconfined.

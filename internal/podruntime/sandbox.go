@@ -6,6 +6,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
+	utilsysctl "k8s.io/component-helpers/node/util/sysctl"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/actorlet/actorlet/internal/cgroups"
@@ -87,15 +88,10 @@ func sandboxLinuxConfig(pod *v1.Pod, opts Options) (*runtimeapi.LinuxPodSandboxC
 			Seccomp:          &runtimeapi.SecurityProfile{ProfileType: runtimeapi.SecurityProfile_RuntimeDefault},
 		},
 	}
+	lc.Sysctls = sandboxSysctls(opts.DefaultPodSysctls, pod)
 	sc := pod.Spec.SecurityContext
 	if sc == nil {
 		return lc, nil
-	}
-	if len(sc.Sysctls) > 0 {
-		lc.Sysctls = make(map[string]string, len(sc.Sysctls))
-		for _, s := range sc.Sysctls {
-			lc.Sysctls[s.Name] = s.Value
-		}
 	}
 	if sc.RunAsUser != nil {
 		lc.SecurityContext.RunAsUser = &runtimeapi.Int64Value{Value: *sc.RunAsUser}
@@ -251,4 +247,50 @@ func toRuntimeProtocol(p v1.Protocol) runtimeapi.Protocol {
 		return runtimeapi.Protocol_SCTP
 	}
 	return runtimeapi.Protocol_TCP
+}
+
+// ipcSysctls are the sysctls of the IPC namespace that have no common
+// prefix, upstream's validSysctlMap (fs.mqueue.* is the rest).
+var ipcSysctls = map[string]bool{
+	"kernel.msgmax": true, "kernel.msgmnb": true, "kernel.msgmni": true, "kernel.sem": true,
+	"kernel.shmall": true, "kernel.shmmax": true, "kernel.shmmni": true, "kernel.shm_rmid_forced": true,
+}
+
+// sandboxSysctls is upstream's: the node's default sysctls
+// (applyPodSysctls), each only when the pod has the namespace it belongs to
+// (IPC, network, user, or the UTS namespace's kernel.domainname), then the
+// pod's own sysctls over them. Nil when there are none.
+func sandboxSysctls(defaults map[string]string, pod *v1.Pod) map[string]string {
+	out := map[string]string{}
+	hostUsers := pod.Spec.HostUsers == nil || *pod.Spec.HostUsers
+	for k, v := range defaults {
+		k = utilsysctl.NormalizeName(k)
+		switch {
+		case ipcSysctls[k] || strings.HasPrefix(k, "fs.mqueue."):
+			if !pod.Spec.HostIPC {
+				out[k] = v
+			}
+		case strings.HasPrefix(k, "net."):
+			if !pod.Spec.HostNetwork {
+				out[k] = v
+			}
+		case strings.HasPrefix(k, "user."):
+			if !hostUsers {
+				out[k] = v
+			}
+		case k == "kernel.domainname":
+			if !pod.Spec.HostNetwork {
+				out[k] = v
+			}
+		}
+	}
+	if sc := pod.Spec.SecurityContext; sc != nil {
+		for _, s := range sc.Sysctls {
+			out[s.Name] = s.Value
+		}
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
 }

@@ -13,6 +13,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/actorlet/actorlet/internal/events"
 	"github.com/actorlet/actorlet/internal/metrics"
 	"github.com/actorlet/actorlet/internal/podref"
 	"github.com/actorlet/actorlet/internal/probe/results"
@@ -50,6 +51,11 @@ func (r *Runtime) SyncPod(ctx context.Context, pod *v1.Pod, vols map[string]volu
 	now := passTime(backoff)
 	status, err := r.GetPodStatus(ctx, pod.UID, pod.Name, pod.Namespace)
 	if err != nil {
+		// As upstream's pod worker when its cache cannot give the pod's
+		// status.
+		if ctx.Err() == nil {
+			r.podEvent(pod, v1.EventTypeWarning, events.FailedSync, fmt.Sprintf("error determining status: %v", err))
+		}
 		return r.result(ctx, pod, nil, nil, nil, probes, 0, err, now)
 	}
 	return r.sync(ctx, pod, vols, backoff, probes, status, now)
@@ -97,7 +103,7 @@ func (r *Runtime) sync(ctx context.Context, pod *v1.Pod, vols map[string]volume.
 	for _, b := range actions.BackingOff {
 		s.waiting[b.Name] = WaitingReason{ReasonCrashLoopBackOff, b.Message}
 		s.retryAfter(b.Remaining)
-		r.containerEvent(pod, b.Name, "", v1.EventTypeWarning, EventBackOff,
+		r.containerEvent(pod, b.Name, "", v1.EventTypeWarning, events.BackOffStartContainer,
 			fmt.Sprintf("Back-off restarting failed container %s in pod %s", b.Name, podref.Desc(pod)))
 	}
 	s.run(ctx, actions)
@@ -187,7 +193,7 @@ func (s *syncPass) fail(err error) { s.errs = append(s.errs, err) }
 func (s *syncPass) run(ctx context.Context, a PodActions) {
 	pod, r := s.pod, s.r
 	if a.CreateSandbox && a.SandboxID != "" {
-		r.podEvent(pod, v1.EventTypeNormal, EventSandboxChanged, "Pod sandbox changed, it will be killed and re-created.")
+		r.podEvent(pod, v1.EventTypeNormal, events.SandboxChanged, "Pod sandbox changed, it will be killed and re-created.")
 	}
 	// A new pod's actions kill it before its first sandbox, as upstream's:
 	// with nothing of it in the runtime, that stops nothing, and the pass
@@ -216,7 +222,7 @@ func (s *syncPass) run(ctx context.Context, a PodActions) {
 		// before its sandbox is run in it (once made, this only counts the
 		// pod as active for the QoS cgroups).
 		if err := r.Opts.Cgroups.EnsureExists(pod); err != nil {
-			r.podEvent(pod, v1.EventTypeWarning, EventFailedCreatePodContainer, fmt.Sprintf("unable to ensure pod container exists: %v", err))
+			r.podEvent(pod, v1.EventTypeWarning, events.FailedToCreatePodContainer, fmt.Sprintf("unable to ensure pod container exists: %v", err))
 			s.fail(fmt.Errorf("failed to ensure that the pod: %v cgroups exist and are correctly applied: %w", pod.UID, err))
 			return
 		}
@@ -237,6 +243,18 @@ func (s *syncPass) run(ctx context.Context, a PodActions) {
 	if !a.CreateSandbox && (a.KillPod || a.SandboxID == "") {
 		return
 	}
+	if a.CreateSandbox && !pod.Spec.HostNetwork {
+		// As upstream's SyncPod, a pod on the pod network waits for the
+		// runtime's network. Upstream asks at every pass; only a sandbox
+		// to make needs the network, and a running pod's passes are spared
+		// the call.
+		if err := r.networkError(ctx); err != nil {
+			msg := fmt.Sprintf("network is not ready: %v", err)
+			r.podEvent(pod, v1.EventTypeWarning, events.NetworkNotReady, msg)
+			s.fail(fmt.Errorf("pod %s/%s: %s", pod.Namespace, pod.Name, msg))
+			return
+		}
+	}
 	if a.CreateSandbox && !hostUsers(pod) {
 		// As upstream's SyncPod: a failure anywhere in the pass counts.
 		metrics.StartedUserNamespacedPods.Inc()
@@ -252,7 +270,7 @@ func (s *syncPass) run(ctx context.Context, a PodActions) {
 		// sandbox: nothing of the pod is created.
 		if err := r.checkUserNamespaceSupport(ctx, pod); err != nil {
 			if a.CreateSandbox {
-				r.podEvent(pod, v1.EventTypeWarning, EventFailedCreatePodSandBox, fmt.Sprintf("Failed to create pod sandbox: %v", err))
+				r.podEvent(pod, v1.EventTypeWarning, events.FailedCreatePodSandBox, fmt.Sprintf("Failed to create pod sandbox: %v", err))
 			}
 			s.fail(fmt.Errorf("pod %s/%s: %w", pod.Namespace, pod.Name, err))
 			return
@@ -261,7 +279,7 @@ func (s *syncPass) run(ctx context.Context, a PodActions) {
 	cfg, err := SandboxConfig(pod, a.Attempt, r.Opts)
 	if err != nil {
 		if a.CreateSandbox {
-			r.podEvent(pod, v1.EventTypeWarning, EventFailedCreatePodSandBox, fmt.Sprintf("Failed to create pod sandbox: %v", err))
+			r.podEvent(pod, v1.EventTypeWarning, events.FailedCreatePodSandBox, fmt.Sprintf("Failed to create pod sandbox: %v", err))
 		}
 		s.fail(err)
 		return
@@ -289,7 +307,7 @@ func (s *syncPass) run(ctx context.Context, a PodActions) {
 func (s *syncPass) createSandbox(ctx context.Context) bool {
 	pod, r := s.pod, s.r
 	failed := func(err error) {
-		r.podEvent(pod, v1.EventTypeWarning, EventFailedCreatePodSandBox, fmt.Sprintf("Failed to create pod sandbox: %v", err))
+		r.podEvent(pod, v1.EventTypeWarning, events.FailedCreatePodSandBox, fmt.Sprintf("Failed to create pod sandbox: %v", err))
 	}
 	if err := os.MkdirAll(s.sandboxConfig.LogDirectory, 0o755); err != nil {
 		failed(err)
@@ -400,7 +418,10 @@ func (s *syncPass) startInstance(ctx context.Context, c *v1.Container) bool {
 	// Failures of the container's creation are reported as upstream's
 	// startContainer does: "Error: " and the reason or the runtime's message.
 	failed := func(id, message string) {
-		r.containerEvent(pod, c.Name, id, v1.EventTypeWarning, EventFailed, "Error: "+message)
+		r.containerEvent(pod, c.Name, id, v1.EventTypeWarning, events.FailedToCreateContainer, "Error: "+message)
+	}
+	startFailed := func(id, message string) {
+		r.containerEvent(pod, c.Name, id, v1.EventTypeWarning, events.FailedToStartContainer, "Error: "+message)
 	}
 	s.pullVolumeImages(ctx)
 	if s.volumeImageFailed(c) {
@@ -459,7 +480,7 @@ func (s *syncPass) startInstance(ctx context.Context, c *v1.Container) bool {
 	if err := r.Opts.Actuated.set(pod.UID, c.Name, created.ContainerId, c.Resources); err != nil {
 		s.fail(err)
 	}
-	r.containerEvent(pod, c.Name, created.ContainerId, v1.EventTypeNormal, EventCreated, "Container created")
+	r.containerEvent(pod, c.Name, created.ContainerId, v1.EventTypeNormal, events.CreatedContainer, "Container created")
 	if ctx.Err() != nil {
 		// Created, not started: the pod's kill removes it.
 		s.fail(fmt.Errorf("start container %s of pod %s/%s: %w", c.Name, pod.Namespace, pod.Name, ctx.Err()))
@@ -468,13 +489,13 @@ func (s *syncPass) startInstance(ctx context.Context, c *v1.Container) bool {
 	sctx, cancel = r.createCtx(ctx)
 	defer cancel()
 	if _, err := r.RT.StartContainer(sctx, &runtimeapi.StartContainerRequest{ContainerId: created.ContainerId}); err != nil {
-		failed(created.ContainerId, status.Convert(err).Message())
+		startFailed(created.ContainerId, status.Convert(err).Message())
 		err = fmt.Errorf("start container %s of pod %s/%s: %w", c.Name, pod.Namespace, pod.Name, err)
 		s.waiting[c.Name] = WaitingReason{ReasonRunContainerError, err.Error()}
 		s.fail(err)
 		return false
 	}
-	r.containerEvent(pod, c.Name, created.ContainerId, v1.EventTypeNormal, EventStarted, "Container started")
+	r.containerEvent(pod, c.Name, created.ContainerId, v1.EventTypeNormal, events.StartedContainer, "Container started")
 	r.linkContainerLog(pod.Name, pod.Namespace, c.Name, created.ContainerId, filepath.Join(s.sandboxConfig.LogDirectory, cfg.LogPath))
 	if c.Lifecycle != nil && c.Lifecycle.PostStart != nil {
 		return s.postStart(ctx, c, created.ContainerId)
@@ -542,7 +563,7 @@ func (s *syncPass) volumeImageFailed(c *v1.Container) bool {
 		failed = true
 		if out.waiting != nil {
 			s.waiting[c.Name] = *out.waiting
-			s.r.containerEvent(s.pod, c.Name, "", v1.EventTypeWarning, EventFailed, "Error: "+out.waiting.Reason)
+			s.r.containerEvent(s.pod, c.Name, "", v1.EventTypeWarning, events.FailedToCreateContainer, "Error: "+out.waiting.Reason)
 		}
 		s.retryAfter(out.retry)
 		s.fail(fmt.Errorf("container %s: %w", c.Name, out.err))
@@ -633,4 +654,25 @@ func deadInstancesBeyond(status *PodStatus, keep int) []*ContainerStatus {
 		}
 	}
 	return out
+}
+
+// networkError is the runtime's network not ready, in upstream's words;
+// nil when it is ready, or when the runtime did not answer: creating the
+// sandbox then fails with the runtime's own error.
+func (r *Runtime) networkError(ctx context.Context) error {
+	sctx, cancel := r.callCtx(ctx)
+	defer cancel()
+	st, err := r.RT.Status(sctx, &runtimeapi.StatusRequest{})
+	if err != nil {
+		return nil
+	}
+	for _, c := range st.GetStatus().GetConditions() {
+		if c.Type == runtimeapi.NetworkReady {
+			if c.Status {
+				return nil
+			}
+			return fmt.Errorf("container runtime network not ready: %s=false reason:%s message:%s", c.Type, c.Reason, c.Message)
+		}
+	}
+	return fmt.Errorf("container runtime network not ready: %s condition missing", runtimeapi.NetworkReady)
 }

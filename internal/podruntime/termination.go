@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/actorlet/actorlet/internal/events"
 	"github.com/actorlet/actorlet/internal/podref"
 	"github.com/actorlet/actorlet/internal/podruntime/logs"
 	"github.com/actorlet/actorlet/internal/volume"
@@ -58,7 +59,7 @@ func terminationMessageMounts(pod *v1.Pod, c *v1.Container, opts Options) []*run
 	hostPath, err := createTerminationMessageFile(podContainerDir(opts.RootDir, pod.UID, c.Name))
 	if err != nil {
 		if opts.Recorder != nil {
-			opts.Recorder.Event(objectRef(pod, podref.FieldPath(pod, c.Name)), v1.EventTypeWarning, EventFailed,
+			opts.Recorder.Event(objectRef(pod, podref.FieldPath(pod, c.Name)), v1.EventTypeWarning, events.FailedToCreateContainer,
 				fmt.Sprintf("Error on creating termination-log file: %v", err))
 		}
 		return nil

@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/actorlet/actorlet/internal/events"
 	"github.com/actorlet/actorlet/internal/podref"
 	"github.com/actorlet/actorlet/internal/probe/action"
 	"github.com/actorlet/actorlet/internal/probe/results"
@@ -96,17 +97,17 @@ func (r *Runner) Probe(ctx context.Context, kind results.Kind, pod *v1.Pod, podS
 		}
 	}
 	if err != nil {
-		r.event(pod, c, ReasonUnhealthy, fmt.Sprintf("%s probe errored and resulted in %s state: %s", kind, res, err))
+		r.event(pod, c, events.ContainerUnhealthy, fmt.Sprintf("%s probe errored and resulted in %s state: %s", kind, res, err))
 		return results.Failure, err
 	}
 	switch res {
 	case success:
 		return results.Success, nil
 	case warning:
-		r.event(pod, c, ReasonProbeWarning, fmt.Sprintf("%s probe warning: %s", kind, out))
+		r.event(pod, c, events.ContainerProbeWarning, fmt.Sprintf("%s probe warning: %s", kind, out))
 		return results.Success, nil
 	case failure:
-		r.event(pod, c, ReasonUnhealthy, fmt.Sprintf("%s probe failed: %s", kind, out))
+		r.event(pod, c, events.ContainerUnhealthy, fmt.Sprintf("%s probe failed: %s", kind, out))
 	}
 	return results.Failure, nil
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/actorlet/actorlet/internal/csi"
 	"github.com/actorlet/actorlet/internal/csi/registry"
+	"github.com/actorlet/actorlet/internal/events"
 )
 
 // ExpandError is a node expansion of a CSI PV that failed, with upstream's
@@ -35,14 +36,10 @@ func (e *ExpandError) Unwrap() error { return e.Err }
 // Reason is the event reason of the failure.
 func (e *ExpandError) Reason() string {
 	if e.Online {
-		return EventVolumeResizeFailed
+		return events.VolumeResizeFailed
 	}
-	return EventFailedMount
+	return events.FailedMountVolume
 }
-
-// EventFailedMount is upstream's event reason for a volume that could not
-// be set up.
-const EventFailedMount = "FailedMount"
 
 // expandCSI grows the filesystem of the CSI PV published at target when
 // its claim asks (planExpansion), as upstream's node expansion: the claim
@@ -57,8 +54,8 @@ func (h *Host) expandCSI(ctx context.Context, pod *v1.Pod, v csiVolume, drv regi
 		return nil
 	case expandRefusedReadOnly:
 		msg := fmt.Sprintf("MountVolume.NodeExpandVolume failed for volume %q requested read-only file system", v.specName)
-		h.event(pod, v1.EventTypeWarning, EventFileSystemResizeFailed, msg)
-		h.event(v.claim, v1.EventTypeWarning, EventFileSystemResizeFailed, msg)
+		h.event(pod, v1.EventTypeWarning, events.FileSystemResizeFailed, msg)
+		h.event(v.claim, v1.EventTypeWarning, events.FileSystemResizeFailed, msg)
 		return nil
 	}
 	key := CSIUniqueVolumeName(v.driver, v.handle)
@@ -93,8 +90,8 @@ func (h *Host) expandCSI(ctx context.Context, pod *v1.Pod, v csiVolume, drv regi
 		return fail(err)
 	}
 	msg := fmt.Sprintf("MountVolume.NodeExpandVolume succeeded for volume %q %s", v.specName, h.NodeName)
-	h.event(pod, v1.EventTypeNormal, EventFileSystemResizeSuccess, msg)
-	h.event(pvc, v1.EventTypeNormal, EventFileSystemResizeSuccess, msg)
+	h.event(pod, v1.EventTypeNormal, events.FileSystemResizeSuccess, msg)
+	h.event(pvc, v1.EventTypeNormal, events.FileSystemResizeSuccess, msg)
 	if _, err := h.patchClaim(ctx, pvc, markExpansionFinished(pvc, plan.size), true); err != nil {
 		return fail(fmt.Errorf("mountVolume.NodeExpandVolume update pvc status failed: %w", err))
 	}
@@ -147,5 +144,5 @@ func EventReason(err error) string {
 	if errors.As(err, &e) {
 		return e.Reason()
 	}
-	return EventFailedMount
+	return events.FailedMountVolume
 }

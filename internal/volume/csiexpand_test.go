@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
 	"k8s.io/client-go/tools/record"
 
+	"github.com/actorlet/actorlet/internal/events"
 	"github.com/actorlet/actorlet/internal/plugins/fakeplugin"
 	"github.com/actorlet/actorlet/internal/testutil"
 )
@@ -50,8 +51,8 @@ func (s *csiSources) PatchPersistentVolumeClaimStatus(_ context.Context, ns, nam
 // claim, and the next set-up tries again.
 func TestCSIExpand(t *testing.T) {
 	f := newCSIFixture(t, true, func(p *fakeplugin.Plugin) { p.ExpandVolume = true })
-	events := record.NewFakeRecorder(10)
-	f.h.Events = events
+	rec := record.NewFakeRecorder(10)
+	f.h.Events = rec
 	f.driverObject(false, storagev1.VolumeLifecyclePersistent)
 	vol := f.claimed("vol-x", func(pv *v1.PersistentVolume) {
 		pv.Spec.Capacity = v1.ResourceList{v1.ResourceStorage: resource.MustParse("1Mi")}
@@ -77,7 +78,7 @@ func TestCSIExpand(t *testing.T) {
 	f.plugin.FailExpand(1, status.Error(codes.Internal, "disk busy"))
 	_, err = f.h.SetUp(t.Context(), pod, vol)
 	want := `NodeExpandVolume.NodeExpandVolume failed for volume "pv-vol-x" : Expander.NodeExpand failed to expand the volume : NodeExpandVolume at `
-	if err == nil || !strings.HasPrefix(err.Error(), want) || !strings.Contains(err.Error(), "disk busy") || EventReason(err) != EventVolumeResizeFailed {
+	if err == nil || !strings.HasPrefix(err.Error(), want) || !strings.Contains(err.Error(), "disk busy") || EventReason(err) != events.VolumeResizeFailed {
 		t.Fatalf("error %v (reason %s), want %q... VolumeResizeFailed", err, EventReason(err), want)
 	}
 	failed := f.src.pvcs["ns/data"]
@@ -104,7 +105,7 @@ func TestCSIExpand(t *testing.T) {
 	if c := done.Capacity[v1.ResourceStorage]; c.Cmp(resource.MustParse("2Mi")) != 0 || done.AllocatedResourceStatuses != nil || len(done.Conditions) != 0 {
 		t.Fatalf("claim status after the expansion %+v", done)
 	}
-	if got := testutil.Events(events); len(got) != 2 || !strings.HasPrefix(got[0], "Normal FileSystemResizeSuccessful MountVolume.NodeExpandVolume succeeded for volume \"pv-vol-x\"") {
+	if got := testutil.Events(rec); len(got) != 2 || !strings.HasPrefix(got[0], "Normal FileSystemResizeSuccessful MountVolume.NodeExpandVolume succeeded for volume \"pv-vol-x\"") {
 		t.Fatalf("events %q, want the success on the pod and the claim", got)
 	}
 
@@ -135,7 +136,7 @@ func TestCSIExpandAtMount(t *testing.T) {
 
 	f.plugin.FailExpand(1, status.Error(codes.Internal, "not yet"))
 	_, err := f.h.SetUp(t.Context(), pod, vol)
-	if err == nil || !strings.HasPrefix(err.Error(), `MountVolume.Setup failed while expanding volume for volume "pv-vol-y" : `) || EventReason(err) != EventFailedMount {
+	if err == nil || !strings.HasPrefix(err.Error(), `MountVolume.Setup failed while expanding volume for volume "pv-vol-y" : `) || EventReason(err) != events.FailedMountVolume {
 		t.Fatalf("error %v, want the mount failed while expanding", err)
 	}
 	f.plugin.FailExpand(1, status.Error(codes.FailedPrecondition, "in use"))

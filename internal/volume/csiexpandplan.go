@@ -22,13 +22,6 @@ import (
 // resize_util's PVC status marks), as pure functions. csiexpand.go does
 // the I/O.
 
-// Upstream's event reasons of a node expansion.
-const (
-	EventFileSystemResizeSuccess = "FileSystemResizeSuccessful"
-	EventFileSystemResizeFailed  = "FileSystemResizeFailed"
-	EventVolumeResizeFailed      = "VolumeResizeFailed"
-)
-
 // expandAction is what the node does about a published CSI PV's size.
 type expandAction int
 

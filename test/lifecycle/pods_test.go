@@ -13,6 +13,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/tools/cache"
+	watchtools "k8s.io/client-go/tools/watch"
 
 	"github.com/actorlet/actorlet/test/agent"
 )
@@ -313,12 +316,24 @@ type recording struct {
 	pods   []*v1.Pod
 }
 
-// record watches the pod from before it is created.
+// record watches the pod from before it is created. The watch starts at
+// the resourceVersion of a list, and a RetryWatcher resumes it from the
+// last version seen when the API server closes it, so a closed watch does
+// not lose the pod's versions.
 func (n *lifeNode) record(t *testing.T, name string) *recording {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	w, err := n.Admin.CoreV1().Pods(n.NS).Watch(ctx, metav1.ListOptions{
-		FieldSelector: fields.OneTermEqualSelector("metadata.name", name).String()})
+	sel := fields.OneTermEqualSelector("metadata.name", name).String()
+	list, err := n.Admin.CoreV1().Pods(n.NS).List(ctx, metav1.ListOptions{FieldSelector: sel})
+	if err != nil {
+		cancel()
+		t.Fatalf("list pod %s: %v", name, err)
+	}
+	w, err := watchtools.NewRetryWatcherWithContext(ctx, list.ResourceVersion, &cache.ListWatch{
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			o.FieldSelector = sel
+			return n.Admin.CoreV1().Pods(n.NS).Watch(ctx, o)
+		}})
 	if err != nil {
 		cancel()
 		t.Fatalf("watch pod %s: %v", name, err)
@@ -327,15 +342,26 @@ func (n *lifeNode) record(t *testing.T, name string) *recording {
 	go func() {
 		defer close(r.done)
 		defer w.Stop()
-		for ev := range w.ResultChan() {
-			if p, ok := ev.Object.(*v1.Pod); ok {
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case ev, ok := <-w.ResultChan():
+				if !ok {
+					return
+				}
+				p, isPod := ev.Object.(*v1.Pod)
+				if !isPod {
+					t.Logf("watch of pod %s: %s %T %v", name, ev.Type, ev.Object, ev.Object)
+					continue
+				}
 				r.mu.Lock()
 				r.pods = append(r.pods, p)
 				r.mu.Unlock()
 			}
 		}
 	}()
-	t.Cleanup(cancel)
+	t.Cleanup(func() { cancel(); <-r.done })
 	return r
 }
 

@@ -23,6 +23,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/actorlet/actorlet/test/agent"
 )
@@ -175,4 +176,48 @@ func TestForbiddenNodeLabel(t *testing.T) {
 			t.Errorf("the log lacks %q:\n%s", want, n.Logs())
 		}
 	}
+}
+
+// TestNodeEvents: the Node's events of a start and of a cordon, as
+// upstream's: Starting once the kubelet starts, NodeNotSchedulable when
+// spec.unschedulable is set, NodeSchedulable when it is cleared, each with
+// upstream's message.
+func TestNodeEvents(t *testing.T) {
+	n := freshNode(t)
+	since := time.Now().Add(-time.Second)
+	n.Start()
+	agent.Eventually(t, "node Ready", 30*time.Second, n.Ready)
+	nodeEvent := func(reason, message string) func() error {
+		return func() error {
+			list, err := n.Admin.CoreV1().Events(metav1.NamespaceDefault).List(context.Background(), metav1.ListOptions{
+				FieldSelector: "involvedObject.kind=Node,involvedObject.name=" + n.Name + ",reason=" + reason})
+			if err != nil {
+				return err
+			}
+			for _, e := range list.Items {
+				if e.LastTimestamp.Time.Before(since) && e.EventTime.Time.Before(since) {
+					continue // an earlier test's
+				}
+				if e.Message != message {
+					return fmt.Errorf("%s: message %q, want %q", reason, e.Message, message)
+				}
+				return nil
+			}
+			return fmt.Errorf("no %s event since %s among %d", reason, since.Format(time.RFC3339), len(list.Items))
+		}
+	}
+	agent.Eventually(t, "the Starting event", 30*time.Second, nodeEvent("Starting", "Starting kubelet."))
+	cordon := func(unschedulable bool) {
+		t.Helper()
+		patch := fmt.Sprintf(`{"spec":{"unschedulable":%v}}`, unschedulable)
+		if _, err := n.Admin.CoreV1().Nodes().Patch(context.Background(), n.Name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cordon(true)
+	agent.Eventually(t, "the NodeNotSchedulable event", 60*time.Second,
+		nodeEvent("NodeNotSchedulable", "Node "+n.Name+" status is now: NodeNotSchedulable"))
+	cordon(false)
+	agent.Eventually(t, "the NodeSchedulable event", 60*time.Second,
+		nodeEvent("NodeSchedulable", "Node "+n.Name+" status is now: NodeSchedulable"))
 }

@@ -2,6 +2,8 @@ package errorpaths
 
 import (
 	"context"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -69,8 +71,18 @@ func TestKillFailures(t *testing.T) {
 			if left := len(f.cri.Sandboxes()) + len(f.cri.Containers()); left != tc.left {
 				t.Errorf("%d sandboxes and containers left, want %d", left, tc.left)
 			}
+			var want []string
 			if tc.method != "ListPodSandbox" {
-				wantEvents(t, f.takeEvents(), []string{"Normal Killing Stopping container app"})
+				want = append(want, "Normal Killing Stopping container app")
+			}
+			if tc.err != nil {
+				// Upstream's FailedKillPod, with the kill's error.
+				want = append(want, "Warning FailedKillPod error killing pod: "+tc.err[0])
+			}
+			got := f.takeEvents()
+			wantEvents(t, got, want)
+			if tc.err == nil && slices.ContainsFunc(got, func(e string) bool { return strings.Contains(e, "FailedKillPod") }) {
+				t.Errorf("events %q: a FailedKillPod after a kill that succeeded", got)
 			}
 
 			if err := f.rt.KillPodWithSpec(context.Background(), pod, nil); err != nil {

@@ -40,6 +40,16 @@ type Runtime struct {
 	seq        int
 	lastTime   int64
 	exec       ExecFunc
+	// network is the NetworkReady condition Status reports when set.
+	network *runtimeapi.RuntimeCondition
+}
+
+// SetNetworkNotReady makes Status report the network not ready for reason
+// and message, as containerd before its CNI configuration is there.
+func (r *Runtime) SetNetworkNotReady(reason, message string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.network = &runtimeapi.RuntimeCondition{Type: runtimeapi.NetworkReady, Reason: reason, Message: message}
 }
 
 // container is a container and the sandbox it belongs to, which its status

@@ -28,9 +28,15 @@ func (r *Runtime) Status(ctx context.Context, _ *runtimeapi.StatusRequest, _ ...
 	if err := r.enter(ctx, "Status"); err != nil {
 		return nil, err
 	}
+	network := &runtimeapi.RuntimeCondition{Type: runtimeapi.NetworkReady, Status: true}
+	r.mu.Lock()
+	if r.network != nil {
+		network = r.network
+	}
+	r.mu.Unlock()
 	return &runtimeapi.StatusResponse{Status: &runtimeapi.RuntimeStatus{Conditions: []*runtimeapi.RuntimeCondition{
 		{Type: runtimeapi.RuntimeReady, Status: true},
-		{Type: runtimeapi.NetworkReady, Status: true},
+		network,
 	}}}, nil
 }
 

@@ -34,6 +34,11 @@ type Options struct {
 	// that failed while the cached token is still valid). Never a token or
 	// a secret's content.
 	Log zerolog.Logger
+	// ChangeDetection is configMapAndSecretChangeDetectionStrategy:
+	// StrategyWatch (also when empty), StrategyCache or StrategyGet. Only
+	// Watch tells OnChange of ConfigMaps and Secrets; with the others,
+	// pods learn changes when their volumes are refreshed.
+	ChangeDetection string
 }
 
 // Sources reads the objects pods' volumes use, as the node: it implements
@@ -44,6 +49,10 @@ type Sources struct {
 	tokens  *tokenManager
 	bundles *trustBundles
 	certs   *podCertificates
+	// watch is the Watch strategy; cache, the Cache strategy's objects
+	// (nil otherwise).
+	watch bool
+	cache *ttlCache
 
 	mu sync.Mutex
 	// registered holds the objects each registered pod references.
@@ -66,6 +75,10 @@ func New(ctx context.Context, client kubernetes.Interface, opts Options) *Source
 		bundles:    newTrustBundles(ctx, client),
 		certs:      newPodCertificates(ctx, client, clk, opts.OnChange, opts.Log),
 		registered: map[types.UID]map[objectKey]struct{}{},
+		watch:      opts.ChangeDetection == "" || opts.ChangeDetection == StrategyWatch,
+	}
+	if opts.ChangeDetection == StrategyCache {
+		s.cache = newTTLCache(clk)
 	}
 	go s.tokens.cleanupEvery(ctx, tokenGCPeriod)
 	return s
@@ -83,6 +96,15 @@ func (s *Sources) RegisterPod(pod *v1.Pod) {
 	defer s.mu.Unlock()
 	prev := s.registered[pod.UID]
 	s.registered[pod.UID] = refs
+	if !s.watch {
+		// Get reads every time; Cache reads again for a pod registering.
+		if s.cache != nil {
+			for k := range refs {
+				s.cache.invalidate(k)
+			}
+		}
+		return
+	}
 	for k := range refs {
 		if _, ok := prev[k]; !ok {
 			s.objects.addReference(k, pod.UID)
@@ -117,17 +139,24 @@ func (s *Sources) UnregisterPod(pod *v1.Pod) {
 // read it). One no registered pod references is read with a GET. The
 // object is the cache's own: callers must not change it.
 func (s *Sources) ConfigMap(ctx context.Context, namespace, name string) (*v1.ConfigMap, error) {
-	return get[*v1.ConfigMap](ctx, s.objects, KindConfigMap, namespace, name)
+	return get[*v1.ConfigMap](ctx, s, KindConfigMap, namespace, name)
 }
 
 // Secret is ConfigMap for Secrets.
 func (s *Sources) Secret(ctx context.Context, namespace, name string) (*v1.Secret, error) {
-	return get[*v1.Secret](ctx, s.objects, KindSecret, namespace, name)
+	return get[*v1.Secret](ctx, s, KindSecret, namespace, name)
 }
 
-func get[T runtime.Object](ctx context.Context, c *objectCache, kind, namespace, name string) (T, error) {
+func get[T runtime.Object](ctx context.Context, s *Sources, kind, namespace, name string) (T, error) {
 	var zero T
-	obj, err := c.get(ctx, kind, namespace, name)
+	read := func(ctx context.Context) (runtime.Object, error) { return s.objects.get(ctx, kind, namespace, name) }
+	var obj runtime.Object
+	var err error
+	if s.cache != nil {
+		obj, err = s.cache.get(ctx, objectKey{kind, namespace, name}, read)
+	} else {
+		obj, err = read(ctx)
+	}
 	if err != nil {
 		return zero, err
 	}
