@@ -262,23 +262,33 @@ qosReserved: {memory: 50%%}
 		Limits:   v1.ResourceList{v1.ResourceCPU: resource.MustParse("200m"), v1.ResourceMemory: resource.MustParse("64Mi")}}
 	p := n.Run(t, n.NewPod("guaranteed", nil, c))
 	pod := filepath.Join(root, "kubepods", "pod"+string(p.UID))
-	ctr := ""
+	// The pod cgroup holds the sandbox's and the container's cgroups: each
+	// without quota; the container's (the one with the memory limit) with
+	// its memory+swap limit at it.
+	var ctrs []string
 	if entries, err := os.ReadDir(filepath.Join(cpu, pod)); err == nil {
 		for _, e := range entries {
 			if e.IsDir() {
-				ctr = filepath.Join(pod, e.Name())
+				ctrs = append(ctrs, filepath.Join(pod, e.Name()))
 			}
 		}
 	}
-	if ctr == "" {
+	if len(ctrs) == 0 {
 		t.Fatalf("no container cgroup below %s", pod)
 	}
-	want := map[string]int64{
-		filepath.Join(cpu, pod, "cpu.cfs_quota_us"): -1,
-		filepath.Join(cpu, ctr, "cpu.cfs_quota_us"): -1,
+	want := map[string]int64{filepath.Join(cpu, pod, "cpu.cfs_quota_us"): -1}
+	limited := 0
+	for _, c := range ctrs {
+		want[filepath.Join(cpu, c, "cpu.cfs_quota_us")] = -1
+		if l, err := readInt(filepath.Join(mem, c, "memory.limit_in_bytes")); err == nil && l == 64<<20 {
+			limited++
+			if _, err := os.Stat(filepath.Join(mem, "memory.memsw.limit_in_bytes")); err == nil {
+				want[filepath.Join(mem, c, "memory.memsw.limit_in_bytes")] = 64 << 20
+			}
+		}
 	}
-	if _, err := os.Stat(filepath.Join(mem, "memory.memsw.limit_in_bytes")); err == nil {
-		want[filepath.Join(mem, ctr, "memory.memsw.limit_in_bytes")] = 64 << 20
+	if limited != 1 {
+		t.Errorf("%d container cgroups below %s with the 64Mi memory limit, want 1", limited, pod)
 	}
 	// The burstable cgroup: allocatable (capacity here) less half the
 	// Guaranteed pod's memory request, rounded down to pages.
