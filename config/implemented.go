@@ -86,6 +86,25 @@ var Implemented = map[string]bool{
 	// Fills evictionHard's unset signals with the defaults as a --config
 	// file is loaded (applyEvictionHardDefault).
 	"mergeDefaultEvictionSettings": true,
+	// The node's pods: maxPods lowered to podsPerCore × CPUs.
+	"podsPerCore": true,
+	// Containers' and pod cgroups' CFS quota and period.
+	"cpuCFSQuota":       true,
+	"cpuCFSQuotaPeriod": true,
+	// The QoS cgroups' memory limits, under the QOSReserved gate.
+	"qosReserved": true,
+	// The host at start-up (internal/hostsetup): swap refused, kernel
+	// tunables checked or set, the open files limit, the agent's and the
+	// system's processes' cgroups.
+	"failSwapOn":            true,
+	"protectKernelDefaults": true,
+	"maxOpenFiles":          true,
+	"kubeletCgroups":        true,
+	"systemCgroups":         true,
+	// Containers' swap (none on v1: memory+swap at the memory limit) and
+	// OOM group kill on cgroup v2.
+	"memorySwap.swapBehavior": true,
+	"singleProcessOOMKill":    true,
 	// The node's cgroup tree (podcgroups): QoS and pod cgroups, kubepods
 	// bounded by allocatable, pids.max of pod cgroups, the reserved
 	// cgroups' limits when enforced.

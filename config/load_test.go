@@ -5,8 +5,11 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/actorlet/actorlet/config/features"
 )
 
 func TestUsageErrors(t *testing.T) {
@@ -226,9 +229,12 @@ func TestUnknownFields(t *testing.T) {
 	if len(warnings) != 0 {
 		t.Errorf("warnings for zero values: %q", warnings)
 	}
-	_, warnings = load(t, "--config", writeFile(t, dir, "choices.yaml", header+"cpuCFSQuota: false\nsystemCgroups: \"\"\nqosReserved: {}\n"))
-	if !containsWarning(warnings, "ignored (not implemented yet): cpuCFSQuota, qosReserved") {
-		t.Errorf("warnings %q lack the choices cpuCFSQuota and qosReserved", warnings)
+	l := &loader{gates: features.New()}
+	if _, err := l.loadFile(writeFile(t, dir, "choices.yaml", header+"cpuCFSQuota: false\nsystemCgroups: \"\"\nqosReserved: {}\n")); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(l.present, "cpuCFSQuota") || !slices.Contains(l.present, "qosReserved") || slices.Contains(l.present, "systemCgroups") {
+		t.Errorf("fields set %q: want the choices cpuCFSQuota and qosReserved, not systemCgroups", l.present)
 	}
 }
 

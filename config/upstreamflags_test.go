@@ -246,10 +246,10 @@ func TestFlagWarnings(t *testing.T) {
 			"Flag --max-pods has been deprecated, " + configFlagDeprecated}},
 		{"command line only, not implemented", []string{"--lock-file=/run/lock", "--seccomp-default"}, []string{
 			"accepted, not implemented: --lock-file"}},
-		{"deprecated, not implemented", []string{"--maximum-dead-containers=3", "--cpu-cfs-quota=false"}, []string{
-			"Flag --cpu-cfs-quota has been deprecated, " + configFlagDeprecated,
+		{"deprecated, not implemented", []string{"--maximum-dead-containers=3", "--kernel-memcg-notification"}, []string{
+			"Flag --kernel-memcg-notification has been deprecated, " + configFlagDeprecated,
 			"Flag --maximum-dead-containers has been deprecated, Use --eviction-hard or --eviction-soft instead. Will be removed in a future version.",
-			"accepted, not implemented: --cpu-cfs-quota (cpuCFSQuota), --maximum-dead-containers"}},
+			"accepted, not implemented: --kernel-memcg-notification (kernelMemcgNotification), --maximum-dead-containers"}},
 		{"a version to report", []string{"--version=v1.37.2"}, []string{
 			"accepted, not implemented: --version (a reported version other than actorlet's)"}},
 	} {

@@ -20,6 +20,7 @@ import (
 	"k8s.io/utils/cpuset"
 
 	"github.com/actorlet/actorlet/config/features"
+	"github.com/actorlet/actorlet/internal/cgroups"
 	"github.com/actorlet/actorlet/internal/imagepull"
 	"github.com/actorlet/actorlet/internal/version"
 )
@@ -165,6 +166,8 @@ func Validate(cfg *kubeletconfigv1beta1.KubeletConfiguration, gates *features.Ga
 	v.check(c.ServerTLSBootstrap && !local.Enabled("RotateKubeletServerCertificate"), "serverTLSBootstrap", c.ServerTLSBootstrap, "requires feature gate RotateKubeletServerCertificate")
 	if local.Enabled("NodeSwap") {
 		v.checkOneOf("memorySwap.swapBehavior", c.MemorySwap.SwapBehavior, "", "NoSwap", "LimitedSwap")
+	} else {
+		v.check(c.MemorySwap.SwapBehavior != "", "memorySwap.swapBehavior", c.MemorySwap.SwapBehavior, "cannot be set when NodeSwap feature flag is disabled")
 	}
 	if mcr := c.CrashLoopBackOff.MaxContainerRestartPeriod; local.Enabled("KubeletCrashLoopBackOffMax") {
 		if mcr == nil {
@@ -188,7 +191,20 @@ func Validate(cfg *kubeletconfigv1beta1.KubeletConfiguration, gates *features.Ga
 		v.check(len(c.PreloadedImagesVerificationAllowlist) > 0, "preloadedImagesVerificationAllowlist", c.PreloadedImagesVerificationAllowlist, "must not be set unless feature gate KubeletEnsureSecretPulledImages is enabled")
 	}
 	if f := c.MemoryThrottlingFactor; f != nil {
+		// 0.9, the former default, still passes without MemoryQoS, as
+		// upstream's, so that older files load.
+		v.check(!local.Enabled("MemoryQoS") && *f != 0.9, "memoryThrottlingFactor", *f, "must not be set when MemoryQoS feature gate is disabled")
 		v.check(*f <= 0 || *f > 1, "memoryThrottlingFactor", *f, "must be greater than 0 and less than or equal to 1.0")
+	}
+	if p := c.CPUCFSQuotaPeriod; p != nil {
+		if local.Enabled("CustomCPUCFSQuotaPeriod") {
+			v.check(p.Duration < time.Millisecond || p.Duration > time.Second, "cpuCFSQuotaPeriod", p.Duration, "must be between 1ms and 1sec, inclusive")
+		} else {
+			v.check(p.Duration != 100*time.Millisecond, "cpuCFSQuotaPeriod", p.Duration, "requires feature gate CustomCPUCFSQuotaPeriod")
+		}
+	}
+	if _, err := cgroups.ParseQOSReserved(c.QOSReserved); err != nil {
+		v.add("qosReserved", c.QOSReserved, err.Error())
 	}
 
 	v.check(c.ContainerRuntimeEndpoint == "", "containerRuntimeEndpoint", c.ContainerRuntimeEndpoint, "must be set")
@@ -229,6 +245,19 @@ func Validate(cfg *kubeletconfigv1beta1.KubeletConfiguration, gates *features.Ga
 			fmt.Sprintf("must be omitted or have the value '%v'; only the previous minor version is allowed", want))
 	}
 
+	if len(v.problems) == 0 {
+		return nil
+	}
+	return &ValidationError{Problems: v.problems}
+}
+
+// ValidateOnHost is upstream's validateKubeletOSConfiguration on Linux:
+// what the configuration may not say on this node's cgroup version.
+func ValidateOnHost(cfg *kubeletconfigv1beta1.KubeletConfiguration, cgroupV1 bool) error {
+	v := &validator{}
+	if p := cfg.SingleProcessOOMKill; p != nil {
+		v.check(cgroupV1 && !*p, "singleProcessOOMKill", *p, "must not be explicitly set to false when using cgroup v1")
+	}
 	if len(v.problems) == 0 {
 		return nil
 	}

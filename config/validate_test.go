@@ -2,6 +2,7 @@ package config
 
 import (
 	"errors"
+	"maps"
 	"strings"
 	"testing"
 )
@@ -350,5 +351,67 @@ func TestValidateReservedMemory(t *testing.T) {
 	}
 	if got := len(strings.Split(err.Error(), "\n")); got != len(want) {
 		t.Errorf("%d problems, want %d:\n%v", got, len(want), err)
+	}
+}
+
+// TestValidateResourceFields checks the resource fields' rules, upstream's
+// ValidateKubeletConfiguration and validateKubeletOSConfiguration.
+func TestValidateResourceFields(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		yaml  string
+		gates map[string]bool
+		want  string // "" valid
+	}{
+		{"custom period with its gate", "cpuCFSQuotaPeriod: 10ms\n", nil, ""},
+		{"custom period without its gate", "cpuCFSQuotaPeriod: 10ms\n", map[string]bool{"CustomCPUCFSQuotaPeriod": false},
+			"cpuCFSQuotaPeriod: Invalid value: 10ms: requires feature gate CustomCPUCFSQuotaPeriod"},
+		{"period too long", "cpuCFSQuotaPeriod: 2s\n", nil, "cpuCFSQuotaPeriod: Invalid value: 2s: must be between 1ms and 1sec, inclusive"},
+		{"period too short", "cpuCFSQuotaPeriod: 500us\n", nil, "must be between 1ms and 1sec, inclusive"},
+		{"qosReserved memory", "qosReserved: {memory: 50%}\n", nil, ""},
+		{"qosReserved cpu", "qosReserved: {cpu: 50%}\n", nil, `cannot reserve "cpu" resource`},
+		{"qosReserved not a percentage", "qosReserved: {memory: 1Gi}\n", nil, `failed to parse percentage "1Gi" for "memory" resource: percentage expected, got '1Gi'`},
+		{"memoryThrottlingFactor with MemoryQoS", "memoryThrottlingFactor: 0.8\n", nil, ""},
+		{"memoryThrottlingFactor without MemoryQoS", "memoryThrottlingFactor: 0.8\n", map[string]bool{"MemoryQoS": false},
+			"memoryThrottlingFactor: Invalid value: 0.8: must not be set when MemoryQoS feature gate is disabled"},
+		{"the former default without MemoryQoS", "memoryThrottlingFactor: 0.9\n", map[string]bool{"MemoryQoS": false}, ""},
+		{"swapBehavior", "memorySwap: {swapBehavior: LimitedSwap}\n", nil, ""},
+		{"bad swapBehavior", "memorySwap: {swapBehavior: UnlimitedSwap}\n", nil, `memorySwap.swapBehavior: Invalid value: "UnlimitedSwap": must be one of "", "NoSwap", "LimitedSwap"`},
+		{"systemCgroups without cgroupRoot", "systemCgroups: /system\n", nil, "systemCgroups"},
+		{"maxOpenFiles negative", "maxOpenFiles: -1\n", nil, "maxOpenFiles: Invalid value: -1: must not be negative"},
+	} {
+		cfg, _ := load(t, "--config", writeFile(t, t.TempDir(), "k.yaml", header+tc.yaml))
+		if cfg.FeatureGates == nil {
+			cfg.FeatureGates = map[string]bool{}
+		}
+		maps.Copy(cfg.FeatureGates, tc.gates)
+		err := Validate(cfg, nil)
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%s: %v", tc.name, err)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("%s: err = %v, want %q", tc.name, err, tc.want)
+		}
+	}
+}
+
+func TestValidateOnHost(t *testing.T) {
+	no, yes := false, true
+	for _, tc := range []struct {
+		set      *bool
+		cgroupV1 bool
+		wantErr  bool
+	}{
+		{nil, true, false}, {&yes, true, false}, {&no, true, true}, {&no, false, false},
+	} {
+		cfg, _ := load(t)
+		cfg.SingleProcessOOMKill = tc.set
+		err := ValidateOnHost(cfg, tc.cgroupV1)
+		if (err != nil) != tc.wantErr {
+			t.Errorf("singleProcessOOMKill %v on v1 %v: %v", tc.set, tc.cgroupV1, err)
+		}
+		if err != nil && err.Error() != "singleProcessOOMKill: Invalid value: false: must not be explicitly set to false when using cgroup v1" {
+			t.Errorf("message: %v", err)
+		}
 	}
 }

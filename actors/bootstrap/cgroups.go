@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -57,14 +58,24 @@ func (a *Actor) podCgroups(capacity v1.ResourceList) (*cgroups.Manager, error) {
 	if perQOS && slices.Contains(c.EnforceNodeAllocatable, enforcePods) {
 		allocatable = cgroups.AllocatableAbsolute(internal, system, kube)
 	}
-	m, err := cgroups.New(cgroups.Config{
+	cfg := cgroups.Config{
 		Root:             "/sys/fs/cgroup",
 		Layout:           cgroups.Layout{CgroupRoot: c.CgroupRoot, Driver: c.CgroupDriver, PerQOS: perQOS},
 		PodPidsLimit:     deref(c.PodPidsLimit),
-		EnforceCPULimits: true,
+		EnforceCPULimits: c.CPUCFSQuota == nil || *c.CPUCFSQuota,
+		CPUPeriod:        uint64(a.cfsQuotaPeriod() / time.Microsecond),
 		NodeAllocatable:  allocatable,
 		Log:              a.log.With().Str("component", "cgroups").Logger(),
-	})
+	}
+	if a.gates.Enabled("QOSReserved") {
+		// Validated already.
+		reserved, _ := cgroups.ParseQOSReserved(c.QOSReserved)
+		if p, ok := reserved[v1.ResourceMemory]; ok {
+			mem := cgroups.AllocatableAbsolute(internal, system, kube)[v1.ResourceMemory]
+			cfg.QOSReservedMemory, cfg.AllocatableMemory = &p, mem.Value()
+		}
+	}
+	m, err := cgroups.New(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -94,4 +105,13 @@ func (a *Actor) podCgroups(capacity v1.ResourceList) (*cgroups.Manager, error) {
 		a.nodeEvent(v1.EventTypeNormal, events.SuccessfulNodeAllocatableEnforcement, fmt.Sprintf("Updated limits on %s cgroup %v", strings.ToLower(strings.TrimSuffix(e.what, " Compressible")), e.cgroup))
 	}
 	return m, nil
+}
+
+// cfsQuotaPeriod is cpuCFSQuotaPeriod under the CustomCPUCFSQuotaPeriod
+// gate, 0 (upstream's 100 ms) without it.
+func (a *Actor) cfsQuotaPeriod() time.Duration {
+	if p := a.cfg.CPUCFSQuotaPeriod; p != nil && a.gates.Enabled("CustomCPUCFSQuotaPeriod") {
+		return p.Duration
+	}
+	return 0
 }

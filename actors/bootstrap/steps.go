@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"os"
+	goruntime "runtime"
 	"strings"
 	"time"
 
@@ -40,6 +41,7 @@ import (
 	"github.com/actorlet/actorlet/internal/dependencies"
 	"github.com/actorlet/actorlet/internal/dra"
 	"github.com/actorlet/actorlet/internal/evictionpolicy"
+	"github.com/actorlet/actorlet/internal/hostsetup"
 	"github.com/actorlet/actorlet/internal/imagepull"
 	"github.com/actorlet/actorlet/internal/kubeletapi/auth"
 	"github.com/actorlet/actorlet/internal/kubeletapi/stats"
@@ -181,6 +183,9 @@ var gatesNotImplemented = map[string]string{
 // logger and replays the steps so far into it. --dump-config ends here.
 func (a *Actor) validate(actor.Context) (outcome, error) {
 	if err := config.Validate(a.cfg, a.gates); err != nil {
+		return next, err
+	}
+	if err := config.ValidateOnHost(a.cfg, !cgroups.IsV2("/sys/fs/cgroup")); err != nil {
 		return next, err
 	}
 	if a.cmdline.Options.DumpConfig {
@@ -329,7 +334,7 @@ var runtimeActors = []struct {
 	{podmanager.Kind, func(a *Actor, env *runtimeEnv) *actor.Props {
 		return a.p.System.Registry.Props(podmanager.Kind, podmanager.New(podmanager.Params{
 			Registry: a.p.System.Registry, Runtime: env.runtime, MaxContainerRestartPeriod: env.maxRestartPeriod,
-			Sources: env.sources, MaxPods: int(a.cfg.MaxPods), Allocatable: env.allocatable, RootDir: a.deps.RootDir,
+			Sources: env.sources, MaxPods: int(env.maxPods), Allocatable: env.allocatable, RootDir: a.deps.RootDir,
 			Sysctls: env.sysctls, AppArmor: podmanager.AppArmorHost(), ImageVolumes: podmanager.ImageVolumeRuntime(a.deps.RuntimeVersion),
 			AwaitNode: true, Events: a.deps.Events,
 			StatusReporter: a.child(statusreporter.Kind), ConfigSource: a.child(configsource.Kind),
@@ -446,11 +451,14 @@ func defaultPodSysctls(sysctls map[string]string, gate bool) map[string]string {
 
 // runtimeEnv is what the runtime actors share beyond the dependencies.
 type runtimeEnv struct {
-	runtime          *podruntime.Runtime
-	cgroups          *cgroups.Manager
-	sources          []string
-	capacity         v1.ResourceList
-	allocatable      v1.ResourceList
+	runtime     *podruntime.Runtime
+	cgroups     *cgroups.Manager
+	sources     []string
+	capacity    v1.ResourceList
+	allocatable v1.ResourceList
+	// maxPods is the pods the node takes: maxPods, lowered by
+	// podsPerCore.
+	maxPods          int32
 	maxRestartPeriod time.Duration
 	// sysctls are the sysctls pods may set.
 	sysctls *podmanager.SysctlAllowlist
@@ -510,6 +518,11 @@ func (a *Actor) spawnRuntime(ctx actor.Context) (outcome, error) {
 	if err != nil {
 		return next, err
 	}
+	// maxOpenFiles, as upstream once the kubelet is built: a failure is
+	// logged.
+	if err := hostsetup.SetNumFiles(uint64(a.cfg.MaxOpenFiles)); err != nil {
+		a.log.Error().Err(err).Int64("maxOpenFiles", a.cfg.MaxOpenFiles).Msg("failed to set rlimit on max file handles")
+	}
 	metrics.RegisterActors(actorCounts(a.p.System.Registry))
 	for _, ra := range runtimeActors {
 		pid, err := ctx.SpawnNamed(ra.props(a, env), ra.kind)
@@ -529,7 +542,13 @@ func (a *Actor) spawnRuntime(ctx actor.Context) (outcome, error) {
 
 func (a *Actor) runtimeEnv() (*runtimeEnv, error) {
 	c := a.cfg
-	capacity, err := nodecapacity.Capacity("/proc/meminfo", c.MaxPods)
+	if err := a.checkHost(); err != nil {
+		return nil, err
+	}
+	// podsPerCore lowers the node's pods as upstream's, in capacity and
+	// in admission, which counts against allocatable.
+	maxPods := nodecapacity.MaxPods(c.MaxPods, c.PodsPerCore, goruntime.NumCPU())
+	capacity, err := nodecapacity.Capacity("/proc/meminfo", maxPods)
 	if err != nil {
 		return nil, err
 	}
@@ -543,7 +562,7 @@ func (a *Actor) runtimeEnv() (*runtimeEnv, error) {
 	if err != nil {
 		return nil, err
 	}
-	env := &runtimeEnv{capacity: capacity, allocatable: allocatable, maxRestartPeriod: 5 * time.Minute,
+	env := &runtimeEnv{capacity: capacity, allocatable: allocatable, maxPods: maxPods, maxRestartPeriod: 5 * time.Minute,
 		csiDrivers: registry.New(), draDrivers: dra.NewRegistry()}
 	if env.sysctls, err = podmanager.NodeSysctlAllowlist(c.AllowedUnsafeSysctls); err != nil {
 		return nil, err
@@ -585,6 +604,9 @@ func (a *Actor) runtimeEnv() (*runtimeEnv, error) {
 	if env.cgroups, err = a.podCgroups(capacity); err != nil {
 		return nil, err
 	}
+	if err := a.systemCgroups(env.cgroups); err != nil {
+		return nil, err
+	}
 	mem := capacity[v1.ResourceMemory]
 	cpuSets := &cpumanager.View{}
 	memoryNodes := &memorymanager.View{}
@@ -601,6 +623,11 @@ func (a *Actor) runtimeEnv() (*runtimeEnv, error) {
 		Subpaths:              env.volumes,
 		RootDir:               a.deps.RootDir,
 		SeccompDefault:        deref(c.SeccompDefault) || a.cmdline.Options.SeccompDefault,
+		CgroupV2:              env.cgroups.V2(),
+		SingleProcessOOMKill:  singleProcessOOMKill(c.SingleProcessOOMKill, env.cgroups.V2()),
+		Swap:                  a.swap(env.cgroups.V2(), mem.Value()),
+		NoCPUCFSQuota:         c.CPUCFSQuota != nil && !*c.CPUCFSQuota,
+		CPUCFSQuotaPeriod:     a.cfsQuotaPeriod(),
 		DefaultPodSysctls:     defaultPodSysctls(c.DefaultPodSysctls, a.gates.Enabled("DefaultPodSysctls")),
 		Hooks:                 &lifecycle.Runner{RT: a.deps.Runtime, Recorder: a.deps.Events},
 		DevicePlugins:         devicemanager.Client{System: a.p.System.ActorSystem, PID: a.child(devicemanager.Kind)},

@@ -67,7 +67,7 @@ const header = "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfigur
 func TestCommandLine(t *testing.T) {
 	dir := t.TempDir()
 	maxPods30 := writeFile(t, dir, "maxpods.yaml", header+"maxPods: 30\n")
-	notImplemented := writeFile(t, dir, "upstream.yaml", header+"maxPods: 30\ncpuCFSQuota: false\nmemoryManagerPolicy: Static\ntopologyManagerPolicyOptions:\n  prefer-closest-numa-nodes: \"true\"\n")
+	notImplemented := writeFile(t, dir, "upstream.yaml", header+"maxPods: 30\nkernelMemcgNotification: true\nmemoryManagerPolicy: Static\ntopologyManagerPolicyOptions:\n  prefer-closest-numa-nodes: \"true\"\n")
 	typo := writeFile(t, dir, "typo.yaml", header+"maxPodz: 30\n")
 	invalid := writeFile(t, dir, "invalid.yaml", header+"maxPods: -1\nhealthzPort: 70000\nlogging:\n  format: xml\n")
 	wrongKind := writeFile(t, dir, "kind.yaml", "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeProxyConfiguration\n")
@@ -92,7 +92,7 @@ func TestCommandLine(t *testing.T) {
 		{name: "flag beats file", args: []string{"--dump-config", "--config", maxPods30, "--max-pods", "50"}, stdout: []string{"\nmaxPods: 50\n"}},
 		{name: "normalized flag beats file", args: []string{"--dump-config", "--config", maxPods30, "--max_pods", "40"}, stdout: []string{"\nmaxPods: 40\n"}},
 		{name: "file beats default", args: []string{"--dump-config", "--config", maxPods30}, stdout: []string{"apiVersion: kubelet.config.k8s.io/v1beta1\n", "kind: KubeletConfiguration\n", "\nmaxPods: 30\n"}},
-		{name: "not implemented fields warn", args: []string{"--dump-config", "--config", notImplemented}, stdout: []string{"memoryManagerPolicy: Static"}, stderr: []string{"ignored (not implemented yet): cpuCFSQuota"}},
+		{name: "not implemented fields warn", args: []string{"--dump-config", "--config", notImplemented}, stdout: []string{"memoryManagerPolicy: Static"}, stderr: []string{"ignored (not implemented yet): kernelMemcgNotification"}},
 		{name: "typo fails naming it", args: []string{"--dump-config", "--config", typo}, code: 1, stderr: []string{`"maxPodz"`, typo}, noStdout: true},
 		{name: "invalid configuration", args: []string{"--config", invalid}, code: 1, stderr: []string{"maxPods", "healthzPort", "logging.format"}, noStdout: true},
 		{name: "wrong kind", args: []string{"--dump-config", "--config", wrongKind}, code: 1, stderr: []string{"KubeProxyConfiguration", wrongKind}, noStdout: true},

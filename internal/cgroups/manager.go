@@ -31,6 +31,14 @@ type Config struct {
 	// EnforceCPULimits is cpuCFSQuota: false leaves pods' CFS quota
 	// unlimited.
 	EnforceCPULimits bool
+	// QOSReservedMemory is qosReserved's memory percentage under the
+	// QOSReserved gate (nil: no QoS memory limits); AllocatableMemory the
+	// node allocatable memory it is taken from (QoSMemoryLimits).
+	QOSReservedMemory *int64
+	AllocatableMemory int64
+	// CPUPeriod is cpuCFSQuotaPeriod in µs, the pod cgroups' CFS period
+	// (0: QuotaPeriod).
+	CPUPeriod uint64
 	// NodeAllocatable bounds kubepods (enforceNodeAllocatable: pods; see
 	// AllocatableAbsolute); nil leaves kubepods unbounded.
 	NodeAllocatable v1.ResourceList
@@ -57,8 +65,10 @@ type Manager struct {
 	mu sync.Mutex
 	// active are the pods' QoS class and CPU request, by UID.
 	active map[types.UID]*v1.Pod
-	// burstableShares is what the burstable cgroup was last given.
+	// burstableShares is what the burstable cgroup was last given;
+	// qosMemory the burstable and besteffort memory limits (qosReserved).
 	burstableShares uint64
+	qosMemory       [2]int64
 }
 
 // New returns a Manager for cfg; nothing is created before Start.
@@ -70,8 +80,7 @@ func New(cfg Config) (*Manager, error) {
 	if cfg.Root == "" {
 		cfg.Root = "/sys/fs/cgroup"
 	}
-	_, err = os.Stat(filepath.Join(cfg.Root, "cgroup.controllers"))
-	m := &Manager{cfg: cfg, pods: pods, v2: err == nil, active: map[types.UID]*v1.Pod{}}
+	m := &Manager{cfg: cfg, pods: pods, v2: IsV2(cfg.Root), active: map[types.UID]*v1.Pod{}}
 	if m.hasHugetlb() {
 		if cfg.HugePagesDir == "" {
 			cfg.HugePagesDir = "/sys/kernel/mm/hugepages"
@@ -80,6 +89,16 @@ func New(cfg Config) (*Manager, error) {
 	}
 	return m, nil
 }
+
+// IsV2 tells whether the cgroup filesystem mounted at root is the v2
+// unified hierarchy (its root holds cgroup.controllers).
+func IsV2(root string) bool {
+	_, err := os.Stat(filepath.Join(root, "cgroup.controllers"))
+	return err == nil
+}
+
+// V2 tells whether the node's cgroups are v2.
+func (m *Manager) V2() bool { return m.v2 }
 
 // hasHugetlb tells whether the hugetlb controller is there: its v1
 // hierarchy, or in the v2 root's controllers.
@@ -203,7 +222,7 @@ func (m *Manager) track(pod *v1.Pod) {
 }
 
 func (m *Manager) podConfig(pod *v1.Pod) ResourceConfig {
-	rc := ForPod(pod, m.cfg.EnforceCPULimits)
+	rc := ForPod(pod, m.cfg.EnforceCPULimits, m.cfg.CPUPeriod)
 	if m.cfg.PodPidsLimit > 0 {
 		p := m.cfg.PodPidsLimit
 		rc.PidsLimit = &p
@@ -226,9 +245,16 @@ func (m *Manager) UpdateQoS() error {
 	}
 	burstable, bestEffort := QoSConfigs(pods)
 	burstable.HugePageLimit, bestEffort.HugePageLimit = m.unboundedHugePages(), m.unboundedHugePages()
+	var memory [2]int64
+	if p := m.cfg.QOSReservedMemory; p != nil {
+		if b, be, ok := QoSMemoryLimits(pods, *p, m.cfg.AllocatableMemory); ok {
+			burstable.Memory, bestEffort.Memory = &b, &be
+			memory = [2]int64{b, be}
+		}
+	}
 	be := m.cfg.Layout.QoS(m.pods, v1.PodQOSBestEffort)
 	b := m.cfg.Layout.QoS(m.pods, v1.PodQOSBurstable)
-	if m.burstableShares == *burstable.CPUShares && m.exists(b) && m.exists(be) {
+	if m.burstableShares == *burstable.CPUShares && m.qosMemory == memory && m.exists(b) && m.exists(be) {
 		return nil
 	}
 	if err := m.apply(be, bestEffort); err != nil {
@@ -237,7 +263,7 @@ func (m *Manager) UpdateQoS() error {
 	if err := m.apply(b, burstable); err != nil {
 		return fmt.Errorf("burstable cgroup %s: %w", b, err)
 	}
-	m.burstableShares = *burstable.CPUShares
+	m.burstableShares, m.qosMemory = *burstable.CPUShares, memory
 	return nil
 }
 

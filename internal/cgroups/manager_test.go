@@ -192,3 +192,39 @@ func TestManagerWithoutQoS(t *testing.T) {
 		t.Errorf("PodParents = %v, want none", m.PodParents())
 	}
 }
+
+// TestManagerQOSReserved checks qosReserved's QoS cgroup memory limits as
+// pods come and go.
+func TestManagerQOSReserved(t *testing.T) {
+	root := t.TempDir()
+	for _, h := range []string{"cpu", "memory"} {
+		if err := os.MkdirAll(filepath.Join(root, h), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	half := int64(50)
+	m, err := New(Config{Root: root, Layout: Layout{CgroupRoot: "/", Driver: "cgroupfs", PerQOS: true},
+		EnforceCPULimits: true, NodeAllocatable: rl("2", "4Gi"), QOSReservedMemory: &half, AllocatableMemory: 4 << 30})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Start(); err != nil {
+		t.Fatal(err)
+	}
+	limits := func(wantB, wantBE string) {
+		t.Helper()
+		for p, v := range map[string]string{"memory/kubepods/burstable/memory.limit_in_bytes": wantB, "memory/kubepods/besteffort/memory.limit_in_bytes": wantBE} {
+			if got := read(t, filepath.Join(root, p)); got != v {
+				t.Errorf("%s = %q, want %q", p, got, v)
+			}
+		}
+	}
+	limits("4294967296", "4294967296")
+	g := pod("g", ctr("a", rl("1", "1Gi"), rl("1", "1Gi")))
+	if err := m.EnsureExists(g); err != nil {
+		t.Fatal(err)
+	}
+	limits("3758096384", "3758096384") // 4Gi - 512Mi
+	m.Forget(g.UID)
+	limits("4294967296", "4294967296")
+}

@@ -91,10 +91,11 @@ func MilliCPUToQuota(milliCPU int64, period int64) int64 {
 // pod.Spec.Overhead. Guaranteed pods get shares, quota and memory limit;
 // Burstable pods shares, and the quota (memory limit) only when every
 // container sets a CPU (memory) limit; BestEffort pods the minimum shares.
-// enforceCPULimits false (cpuCFSQuota: false) leaves the quota unlimited.
+// enforceCPULimits false (cpuCFSQuota: false) leaves the quota unlimited;
+// cpuPeriod is cpuCFSQuotaPeriod in µs (0: QuotaPeriod), as upstream's.
 // Callers pass the pod whose container resources are the ones to apply
 // (for an in-place resize: the allocated ones).
-func ForPod(pod *v1.Pod, enforceCPULimits bool) ResourceConfig {
+func ForPod(pod *v1.Pod, enforceCPULimits bool, cpuPeriod uint64) ResourceConfig {
 	reqs := resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})
 	limits := resourcehelper.PodLimits(pod, resourcehelper.PodResourcesOptions{})
 	cpuLimitsDeclared, memoryLimitsDeclared := true, true
@@ -127,11 +128,14 @@ func ForPod(pod *v1.Pod, enforceCPULimits bool) ResourceConfig {
 		memoryLimits = q.Value()
 	}
 	shares := MilliCPUToShares(cpuRequests)
-	quota := MilliCPUToQuota(cpuLimits, QuotaPeriod)
+	period := cpuPeriod
+	if period == 0 {
+		period = QuotaPeriod
+	}
+	quota := MilliCPUToQuota(cpuLimits, int64(period))
 	if !enforceCPULimits {
 		quota = -1
 	}
-	period := uint64(QuotaPeriod)
 	var rc ResourceConfig
 	switch QOSClass(pod) {
 	case v1.PodQOSGuaranteed:

@@ -71,7 +71,7 @@ func TestForPod(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := ForPod(&v1.Pod{Spec: tt.spec}, tt.enforce)
+			got := ForPod(&v1.Pod{Spec: tt.spec}, tt.enforce, 0)
 			if got.HugePageLimit == nil || len(got.HugePageLimit) != 0 {
 				t.Errorf("huge page limits %v, want none (every size at 0)", got.HugePageLimit)
 			}
@@ -147,7 +147,7 @@ func TestHugePages(t *testing.T) {
 	req := rl("1", "1Gi")
 	req["hugepages-2Mi"] = resource.MustParse("4Mi")
 	p := &v1.Pod{Spec: v1.PodSpec{Containers: []v1.Container{ctr("a", req, req)}}}
-	rc := ForPod(p, true)
+	rc := ForPod(p, true, 0)
 	if !reflect.DeepEqual(rc.HugePageLimit, map[int64]int64{2 << 20: 4 << 20}) {
 		t.Fatalf("huge page limits %v", rc.HugePageLimit)
 	}
@@ -174,5 +174,25 @@ func TestHugePages(t *testing.T) {
 	}
 	if got := HugePageSizes(dir); !reflect.DeepEqual(got, sizes) {
 		t.Errorf("HugePageSizes = %v, want %v", got, sizes)
+	}
+}
+
+// TestForPodPeriod checks cpuCFSQuotaPeriod in the pod cgroup: the quota
+// is the limit over that period.
+func TestForPodPeriod(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		period     uint64
+		wantQuota  int64
+		wantPeriod uint64
+	}{
+		{"default", 0, 50000, 100000},
+		{"10ms", 10000, 5000, 10000},
+		{"1ms: at least 1 ms", 1000, 1000, 1000},
+	} {
+		got := ForPod(&v1.Pod{Spec: v1.PodSpec{Containers: []v1.Container{ctr("a", rl("500m", "1Gi"), rl("500m", "1Gi"))}}}, true, tc.period)
+		if *got.CPUQuota != tc.wantQuota || *got.CPUPeriod != tc.wantPeriod {
+			t.Errorf("%s: quota %d period %d, want %d %d", tc.name, *got.CPUQuota, *got.CPUPeriod, tc.wantQuota, tc.wantPeriod)
+		}
 	}
 }

@@ -16,8 +16,18 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 )
 
+// MaxPods is the node's capacity in pods, as upstream's MachineInfo
+// setter: maxPods, or podsPerCore times the cores when that is set and
+// smaller.
+func MaxPods(maxPods, podsPerCore int32, cores int) int32 {
+	if podsPerCore > 0 {
+		return int32(min(int64(podsPerCore)*int64(cores), int64(maxPods)))
+	}
+	return maxPods
+}
+
 // Capacity is the node's capacity: every CPU, all memory (MemTotal of
-// meminfo) and maxPods pods.
+// meminfo) and maxPods pods (see MaxPods).
 func Capacity(meminfo string, maxPods int32) (v1.ResourceList, error) {
 	mem, err := MemTotal(meminfo)
 	if err != nil {
@@ -98,6 +108,16 @@ func thresholdQuantity(value string, capacity resource.Quantity) (resource.Quant
 // MemTotal is the machine's memory in bytes, from the MemTotal line of a
 // meminfo file (/proc/meminfo).
 func MemTotal(path string) (int64, error) {
+	return meminfo(path, "MemTotal:")
+}
+
+// SwapTotal is the machine's swap in bytes, from meminfo's SwapTotal, as
+// upstream's machine info's SwapCapacity.
+func SwapTotal(path string) (int64, error) {
+	return meminfo(path, "SwapTotal:")
+}
+
+func meminfo(path, field string) (int64, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return 0, fmt.Errorf("read memory capacity: %w", err)
@@ -106,7 +126,7 @@ func MemTotal(path string) (int64, error) {
 	s := bufio.NewScanner(f)
 	for s.Scan() {
 		fields := strings.Fields(s.Text())
-		if len(fields) >= 2 && fields[0] == "MemTotal:" {
+		if len(fields) >= 2 && fields[0] == field {
 			kb, err := strconv.ParseInt(fields[1], 10, 64)
 			if err != nil {
 				return 0, fmt.Errorf("read memory capacity from %s: %q: %w", path, s.Text(), err)
@@ -114,5 +134,5 @@ func MemTotal(path string) (int64, error) {
 			return kb * 1024, nil
 		}
 	}
-	return 0, fmt.Errorf("read memory capacity: no MemTotal in %s", path)
+	return 0, fmt.Errorf("read memory capacity: no %s in %s", strings.TrimSuffix(field, ":"), path)
 }

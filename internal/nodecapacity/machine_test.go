@@ -75,3 +75,22 @@ func TestAllocatableEphemeralStorage(t *testing.T) {
 		}
 	}
 }
+
+func TestMaxPods(t *testing.T) {
+	for _, tc := range []struct {
+		name                 string
+		maxPods, podsPerCore int32
+		cores                int
+		want                 int32
+	}{
+		{"podsPerCore unset", 110, 0, 2, 110},
+		{"podsPerCore smaller", 110, 1, 2, 2},
+		{"maxPods smaller", 110, 100, 2, 110},
+		{"equal", 20, 10, 2, 20},
+		{"no overflow", 110, 1 << 30, 8, 110},
+	} {
+		if got := MaxPods(tc.maxPods, tc.podsPerCore, tc.cores); got != tc.want {
+			t.Errorf("%s: MaxPods(%d, %d, %d) = %d, want %d", tc.name, tc.maxPods, tc.podsPerCore, tc.cores, got, tc.want)
+		}
+	}
+}

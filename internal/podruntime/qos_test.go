@@ -2,10 +2,12 @@ package podruntime
 
 import (
 	"testing"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
 func resList(cpu, mem string) v1.ResourceList {
@@ -67,5 +69,76 @@ func TestOOMScoreAdj(t *testing.T) {
 				t.Errorf("oomScoreAdj = %d, %v; want %d", got, err, tt.want)
 			}
 		})
+	}
+}
+
+func TestCFSQuota(t *testing.T) {
+	for _, tc := range []struct {
+		name                string
+		limitMilli          int64
+		noQuota             bool
+		period              time.Duration
+		wantPeriod, wantQuo int64
+	}{
+		{"limit, default period", 1500, false, 0, 100000, 150000},
+		{"no limit: the period, no quota", 0, false, 0, 100000, 0},
+		{"cpuCFSQuota false", 1500, true, 0, 0, 0},
+		{"custom period", 500, false, 10 * time.Millisecond, 10000, 5000},
+		{"at least 1 ms", 5, false, 0, 100000, 1000},
+		{"at least 1 ms of a short period", 100, false, time.Millisecond, 1000, 1000},
+	} {
+		p, q := cfsQuota(tc.limitMilli, tc.noQuota, tc.period)
+		if p != tc.wantPeriod || q != tc.wantQuo {
+			t.Errorf("%s: cfsQuota = (%d, %d), want (%d, %d)", tc.name, p, q, tc.wantPeriod, tc.wantQuo)
+		}
+	}
+}
+
+func TestConfigureSwap(t *testing.T) {
+	burstable := &v1.Pod{Spec: v1.PodSpec{Containers: []v1.Container{{Name: "a",
+		Resources: v1.ResourceRequirements{Requests: resList("", "1Gi"), Limits: resList("", "2Gi")}}}}}
+	guaranteed := &v1.Pod{Spec: v1.PodSpec{Containers: []v1.Container{{Name: "a",
+		Resources: v1.ResourceRequirements{Requests: resList("1", "1Gi"), Limits: resList("1", "1Gi")}}}}}
+	critical := burstable.DeepCopy()
+	prio := int32(systemCriticalPriority)
+	critical.Spec.Priority = &prio
+	limited := Swap{Controller: true, Behavior: "LimitedSwap", Capacity: 2 << 30, MemoryCapacity: 8 << 30}
+	for _, tc := range []struct {
+		name          string
+		pod           *v1.Pod
+		swap          Swap
+		v2            bool
+		wantSwapLimit int64  // v1's MemorySwapLimitInBytes
+		wantSwapMax   string // v2's memory.swap.max, "" unset
+	}{
+		{"no swap controller", burstable, Swap{Behavior: "LimitedSwap"}, true, 0, ""},
+		{"v1: memory+swap limit = memory limit", burstable, limited, false, 2 << 30, ""},
+		{"v2 NoSwap", burstable, Swap{Controller: true, Behavior: "NoSwap"}, true, 0, "0"},
+		{"v2 default: none", burstable, Swap{Controller: true}, true, 0, "0"},
+		{"v2 LimitedSwap: request's share of the node's swap", burstable, limited, true, 0, "268435456"},
+		{"v2 LimitedSwap, Guaranteed: none", guaranteed, limited, true, 0, "0"},
+		{"v2 LimitedSwap, critical: none", critical, limited, true, 0, "0"},
+	} {
+		r := &runtimeapi.LinuxContainerResources{MemoryLimitInBytes: tc.pod.Spec.Containers[0].Resources.Limits.Memory().Value()}
+		configureSwap(r, tc.pod, &tc.pod.Spec.Containers[0], tc.swap, tc.v2)
+		if r.MemorySwapLimitInBytes != tc.wantSwapLimit || r.Unified["memory.swap.max"] != tc.wantSwapMax {
+			t.Errorf("%s: swap limit %d, memory.swap.max %q; want %d, %q", tc.name, r.MemorySwapLimitInBytes, r.Unified["memory.swap.max"], tc.wantSwapLimit, tc.wantSwapMax)
+		}
+	}
+}
+
+func TestOOMGroup(t *testing.T) {
+	pod := &v1.Pod{Spec: v1.PodSpec{Containers: []v1.Container{{Name: "a"}}}}
+	for _, tc := range []struct {
+		v2, single bool
+		want       string
+	}{{true, false, "1"}, {true, true, ""}, {false, false, ""}, {false, true, ""}} {
+		r, err := containerResources(pod, &pod.Spec.Containers[0], Options{CgroupV2: tc.v2, SingleProcessOOMKill: tc.single})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := r.Unified["memory.oom.group"]; got != tc.want {
+			t.Errorf("v2 %v singleProcessOOMKill %v: memory.oom.group %q, want %q", tc.v2, tc.single, got, tc.want)
+		}
 	}
 }

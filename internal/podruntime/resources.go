@@ -2,6 +2,7 @@ package podruntime
 
 import (
 	"fmt"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	resourcehelper "k8s.io/component-helpers/resource"
@@ -35,13 +36,16 @@ func containerResources(pod *v1.Pod, c *v1.Container, opts Options) (*runtimeapi
 	} else {
 		r.CpuShares = milliCPUToShares(cpuReq.MilliValue())
 	}
-	if !cpuLim.IsZero() {
-		r.CpuPeriod = quotaPeriod
-		r.CpuQuota = milliCPUToQuota(cpuLim.MilliValue())
-	}
+	r.CpuPeriod, r.CpuQuota = cfsQuota(cpuLim.MilliValue(), opts.NoCPUCFSQuota, opts.CPUCFSQuotaPeriod)
 	if m := c.Resources.Limits.Memory(); !m.IsZero() {
 		r.MemoryLimitInBytes = m.Value()
 	}
+	if opts.CgroupV2 && !opts.SingleProcessOOMKill {
+		// The kernel kills every process of the container's cgroup on
+		// OOM, not one of them.
+		r.Unified = map[string]string{"memory.oom.group": "1"}
+	}
+	configureSwap(r, pod, c, opts.Swap, opts.CgroupV2)
 	adj, err := oomScoreAdj(pod, c, opts)
 	if err != nil {
 		return nil, err
@@ -62,8 +66,24 @@ func milliCPUToShares(milli int64) int64 {
 	return max(milli*sharesPerCPU/milliCPUToCPU, minShares)
 }
 
-func milliCPUToQuota(milli int64) int64 {
-	return max(milli*quotaPeriod/milliCPUToCPU, minQuota)
+// cfsQuota is upstream's calculateLinuxResources for the CFS bandwidth:
+// with cpuCFSQuota (noQuota false) the period is cpuCFSQuotaPeriod (100 ms
+// when 0, as without the CustomCPUCFSQuotaPeriod gate, whose validation
+// leaves the period at 100 ms) and the quota the limit over it, 0 without a
+// limit; with cpuCFSQuota false neither is set, so the container runs
+// unthrottled.
+func cfsQuota(limitMilli int64, noQuota bool, period time.Duration) (periodUs, quota int64) {
+	if noQuota {
+		return 0, 0
+	}
+	periodUs = int64(period / time.Microsecond)
+	if periodUs <= 0 {
+		periodUs = quotaPeriod
+	}
+	if limitMilli == 0 {
+		return periodUs, 0
+	}
+	return periodUs, max(limitMilli*periodUs/milliCPUToCPU, minQuota)
 }
 
 // oomScoreAdj is upstream's GetContainerOOMScoreAdjust: node-critical and
@@ -138,6 +158,58 @@ func isSidecar(pod *v1.Pod, c *v1.Container) bool {
 
 // systemCriticalPriority is upstream's scheduling.SystemCriticalPriority.
 const systemCriticalPriority = 2000000000
+
+// Swap is what the node's swap gives containers (memorySwap and the
+// machine).
+type Swap struct {
+	// Controller tells whether the swap controller is there
+	// (memory.memsw.limit_in_bytes on v1, memory.swap.max on v2);
+	// without it nothing is set.
+	Controller bool
+	// Behavior is memorySwap.swapBehavior: "" or NoSwap, or LimitedSwap.
+	Behavior string
+	// Capacity is the machine's swap (SwapTotal), MemoryCapacity its
+	// memory, in bytes.
+	Capacity, MemoryCapacity int64
+}
+
+// configureSwap is upstream's configureContainerSwapResources: with the
+// swap controller, LimitedSwap gives a Burstable container of a pod not
+// critical, whose memory request is set and differs from its limit, swap
+// in proportion of its request to the node's memory, on cgroup v2 only;
+// any other container gets none: memory.swap.max 0 on v2, and on v1 a
+// memory+swap limit equal to the memory limit.
+func configureSwap(r *runtimeapi.LinuxContainerResources, pod *v1.Pod, c *v1.Container, s Swap, v2 bool) {
+	if !s.Controller {
+		return
+	}
+	if !v2 {
+		r.MemorySwapLimitInBytes = r.MemoryLimitInBytes
+		return
+	}
+	swap := int64(0)
+	req, lim := c.Resources.Requests.Memory(), c.Resources.Limits.Memory()
+	if s.Behavior == "LimitedSwap" && !isCriticalPod(pod) && cgroups.QOSClass(pod) == v1.PodQOSBurstable &&
+		!(req.IsZero() && lim.IsZero()) && req.Cmp(*lim) != 0 && s.MemoryCapacity > 0 && req.Value() <= s.MemoryCapacity {
+		swap = int64(float64(req.Value()) / float64(s.MemoryCapacity) * float64(s.Capacity))
+	}
+	if r.Unified == nil {
+		r.Unified = map[string]string{}
+	}
+	r.Unified["memory.swap.max"] = fmt.Sprint(swap)
+}
+
+// isCriticalPod is upstream's IsCriticalPod: a static or mirror pod, or
+// one of system-critical priority.
+func isCriticalPod(pod *v1.Pod) bool {
+	if src, ok := pod.Annotations[manifest.ConfigSourceAnnotation]; ok && src != "api" {
+		return true
+	}
+	if manifest.IsMirror(pod) {
+		return true
+	}
+	return pod.Spec.Priority != nil && *pod.Spec.Priority >= systemCriticalPriority
+}
 
 // isNodeCriticalPod is upstream's IsNodeCriticalPod: a critical pod
 // (static, mirror, or of system-critical priority) of priority class

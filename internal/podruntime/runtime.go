@@ -117,6 +117,18 @@ type Options struct {
 	// RootDir is the kubelet's root directory: a pod's own files (its
 	// etc-hosts) are under RootDir/pods/UID.
 	RootDir string
+	// CgroupV2 tells the node's cgroup version; SingleProcessOOMKill is
+	// singleProcessOOMKill (its default: true on v1, false on v2), false
+	// making a container's OOM kill its whole cgroup on v2.
+	CgroupV2             bool
+	SingleProcessOOMKill bool
+	// Swap is what containers get of the node's swap.
+	Swap Swap
+	// NoCPUCFSQuota is cpuCFSQuota false: containers get no CFS quota
+	// nor period. CPUCFSQuotaPeriod is cpuCFSQuotaPeriod under the
+	// CustomCPUCFSQuotaPeriod gate; 0 is upstream's 100 ms.
+	NoCPUCFSQuota     bool
+	CPUCFSQuotaPeriod time.Duration
 	// DefaultPodSysctls are defaultPodSysctls (with the DefaultPodSysctls
 	// gate; nil without): set in every sandbox whose namespaces they
 	// belong to, under the pod's own sysctls.

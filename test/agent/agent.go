@@ -190,6 +190,9 @@ func Start(t testing.TB, binary string, args ...string) *Process {
 	return p
 }
 
+// PID is the process's ID.
+func (p *Process) PID() int { return p.cmd.Process.Pid }
+
 // Stop sends sig and waits for the process to exit. It may be called more
 // than once.
 func (p *Process) Stop(sig syscall.Signal) {

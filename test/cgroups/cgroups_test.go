@@ -214,3 +214,99 @@ podPidsLimit: 128
 		}
 	}
 }
+
+// TestResourceFields runs the node with cpuCFSQuota false, podsPerCore 1,
+// qosReserved (QOSReserved) and kubeletCgroups, and reads back what each
+// did: no CFS quota in the pod's and its container's cgroups, pods
+// capacity of one per CPU, the burstable cgroup's memory limit lowered by
+// half the Guaranteed pod's request, the agent in its own cgroup, and the
+// container's memory+swap limit at its memory limit (swap controller).
+func TestResourceFields(t *testing.T) {
+	if _, err := os.Stat(filepath.Join(cgroupfs, "cgroup.controllers")); err == nil {
+		t.Skip("cgroup v2: this test reads cgroup v1 files")
+	}
+	cpu, mem := hierarchy(t, "cpu"), hierarchy(t, "memory")
+	root := "/actorlet-test-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	self := filepath.Join(root, "actorlet")
+	t.Cleanup(func() {
+		for _, h := range []string{"cpu", "cpuacct", "cpuset", "memory", "pids", "hugetlb", "blkio", "devices", "freezer",
+			"net_cls", "net_prio", "perf_event", "rdma", "systemd"} {
+			if dir, err := filepath.EvalSymlinks(filepath.Join(cgroupfs, h)); err == nil {
+				removeTree(filepath.Join(dir, root))
+			}
+		}
+	})
+	n := agent.NewAPIPods(t, binary, agent.WithConfig(fmt.Sprintf(`cgroupRoot: %s
+cpuCFSQuota: false
+podsPerCore: 1
+kubeletCgroups: %s
+featureGates: {QOSReserved: true}
+qosReserved: {memory: 50%%}
+`, root, self)))
+	n.Up(t, "rescfg")
+	node, err := n.NodeObject()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := node.Status.Capacity.Pods().Value(), int64(min(runtime.NumCPU(), 110)); got != want {
+		t.Errorf("pods capacity %d, want %d (podsPerCore 1)", got, want)
+	}
+	procs, _ := os.ReadFile(filepath.Join(mem, self, "cgroup.procs"))
+	if !strings.Contains(" "+strings.Join(strings.Fields(string(procs)), " ")+" ", fmt.Sprintf(" %d ", n.Proc.PID())) {
+		t.Errorf("kubeletCgroups %s holds %q, not the agent (%d)", self, procs, n.Proc.PID())
+	}
+
+	c := n.Sleeper("c")
+	c.Resources = v1.ResourceRequirements{
+		Requests: v1.ResourceList{v1.ResourceCPU: resource.MustParse("200m"), v1.ResourceMemory: resource.MustParse("64Mi")},
+		Limits:   v1.ResourceList{v1.ResourceCPU: resource.MustParse("200m"), v1.ResourceMemory: resource.MustParse("64Mi")}}
+	p := n.Run(t, n.NewPod("guaranteed", nil, c))
+	pod := filepath.Join(root, "kubepods", "pod"+string(p.UID))
+	// The pod cgroup holds the sandbox's and the container's cgroups: each
+	// without quota; the container's (the one with the memory limit) with
+	// its memory+swap limit at it.
+	var ctrs []string
+	if entries, err := os.ReadDir(filepath.Join(cpu, pod)); err == nil {
+		for _, e := range entries {
+			if e.IsDir() {
+				ctrs = append(ctrs, filepath.Join(pod, e.Name()))
+			}
+		}
+	}
+	if len(ctrs) == 0 {
+		t.Fatalf("no container cgroup below %s", pod)
+	}
+	want := map[string]int64{filepath.Join(cpu, pod, "cpu.cfs_quota_us"): -1}
+	limited := 0
+	for _, c := range ctrs {
+		want[filepath.Join(cpu, c, "cpu.cfs_quota_us")] = -1
+		if l, err := readInt(filepath.Join(mem, c, "memory.limit_in_bytes")); err == nil && l == 64<<20 {
+			limited++
+			if _, err := os.Stat(filepath.Join(mem, "memory.memsw.limit_in_bytes")); err == nil {
+				want[filepath.Join(mem, c, "memory.memsw.limit_in_bytes")] = 64 << 20
+			}
+		}
+	}
+	if limited != 1 {
+		t.Errorf("%d container cgroups below %s with the 64Mi memory limit, want 1", limited, pod)
+	}
+	// The burstable cgroup: allocatable (capacity here) less half the
+	// Guaranteed pod's memory request, rounded down to pages.
+	page := int64(os.Getpagesize())
+	want[filepath.Join(mem, root, "kubepods", "burstable", "memory.limit_in_bytes")] = (node.Status.Capacity.Memory().Value() - 32<<20) / page * page
+	agent.Eventually(t, "the resource fields in the cgroups", 10*time.Second, func() error {
+		var bad []string
+		for f, v := range want {
+			got, err := readInt(f)
+			if err != nil {
+				bad = append(bad, err.Error())
+			} else if got != v {
+				bad = append(bad, fmt.Sprintf("%s = %d, want %d", f, got, v))
+			}
+		}
+		if len(bad) > 0 {
+			return fmt.Errorf("%s", strings.Join(bad, "; "))
+		}
+		return nil
+	})
+}
