@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/actorlet/actorlet/internal/cgroups"
+	"github.com/actorlet/actorlet/internal/cpumanager"
 	"github.com/actorlet/actorlet/internal/events"
 )
 
@@ -39,7 +40,7 @@ func (a *Actor) nodeEvent(eventtype, reason, message string) {
 // enforced. A failure to bound kubepods is logged and start-up goes on
 // (upstream retries it, pods still run); a reserved cgroup that cannot be
 // enforced fails start-up, as upstream's.
-func (a *Actor) podCgroups(capacity v1.ResourceList) (*cgroups.Manager, error) {
+func (a *Actor) podCgroups(capacity v1.ResourceList, cpuSets *cpumanager.View) (*cgroups.Manager, error) {
 	c := a.cfg
 	perQOS := deref(c.CgroupsPerQOS)
 	system, err := cgroups.ParseReserved(c.SystemReserved)
@@ -63,6 +64,7 @@ func (a *Actor) podCgroups(capacity v1.ResourceList) (*cgroups.Manager, error) {
 		Layout:           cgroups.Layout{CgroupRoot: c.CgroupRoot, Driver: c.CgroupDriver, PerQOS: perQOS},
 		PodPidsLimit:     deref(c.PodPidsLimit),
 		EnforceCPULimits: c.CPUCFSQuota == nil || *c.CPUCFSQuota,
+		PodExclusiveCPUs: cpuSets.PodExclusive,
 		CPUPeriod:        uint64(a.cfsQuotaPeriod() / time.Microsecond),
 		NodeAllocatable:  allocatable,
 		Log:              a.log.With().Str("component", "cgroups").Logger(),

@@ -601,14 +601,14 @@ func (a *Actor) runtimeEnv() (*runtimeEnv, error) {
 	if err != nil {
 		return nil, err
 	}
-	if env.cgroups, err = a.podCgroups(capacity); err != nil {
+	cpuSets := &cpumanager.View{}
+	if env.cgroups, err = a.podCgroups(capacity, cpuSets); err != nil {
 		return nil, err
 	}
 	if err := a.systemCgroups(env.cgroups); err != nil {
 		return nil, err
 	}
 	mem := capacity[v1.ResourceMemory]
-	cpuSets := &cpumanager.View{}
 	memoryNodes := &memorymanager.View{}
 	env.runtime = &podruntime.Runtime{RT: a.deps.Runtime, Img: a.deps.Images, Opts: podruntime.Options{
 		ClusterDNS: c.ClusterDNS, ClusterDomain: c.ClusterDomain, ResolvConf: deref(c.ResolverConfig),

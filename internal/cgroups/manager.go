@@ -31,6 +31,10 @@ type Config struct {
 	// EnforceCPULimits is cpuCFSQuota: false leaves pods' CFS quota
 	// unlimited.
 	EnforceCPULimits bool
+	// PodExclusiveCPUs reports whether a pod holds exclusive CPUs (the CPU
+	// manager's static policy); its pod cgroup's CFS quota is then
+	// unlimited, as upstream's DisableCPUQuotaWithExclusiveCPUs. Nil: none.
+	PodExclusiveCPUs func(podUID string) bool
 	// QOSReservedMemory is qosReserved's memory percentage under the
 	// QOSReserved gate (nil: no QoS memory limits); AllocatableMemory the
 	// node allocatable memory it is taken from (QoSMemoryLimits).
@@ -222,7 +226,11 @@ func (m *Manager) track(pod *v1.Pod) {
 }
 
 func (m *Manager) podConfig(pod *v1.Pod) ResourceConfig {
-	rc := ForPod(pod, m.cfg.EnforceCPULimits, m.cfg.CPUPeriod)
+	enforce := m.cfg.EnforceCPULimits
+	if enforce && m.cfg.PodExclusiveCPUs != nil && m.cfg.PodExclusiveCPUs(string(pod.UID)) {
+		enforce = false
+	}
+	rc := ForPod(pod, enforce, m.cfg.CPUPeriod)
 	if m.cfg.PodPidsLimit > 0 {
 		p := m.cfg.PodPidsLimit
 		rc.PidsLimit = &p

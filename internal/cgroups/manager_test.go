@@ -228,3 +228,17 @@ func TestManagerQOSReserved(t *testing.T) {
 	m.Forget(g.UID)
 	limits("4294967296", "4294967296")
 }
+
+// TestPodConfigExclusiveCPUs checks upstream's
+// DisableCPUQuotaWithExclusiveCPUs for the pod cgroup: a pod holding
+// exclusive CPUs gets an unlimited CFS quota, another pod its limit.
+func TestPodConfigExclusiveCPUs(t *testing.T) {
+	m := &Manager{cfg: Config{EnforceCPULimits: true, PodExclusiveCPUs: func(uid string) bool { return uid == "uid-pinned" }}}
+	for uid, want := range map[string]int64{"pinned": -1, "shared": 100000} {
+		p := pod(uid, ctr("a", rl("1", "1Gi"), rl("1", "1Gi")))
+		rc := m.podConfig(p)
+		if rc.CPUQuota == nil || *rc.CPUQuota != want {
+			t.Errorf("pod %s (uid %s): quota %v, want %d", uid, p.UID, rc.CPUQuota, want)
+		}
+	}
+}

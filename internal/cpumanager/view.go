@@ -30,3 +30,34 @@ func (v *View) CPUSet(podUID, container string) string {
 	}
 	return s.CPUSet(podUID, container).String()
 }
+
+// Exclusive reports whether the container holds exclusive CPUs (static
+// policy), for which the CFS quota is lifted, as upstream's
+// DisableCPUQuotaWithExclusiveCPUs (locked on): a pinned container is not
+// throttled on CPUs no other container uses.
+func (v *View) Exclusive(podUID, container string) bool {
+	s := v.static()
+	if s == nil {
+		return false
+	}
+	_, ok := s.Entries[podUID][container]
+	return ok
+}
+
+// PodExclusive reports whether any container of the pod holds exclusive
+// CPUs: the pod cgroup's CFS quota is lifted then, as upstream.
+func (v *View) PodExclusive(podUID string) bool {
+	s := v.static()
+	return s != nil && len(s.Entries[podUID]) > 0
+}
+
+func (v *View) static() *State {
+	if v == nil {
+		return nil
+	}
+	s := v.p.Load()
+	if s == nil || s.Policy != PolicyStatic {
+		return nil
+	}
+	return s
+}

@@ -37,6 +37,11 @@ func containerResources(pod *v1.Pod, c *v1.Container, opts Options) (*runtimeapi
 		r.CpuShares = milliCPUToShares(cpuReq.MilliValue())
 	}
 	r.CpuPeriod, r.CpuQuota = cfsQuota(cpuLim.MilliValue(), opts.NoCPUCFSQuota, opts.CPUCFSQuotaPeriod)
+	if !opts.NoCPUCFSQuota && opts.CPUSets.Exclusive(string(pod.UID), c.Name) {
+		// Upstream's DisableCPUQuotaWithExclusiveCPUs (locked on): the
+		// period stays, the quota is unlimited.
+		r.CpuQuota = -1
+	}
 	if m := c.Resources.Limits.Memory(); !m.IsZero() {
 		r.MemoryLimitInBytes = m.Value()
 	}

@@ -76,28 +76,41 @@ func containerCpusetFile(rt runtimeapi.RuntimeServiceClient, id, v1File, v2File 
 // (linux.resources.cpu.mems): "" when none was asked, which the cgroup
 // cannot tell on a one-node machine (cgroup v1 copies the parent's).
 func ContainerSpecCPUSetMems(rt runtimeapi.RuntimeServiceClient, id string) (string, error) {
+	cpu, err := ContainerSpecCPU(rt, id)
+	return cpu.Mems, err
+}
+
+// SpecCPU is the CPU part of a container's OCI spec
+// (linux.resources.cpu): what the runtime was asked for.
+type SpecCPU struct {
+	Mems   string  `json:"mems"`
+	Quota  *int64  `json:"quota"`
+	Period *uint64 `json:"period"`
+}
+
+// ContainerSpecCPU reads the CPU resources of a container's OCI spec from
+// its verbose status; zero when the spec has none.
+func ContainerSpecCPU(rt runtimeapi.RuntimeServiceClient, id string) (SpecCPU, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	st, err := rt.ContainerStatus(ctx, &runtimeapi.ContainerStatusRequest{ContainerId: id, Verbose: true})
 	if err != nil {
-		return "", err
+		return SpecCPU{}, err
 	}
 	var info struct {
 		RuntimeSpec *struct {
 			Linux *struct {
 				Resources *struct {
-					CPU *struct {
-						Mems string `json:"mems"`
-					} `json:"cpu"`
+					CPU *SpecCPU `json:"cpu"`
 				} `json:"resources"`
 			} `json:"linux"`
 		} `json:"runtimeSpec"`
 	}
 	if err := json.Unmarshal([]byte(st.GetInfo()["info"]), &info); err != nil || info.RuntimeSpec == nil {
-		return "", fmt.Errorf("container %s: no runtime spec in its verbose status (%v)", id, err)
+		return SpecCPU{}, fmt.Errorf("container %s: no runtime spec in its verbose status (%v)", id, err)
 	}
 	if l := info.RuntimeSpec.Linux; l != nil && l.Resources != nil && l.Resources.CPU != nil {
-		return l.Resources.CPU.Mems, nil
+		return *l.Resources.CPU, nil
 	}
-	return "", nil
+	return SpecCPU{}, nil
 }

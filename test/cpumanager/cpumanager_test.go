@@ -103,6 +103,19 @@ cpuManagerReconcilePeriod: 1s
 	t.Run("exclusive CPU and shared pool", func(t *testing.T) {
 		cpusets(t, map[*v1.Pod]string{g: "1", be: "0"})
 		state(t, "0", "1")
+		// Upstream's DisableCPUQuotaWithExclusiveCPUs (locked on): the
+		// pinned container is not throttled.
+		st, err := n.ContainerState(g.Name, "c")
+		if err != nil || st == nil {
+			t.Fatalf("container state: %v", err)
+		}
+		cpu, err := agent.ContainerSpecCPU(n.RT, strings.TrimPrefix(st.ContainerID, "containerd://"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cpu.Quota == nil || *cpu.Quota != -1 || cpu.Period == nil || *cpu.Period != 100000 {
+			t.Errorf("the pinned container's CFS quota %v, period %v: want -1, 100000", cpu.Quota, cpu.Period)
+		}
 	})
 
 	t.Run("the assignment survives a restart", func(t *testing.T) {
