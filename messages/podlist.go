@@ -58,6 +58,13 @@ type FindOrphansDue struct{}
 
 func (m *FindOrphansDue) Summary() string { return "look for orphans again" }
 
+// KillDeadline: the time an evicted or preempted pod's kill may take is
+// over (upstream's killPodNow timeout). Sender and receiver: the
+// pod-manager (a timer of its own).
+type KillDeadline struct{ UID types.UID }
+
+func (m *KillDeadline) Summary() string { return "kill deadline of pod " + string(m.UID) }
+
 // RuntimePodsListed gives the UIDs of the pods that had sandboxes or
 // containers in the runtime when the pod-manager started: a pod from the API
 // server that is not among them, and that no worker of this pod-manager has

@@ -1,11 +1,14 @@
 package podmanager
 
 import (
+	"time"
+
 	"github.com/rs/zerolog"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/actorlet/actorlet/internal/events"
 	"github.com/actorlet/actorlet/internal/podruntime"
 	"github.com/actorlet/actorlet/messages"
 )
@@ -50,6 +53,39 @@ func (m *Machine) evict(e EvEvict, now metav1.Time) {
 	m.tell(e.UID, p.End)
 	p.Status = evictedStatus(p.Pod, p.Status, p.Evicted, now, false)
 	m.emit(CmdReportStatus{Pod: p.Pod, Status: p.Status})
+	m.emit(CmdKillDeadline{UID: e.UID, After: killTimeout(grace)})
+}
+
+// EvKillDeadline: the time an evicted or preempted pod's kill may take is
+// over (messages.KillDeadline).
+type EvKillDeadline struct{ UID types.UID }
+
+func (EvKillDeadline) isEvent() {}
+
+// CmdKillDeadline: send EvKillDeadline for the pod after After.
+type CmdKillDeadline struct {
+	UID   types.UID
+	After time.Duration
+}
+
+func (CmdKillDeadline) isCommand() {}
+
+// killTimeout is how long upstream's killPodNow waits for an evicted or
+// preempted pod's kill: one and a half grace periods, at least 10 s for
+// the runtime's SIGKILL.
+func killTimeout(grace int64) time.Duration {
+	return time.Duration(max(grace+grace/2, 10)) * time.Second
+}
+
+// killDeadline warns, as upstream's killPodNow, when an evicted or
+// preempted pod still has something running when its kill's time is over.
+func (m *Machine) killDeadline(uid types.UID) {
+	p, ok := m.pods[uid]
+	if !ok || p.Evicted == nil || p.Stopped || p.Phase == Finished || p.Pod == nil {
+		return
+	}
+	m.emit(CmdEvent{Pod: p.Pod, Type: v1.EventTypeWarning, Reason: events.ExceededGracePeriod,
+		Message: "Container runtime did not kill the pod within specified grace period."})
 }
 
 // evictedStatus is status as an evicted pod reports it: Failed with the

@@ -2,9 +2,11 @@ package podmanager
 
 import (
 	"testing"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 
+	"github.com/actorlet/actorlet/internal/events"
 	"github.com/actorlet/actorlet/messages"
 )
 
@@ -99,6 +101,51 @@ func TestEvict(t *testing.T) {
 			}
 			if p := m.Pod("a"); p != nil && p.Phase != tt.wantPhase {
 				t.Errorf("phase %s, want %s", p.Phase, tt.wantPhase)
+			}
+		})
+	}
+}
+
+// TestKillDeadline checks upstream's killPodNow timeout: an evicted pod's
+// kill is given one and a half grace periods (at least 10 s), and when
+// something of it still runs then, an ExceededGracePeriod event says so.
+func TestKillDeadline(t *testing.T) {
+	evict := func(grace int64) EvEvict {
+		return EvEvict{UID: "a", GracePeriod: grace, Reason: "Evicted", Message: "low on memory"}
+	}
+	for _, tc := range []struct {
+		name      string
+		before    []at
+		ev        Event
+		wantAfter time.Duration // of a CmdKillDeadline; 0: none
+		wantEvent bool
+	}{
+		{"an eviction arms one and a half grace periods", aRuns, evict(30), 45 * time.Second, false},
+		{"at least 10 s", aRuns, evict(0), 10 * time.Second, false},
+		{"still running at the deadline: the event", then(aRuns, at{0, evict(0)}), EvKillDeadline{UID: "a"}, 0, true},
+		{"stopped before: no event", then(aRuns, at{0, evict(0)}, at{0, EvWorkerDone{UID: "a"}}), EvKillDeadline{UID: "a"}, 0, false},
+		{"a pod not evicted: no event", aRuns, EvKillDeadline{UID: "a"}, 0, false},
+		{"an unknown pod: no event", ready, EvKillDeadline{UID: "x"}, 0, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := newTestMachine()
+			for _, e := range tc.before {
+				m.Step(e.ev, t0.Add(e.after))
+			}
+			var after time.Duration
+			event := false
+			for _, c := range m.Step(tc.ev, t0) {
+				switch c := c.(type) {
+				case CmdKillDeadline:
+					after = c.After
+				case CmdEvent:
+					if c.Reason == events.ExceededGracePeriod {
+						event = c.Message == "Container runtime did not kill the pod within specified grace period." && c.Type == v1.EventTypeWarning
+					}
+				}
+			}
+			if after != tc.wantAfter || event != tc.wantEvent {
+				t.Errorf("deadline after %s, event %v; want %s, %v", after, event, tc.wantAfter, tc.wantEvent)
 			}
 		})
 	}

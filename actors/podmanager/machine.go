@@ -478,6 +478,8 @@ func (m *Machine) step(ev Event, now time.Time) {
 		m.onVolumesReady(e)
 	case EvVolumeManagerRestarted:
 		m.onVolumeManagerRestarted()
+	case EvKillDeadline:
+		m.killDeadline(e.UID)
 	case EvEvict:
 		m.evict(e, metav1.NewTime(now))
 	case EvNode:

@@ -206,6 +206,8 @@ func (a *Actor) Receive(ctx actor.Context) {
 		a.step(ctx, EvOrphansFound{Pods: m.Pods, Err: m.Err})
 	case *messages.FindOrphansDue:
 		a.step(ctx, EvFindOrphansDue{})
+	case *messages.KillDeadline:
+		a.step(ctx, EvKillDeadline{UID: m.UID})
 	case *messages.VolumesReady:
 		a.step(ctx, EvVolumesReady{UID: m.UID, Volumes: m.Volumes})
 	case *messages.VolumeManagerRestarted:
@@ -265,6 +267,8 @@ func (a *Actor) execute(ctx actor.Context, c Command) (types.UID, bool) {
 		a.findOrphans(ctx, c.Desired)
 	case CmdFindOrphansLater:
 		supervision.After(ctx, c.After, &messages.FindOrphansDue{})
+	case CmdKillDeadline:
+		supervision.After(ctx, c.After, &messages.KillDeadline{UID: c.UID})
 	case CmdSpawnWorker:
 		if !a.spawn(ctx, c) {
 			return c.UID, false

@@ -87,6 +87,7 @@ func (m *Machine) preempt(uid types.UID, critical *v1.Pod, short []Shortfall, no
 	p.Status = evictedStatus(p.Pod, p.Status, p.Evicted, now, false)
 	m.emit(CmdReportStatus{Pod: p.Pod, Status: p.Status})
 	m.emit(CmdCountPreemption{Resource: short[0].Name})
+	m.emit(CmdKillDeadline{UID: uid, After: killTimeout(grace)})
 }
 
 // admitPreempting admits anew the critical pods waiting for pods stopped
