@@ -265,9 +265,7 @@ func TestValidateShutdownGracePeriods(t *testing.T) {
 // TestValidateOperational: upstream's rules for the logging options and
 // showHiddenMetricsForVersion.
 func TestValidateOperational(t *testing.T) {
-	for _, tc := range []struct {
-		yaml, want string
-	}{
+	checkValidate(t, []validateCase{
 		{yaml: "showHiddenMetricsForVersion: \"1.36\"\n"},
 		{yaml: "showHiddenMetricsForVersion: \"1.35\"\n", want: `showHiddenMetricsForVersion: Invalid value: "1.35": must be omitted or have the value '1.36'; only the previous minor version is allowed`},
 		{yaml: "showHiddenMetricsForVersion: \"1.37\"\n", want: `showHiddenMetricsForVersion: Invalid value: "1.37": must be omitted or have the value '1.36'; only the previous minor version is allowed`},
@@ -280,7 +278,16 @@ func TestValidateOperational(t *testing.T) {
 		{yaml: "enableSystemLogQuery: true\nenableSystemLogHandler: false\n", want: "enableSystemLogQuery: Invalid value: true: enableSystemLogHandler is required for enableSystemLogQuery"},
 		{yaml: "configMapAndSecretChangeDetectionStrategy: Cache\n"},
 		{yaml: "configMapAndSecretChangeDetectionStrategy: Poll\n", want: `configMapAndSecretChangeDetectionStrategy: Invalid value: "Poll": must be one of "Watch", "Cache", "Get"`},
-	} {
+	})
+}
+
+// validateCase is a configuration file's body and the whole error Validate
+// gives for it ("": valid).
+type validateCase struct{ yaml, want string }
+
+func checkValidate(t *testing.T, cases []validateCase) {
+	t.Helper()
+	for _, tc := range cases {
 		file := writeFile(t, t.TempDir(), "kubelet.yaml", header+tc.yaml)
 		cfg, _ := load(t, "--config", file)
 		got := ""
@@ -303,26 +310,14 @@ func TestPreviousMinor(t *testing.T) {
 
 func TestValidateDefaultPodSysctls(t *testing.T) {
 	const gate = "featureGates: {DefaultPodSysctls: true}\n"
-	for _, tc := range []struct {
-		yaml, want string
-	}{
+	checkValidate(t, []validateCase{
 		{yaml: gate + "defaultPodSysctls: {net.ipv4.ip_unprivileged_port_start: \"0\", kernel/shmmax: \"1\"}\n"},
 		{yaml: "defaultPodSysctls: {net.ipv4.ip_unprivileged_port_start: \"0\"}\n",
 			want: "defaultPodSysctls: Invalid value: 1: DefaultPodSysctls feature gate is required for Kubelet configuration option defaultPodSysctls"},
 		{yaml: gate + "defaultPodSysctls: {Net.x: \"0\"}\n", want: `defaultPodSysctls: Invalid value: "Net.x": "Net.x" is not a valid sysctl name for defaultPodSysctls`},
 		{yaml: gate + "defaultPodSysctls: {vm.swappiness: \"0\"}\n", want: `defaultPodSysctls: Invalid value: "vm.swappiness": "vm.swappiness" is not known to be namespaced for defaultPodSysctls`},
 		{yaml: gate + "defaultPodSysctls: {kernel.shmmax: \"1\", kernel/shmmax: \"2\"}\n", want: `defaultPodSysctls: Invalid value: "kernel/shmmax": duplicate sysctl "kernel.shmmax" found in defaultPodSysctls`},
-	} {
-		file := writeFile(t, t.TempDir(), "kubelet.yaml", header+tc.yaml)
-		cfg, _ := load(t, "--config", file)
-		got := ""
-		if err := Validate(cfg, nil); err != nil {
-			got = err.Error()
-		}
-		if got != tc.want {
-			t.Errorf("%q: Validate = %q, want %q", tc.yaml, got, tc.want)
-		}
-	}
+	})
 }
 
 func TestValidateReservedMemory(t *testing.T) {

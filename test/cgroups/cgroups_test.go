@@ -100,24 +100,7 @@ podPidsLimit: 128
 		t.Logf("capacity %dm CPU, NumCPU %d", capCPU, runtime.NumCPU())
 	}
 	shares := func(milli int64) int64 { return max(milli*1024/1000, 2) }
-	files := func(want map[string]int64) func() error {
-		return func() error {
-			var bad []string
-			for p, v := range want {
-				got, err := readInt(p)
-				if err != nil {
-					bad = append(bad, err.Error())
-				} else if got != v {
-					bad = append(bad, fmt.Sprintf("%s = %d, want %d", p, got, v))
-				}
-			}
-			if len(bad) > 0 {
-				return fmt.Errorf("%s", strings.Join(bad, "; "))
-			}
-			return nil
-		}
-	}
-	agent.Eventually(t, "kubepods bounded by allocatable", 10*time.Second, files(map[string]int64{
+	agent.Eventually(t, "kubepods bounded by allocatable", 10*time.Second, cgroupFiles(map[string]int64{
 		filepath.Join(mem, kubepods, "memory.limit_in_bytes"):    (capMem - 1<<30) / page * page,
 		filepath.Join(cpu, kubepods, "cpu.shares"):               shares(capCPU - 500),
 		filepath.Join(cpu, kubepods, "besteffort", "cpu.shares"): 2,
@@ -171,7 +154,7 @@ podPidsLimit: 128
 	}
 	g, b, be := dirs[v1.PodQOSGuaranteed], dirs[v1.PodQOSBurstable], dirs[v1.PodQOSBestEffort]
 	const unlimited = 9223372036854771712 // v1's memory.limit_in_bytes without a limit
-	agent.Eventually(t, "pod cgroups with their limits", 10*time.Second, files(map[string]int64{
+	agent.Eventually(t, "pod cgroups with their limits", 10*time.Second, cgroupFiles(map[string]int64{
 		filepath.Join(cpu, g, "cpu.shares"):                     204,
 		filepath.Join(cpu, g, "cpu.cfs_quota_us"):               20000,
 		filepath.Join(cpu, g, "cpu.cfs_period_us"):              100000,
@@ -193,7 +176,7 @@ podPidsLimit: 128
 			t.Fatal(err)
 		}
 	}
-	agent.Eventually(t, "burstable shares back to the minimum", 60*time.Second, files(map[string]int64{
+	agent.Eventually(t, "burstable shares back to the minimum", 60*time.Second, cgroupFiles(map[string]int64{
 		filepath.Join(cpu, kubepods, "burstable", "cpu.shares"): 2,
 	}))
 	// The garbage collector removes a pod's cgroup once the runtime
@@ -294,19 +277,24 @@ qosReserved: {memory: 50%%}
 	// Guaranteed pod's memory request, rounded down to pages.
 	page := int64(os.Getpagesize())
 	want[filepath.Join(mem, root, "kubepods", "burstable", "memory.limit_in_bytes")] = (node.Status.Capacity.Memory().Value() - 32<<20) / page * page
-	agent.Eventually(t, "the resource fields in the cgroups", 10*time.Second, func() error {
+	agent.Eventually(t, "the resource fields in the cgroups", 10*time.Second, cgroupFiles(want))
+}
+
+// cgroupFiles checks that each cgroup file holds its number.
+func cgroupFiles(want map[string]int64) func() error {
+	return func() error {
 		var bad []string
-		for f, v := range want {
-			got, err := readInt(f)
+		for p, v := range want {
+			got, err := readInt(p)
 			if err != nil {
 				bad = append(bad, err.Error())
 			} else if got != v {
-				bad = append(bad, fmt.Sprintf("%s = %d, want %d", f, got, v))
+				bad = append(bad, fmt.Sprintf("%s = %d, want %d", p, got, v))
 			}
 		}
 		if len(bad) > 0 {
 			return fmt.Errorf("%s", strings.Join(bad, "; "))
 		}
 		return nil
-	})
+	}
 }
