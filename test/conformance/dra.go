@@ -2,7 +2,6 @@ package conformance
 
 import (
 	"os"
-	"strings"
 
 	"github.com/actorlet/actorlet/test/csihost"
 	"github.com/actorlet/actorlet/test/env"
@@ -24,14 +23,7 @@ var DRAControllers = []string{"resourceclaim-controller", "device-taint-eviction
 // pods of the image hack/images/e2e builds as csi-driver-host-path's
 // (test/dra/hostpathproxy), with its sockets in the agent's root
 // directory (e2e.test's --kubelet-root-dir).
-func NeedsDRA(specs []string) bool {
-	for _, s := range specs {
-		if strings.HasPrefix(s, draPrefix) {
-			return true
-		}
-	}
-	return false
-}
+func NeedsDRA(specs []string) bool { return anyPrefixed(specs, draPrefix) }
 
 // draControllers is the kube-controller-manager of DRAControllers.
 type draControllers struct {

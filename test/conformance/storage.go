@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	storagev1 "k8s.io/api/storage/v1"
@@ -25,13 +26,11 @@ const externalStoragePrefix = "External Storage [Driver: "
 // NeedsStorageDriver tells whether specs run the storage testsuites
 // against a CSI driver installed on the node (storage.txt): the run then
 // installs the hostpath driver (StorageDriverFile).
-func NeedsStorageDriver(specs []string) bool {
-	for _, s := range specs {
-		if strings.HasPrefix(s, externalStoragePrefix) {
-			return true
-		}
-	}
-	return false
+func NeedsStorageDriver(specs []string) bool { return anyPrefixed(specs, externalStoragePrefix) }
+
+// anyPrefixed tells whether a spec's name begins with prefix.
+func anyPrefixed(specs []string, prefix string) bool {
+	return slices.ContainsFunc(specs, func(s string) bool { return strings.HasPrefix(s, prefix) })
 }
 
 // storageDriver is the hostpath CSI driver installed on the run's node as
