@@ -185,9 +185,6 @@ func (a *Actor) validate(actor.Context) (outcome, error) {
 	if err := config.Validate(a.cfg, a.gates); err != nil {
 		return next, err
 	}
-	if err := config.ValidateOnHost(a.cfg, !cgroups.IsV2("/sys/fs/cgroup")); err != nil {
-		return next, err
-	}
 	if a.cmdline.Options.DumpConfig {
 		out, err := config.Dump(a.cfg)
 		if err != nil {
@@ -195,6 +192,11 @@ func (a *Actor) validate(actor.Context) (outcome, error) {
 		}
 		_, err = a.p.Stdout.Write(out)
 		return exitNow, err
+	}
+	// After --dump-config, which shows a configuration without running it,
+	// so that it can be shown on any host.
+	if err := config.ValidateOnHost(a.cfg, !cgroups.IsV2("/sys/fs/cgroup")); err != nil {
+		return next, err
 	}
 	log, err := logging.New(a.p.Stderr, a.cfg.Logging.Format, uint32(a.cfg.Logging.Verbosity))
 	if err != nil {
