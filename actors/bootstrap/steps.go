@@ -663,8 +663,14 @@ func (a *Actor) runtimeEnv() (*runtimeEnv, error) {
 	if o := a.cmdline.Options; o.ImageCredentialProviderConfig != "" || o.ImageCredentialProviderBinDir != "" {
 		// As upstream, a configuration that cannot be used fails the
 		// start rather than leave pulls without the plugins' credentials.
+		// Plugins in service account token mode read the pods' service
+		// accounts and ask for their tokens as the volumes do.
+		var accounts credprovider.ServiceAccounts
+		if sources, ok := env.volumeSources.(*apisource.Sources); ok && sources != nil {
+			accounts = sources
+		}
 		plugins, err := credprovider.New(o.ImageCredentialProviderConfig, o.ImageCredentialProviderBinDir,
-			a.gates.Enabled("KubeletServiceAccountTokenForCredentialProviders"), a.log.With().Str("component", "credprovider").Logger())
+			a.gates.Enabled("KubeletServiceAccountTokenForCredentialProviders"), accounts, a.log.With().Str("component", "credprovider").Logger())
 		if err != nil {
 			return nil, fmt.Errorf("credential provider plugins: %w", err)
 		}

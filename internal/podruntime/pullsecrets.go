@@ -10,6 +10,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/klog/v2"
 
+	"github.com/actorlet/actorlet/internal/credprovider"
 	"github.com/actorlet/actorlet/internal/events"
 	"github.com/actorlet/actorlet/internal/imagepull"
 	"github.com/actorlet/actorlet/internal/registryauth"
@@ -22,7 +23,7 @@ import (
 // CredentialPlugins gives the credentials of the image credential
 // provider plugins for an image, in the order to try them.
 type CredentialPlugins interface {
-	Lookup(ctx context.Context, image string) []registryauth.Credential
+	Lookup(ctx context.Context, image string, pod credprovider.Pod) []registryauth.Credential
 }
 
 // pullCredentials returns the credentials to pull image with for the pod,
@@ -41,7 +42,8 @@ func (r *Runtime) pullCredentials(ctx context.Context, pod *v1.Pod, image string
 		return nil, missing, err
 	}
 	if r.Opts.CredentialPlugins != nil {
-		creds = append(creds, r.Opts.CredentialPlugins.Lookup(ctx, image)...)
+		creds = append(creds, r.Opts.CredentialPlugins.Lookup(ctx, image, credprovider.Pod{Namespace: pod.Namespace,
+			Name: pod.Name, UID: pod.UID, ServiceAccountName: pod.Spec.ServiceAccountName})...)
 	}
 	return creds, missing, nil
 }

@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/actorlet/actorlet/internal/credprovider"
 	"github.com/actorlet/actorlet/internal/imagepull"
 	"github.com/actorlet/actorlet/internal/podruntime/fakecri"
 	"github.com/actorlet/actorlet/internal/registryauth"
@@ -251,7 +252,7 @@ func TestEnsureImagePullSecrets(t *testing.T) {
 // image.
 type pluginCreds []*runtimeapi.AuthConfig
 
-func (p pluginCreds) Lookup(context.Context, string) []registryauth.Credential {
+func (p pluginCreds) Lookup(context.Context, string, credprovider.Pod) []registryauth.Credential {
 	var out []registryauth.Credential
 	for _, a := range p {
 		out = append(out, registryauth.Credential{Auth: proto.Clone(a).(*runtimeapi.AuthConfig)})
