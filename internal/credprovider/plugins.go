@@ -96,7 +96,7 @@ func (ps *Plugins) Lookup(ctx context.Context, image string, pod Pod) []registry
 	repo := registryauth.Repository(image)
 	k := &registryauth.Keyring{}
 	for _, p := range ps.plugins {
-		auth, err := p.provide(ctx, repo, pod)
+		auth, account, err := p.provide(ctx, repo, pod)
 		if err != nil {
 			e := ps.log.Error().Err(err).Str("provider", p.name).Str("image", repo)
 			if p.accounts != nil {
@@ -106,7 +106,7 @@ func (ps *Plugins) Lookup(ctx context.Context, image string, pod Pod) []registry
 			e.Msg("Failed to provide credentials for image")
 			continue
 		}
-		k.AddProvided(auth)
+		k.AddProvided(auth, account)
 	}
 	return k.LookupTracked(image)
 }
@@ -176,33 +176,38 @@ func (p *plugin) matches(repo string) bool {
 // account's annotations it asks for, and answers are cached per account
 // (per token with the Token cache type); a pod without a service account
 // gets nothing from a plugin that requires one, and nor does one whose
-// account lacks a required annotation.
-func (p *plugin) provide(ctx context.Context, repo string, pod Pod) (map[string]credentialproviderv1.AuthConfig, error) {
+// account lacks a required annotation. The answer comes with the service
+// account it was given for (the zero ServiceAccountRef outside that mode).
+func (p *plugin) provide(ctx context.Context, repo string, pod Pod) (map[string]credentialproviderv1.AuthConfig, registryauth.ServiceAccountRef, error) {
 	if !p.matches(repo) {
-		return nil, nil
+		return nil, registryauth.ServiceAccountRef{}, nil
 	}
 	var token, account string
 	var annotations map[string]string
+	// ref is the service account the answer is for, which the records of
+	// pulled images name.
+	var ref registryauth.ServiceAccountRef
 	if p.accounts != nil && pod.ServiceAccountName == "" && p.accounts.require {
-		return nil, nil
+		return nil, registryauth.ServiceAccountRef{}, nil
 	}
 	if p.accounts != nil && pod.ServiceAccountName != "" {
 		uid, a, err := p.accounts.account(ctx, pod.Namespace, pod.ServiceAccountName)
 		var missing requiredAnnotationNotFound
 		switch {
 		case errors.As(err, &missing):
-			return nil, nil
+			return nil, registryauth.ServiceAccountRef{}, nil
 		case err != nil:
-			return nil, fmt.Errorf("failed to get service account: %w", err)
+			return nil, registryauth.ServiceAccountRef{}, fmt.Errorf("failed to get service account: %w", err)
 		}
 		if token, err = p.accounts.token(ctx, pod, uid); err != nil {
-			return nil, fmt.Errorf("failed to get service account token: %w", err)
+			return nil, registryauth.ServiceAccountRef{}, fmt.Errorf("failed to get service account token: %w", err)
 		}
 		annotations = a
 		account = accountKey(pod, uid, annotations, p.accounts.cacheType, tokenHash(token))
+		ref = registryauth.ServiceAccountRef{UID: string(uid), Namespace: pod.Namespace, Name: pod.ServiceAccountName}
 	}
 	if auth, ok := p.cached(repo, account); ok {
-		return auth, nil
+		return auth, ref, nil
 	}
 	// One run for concurrent asks about one image; in service account
 	// token mode, about one image with one token and annotations.
@@ -216,7 +221,7 @@ func (p *plugin) provide(ctx context.Context, repo string, pod Pod) (map[string]
 		return p.exec(context.WithoutCancel(ctx), repo, token, annotations)
 	})
 	if err != nil {
-		return nil, fmt.Errorf("failed to get credential from external registry credential provider: %w", err)
+		return nil, registryauth.ServiceAccountRef{}, fmt.Errorf("failed to get credential from external registry credential provider: %w", err)
 	}
 	resp := res.(*credentialproviderv1.CredentialProviderResponse)
 	if token != "" && p.accounts.cacheType != kubeletconfigv1.TokenServiceAccountTokenCacheType {
@@ -224,7 +229,7 @@ func (p *plugin) provide(ctx context.Context, repo string, pod Pod) (map[string]
 		// the token and serve other pods of the account.
 		for _, a := range resp.Auth {
 			if a.Password == token {
-				return nil, errors.New("credential provider plugin returned the service account token as the password which is not allowed when service account cache type is not set to 'Token'")
+				return nil, registryauth.ServiceAccountRef{}, errors.New("credential provider plugin returned the service account token as the password which is not allowed when service account cache type is not set to 'Token'")
 			}
 		}
 	}
@@ -237,7 +242,7 @@ func (p *plugin) provide(ctx context.Context, repo string, pod Pod) (map[string]
 	case credentialproviderv1.GlobalPluginCacheKeyType:
 		key.base = globalCacheKey
 	default:
-		return nil, fmt.Errorf("credential provider plugin did not return a valid cacheKeyType: %s", resp.CacheKeyType)
+		return nil, registryauth.ServiceAccountRef{}, fmt.Errorf("credential provider plugin did not return a valid cacheKeyType: %s", resp.CacheKeyType)
 	}
 	ttl := p.defaultCacheDuration
 	if resp.CacheDuration != nil {
@@ -248,7 +253,7 @@ func (p *plugin) provide(ctx context.Context, repo string, pod Pod) (map[string]
 		p.cache[key] = cached{auth: resp.Auth, expires: p.now().Add(ttl)}
 		p.mu.Unlock()
 	}
-	return resp.Auth, nil
+	return resp.Auth, ref, nil
 }
 
 // cached is the answer still valid for repo and the service account key

@@ -111,7 +111,7 @@ func TestPluginCache(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			p, f, now := newTestPlugin([]string{"*.registry.io"}, tt.defaultTTL, tt.reply)
-			auth, err := p.provide(context.Background(), img, Pod{})
+			auth, _, err := p.provide(context.Background(), img, Pod{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -119,7 +119,7 @@ func TestPluginCache(t *testing.T) {
 				t.Fatalf("auth %v", auth)
 			}
 			*now = now.Add(tt.after)
-			if _, err := p.provide(context.Background(), tt.second, Pod{}); err != nil {
+			if _, _, err := p.provide(context.Background(), tt.second, Pod{}); err != nil {
 				t.Fatal(err)
 			}
 			if got := f.runs[tt.second] > 0 && (tt.second != img || f.runs[img] > 1); got != tt.wantSecondRun {
@@ -131,7 +131,7 @@ func TestPluginCache(t *testing.T) {
 
 func TestPluginPurge(t *testing.T) {
 	p, _, now := newTestPlugin([]string{"*.registry.io"}, 0, response("Image", "1m"))
-	if _, err := p.provide(context.Background(), "a.registry.io/x", Pod{}); err != nil {
+	if _, _, err := p.provide(context.Background(), "a.registry.io/x", Pod{}); err != nil {
 		t.Fatal(err)
 	}
 	*now = now.Add(purgeInterval + time.Second)
@@ -166,7 +166,7 @@ func TestPluginErrors(t *testing.T) {
 			if tt.runErr != nil {
 				p.run = func(context.Context, []byte) ([]byte, error) { return nil, tt.runErr }
 			}
-			_, err := p.provide(context.Background(), "a.registry.io/x", Pod{})
+			_, _, err := p.provide(context.Background(), "a.registry.io/x", Pod{})
 			if err == nil || !strings.Contains(err.Error(), tt.want) || strings.Contains(err.Error(), "s3cr3t") {
 				t.Errorf("error %v, want one with %q", err, tt.want)
 			}

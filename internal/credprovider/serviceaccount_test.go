@@ -13,6 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	kubeletconfigv1 "k8s.io/kubelet/config/v1"
 	credentialproviderv1 "k8s.io/kubelet/pkg/apis/credentialprovider/v1"
+
+	"github.com/actorlet/actorlet/internal/registryauth"
 )
 
 // fakeAccounts are service accounts by name and the tokens they give: the
@@ -154,9 +156,20 @@ func TestServiceAccountTokenMode(t *testing.T) {
 				RequiredServiceAccountAnnotationKeys: []string{"example.com/role"},
 				OptionalServiceAccountAnnotationKeys: []string{"example.com/team", "example.com/absent"}}, accounts)
 			var auth map[string]credentialproviderv1.AuthConfig
+			var ref registryauth.ServiceAccountRef
 			var err error
 			for _, pd := range tt.pods {
-				auth, err = p.provide(context.Background(), "a.registry.io/app", pd)
+				auth, ref, err = p.provide(context.Background(), "a.registry.io/app", pd)
+			}
+			// The answer names the last pod's account, whose pods alone
+			// may use an image pulled with it.
+			last := tt.pods[len(tt.pods)-1]
+			wantRef := registryauth.ServiceAccountRef{}
+			if sa, ok := fixture["ns/"+last.ServiceAccountName]; ok && len(auth) > 0 {
+				wantRef = registryauth.ServiceAccountRef{UID: string(sa.UID), Namespace: "ns", Name: sa.Name}
+			}
+			if ref != wantRef {
+				t.Errorf("service account %+v, want %+v", ref, wantRef)
 			}
 			if got := fmt.Sprint(err); (tt.wantErr == "" && err != nil) || (tt.wantErr != "" && got != tt.wantErr) {
 				t.Errorf("error %v, want %q", err, tt.wantErr)
