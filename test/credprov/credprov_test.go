@@ -69,8 +69,10 @@ const audience = "credprov-test-registry"
 // annotations it asks for; the node may request that audience through
 // RBAC (the NodeRestriction admission's request-serviceaccounts-token-audience
 // verb). A pod of an account without the required annotation gets nothing
-// from the plugin, which is not run, and its pull fails; with the
-// ServiceAccount cache type a second pod of the account uses the answer.
+// from the plugin, which is not run, and its pull fails, also when the
+// image is on the node, pulled for another account; with the
+// ServiceAccount cache type a second pod of the account uses the answer,
+// and a third the image without pulling it.
 func TestServiceAccountTokenForPlugin(t *testing.T) {
 	e := env.Get(t, env.WithAPIServer())
 	tokens := map[string]any{
@@ -115,9 +117,22 @@ func TestServiceAccountTokenForPlugin(t *testing.T) {
 		}
 	})
 
-	t.Run("an account without the required annotation", func(t *testing.T) {
-		n.Create(t, pod("third", "plain"))
-		n.Event(t, "third", "Failed", "Failed to pull image")
+	t.Run("a pod of the account uses the image it pulled", func(t *testing.T) {
+		p := n.NewPod("third", nil, n.Sleeper("c"))
+		p.Spec.Containers[0].Image, p.Spec.Containers[0].ImagePullPolicy = e.PrivateImage, v1.PullIfNotPresent
+		p.Spec.ServiceAccountName = "puller"
+		n.Run(t, p)
+		n.Event(t, "third", "Pulled", fmt.Sprintf("Container image %q already present on machine and can be accessed by the pod", e.PrivateImage))
+	})
+
+	t.Run("a pod of an account without the required annotation must pull, and cannot", func(t *testing.T) {
+		// The image is on the node, pulled for the puller account: not
+		// this pod's without credentials of its own.
+		p := n.NewPod("fourth", nil, n.Sleeper("c"))
+		p.Spec.Containers[0].Image, p.Spec.Containers[0].ImagePullPolicy = e.PrivateImage, v1.PullIfNotPresent
+		p.Spec.ServiceAccountName = "plain"
+		n.Create(t, p)
+		n.Event(t, "fourth", "Failed", "Failed to pull image")
 		if got := asked(t); len(got) != 1 {
 			t.Errorf("the plugin was asked %q, want once: it is not run for an account without the required annotation", got)
 		}
