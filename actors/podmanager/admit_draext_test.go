@@ -5,6 +5,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/utils/ptr"
 )
 
 // TestAdmitDRAExtendedResources: an extended resource the scheduler
@@ -19,7 +20,10 @@ func TestAdmitDRAExtendedResources(t *testing.T) {
 	)
 	mapped := func(p *v1.Pod, container string, names ...string) *v1.Pod {
 		return mutate(p, func(p *v1.Pod) {
-			s := &v1.PodExtendedResourceClaimStatus{ResourceClaimName: "pod-extended-resources-abcde"}
+			s := p.Status.ExtendedResourceClaimStatus
+			if s == nil {
+				s = &v1.PodExtendedResourceClaimStatus{ResourceClaimName: "pod-extended-resources-abcde"}
+			}
 			for _, n := range names {
 				s.RequestMappings = append(s.RequestMappings, v1.ContainerExtendedResourceRequest{ContainerName: container, ResourceName: n, RequestName: "container-0-request-0"})
 			}
@@ -27,7 +31,20 @@ func TestAdmitDRAExtendedResources(t *testing.T) {
 		})
 	}
 	withLimits := func(p *v1.Pod) *v1.Pod {
-		return mutate(p, func(p *v1.Pod) { p.Spec.Containers[0].Resources.Limits = p.Spec.Containers[0].Resources.Requests.DeepCopy() })
+		return mutate(p, func(p *v1.Pod) {
+			p.Spec.Containers[0].Resources.Limits = p.Spec.Containers[0].Resources.Requests.DeepCopy()
+		})
+	}
+	// The e2e spec's pod: an init container, a sidecar and a container,
+	// each asking for an implicit and an explicit name, all mapped.
+	both := v1.ResourceRequirements{Requests: v1.ResourceList{implicit: resource.MustParse("1"), gpu: resource.MustParse("1")},
+		Limits: v1.ResourceList{implicit: resource.MustParse("1"), gpu: resource.MustParse("1")}}
+	initAndSidecar := &v1.Pod{Spec: v1.PodSpec{
+		InitContainers: []v1.Container{{Name: "init", Resources: both}, {Name: "side", Resources: both, RestartPolicy: ptr.To(v1.ContainerRestartPolicyAlways)}},
+		Containers:     []v1.Container{{Name: "c", Resources: both}},
+	}}
+	for _, c := range []string{"init", "side", "c"} {
+		initAndSidecar = mapped(initAndSidecar, c, implicit, gpu)
 	}
 	base := v1.ResourceList{v1.ResourceCPU: resource.MustParse("2"), v1.ResourceMemory: resource.MustParse("1Gi")}
 	zeroGPU := base.DeepCopy()
@@ -50,6 +67,10 @@ func TestAdmitDRAExtendedResources(t *testing.T) {
 			"Node didn't have enough resource: example.com/gpu, requested: 1, used: 0, capacity: 0"},
 		{"backed by DRA: no device plugin allocation", withLimits(mapped(podReq(gpu, "1"), "c", gpu)), zeroGPU, map[v1.ResourceName]int64{gpu: 0}, ""},
 		{"two resources, the other not listed by the Node", withLimits(mapped(podReq(implicit, "1", "foo.com/baz", "1"), "c", implicit)), base, nil, ""},
+		{"init containers, sidecars and containers, both names", initAndSidecar, zeroGPU, nil, ""},
+		{"a container left unmapped", mutate(initAndSidecar, func(p *v1.Pod) {
+			p.Status.ExtendedResourceClaimStatus.RequestMappings = p.Status.ExtendedResourceClaimStatus.RequestMappings[:4]
+		}), zeroGPU, nil, "Node didn't have enough resource: deviceclass.resource.kubernetes.io/bar, requested: 1, used: 0, capacity: 0"},
 		{"the other resources still count", withLimits(mapped(podReq(implicit, "1", v1.ResourceCPU.String(), "3"), "c", implicit)), base, nil,
 			"Node didn't have enough resource: cpu, requested: 3000, used: 0, capacity: 2000"},
 	} {
