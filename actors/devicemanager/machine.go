@@ -11,6 +11,7 @@ import (
 	api "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
 
 	"github.com/actorlet/actorlet/internal/deviceplugin/checkpoint"
+	"github.com/actorlet/actorlet/internal/dra"
 	"github.com/actorlet/actorlet/messages"
 )
 
@@ -362,12 +363,16 @@ func (m *Machine) finish(reply *messages.ContainerDevices) []Command {
 
 // DeviceRequests are the device plugin resources container asks for,
 // with how many devices: its limits (an extended resource's request
-// equals its limit), as upstream.
-func (m *Machine) deviceRequests(pod types.UID, c *v1.Container) map[string]int {
+// equals its limit), as upstream; not those the scheduler allocated
+// through DRA (the dra-manager prepares their claim).
+func (m *Machine) deviceRequests(pod *v1.Pod, c *v1.Container) map[string]int {
 	out := map[string]int{}
 	for name, q := range c.Resources.Limits {
 		res := string(name)
-		if _, known := m.resources[res]; known || m.alloc[pod][c.Name][res] != nil {
+		if dra.BackedByDRA(pod, c.Name, name) {
+			continue
+		}
+		if _, known := m.resources[res]; known || m.alloc[pod.UID][c.Name][res] != nil {
 			out[res] = int(q.Value())
 		}
 	}
@@ -382,7 +387,7 @@ func (m *Machine) decide() []Command {
 	if c == nil {
 		return m.finish(&messages.ContainerDevices{})
 	}
-	want := m.deviceRequests(q.pod.UID, c)
+	want := m.deviceRequests(q.pod, c)
 	for _, res := range slices.Sorted(maps.Keys(want)) {
 		if _, done := q.picks[res]; done {
 			continue
@@ -457,7 +462,7 @@ func (m *Machine) onPreferred(e EvPreferred) []Command {
 		return m.finish(&messages.ContainerDevices{Err: e.Err})
 	}
 	c := findContainer(q.pod, q.container)
-	required := m.deviceRequests(q.pod.UID, c)[e.Resource]
+	required := m.deviceRequests(q.pod, c)[e.Resource]
 	// As upstream: the reusable devices, then the preferred ones that are
 	// free, then any free one.
 	picked := []string{}

@@ -114,6 +114,10 @@ func TestAllocation(t *testing.T) {
 	two := pod("b", nil, ctr("app", 2))
 	initPod := pod("c", []v1.Container{ctr("init", 2)}, ctr("app", 1), ctr("other", 1))
 	sidecar := pod("d", []v1.Container{{Name: "side", RestartPolicy: &always, Resources: ctr("s", 1).Resources}}, ctr("app", 1))
+	// The scheduler allocated app's gpu through DRA, other's from the plugin.
+	byDRA := pod("g", nil, ctr("app", 1), ctr("other", 1))
+	byDRA.Status.ExtendedResourceClaimStatus = &v1.PodExtendedResourceClaimStatus{ResourceClaimName: "g-extended-resources",
+		RequestMappings: []v1.ContainerExtendedResourceRequest{{ContainerName: "app", ResourceName: gpu, RequestName: "container-0-request-0"}}}
 	for _, tc := range []struct {
 		name      string
 		preferred bool
@@ -141,6 +145,10 @@ func TestAllocation(t *testing.T) {
 			[]step{{sidecar, "side", []string{"d"}, "d1"}, {sidecar, "app", []string{"d"}, "d2"}}},
 		{"a container without devices gets none", false, []string{"d1"},
 			[]step{{pod("f", nil, ctr("app", 0)), "app", []string{"f"}, ""}}},
+		{"a resource backed by DRA is not the plugin's (upstream's isDRAExtendedResource)", false, []string{"d1!"},
+			[]step{{byDRA, "app", []string{"g"}, ""}}},
+		{"another container's resource backed by DRA does not count", false, []string{"d1"},
+			[]step{{byDRA, "app", []string{"g"}, ""}, {byDRA, "other", []string{"g"}, "d1"}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			m := registered(tc.preferred, tc.devices...)

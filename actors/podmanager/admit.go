@@ -152,7 +152,9 @@ func admitPredicates(pod *v1.Pod, admitted []*v1.Pod, a Admission) *Rejection {
 	if r := a.Sysctls.admit(pod); r != nil {
 		return r
 	}
-	if r := admitDevices(pod, admitted, a.Devices, a.DeviceHolders); r != nil {
+	// The resources allocated through DRA are not the node's to check.
+	fit := withoutDRAExtended(pod)
+	if r := admitDevices(fit, admitted, a.Devices, a.DeviceHolders); r != nil {
 		return r
 	}
 	if a.AllocateResources != nil {
@@ -176,8 +178,8 @@ func admitPredicates(pod *v1.Pod, admitted []*v1.Pod, a Admission) *Rejection {
 	}
 	var reasons []*Rejection
 	alloc := allocatable(node, a.Allocatable)
-	raiseHeldDevices(alloc, pod, admitted, a.DeviceHolders)
-	reasons = append(reasons, fitsResources(pod, admitted, a.MaxPods, alloc)...)
+	raiseHeldDevices(alloc, fit, admitted, a.DeviceHolders)
+	reasons = append(reasons, fitsResources(fit, admitted, a.MaxPods, alloc)...)
 	if ok, _ := nodeaffinity.GetRequiredNodeAffinity(pod).Match(node); !ok {
 		reasons = append(reasons, predicate(ReasonNodeAffinity, descNodeAffinity))
 	}
