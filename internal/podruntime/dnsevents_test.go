@@ -80,4 +80,19 @@ func TestSyncPodEvents(t *testing.T) {
 			t.Errorf("no event %q in %q", want, got)
 		}
 	}
+
+	// The next pass makes the sandbox and starts the container; one that
+	// starts nothing says nothing of the DNS, as upstream's.
+	if res := rt.SyncPod(context.Background(), pod, nil, nil, nil); res.Err != nil {
+		t.Fatal(res.Err)
+	}
+	if got := testutil.Events(rec); !slices.Contains(got, "Warning MissingClusterDNS "+missing+node) {
+		t.Errorf("no MissingClusterDNS in %q", got)
+	}
+	if res := rt.SyncPod(context.Background(), pod, nil, nil, nil); res.Err != nil {
+		t.Fatal(res.Err)
+	}
+	if got := testutil.Events(rec); len(got) != 0 {
+		t.Errorf("events of a pass that starts nothing: %q", got)
+	}
 }

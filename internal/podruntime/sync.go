@@ -277,6 +277,11 @@ func (s *syncPass) run(ctx context.Context, a PodActions) {
 		}
 	}
 	cfg, dnsEvents, err := sandboxConfig(pod, a.Attempt, r.Opts)
+	if !a.CreateSandbox && len(a.EphemeralContainersToStart)+len(a.InitContainersToStart)+len(a.ContainersToStart) == 0 {
+		// Upstream makes the sandbox's configuration, and says what its
+		// DNS calls for, only for a sandbox or containers to start.
+		dnsEvents = nil
+	}
 	for _, e := range dnsEvents {
 		if e.node {
 			r.nodeEvent(v1.EventTypeWarning, e.reason, e.message)
