@@ -8,7 +8,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/actorlet/actorlet/actors/statusreporter"
 	"github.com/actorlet/actorlet/internal/cgroups"
+	"github.com/actorlet/actorlet/internal/events"
 	"github.com/actorlet/actorlet/internal/hostsetup"
 	"github.com/actorlet/actorlet/internal/nodecapacity"
 	"github.com/actorlet/actorlet/internal/podruntime"
@@ -18,23 +20,63 @@ import (
 // the host before the node's cgroups are set up: swap under failSwapOn
 // (NewContainerManager), then the kernel tunables (setupNode), either of
 // which fails the start.
-func (a *Actor) checkHost() error {
+//
+// It returns the Node's Warning events its checks call for, as upstream's
+// container manager and kubelet emit them at start-up.
+func (a *Actor) checkHost() ([]statusreporter.StartWarning, error) {
 	c := a.cfg
 	swapOn, err := hostsetup.ReadSwapOn("/proc/swaps")
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if err := hostsetup.CheckSwap(c.FailSwapOn == nil || *c.FailSwapOn, swapOn); err != nil {
-		return err
+		return nil, err
 	}
 	if swapOn {
 		a.log.Info().Msg("swap is on: containers get none (NoSwap) unless memorySwap.swapBehavior is LimitedSwap on cgroup v2")
 	}
 	uidMap, _ := os.ReadFile("/proc/self/uid_map")
-	ignore := hostsetup.InUserNamespace(uidMap) && a.gates.Enabled("KubeletInUserNamespace")
-	return hostsetup.SetupKernelTunables("/proc/sys", c.ProtectKernelDefaults, ignore, func(name string, from, to int, err error) {
+	userns := hostsetup.InUserNamespace(uidMap)
+	release, _ := os.ReadFile("/proc/sys/kernel/osrelease")
+	facts := hostFacts{
+		memoryMaySwap: hostsetup.MemoryBackedVolumesMaySwap(swapOn, hostsetup.TmpfsNoswapSupported(string(release), userns)),
+		cgroupV1:      !cgroups.IsV2("/sys/fs/cgroup"),
+		resolvConf:    podruntime.ResolvConfLimits(deref(c.ResolverConfig), c.ClusterDomain),
+	}
+	ignore := userns && a.gates.Enabled("KubeletInUserNamespace")
+	return startWarnings(facts), hostsetup.SetupKernelTunables("/proc/sys", c.ProtectKernelDefaults, ignore, func(name string, from, to int, err error) {
 		a.log.Info().Err(err).Str("flag", name).Int("actualValue", from).Int("expectedValue", to).Msg("updating kernel flag")
 	})
+}
+
+// hostFacts are what the start-up checks found on the host.
+type hostFacts struct {
+	// memoryMaySwap: swap is on and tmpfs cannot be told not to swap.
+	memoryMaySwap bool
+	cgroupV1      bool
+	// resolvConf is the problem of the host's resolv.conf, if any.
+	resolvConf string
+}
+
+// cgroupV1Warning is upstream's CgroupV1DeprecatedWarning.
+const cgroupV1Warning = "cgroup v1 detected. cgroup v1 support is deprecated and will be removed in a future release. Please migrate to cgroup v2. More information at https://git.k8s.io/enhancements/keps/sig-node/5573-remove-cgroup-v1"
+
+// startWarnings are the Node's Warning events upstream emits for what its
+// start-up found: in its container manager's construction, then its Run's
+// cgroup version check, then its sync loop's start.
+func startWarnings(f hostFacts) []statusreporter.StartWarning {
+	var out []statusreporter.StartWarning
+	if f.memoryMaySwap {
+		out = append(out, statusreporter.StartWarning{Reason: events.PossibleMemoryBackedVolumesOnDisk,
+			Message: "The tmpfs noswap option is not supported. Memory-backed volumes (e.g. secrets, emptyDirs, etc.) might be swapped to disk and should no longer be considered secure."})
+	}
+	if f.cgroupV1 {
+		out = append(out, statusreporter.StartWarning{Reason: events.CgroupV1, Message: cgroupV1Warning})
+	}
+	if f.resolvConf != "" {
+		out = append(out, statusreporter.StartWarning{Reason: events.CheckLimitsForResolvConf, Message: f.resolvConf})
+	}
+	return out
 }
 
 // systemCgroups moves the agent into kubeletCgroups and the host's other

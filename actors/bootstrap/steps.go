@@ -304,7 +304,7 @@ var runtimeActors = []struct {
 			Capacity: env.capacity, Allocatable: env.allocatable, RootDir: d.RootDir, RuntimeVersion: d.RuntimeVersion,
 			Runtime: d.Runtime, Images: d.Images, PLEG: a.child(pleg.Kind), Events: d.Events, Log: a.log,
 			PodManager: a.child(podmanager.Kind), VolumeManager: a.child(volumemanager.Kind),
-			PluginManager: a.child(pluginmanager.Kind),
+			PluginManager: a.child(pluginmanager.Kind), StartWarnings: env.startWarnings,
 		}), nil)
 	}},
 	{pluginmanager.Kind, func(a *Actor, env *runtimeEnv) *actor.Props {
@@ -453,11 +453,13 @@ func defaultPodSysctls(sysctls map[string]string, gate bool) map[string]string {
 
 // runtimeEnv is what the runtime actors share beyond the dependencies.
 type runtimeEnv struct {
-	runtime     *podruntime.Runtime
-	cgroups     *cgroups.Manager
-	sources     []string
-	capacity    v1.ResourceList
-	allocatable v1.ResourceList
+	// startWarnings are the Node's events of the host's checks.
+	startWarnings []statusreporter.StartWarning
+	runtime       *podruntime.Runtime
+	cgroups       *cgroups.Manager
+	sources       []string
+	capacity      v1.ResourceList
+	allocatable   v1.ResourceList
 	// maxPods is the pods the node takes: maxPods, lowered by
 	// podsPerCore.
 	maxPods          int32
@@ -544,7 +546,8 @@ func (a *Actor) spawnRuntime(ctx actor.Context) (outcome, error) {
 
 func (a *Actor) runtimeEnv() (*runtimeEnv, error) {
 	c := a.cfg
-	if err := a.checkHost(); err != nil {
+	warnings, err := a.checkHost()
+	if err != nil {
 		return nil, err
 	}
 	// podsPerCore lowers the node's pods as upstream's, in capacity and
@@ -565,7 +568,7 @@ func (a *Actor) runtimeEnv() (*runtimeEnv, error) {
 		return nil, err
 	}
 	env := &runtimeEnv{capacity: capacity, allocatable: allocatable, maxPods: maxPods, maxRestartPeriod: 5 * time.Minute,
-		csiDrivers: registry.New(), draDrivers: dra.NewRegistry()}
+		csiDrivers: registry.New(), draDrivers: dra.NewRegistry(), startWarnings: warnings}
 	if env.sysctls, err = podmanager.NodeSysctlAllowlist(c.AllowedUnsafeSysctls); err != nil {
 		return nil, err
 	}

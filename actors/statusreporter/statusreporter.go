@@ -93,8 +93,16 @@ type Params struct {
 	// until its CSINode is made; nil: it is not asked.
 	PluginManager *actor.PID
 	Events        record.EventRecorder
+	// StartWarnings are the Node's Warning events of the start-up checks
+	// (CgroupV1, CheckLimitsForResolvConf,
+	// PossibleMemoryBackedVolumesOnDisk), sent after Starting.
+	StartWarnings []StartWarning
 	Log           zerolog.Logger
 }
+
+// StartWarning is a Warning event on the Node that a start-up check calls
+// for.
+type StartWarning struct{ Reason, Message string }
 
 // Actor is the status-reporter actor.
 type Actor struct {
@@ -278,6 +286,9 @@ func (a *Actor) start(ctx actor.Context) {
 	}
 	if a.p.Events != nil {
 		a.p.Events.Eventf(a.nodeRef(), v1.EventTypeNormal, events.StartingKubelet, "Starting kubelet.")
+		for _, w := range a.p.StartWarnings {
+			a.p.Events.Event(a.nodeRef(), v1.EventTypeWarning, w.Reason, w.Message)
+		}
 		a.watchKernelOOMs(ctx)
 	}
 	if c.RegisterNode != nil && !*c.RegisterNode {

@@ -18,6 +18,7 @@ import (
 
 	"golang.org/x/sys/unix"
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
+	utilversion "k8s.io/apimachinery/pkg/util/version"
 )
 
 // ErrSwapOn is upstream's refusal to run with swap on under failSwapOn.
@@ -133,4 +134,25 @@ func InUserNamespace(uidMap []byte) bool {
 // files limit, soft and hard, of the agent.
 func SetNumFiles(n uint64) error {
 	return unix.Setrlimit(unix.RLIMIT_NOFILE, &unix.Rlimit{Cur: n, Max: n})
+}
+
+// TmpfsNoswapSupported is upstream's IsTmpfsNoswapOptionSupported from
+// the kernel's release (/proc/sys/kernel/osrelease): not in a user
+// namespace, where an unprivileged tmpfs cannot turn swap off, and from
+// Linux 6.4 on. Upstream also tries a tmpfs mount with noswap on older
+// kernels (a distribution's backport); that mount is not tried here, so
+// such a kernel counts as without it.
+func TmpfsNoswapSupported(kernelRelease string, inUserNamespace bool) bool {
+	if inUserNamespace {
+		return false
+	}
+	v, err := utilversion.ParseGeneric(strings.TrimSpace(kernelRelease))
+	return err == nil && v.AtLeast(utilversion.MajorMinor(6, 4))
+}
+
+// MemoryBackedVolumesMaySwap is upstream's condition of its
+// PossibleMemoryBackedVolumesOnDisk event at start-up: swap is on and
+// tmpfs cannot be told not to swap.
+func MemoryBackedVolumesMaySwap(swapOn, tmpfsNoswap bool) bool {
+	return swapOn && !tmpfsNoswap
 }

@@ -104,3 +104,28 @@ func TestInUserNamespace(t *testing.T) {
 		t.Error("a user namespace")
 	}
 }
+
+func TestMemoryBackedVolumesMaySwap(t *testing.T) {
+	tests := []struct {
+		name    string
+		swapOn  bool
+		release string
+		userns  bool
+		want    bool
+	}{
+		{"swap off", false, "5.15.0-91-generic", false, false},
+		{"swap on, kernel without noswap", true, "5.15.0-91-generic", false, true},
+		{"swap on, 6.3", true, "6.3.13", false, true},
+		{"swap on, 6.4", true, "6.4.0\n", false, false},
+		{"swap on, a later kernel", true, "6.18.44-fc-v1300", false, false},
+		{"swap on, in a user namespace", true, "6.18.44", true, true},
+		{"swap on, an unreadable release", true, "", false, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := MemoryBackedVolumesMaySwap(tt.swapOn, TmpfsNoswapSupported(tt.release, tt.userns)); got != tt.want {
+				t.Errorf("got %v, want %v", got, tt.want)
+			}
+		})
+	}
+}

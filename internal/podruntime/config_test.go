@@ -133,12 +133,22 @@ func TestDNSPolicies(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			pod := basePod()
 			pod.Spec.DNSPolicy, pod.Spec.HostNetwork, pod.Spec.DNSConfig = tt.policy, tt.host, tt.extra
-			got, err := podDNSConfig(pod, Options{ClusterDNS: tt.dns, ClusterDomain: "cluster.local", ResolvConf: resolv})
+			got, evs, err := podDNSConfig(pod, Options{ClusterDNS: tt.dns, ClusterDomain: "cluster.local", ResolvConf: resolv})
 			if err != nil {
 				t.Fatal(err)
 			}
 			if !reflect.DeepEqual(got, tt.want) {
 				t.Errorf("got %v\nwant %v", got, tt.want)
+			}
+			// Only ClusterFirst without a cluster DNS calls for events: on
+			// the Node and on the pod, as upstream's.
+			var want []dnsEvent
+			if tt.dns == nil {
+				want = []dnsEvent{{node: true, reason: "MissingClusterDNS", message: missingClusterDNS},
+					{reason: "MissingClusterDNS", message: `pod: "web_ns1(uid-1)". kubelet does not have ClusterDNS IP configured and cannot create Pod using "ClusterFirst" policy. Falling back to "Default" policy.`}}
+			}
+			if !reflect.DeepEqual(evs, want) {
+				t.Errorf("events %+v\nwant %+v", evs, want)
 			}
 		})
 	}

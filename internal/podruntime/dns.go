@@ -9,7 +9,11 @@ import (
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/actorlet/actorlet/internal/events"
+	"github.com/actorlet/actorlet/internal/podref"
 )
 
 // Resolver limits of the API validation (MaxDNSNameservers,
@@ -21,12 +25,34 @@ const (
 	maxDNSSearchListChars = 2048
 )
 
-// podDNSConfig is upstream's Configurer.GetPodDNS.
-func podDNSConfig(pod *v1.Pod, opts Options) (*runtimeapi.DNSConfig, error) {
+// dnsEvent is an event the pod's DNS configuration calls for: on the pod,
+// or with node set on the Node.
+type dnsEvent struct {
+	node            bool
+	reason, message string
+}
+
+// missingClusterDNS is upstream's message when a ClusterFirst pod meets a
+// kubelet without clusterDNS.
+var missingClusterDNS = fmt.Sprintf("kubelet does not have ClusterDNS IP configured and cannot create Pod using %q policy. Falling back to %q policy.", v1.DNSClusterFirst, v1.DNSDefault)
+
+// podDNSConfig is upstream's Configurer.GetPodDNS: it reads the host's
+// resolv.conf and returns the pod's DNS configuration with the events it
+// calls for.
+func podDNSConfig(pod *v1.Pod, opts Options) (*runtimeapi.DNSConfig, []dnsEvent, error) {
 	host, err := hostDNSConfig(opts.ResolvConf)
 	if err != nil {
-		return nil, fmt.Errorf("DNS config of pod %s/%s: %w", pod.Namespace, pod.Name, err)
+		return nil, nil, fmt.Errorf("DNS config of pod %s/%s: %w", pod.Namespace, pod.Name, err)
 	}
+	cfg, evs := podDNS(pod, host, opts)
+	return cfg, evs, nil
+}
+
+// podDNS builds the pod's DNS configuration from the host's (host, which
+// it changes), cut to the resolver limits: each cut, and a ClusterFirst
+// pod without clusterDNS, is an event, as upstream's.
+func podDNS(pod *v1.Pod, host *runtimeapi.DNSConfig, opts Options) (*runtimeapi.DNSConfig, []dnsEvent) {
+	var evs []dnsEvent
 	cfg := host
 	switch dnsPolicy(pod) {
 	case v1.DNSNone:
@@ -38,7 +64,11 @@ func podDNSConfig(pod *v1.Pod, opts Options) (*runtimeapi.DNSConfig, error) {
 			cfg.Options = []string{"ndots:5"}
 			break
 		}
-		// Without a cluster DNS, ClusterFirst falls back to Default.
+		// Without a cluster DNS, ClusterFirst falls back to Default; upstream
+		// says so on the Node and on the pod.
+		evs = append(evs,
+			dnsEvent{node: true, reason: events.MissingClusterDNS, message: missingClusterDNS},
+			dnsEvent{reason: events.MissingClusterDNS, message: fmt.Sprintf("pod: %q. %s", podref.Desc(pod), missingClusterDNS)})
 		fallthrough
 	case v1.DNSDefault:
 		if opts.ResolvConf == "" {
@@ -53,9 +83,15 @@ func podDNSConfig(pod *v1.Pod, opts Options) (*runtimeapi.DNSConfig, error) {
 	}
 	if len(cfg.Servers) > maxDNSNameservers {
 		cfg.Servers = cfg.Servers[:maxDNSNameservers]
+		evs = append(evs, dnsEvent{reason: events.DNSConfigForming,
+			message: "Nameserver limits were exceeded, some nameservers have been omitted, the applied nameserver line is: " + strings.Join(cfg.Servers, " ")})
 	}
-	cfg.Searches = fitSearches(cfg.Searches)
-	return cfg, nil
+	var cut bool
+	if cfg.Searches, cut = fitSearches(cfg.Searches); cut {
+		evs = append(evs, dnsEvent{reason: events.DNSConfigForming,
+			message: "Search Line limits were exceeded, some search paths have been omitted, the applied search line is: " + strings.Join(cfg.Searches, " ")})
+	}
+	return cfg, evs
 }
 
 // dnsPolicy resolves the pod's policy to None, ClusterFirst or Default; an
@@ -174,12 +210,60 @@ func omitDuplicates(in []string) []string {
 	return out
 }
 
-func fitSearches(s []string) []string {
+// fitSearches cuts the search line to the resolver limits, as upstream's
+// formDNSSearchFitsLimits: the first maxDNSSearchPaths paths, less any
+// longer than a domain name (some resolvers abort on one), less paths from
+// the end until the line fits maxDNSSearchListChars. cut: it changed.
+func fitSearches(s []string) (out []string, cut bool) {
 	if len(s) > maxDNSSearchPaths {
-		s = s[:maxDNSSearchPaths]
+		s, cut = s[:maxDNSSearchPaths], true
 	}
-	for len(s) > 0 && len(strings.Join(s, " ")) > maxDNSSearchListChars {
-		s = s[:len(s)-1]
+	out = s[:0]
+	for _, p := range s {
+		if len(p) > validation.DNS1123SubdomainMaxLength {
+			cut = true
+			continue
+		}
+		out = append(out, p)
 	}
-	return s
+	for len(out) > 0 && len(strings.Join(out, " ")) > maxDNSSearchListChars {
+		out, cut = out[:len(out)-1], true
+	}
+	return out, cut
+}
+
+// ResolvConfLimits is upstream's CheckLimitsForResolvConf, which it runs
+// as its sync loop starts: the message of the Node's
+// CheckLimitsForResolvConf event when the host's resolv.conf cannot be
+// read or its search line is over the limits a pod's would meet, else "".
+func ResolvConfLimits(resolvConf, clusterDomain string) string {
+	if resolvConf == "" {
+		return ""
+	}
+	host, err := hostDNSConfig(resolvConf)
+	if err != nil {
+		return err.Error()
+	}
+	return resolvConfLimits(resolvConf, host.Searches, clusterDomain)
+}
+
+// resolvConfLimits checks the host's search line: the cluster's three
+// search paths come first in a ClusterFirst pod's, so they count.
+func resolvConfLimits(resolvConf string, searches []string, clusterDomain string) string {
+	paths := maxDNSSearchPaths
+	if clusterDomain != "" {
+		paths -= 3
+	}
+	if len(searches) > paths {
+		return fmt.Sprintf("Resolv.conf file '%s' contains search line consisting of more than %d domains!", resolvConf, paths)
+	}
+	for _, s := range searches {
+		if len(s) > validation.DNS1123SubdomainMaxLength {
+			return fmt.Sprintf("Resolv.conf file %q contains a search path which length is more than allowed %d chars!", resolvConf, validation.DNS1123SubdomainMaxLength)
+		}
+	}
+	if len(strings.Join(searches, " ")) > maxDNSSearchListChars {
+		return fmt.Sprintf("Resolv.conf file '%s' contains search line which length is more than allowed %d chars!", resolvConf, maxDNSSearchListChars)
+	}
+	return ""
 }

@@ -18,6 +18,16 @@ func (r *Runtime) podEvent(pod *v1.Pod, eventtype, reason, message string) {
 	r.Opts.Recorder.Event(objectRef(pod, ""), eventtype, reason, message)
 }
 
+// nodeEvent records an event about the Node, which upstream refers to
+// with its name as UID.
+func (r *Runtime) nodeEvent(eventtype, reason, message string) {
+	if r.Opts.Recorder == nil || r.Opts.NodeName == "" {
+		return
+	}
+	ref := &v1.ObjectReference{Kind: "Node", Name: r.Opts.NodeName, UID: types.UID(r.Opts.NodeName)}
+	r.Opts.Recorder.Event(ref, eventtype, reason, message)
+}
+
 // containerEvent records an event about one of the pod's containers. As
 // upstream's recordContainerEvent, the container's ID is replaced by its name
 // in the message: runtime errors often quote the ID, which would make every

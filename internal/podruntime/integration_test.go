@@ -54,7 +54,10 @@ func testPod(t *testing.T, r *Runtime, containers ...v1.Container) *v1.Pod {
 	pod := &v1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "podruntime-test", UID: uid, Labels: map[string]string{"app": "t"}},
 		Spec: v1.PodSpec{Containers: containers, RestartPolicy: v1.RestartPolicyAlways, TerminationGracePeriodSeconds: &grace,
-			NodeName: r.Opts.NodeName},
+			NodeName: r.Opts.NodeName,
+			// The runtime has no cluster DNS: ClusterFirst would fall back,
+			// with MissingClusterDNS events.
+			DNSPolicy: v1.DNSDefault},
 	}
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

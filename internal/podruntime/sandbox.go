@@ -15,8 +15,14 @@ import (
 
 // SandboxConfig is the PodSandboxConfig for the pod's sandbox, as upstream's
 // generatePodSandboxConfig. It reads opts.ResolvConf when the pod's DNS
-// policy needs the host's resolver configuration.
+// policy needs the host's resolver configuration. The events its DNS
+// configuration calls for are left out: the sync pass emits them.
 func SandboxConfig(pod *v1.Pod, attempt uint32, opts Options) (*runtimeapi.PodSandboxConfig, error) {
+	cfg, _, err := sandboxConfig(pod, attempt, opts)
+	return cfg, err
+}
+
+func sandboxConfig(pod *v1.Pod, attempt uint32, opts Options) (*runtimeapi.PodSandboxConfig, []dnsEvent, error) {
 	cfg := &runtimeapi.PodSandboxConfig{
 		Metadata: &runtimeapi.PodSandboxMetadata{
 			Name:      pod.Name,
@@ -28,15 +34,15 @@ func SandboxConfig(pod *v1.Pod, attempt uint32, opts Options) (*runtimeapi.PodSa
 		Annotations:  sandboxAnnotations(pod),
 		LogDirectory: logs.PodLogsDir(opts.PodLogsDir, pod.Namespace, pod.Name, pod.UID),
 	}
-	dns, err := podDNSConfig(pod, opts)
+	dns, evs, err := podDNSConfig(pod, opts)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	cfg.DnsConfig = dns
 	if !pod.Spec.HostNetwork {
 		hostname, err := podHostname(pod, opts.ClusterDomain)
 		if err != nil {
-			return nil, err
+			return nil, evs, err
 		}
 		cfg.Hostname = hostname
 	}
@@ -51,9 +57,9 @@ func SandboxConfig(pod *v1.Pod, attempt uint32, opts Options) (*runtimeapi.PodSa
 		}
 	}
 	if cfg.Linux, err = sandboxLinuxConfig(pod, opts); err != nil {
-		return nil, err
+		return nil, evs, err
 	}
-	return cfg, nil
+	return cfg, evs, nil
 }
 
 // CgroupParent is the pod's cgroup, the parent of its containers', in

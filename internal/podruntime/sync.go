@@ -276,7 +276,19 @@ func (s *syncPass) run(ctx context.Context, a PodActions) {
 			return
 		}
 	}
-	cfg, err := SandboxConfig(pod, a.Attempt, r.Opts)
+	cfg, dnsEvents, err := sandboxConfig(pod, a.Attempt, r.Opts)
+	if !a.CreateSandbox && len(a.EphemeralContainersToStart)+len(a.InitContainersToStart)+len(a.ContainersToStart) == 0 {
+		// Upstream makes the sandbox's configuration, and says what its
+		// DNS calls for, only for a sandbox or containers to start.
+		dnsEvents = nil
+	}
+	for _, e := range dnsEvents {
+		if e.node {
+			r.nodeEvent(v1.EventTypeWarning, e.reason, e.message)
+		} else {
+			r.podEvent(pod, v1.EventTypeWarning, e.reason, e.message)
+		}
+	}
 	if err != nil {
 		if a.CreateSandbox {
 			r.podEvent(pod, v1.EventTypeWarning, events.FailedCreatePodSandBox, fmt.Sprintf("Failed to create pod sandbox: %v", err))
@@ -347,6 +359,7 @@ func (s *syncPass) createSandbox(ctx context.Context) bool {
 	defer cancel()
 	st, err := r.RT.PodSandboxStatus(sctx, &runtimeapi.PodSandboxStatusRequest{PodSandboxId: s.sandboxID})
 	if err != nil {
+		r.podEvent(pod, v1.EventTypeWarning, events.FailedStatusPodSandBox, fmt.Sprintf("Unable to get pod sandbox status: %v", err))
 		s.fail(fmt.Errorf("status of new sandbox %s of pod %s/%s: %w", s.sandboxID, pod.Namespace, pod.Name, err))
 		return false
 	}

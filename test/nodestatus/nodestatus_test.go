@@ -207,6 +207,11 @@ func TestNodeEvents(t *testing.T) {
 		}
 	}
 	agent.Eventually(t, "the Starting event", 30*time.Second, nodeEvent("Starting", "Starting kubelet."))
+	if _, err := os.Stat("/sys/fs/cgroup/cgroup.controllers"); err != nil {
+		// A cgroup v1 host: upstream's warning once the agent runs.
+		agent.Eventually(t, "the CgroupV1 event", 30*time.Second, nodeEvent("CgroupV1",
+			"cgroup v1 detected. cgroup v1 support is deprecated and will be removed in a future release. Please migrate to cgroup v2. More information at https://git.k8s.io/enhancements/keps/sig-node/5573-remove-cgroup-v1"))
+	}
 	cordon := func(unschedulable bool) {
 		t.Helper()
 		patch := fmt.Sprintf(`{"spec":{"unschedulable":%v}}`, unschedulable)

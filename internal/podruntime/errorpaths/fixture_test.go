@@ -52,7 +52,8 @@ func newFixture(t *testing.T, timeout time.Duration) *fixture {
 	f.rt = &podruntime.Runtime{RT: f.cri, Img: f.cri, Opts: podruntime.Options{
 		PodLogsDir: t.TempDir(), NodeName: "node", NodeIP: "192.0.2.1", NodeMemoryCapacity: 8 << 30,
 		RuntimeRequestTimeout: timeout, PullBackoff: podruntime.NewImagePullBackoff(func() time.Time { return f.clock.Now() }),
-		Recorder: f.events,
+		// A cluster DNS, as a cluster has: its pods are ClusterFirst.
+		ClusterDNS: []string{"10.96.0.10"}, Recorder: f.events,
 	}}
 	return f
 }
