@@ -257,6 +257,7 @@ func (a *Actor) buildDependencies(actor.Context) (outcome, error) {
 		RotateCertificates:        c.RotateCertificates,
 		BootstrapKubeconfig:       o.BootstrapKubeconfig,
 		CertDir:                   o.CertDir,
+		Tracing:                   c.Tracing,
 	}, a.log)
 	if err != nil {
 		return next, err
