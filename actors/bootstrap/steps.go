@@ -417,6 +417,7 @@ var runtimeActors = []struct {
 			DebugAddress:   a.cmdline.Options.DebugAddress,
 			FaultInjection: a.cmdline.Options.DebugFaultInjection,
 			PodManager:     a.child(podmanager.Kind), PLEG: a.child(pleg.Kind), System: a.p.System, Log: a.log,
+			Tracer: a.deps.Tracer,
 		}), nil)
 	}},
 }

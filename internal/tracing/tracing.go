@@ -108,8 +108,9 @@ func APIClientWrapper(tp trace.TracerProvider) func(http.RoundTripper) http.Roun
 
 // Server wraps an HTTP API handler with a server span per request, named
 // by route(r) as upstream's go-restful filter names its spans by the
-// route's path; public (the read-only port) starts a new trace rather than
-// continuing the caller's, as upstream's WithPublicEndpoint.
+// route's path; a request route names "" has none. public (the read-only
+// port) starts a new trace rather than continuing the caller's, as
+// upstream's WithPublicEndpoint.
 func Server(h http.Handler, tp trace.TracerProvider, route func(*http.Request) string, public bool) http.Handler {
 	if tp == nil {
 		tp = noop.NewTracerProvider()
@@ -118,6 +119,7 @@ func Server(h http.Handler, tp trace.TracerProvider, route func(*http.Request) s
 		otelhttp.WithTracerProvider(tp),
 		otelhttp.WithPropagators(cbtracing.Propagators()),
 		otelhttp.WithSpanNameFormatter(func(_ string, r *http.Request) string { return route(r) }),
+		otelhttp.WithFilter(func(r *http.Request) bool { return route(r) != "" }),
 		otelhttp.WithMeterProvider(metricnoop.NewMeterProvider()),
 	}
 	if public {
