@@ -43,7 +43,7 @@ func TestPodSpan(t *testing.T) {
 		}
 		got := map[attribute.Key]string{}
 		for _, kv := range s.Attributes() {
-			got[kv.Key] = kv.Value.Emit()
+			got[kv.Key] = kv.Value.String()
 		}
 		if len(got) != len(tc.attrs) {
 			t.Errorf("%s: attributes %v, want %v", tc.name, got, tc.attrs)
