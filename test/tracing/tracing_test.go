@@ -99,8 +99,13 @@ func startReceiver(t *testing.T) (*receiver, string) {
 // "kubelet" on the node's host name.
 func TestSpans(t *testing.T) {
 	r, addr := startReceiver(t)
-	n := agent.NewNode(t, kubelet.Binary, kubelet.Options(agent.WithConfig(
-		fmt.Sprintf("tracing:\n  endpoint: %s\n  samplingRatePerMillion: 1000000\n", addr)))...)
+	opts := []agent.NodeOption{agent.WithConfig(fmt.Sprintf("tracing:\n  endpoint: %s\n  samplingRatePerMillion: 1000000\n", addr))}
+	if kubelet.Upstream {
+		// The harness's standalone node has actorlet's debug flags:
+		// upstream's kubelet runs joined to the API server.
+		opts = append(opts, agent.InCluster())
+	}
+	n := agent.NewNode(t, kubelet.Binary, kubelet.Options(opts...)...)
 	n.Start()
 	n.WriteManifest("traced.yaml", agent.Manifest("traced", agent.SleepSpec("c", n.Env.BusyboxImage, 1)))
 	pod := n.Running("traced", 90*time.Second)
