@@ -223,7 +223,7 @@ func traceRoute(r *http.Request) string {
 	p := r.URL.Path
 	switch {
 	case p == "/pods" || p == "/pods/":
-		return "/pods"
+		return "/pods/"
 	case p == "/runningpods/":
 		return "/runningpods/"
 	case p == "/stats/summary":

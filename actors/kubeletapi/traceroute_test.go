@@ -9,7 +9,7 @@ import (
 // and the handlers that are no web service of upstream's have none.
 func TestTraceRoute(t *testing.T) {
 	tests := []struct{ path, want string }{
-		{"/pods", "/pods"},
+		{"/pods", "/pods/"},
 		{"/runningpods/", "/runningpods/"},
 		{"/stats/summary", "/stats/summary"},
 		{"/containerLogs/default/web/app", "/containerLogs/{podNamespace}/{podID}/{containerName}"},

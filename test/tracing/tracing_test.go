@@ -171,7 +171,7 @@ func TestSpans(t *testing.T) {
 	}
 	// The harness asks the read-only port for /pods: each request is a
 	// server span named by its route.
-	if err := has("/pods", func(s span) bool { return s.attrs["http.request.method"] == "GET" || s.attrs["http.method"] == "GET" })(); err != nil {
+	if err := has("/pods/", func(s span) bool { return s.attrs["http.request.method"] == "GET" || s.attrs["http.method"] == "GET" })(); err != nil {
 		t.Error(err)
 	}
 }
