@@ -45,6 +45,7 @@ var Implemented = map[string]bool{
 	"featureGates":                true,
 	"rotateCertificates":          true,
 	"logging.format":              true,
+	"tracing.*":                   true,
 	"logging.verbosity":           true,
 	"nodeStatusUpdateFrequency":   true,
 	"nodeStatusReportFrequency":   true,

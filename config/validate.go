@@ -14,8 +14,10 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	cliflag "k8s.io/component-base/cli/flag"
 	logsapi "k8s.io/component-base/logs/api/v1"
+	tracingapi "k8s.io/component-base/tracing/api/v1"
 	utilsysctl "k8s.io/component-helpers/node/util/sysctl"
 	kubeletconfigv1beta1 "k8s.io/kubelet/config/v1beta1"
 	"k8s.io/utils/cpuset"
@@ -238,6 +240,7 @@ func Validate(cfg *kubeletconfigv1beta1.KubeletConfiguration, gates *features.Ga
 	v.checkEnforceNodeAllocatable(c)
 	v.checkUserNamespaces(c)
 	v.checkLogging(c, local)
+	v.checkTracing(c)
 	v.checkDefaultPodSysctls(c, local)
 	v.check(c.EnableSystemLogQuery != nil && *c.EnableSystemLogQuery && c.EnableSystemLogHandler != nil && !*c.EnableSystemLogHandler, "enableSystemLogQuery", true,
 		"enableSystemLogHandler is required for enableSystemLogQuery")
@@ -396,6 +399,15 @@ func (v *validator) checkLogging(c *kubeletconfigv1beta1.KubeletConfiguration, g
 	v.check(l.Options.Text.InfoBufferSize.Value() != 0, "logging.options.text.infoBufferSize", l.Options.Text.InfoBufferSize.String(), disabled)
 	v.check(l.Options.JSON.SplitStream, "logging.options.json.splitStream", true, disabled)
 	v.check(l.Options.JSON.InfoBufferSize.Value() != 0, "logging.options.json.infoBufferSize", l.Options.JSON.InfoBufferSize.String(), disabled)
+}
+
+// checkTracing is upstream's ValidateTracingConfiguration (KubeletTracing
+// is locked on): a sampling rate from 0 to one million per million, an
+// endpoint of a scheme gRPC dials (dns, the default, unix, unix-abstract).
+func (v *validator) checkTracing(c *kubeletconfigv1beta1.KubeletConfiguration) {
+	for _, e := range tracingapi.ValidateTracingConfiguration(c.Tracing, nil, field.NewPath("tracing")) {
+		v.add(e.Field, e.BadValue, e.Detail)
+	}
 }
 
 // sysctlName is upstream's sysctl name syntax (dots or slashes between

@@ -281,6 +281,21 @@ func TestValidateOperational(t *testing.T) {
 	})
 }
 
+// TestValidateTracing: upstream's ValidateTracingConfiguration, each
+// error naming its field.
+func TestValidateTracing(t *testing.T) {
+	checkValidate(t, []validateCase{
+		{yaml: "tracing: {}\n"},
+		{yaml: "tracing: {endpoint: 127.0.0.1:4317, samplingRatePerMillion: 1000000}\n"},
+		{yaml: "tracing: {endpoint: localhost:4317, samplingRatePerMillion: 0}\n"},
+		{yaml: "tracing: {endpoint: \"dns://collector.example:4317\"}\n"},
+		{yaml: "tracing: {endpoint: \"unix:///run/otel.sock\"}\n"},
+		{yaml: "tracing: {samplingRatePerMillion: -1}\n", want: "tracing.samplingRatePerMillion: Invalid value: -1: sampling rate must be positive"},
+		{yaml: "tracing: {samplingRatePerMillion: 1000001}\n", want: "tracing.samplingRatePerMillion: Invalid value: 1000001: sampling rate per million must be less than or equal to one million"},
+		{yaml: "tracing: {endpoint: \"http://collector:4317\"}\n", want: `tracing.endpoint: Invalid value: "http://collector:4317": unsupported scheme: http.  Options are none, dns, unix, or unix-abstract.  See https://github.com/grpc/grpc/blob/master/doc/naming.md`},
+	})
+}
+
 // validateCase is a configuration file's body and the whole error Validate
 // gives for it ("": valid).
 type validateCase struct{ yaml, want string }

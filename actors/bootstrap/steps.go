@@ -54,6 +54,7 @@ import (
 	"github.com/actorlet/actorlet/internal/probe"
 	"github.com/actorlet/actorlet/internal/runtimeclass"
 	"github.com/actorlet/actorlet/internal/services"
+	"github.com/actorlet/actorlet/internal/tracing"
 	"github.com/actorlet/actorlet/internal/userns"
 	"github.com/actorlet/actorlet/internal/version"
 	"github.com/actorlet/actorlet/internal/volume"
@@ -259,6 +260,7 @@ func (a *Actor) buildDependencies(actor.Context) (outcome, error) {
 		RotateCertificates:        c.RotateCertificates,
 		BootstrapKubeconfig:       o.BootstrapKubeconfig,
 		CertDir:                   o.CertDir,
+		Tracing:                   c.Tracing,
 	}, a.log)
 	if err != nil {
 		return next, err
@@ -338,7 +340,7 @@ var runtimeActors = []struct {
 			Registry: a.p.System.Registry, Runtime: env.runtime, MaxContainerRestartPeriod: env.maxRestartPeriod,
 			Sources: env.sources, MaxPods: int(env.maxPods), Allocatable: env.allocatable, RootDir: a.deps.RootDir,
 			Sysctls: env.sysctls, AppArmor: podmanager.AppArmorHost(), ImageVolumes: podmanager.ImageVolumeRuntime(a.deps.RuntimeVersion),
-			AwaitNode: true, Events: a.deps.Events,
+			AwaitNode: true, Events: a.deps.Events, Tracer: tracing.Tracer(a.deps.Tracer),
 			StatusReporter: a.child(statusreporter.Kind), ConfigSource: a.child(configsource.Kind),
 			VolumeManager: a.child(volumemanager.Kind), DRAManager: a.draManager(), CPUManager: env.cpus, MemoryManager: env.memory, Log: a.log,
 			// Each pod-worker's prober runs its pod's probes through the
@@ -417,6 +419,7 @@ var runtimeActors = []struct {
 			DebugAddress:   a.cmdline.Options.DebugAddress,
 			FaultInjection: a.cmdline.Options.DebugFaultInjection,
 			PodManager:     a.child(podmanager.Kind), PLEG: a.child(pleg.Kind), System: a.p.System, Log: a.log,
+			Tracer: a.deps.Tracer,
 		}), nil)
 	}},
 }

@@ -37,6 +37,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/rs/zerolog"
+	"go.opentelemetry.io/otel/trace"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	kubeletconfig "k8s.io/kubelet/config/v1beta1"
 
@@ -104,7 +105,10 @@ type Params struct {
 	PodManager     *actor.PID
 	PLEG           *actor.PID
 	System         *supervision.System
-	Log            zerolog.Logger
+	// Tracer makes the server spans of the API's routes (tracing); nil:
+	// none.
+	Tracer trace.TracerProvider
+	Log    zerolog.Logger
 }
 
 // Debugging are the KubeletConfiguration's switches of the debugging
@@ -182,7 +186,7 @@ func (a *Actor) listen() error {
 	}
 	if a.p.ReadOnlyPort > 0 {
 		addr := net.JoinHostPort(a.p.Address, strconv.Itoa(int(a.p.ReadOnlyPort)))
-		if err := a.serve("read-only API", addr, metrics.InstrumentHTTP(metrics.ServerReadOnly, canonicalPaths(a.readOnlyMux())), nil, streaming); err != nil {
+		if err := a.serve("read-only API", addr, metrics.InstrumentHTTP(metrics.ServerReadOnly, canonicalPaths(a.traced(a.readOnlyMux(), true))), nil, streaming); err != nil {
 			return err
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/actorlet/actorlet/internal/metrics"
+	"github.com/actorlet/actorlet/internal/tracing"
 )
 
 // healthzMux is the healthz listener's: /healthz and nothing else. It is
@@ -158,7 +159,7 @@ func (a *Actor) secureAPI() (*tls.Config, http.Handler, error) {
 	} else {
 		base.Certificates = []tls.Certificate{*a.p.ServingCert}
 	}
-	return a.p.Auth.TLSConfig(base), canonicalPaths(a.p.Auth.Wrap(a.apiMux())), nil
+	return a.p.Auth.TLSConfig(base), canonicalPaths(a.p.Auth.Wrap(a.traced(a.apiMux(), false))), nil
 }
 
 // canonicalPaths answers 400 to a request whose path is not in its one
@@ -193,6 +194,53 @@ func nonCanonical(r *http.Request) string {
 			return "dot segment"
 		case seg == "" && i < strings.Count(p, "/")-1:
 			return "empty segment"
+		}
+	}
+	return ""
+}
+
+// traced gives h's requests upstream's server spans: one per request to a
+// route of upstream's go-restful web services, named by its path template
+// (traceRoute), inside the authentication as upstream's filter; the other
+// handlers (healthz, metrics, configz, the dashboard) are plain ones there
+// and have none. public (the read-only port) starts a trace of its own
+// rather than continuing the caller's.
+func (a *Actor) traced(h http.Handler, public bool) http.Handler {
+	return tracing.Server(h, a.p.Tracer, traceRoute, public)
+}
+
+// routeTemplates are upstream's web services' routes under each prefix,
+// by the number of path segments after it.
+var routeTemplates = map[string]map[int]string{
+	"/exec/":          {3: "/exec/{podNamespace}/{podID}/{containerName}", 4: "/exec/{podNamespace}/{podID}/{uid}/{containerName}"},
+	"/attach/":        {3: "/attach/{podNamespace}/{podID}/{containerName}", 4: "/attach/{podNamespace}/{podID}/{uid}/{containerName}"},
+	"/run/":           {3: "/run/{podNamespace}/{podID}/{containerName}", 4: "/run/{podNamespace}/{podID}/{uid}/{containerName}"},
+	"/portForward/":   {2: "/portForward/{podNamespace}/{podID}", 3: "/portForward/{podNamespace}/{podID}/{uid}"},
+	"/containerLogs/": {3: "/containerLogs/{podNamespace}/{podID}/{containerName}"},
+}
+
+// traceRoute names a request's span by upstream's route template (the
+// route go-restful selected); "" for a path no web service of upstream's
+// serves, which has no span.
+func traceRoute(r *http.Request) string {
+	p := r.URL.Path
+	switch {
+	case p == "/pods" || p == "/pods/":
+		return "/pods/"
+	case p == "/runningpods/":
+		return "/runningpods/"
+	case p == "/stats/summary":
+		return "/stats/summary"
+	case p == "/logs" || p == "/logs/":
+		return "/logs/"
+	case strings.HasPrefix(p, "/logs/"):
+		return "/logs/{logpath:*}"
+	case strings.HasPrefix(p, "/debug/pprof/"):
+		return "/debug/pprof/{subpath:*}"
+	}
+	for prefix, bySegments := range routeTemplates {
+		if rest, ok := strings.CutPrefix(p, prefix); ok {
+			return bySegments[len(strings.Split(strings.Trim(rest, "/"), "/"))]
 		}
 	}
 	return ""

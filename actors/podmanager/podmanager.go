@@ -26,6 +26,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/rs/zerolog"
+	"go.opentelemetry.io/otel/trace"
 	v1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/types"
@@ -102,6 +103,8 @@ type Params struct {
 	// Prober, when set, makes each pod-worker's prober (actors/prober);
 	// nil (in tests) probes nothing.
 	Prober *actor.Props
+	// Tracer makes the pod-workers' sync spans; nil: none.
+	Tracer trace.Tracer
 	Log    zerolog.Logger
 }
 
@@ -341,7 +344,7 @@ func (a *Actor) spawn(ctx actor.Context, c CmdSpawnWorker) bool {
 	wr := &workerRuntime{rt: a.p.Runtime, orphan: c.Orphan,
 		crashLoop: podruntime.NewCrashLoopBackoff(a.p.MaxContainerRestartPeriod, time.Now)}
 	wr.fresh.Store(c.Fresh)
-	params := podworker.Params{UID: c.UID, Name: c.Name, Namespace: c.Namespace, Log: a.p.Log, Registry: a.p.Registry, Runtime: wr, DRA: a.p.DRAManager}
+	params := podworker.Params{UID: c.UID, Name: c.Name, Namespace: c.Namespace, Log: a.p.Log, Registry: a.p.Registry, Runtime: wr, DRA: a.p.DRAManager, Tracer: a.p.Tracer}
 	if !wr.orphan {
 		params.Prober = a.p.Prober
 	}

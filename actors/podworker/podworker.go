@@ -12,6 +12,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/rs/zerolog"
+	"go.opentelemetry.io/otel/trace"
 	v1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/types"
@@ -19,6 +20,7 @@ import (
 	"github.com/actorlet/actorlet/internal/metrics"
 	"github.com/actorlet/actorlet/internal/podruntime"
 	"github.com/actorlet/actorlet/internal/probe/results"
+	"github.com/actorlet/actorlet/internal/tracing"
 	"github.com/actorlet/actorlet/messages"
 	"github.com/actorlet/actorlet/supervision"
 )
@@ -60,6 +62,9 @@ type Params struct {
 	// nil: there is none (no API server), and a pod with claims is
 	// refused before it reaches a worker.
 	DRA *actor.PID
+	// Tracer makes the pod's sync spans (syncPod, syncTerminatingPod,
+	// syncTerminatedPod), as upstream's; nil: none.
+	Tracer trace.Tracer
 }
 
 // history is what one pod's worker keeps across its restarts, owned by the
@@ -89,9 +94,12 @@ type Actor struct {
 	prober *actor.PID
 
 	cancelSync, cancelKill context.CancelFunc
-	cancelRetry            func() bool
-	reported               *v1.PodStatus
-	reportedPhase          Phase
+	// endTerminated closes the syncTerminatedPod span, open while the
+	// pod's claims are unprepared.
+	endTerminated func(error)
+	cancelRetry   func() bool
+	reported      *v1.PodStatus
+	reportedPhase Phase
 	// synced is the status of the current sync pass last reported: the
 	// next pass's previous status, as upstream's status manager gives it
 	// (the API's copy of the pod lags behind it).
@@ -199,18 +207,22 @@ func (a *Actor) execute(ctx actor.Context, c Command) {
 		}
 		fault := a.injectedFault
 		a.injectedFault = ""
+		tracer := a.tracer()
 		supervision.Go(ctx, func(context.Context) messages.Message {
 			defer cancel()
 			if fault != "" {
 				panic("injected fault in sync work: " + fault)
 			}
 			start := time.Now()
+			// The pass's runtime calls are the span's children.
+			spanCtx, end := tracing.PodSpan(opCtx, tracer, "syncPod", p.UID, p.Name, p.Namespace, op)
 			var out SyncOutcome
 			if c.WaitingForVolumes {
-				out = rt.ObservePod(opCtx, pod)
+				out = rt.ObservePod(spanCtx, pod)
 			} else {
-				out = rt.SyncPod(podruntime.WithCDIDevices(opCtx, c.Devices), pod, c.Volumes, c.Probes)
+				out = rt.SyncPod(podruntime.WithCDIDevices(spanCtx, c.Devices), pod, c.Volumes, c.Probes)
 			}
+			end(out.Err)
 			metrics.PodWorkerDuration.WithLabelValues(op).Observe(time.Since(start).Seconds())
 			out.Gen = c.Gen
 			return &out
@@ -236,10 +248,18 @@ func (a *Actor) execute(ctx actor.Context, c Command) {
 		stopped := func(final *v1.PodStatus) {
 			supervision.TellFromOutside(system, self, &messages.PodStopped{Gen: c.Gen, Status: final})
 		}
+		tracer := a.tracer()
 		supervision.Go(ctx, func(context.Context) messages.Message {
 			defer cancel()
 			start := time.Now()
-			err := rt.KillPod(opCtx, pod, p.UID, p.Name, p.Namespace, c.Grace, stopped)
+			killCtx, end := opCtx, func(error) {}
+			if pod != nil {
+				// An orphan has no span, as upstream's
+				// SyncTerminatingRuntimePod.
+				killCtx, end = tracing.PodSpan(opCtx, tracer, "syncTerminatingPod", p.UID, p.Name, p.Namespace, "")
+			}
+			err := rt.KillPod(killCtx, pod, p.UID, p.Name, p.Namespace, c.Grace, stopped)
+			end(err)
 			metrics.PodWorkerDuration.WithLabelValues(metrics.OperationKill).Observe(time.Since(start).Seconds())
 			return &messages.PodKilled{Gen: c.Gen, Err: err}
 		})
@@ -271,6 +291,9 @@ func (a *Actor) execute(ctx actor.Context, c Command) {
 		metrics.TakePodImagePulls(p.UID)
 		supervision.Tell(ctx, ctx.Parent(), &messages.PodWorkerStopped{UID: p.UID})
 	case CmdFinish:
+		a.startTerminatedSpan()
+		a.endTerminated(nil)
+		a.endTerminated = nil
 		a.observeNoClaims(metrics.DRAUnprepare)
 		a.log.Info().Msg("pod terminated and cleaned up")
 		supervision.Tell(ctx, ctx.Parent(), &messages.PodWorkerDone{UID: p.UID})
@@ -281,11 +304,34 @@ func (a *Actor) execute(ctx actor.Context, c Command) {
 		}
 		supervision.Tell(ctx, p.DRA, &messages.PrepareClaims{Pod: c.Pod})
 	case CmdUnprepareClaims:
+		a.startTerminatedSpan()
 		if p.DRA == nil || c.Pod == nil {
 			supervision.Tell(ctx, ctx.Self(), &messages.ClaimsUnprepared{UID: p.UID})
 			break
 		}
 		supervision.Tell(ctx, p.DRA, &messages.UnprepareClaims{Pod: c.Pod})
+	}
+}
+
+// tracer is the one of the sync spans; a no-op one without Params.Tracer.
+func (a *Actor) tracer() trace.Tracer {
+	if a.p.Tracer == nil {
+		return tracing.Tracer(nil)
+	}
+	return a.p.Tracer
+}
+
+// startTerminatedSpan opens the syncTerminatedPod span, once: what upstream's
+// SyncTerminatedPod does once the pod's containers are gone is here the
+// unpreparing of its claims, until the worker finishes. An orphan has
+// none, as upstream's.
+func (a *Actor) startTerminatedSpan() {
+	if a.endTerminated != nil {
+		return
+	}
+	a.endTerminated = func(error) {}
+	if a.state.Pod != nil {
+		_, a.endTerminated = tracing.PodSpan(a.Context(), a.tracer(), "syncTerminatedPod", a.p.UID, a.p.Name, a.p.Namespace, "")
 	}
 }
 
@@ -317,6 +363,10 @@ func (a *Actor) cancelAll() {
 	}
 	if a.cancelRetry != nil {
 		a.cancelRetry()
+	}
+	if a.endTerminated != nil {
+		a.endTerminated(nil)
+		a.endTerminated = nil
 	}
 }
 

@@ -14,9 +14,11 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/record"
+	tracingapi "k8s.io/component-base/tracing/api/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/actorlet/actorlet/internal/certificates"
+	"github.com/actorlet/actorlet/internal/tracing"
 )
 
 // Dependencies are the node agent's handles on the outside world.
@@ -42,6 +44,10 @@ type Dependencies struct {
 	NodeName string
 	NodeIP   net.IP
 	RootDir  string
+
+	// Tracer is the OpenTelemetry tracer provider (tracing), a no-op
+	// one when tracing is not configured. Close flushes it.
+	Tracer tracing.Provider
 
 	closers []func()
 }
@@ -74,6 +80,9 @@ type Input struct {
 	RotateCertificates  bool
 	BootstrapKubeconfig string
 	CertDir             string
+
+	// Tracing is the configuration's tracing; nil: no spans.
+	Tracing *tracingapi.TracingConfiguration
 }
 
 // Build connects to the container runtime and image service, the API server
@@ -91,7 +100,23 @@ func Build(ctx context.Context, in Input, log zerolog.Logger) (*Dependencies, er
 		}
 	}()
 
-	runtimeConn, version, err := dialRuntime(ctx, d.RuntimeEndpoint)
+	// The tracer provider comes first, as upstream's: the runtime's and
+	// the API server's clients are instrumented with it. It is closed
+	// last, so the spans of everything closed before it are flushed.
+	host, err := nodeName(in.HostnameOverride)
+	if err != nil {
+		return nil, err
+	}
+	if d.Tracer, err = tracing.NewProvider(ctx, in.Tracing, host); err != nil {
+		return nil, fmt.Errorf("could not configure tracer provider: %w", err)
+	}
+	d.closers = append(d.closers, func() {
+		if err := tracing.Shutdown(d.Tracer); err != nil {
+			log.Warn().Err(err).Msg("tracing: flushing the last spans failed")
+		}
+	})
+
+	runtimeConn, version, err := dialRuntime(ctx, d.RuntimeEndpoint, d.Tracer)
 	if err != nil {
 		return nil, fmt.Errorf("container runtime %s: %w", d.RuntimeEndpoint, err)
 	}
@@ -100,7 +125,7 @@ func Build(ctx context.Context, in Input, log zerolog.Logger) (*Dependencies, er
 	d.RuntimeVersion = version
 	d.Images = runtimeapi.NewImageServiceClient(runtimeConn)
 	if d.ImageEndpoint != d.RuntimeEndpoint {
-		imageConn, _, err := dialRuntime(ctx, d.ImageEndpoint)
+		imageConn, _, err := dialRuntime(ctx, d.ImageEndpoint, d.Tracer)
 		if err != nil {
 			return nil, fmt.Errorf("image service %s: %w", d.ImageEndpoint, err)
 		}
@@ -130,6 +155,7 @@ func Build(ctx context.Context, in Input, log zerolog.Logger) (*Dependencies, er
 		if cfg, err = d.rotateClientCertificate(in, cfg, log); err != nil {
 			return nil, err
 		}
+		cfg.Wrap(tracing.APIClientWrapper(d.Tracer))
 		if d.Kube, err = kubernetes.NewForConfig(cfg); err != nil {
 			return nil, fmt.Errorf("kubeconfig %s: %w", in.Kubeconfig, err)
 		}

@@ -47,7 +47,7 @@ func TestDialRuntimeNamesTheCause(t *testing.T) {
 	l.Close()
 	for path, want := range map[string]string{missing: "no such file or directory", refused: "connection refused"} {
 		start := time.Now()
-		_, _, err := dialRuntime(context.Background(), "unix://"+path)
+		_, _, err := dialRuntime(context.Background(), "unix://"+path, nil)
 		if err == nil || err.Error() != want {
 			t.Errorf("dial %s: err = %v, want %q", path, err, want)
 		}

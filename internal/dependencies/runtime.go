@@ -9,12 +9,14 @@ import (
 	"strings"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/credentials/insecure"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/actorlet/actorlet/internal/metrics"
+	"github.com/actorlet/actorlet/internal/tracing"
 )
 
 // handshakeTimeout bounds the first contact with the runtime, so that a node
@@ -47,7 +49,8 @@ func socketPath(endpoint string) (string, error) {
 // dialRuntime connects to a CRI endpoint and performs the Version handshake.
 // The socket is dialled plainly first: its error ("connect: connection
 // refused", "no such file or directory") says more than gRPC's Unavailable.
-func dialRuntime(ctx context.Context, endpoint string) (*grpc.ClientConn, *runtimeapi.VersionResponse, error) {
+// Each call is a client span of tp's (CRIStatsHandler).
+func dialRuntime(ctx context.Context, endpoint string, tp trace.TracerProvider) (*grpc.ClientConn, *runtimeapi.VersionResponse, error) {
 	path, err := socketPath(endpoint)
 	if err != nil {
 		return nil, nil, err
@@ -66,6 +69,7 @@ func dialRuntime(ctx context.Context, endpoint string) (*grpc.ClientConn, *runti
 		grpc.WithConnectParams(runtimeConnectParams()),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxMessageSize), grpc.MaxCallSendMsgSize(maxMessageSize)),
 		grpc.WithChainUnaryInterceptor(metrics.CRIUnaryInterceptor),
+		grpc.WithStatsHandler(tracing.CRIStatsHandler(tp)),
 	)
 	if err != nil {
 		return nil, nil, err

@@ -49,7 +49,7 @@ func TestRuntimeConnectionIsInstrumented(t *testing.T) {
 	versions := counter(t, metrics.RuntimeOperations.WithLabelValues("version"))
 	statuses := counter(t, metrics.RuntimeOperations.WithLabelValues("status"))
 	statusErrors := counter(t, metrics.RuntimeOperationsErrors.WithLabelValues("status"))
-	conn, _, err := dialRuntime(context.Background(), "unix://"+sock)
+	conn, _, err := dialRuntime(context.Background(), "unix://"+sock, nil)
 	if err != nil {
 		t.Fatalf("dial the fake runtime: %v", err)
 	}
