@@ -3,6 +3,7 @@ package cluster
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -40,6 +41,13 @@ func TestNodeLogQuery(t *testing.T) {
 
 	// On the pod network: the API server proxies to no loopback address.
 	n := startClusterNode(t, onPodNetwork(), withConfig("enableSystemLogQuery: true\n"))
+	// Ready may come before the Node's status names this kubelet's port.
+	eventually(t, "the kubelet API through the API server", 30*time.Second, func() error {
+		if code, body := nodeProxyQuery(t, n, "healthz", ""); code != 200 {
+			return fmt.Errorf("%d %s", code, body)
+		}
+		return nil
+	})
 	tests := []struct {
 		path, query string
 		code        int
