@@ -122,8 +122,10 @@ var Implemented = map[string]bool{
 	"kubeAPIQPS":                                 true,
 	"kubeAPIBurst":                               true,
 	// The debugging handlers of the kubelet API (actors/kubeletapi).
-	"enableDebuggingHandlers":   true,
-	"enableSystemLogHandler":    true,
+	"enableDebuggingHandlers": true,
+	"enableSystemLogHandler":  true,
+	// The node log query, /logs/?query= (internal/kubeletapi/nodelogs).
+	"enableSystemLogQuery":      true,
 	"enableProfilingHandler":    true,
 	"enableContentionProfiling": true,
 

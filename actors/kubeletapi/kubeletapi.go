@@ -122,6 +122,10 @@ type Debugging struct {
 	Handlers bool
 	// SystemLogs (enableSystemLogHandler) serves /logs/.
 	SystemLogs bool
+	// SystemLogQuery (enableSystemLogQuery with the NodeLogQuery gate)
+	// answers /logs/ with query parameters from the journal or a log
+	// file (internal/kubeletapi/nodelogs).
+	SystemLogQuery bool
 	// Profiling (enableProfilingHandler) serves /debug/pprof/.
 	Profiling bool
 	// ContentionProfiling (enableContentionProfiling) records every

@@ -142,8 +142,8 @@ func reviewingClient() *fake.Clientset {
 // them, each served by an httptest server (plain HTTP: TLS plays no part
 // in which path answers what).
 type listeners struct {
-	healthz, readOnly, api, apiNoDebugging, apiNoLogsNoPprof, debug *httptest.Server
-	lists                                                           *atomic.Int64
+	healthz, readOnly, api, apiNoDebugging, apiNoLogsNoPprof, apiNoLogQuery, debug *httptest.Server
+	lists                                                                          *atomic.Int64
 }
 
 func newListeners(t *testing.T) *listeners {
@@ -196,7 +196,7 @@ func newListeners(t *testing.T) *listeners {
 	params := Params{
 		Port: 10250, ServingCert: &tls.Certificate{}, Auth: filter, NodeName: "node-a",
 		Runtime: &runtimeStub{logPath: containerLog}, Configz: &kubeletconfigv1beta1.KubeletConfiguration{},
-		Debugging: Debugging{Handlers: true, SystemLogs: true, Profiling: true, Flags: true}, LogDir: logDir,
+		Debugging: Debugging{Handlers: true, SystemLogs: true, SystemLogQuery: true, Profiling: true, Flags: true}, LogDir: logDir,
 		FaultInjection: true, PodManager: podManager, PLEG: pleg, System: system, Log: zerolog.Nop(),
 		Stats: &stats.Provider{Runtime: &runtimeStub{}, Images: imageStub{}, RootDir: t.TempDir(), PodCgroupRoot: "/kubepods", Log: zerolog.Nop()},
 	}
@@ -228,8 +228,9 @@ func newListeners(t *testing.T) *listeners {
 		apiNoLogsNoPprof: serve(api(actorWith(func(p *Params) {
 			p.Debugging.SystemLogs, p.Debugging.Profiling, p.Debugging.Flags = false, false, false
 		}))),
-		debug: serve(canonicalPaths(a.debugMux())),
-		lists: lists,
+		apiNoLogQuery: serve(api(actorWith(func(p *Params) { p.Debugging.SystemLogQuery = false }))),
+		debug:         serve(canonicalPaths(a.debugMux())),
+		lists:         lists,
 	}
 }
 
@@ -413,6 +414,30 @@ func TestEveryPathOnEveryListener(t *testing.T) {
 		{l.api, "api", "GET", "/logs/outside-dir/secret", adminToken, 403, ""},
 		{l.api, "api", "GET", "/logs/outside-dir/", adminToken, 403, ""},
 		{l.api, "api", "POST", "/logs/node.log", adminToken, 405, ""},
+		// The node log query (enableSystemLogQuery): a file under the
+		// directory, never out of it; a service's journal or, as here
+		// without one, its log file; upstream's 400 and 406.
+		{l.api, "api", "GET", "/logs/?query=./node.log", adminToken, 200, "node log line"},
+		{l.api, "api", "GET", "/logs/?query=./inside.log", adminToken, 200, "node log line"},
+		{l.api, "api", "GET", "/logs/?query=./outside.log", adminToken, 406, "path escapes from parent"},
+		{l.api, "api", "GET", "/logs/?query=outside-dir/secret", adminToken, 406, "path escapes from parent"},
+		{l.api, "api", "GET", "/logs/?query=../etc/passwd", adminToken, 406, "path escapes from parent"},
+		{l.api, "api", "GET", "/logs/?query=/etc/passwd", adminToken, 406, "path escapes from parent"},
+		{l.api, "api", "GET", "/logs/?query=node", adminToken, 200, "node log line"},
+		{l.api, "api", "GET", "/logs/?query=outside", adminToken, 200, "error getting log for outside: openat outside.log: path escapes from parent"},
+		{l.api, "api", "GET", "/logs/?query=node&tailLines=1", adminToken, 200, "options present and query resolved to log files for [node]"},
+		{l.api, "api", "GET", "/logs/?query=./node.log&tailLines=1", adminToken, 406, "cannot specify file with options"},
+		{l.api, "api", "GET", "/logs/node.log?query=node", adminToken, 406, "path not allowed in query mode"},
+		{l.api, "api", "GET", "/logs/?query=", adminToken, 400, `query: Invalid value: [""]: may not be empty`},
+		{l.api, "api", "GET", "/logs/?query=node&tailLines=x", adminToken, 400, `tailLines: Invalid value: "x"`},
+		{l.api, "api", "GET", "/logs/?sinceTime=2026-01-01T00:00:00Z", adminToken, 406, "query: Required value: cannot be empty with options"},
+		{l.api, "api", "GET", "/logs/?query=a%20b", adminToken, 406, "input contains unsupported characters"},
+		{l.api, "api", "GET", "/logs/?query=a&query=b&query=c&query=d&query=e", adminToken, 406, "must have at most 4 items"},
+		{l.api, "api", "GET", "/logs/?query=node", viewerToken, 200, "node log line"},
+		{l.api, "api", "GET", "/logs/?query=node", statsReaderToken, 403, "subresource(s)=[log]"},
+		{l.apiNoLogQuery, "api without the log query", "GET", "/logs/?query=node", adminToken, 200, "node.log"},
+		{l.apiNoLogQuery, "api without the log query", "GET", "/logs/?query=./node.log", adminToken, 200, `<a href="node.log">`},
+		{l.apiNoLogsNoPprof, "api without logs and pprof", "GET", "/logs/?query=node", adminToken, 405, "logs endpoint is disabled."},
 		{l.api, "api", "GET", "/nope", adminToken, 404, ""},
 		{l.api, "api", "GET", "/", adminToken, 404, ""},
 

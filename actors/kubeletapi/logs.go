@@ -1,9 +1,11 @@
 package kubeletapi
 
 import (
+	"compress/gzip"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"net/http"
 	"os"
@@ -15,6 +17,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/actorlet/actorlet/internal/kubeletapi/nodelogs"
 	"github.com/actorlet/actorlet/internal/podref"
 	"github.com/actorlet/actorlet/internal/podruntime/logs"
 )
@@ -123,6 +126,9 @@ func (a *Actor) systemLogs() http.Handler {
 			http.Error(w, "method not allowed: /logs/ takes GET", http.StatusMethodNotAllowed)
 			return
 		}
+		if a.p.Debugging.SystemLogQuery && a.nodeLogQuery(w, r, dir) {
+			return
+		}
 		root, err := os.OpenRoot(dir)
 		if err != nil {
 			http.Error(w, fmt.Sprintf("log directory %s: %v", dir, err), http.StatusNotFound)
@@ -131,6 +137,46 @@ func (a *Actor) systemLogs() http.Handler {
 		defer root.Close()
 		http.FileServerFS(escapeRefused{root.FS()}).ServeHTTP(w, r)
 	}))
+}
+
+// nodeLogQuery answers /logs/?query= (enableSystemLogQuery), as
+// upstream: a bad query with 400 or 406, a service query with its journal
+// or log files, and it returns true; for a file query it points the request
+// at the file and, as for a request without the query's parameters,
+// returns false for the file server to serve it. r's path is below /logs/.
+func (a *Actor) nodeLogQuery(w http.ResponseWriter, r *http.Request, dir string) bool {
+	q, errs := nodelogs.Parse(r.URL.Query())
+	if len(errs) > 0 {
+		http.Error(w, errs.ToAggregate().Error(), http.StatusBadRequest)
+		return true
+	}
+	if q == nil {
+		return false
+	}
+	if r.URL.Path != "/" && r.URL.Path != "" {
+		http.Error(w, "path not allowed in query mode", http.StatusNotAcceptable)
+		return true
+	}
+	src := nodelogs.Source{Dir: dir}
+	if errs := q.Validate(src.Stat); len(errs) > 0 {
+		http.Error(w, errs.ToAggregate().Error(), http.StatusNotAcceptable)
+		return true
+	}
+	if len(q.Services) == 0 {
+		// One file, which Validate found under dir.
+		r.URL.Path, r.URL.RawPath = q.Files[0], ""
+		return false
+	}
+	w.Header().Set("Content-Type", "text/plain;charset=UTF-8")
+	var out io.Writer = w
+	if r.Header.Get("Accept-Encoding") == "gzip" {
+		w.Header().Set("Content-Encoding", "gzip")
+		gz, _ := gzip.NewWriterLevel(w, gzip.BestSpeed) // a valid level: no error
+		defer gz.Close()
+		out = gz
+	}
+	src.Copy(r.Context(), out, q)
+	return true
 }
 
 // nodeLogDir is what /logs/ serves, as upstream.

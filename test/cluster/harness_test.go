@@ -12,7 +12,8 @@ import (
 
 // kubelet is actorlet, built once for the package, or the kubelet that
 // CLUSTER_KUBELET names. Only the tests that say so are meant to run
-// against upstream's (TestMirrorPodStatusIsRestored, TestDeletedPodsLastWord):
+// against upstream's (TestMirrorPodStatusIsRestored, TestDeletedPodsLastWord,
+// TestNodeLogQuery):
 //
 //	CLUSTER_KUBELET=$(hack/node-env upstream-kubelet) go test -run TestMirrorPodStatusIsRestored ./test/cluster/
 var kubelet agent.Kubelet
