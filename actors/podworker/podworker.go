@@ -7,6 +7,7 @@ package podworker
 
 import (
 	"context"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -72,6 +73,11 @@ type history struct {
 	// synced and startObserved make the pod's first sync and its start
 	// measured once (metrics.go).
 	synced, startObserved atomic.Bool
+	// health is the allocatedResourcesStatus of the pod's containers, by
+	// source then container (messages.ResourceHealthChanged): its senders
+	// tell only changes, which a restarted worker must not lose. Only
+	// the incarnation running touches it.
+	health map[string]map[string][]v1.ResourceStatus
 }
 
 // Actor is the pod-worker actor.
@@ -91,7 +97,10 @@ type Actor struct {
 	cancelSync, cancelKill context.CancelFunc
 	cancelRetry            func() bool
 	reported               *v1.PodStatus
-	reportedPhase          Phase
+	// raw is the status last given to report, before the devices'
+	// health was written into it.
+	raw           *v1.PodStatus
+	reportedPhase Phase
 	// synced is the status of the current sync pass last reported: the
 	// next pass's previous status, as upstream's status manager gives it
 	// (the API's copy of the pod lags behind it).
@@ -168,6 +177,14 @@ func (a *Actor) Receive(ctx actor.Context) {
 		a.step(ctx, EvClaimsUnprepared{})
 	case *messages.ProbeResultChanged:
 		a.step(ctx, EvProbeResult{ContainerID: m.ContainerID, Kind: m.Kind, Result: m.Result})
+	case *messages.ResourceHealthChanged:
+		if a.hist.health == nil {
+			a.hist.health = map[string]map[string][]v1.ResourceStatus{}
+		}
+		a.hist.health[m.Source] = m.Containers
+		if a.raw != nil {
+			a.report(ctx, a.raw)
+		}
 	}
 }
 
@@ -178,7 +195,7 @@ func (a *Actor) step(ctx actor.Context, ev Event) {
 		a.execute(ctx, c)
 	}
 	if a.state.Phase != a.reportedPhase {
-		a.report(ctx, a.reported)
+		a.report(ctx, a.raw)
 	}
 }
 
@@ -302,6 +319,8 @@ func (a *Actor) report(ctx actor.Context, status *v1.PodStatus) {
 	if status == nil {
 		status = &v1.PodStatus{}
 	}
+	a.raw = status
+	status = withResourceHealth(status, a.hist.health)
 	if a.state.Phase == a.reportedPhase && a.reported != nil && apiequality.Semantic.DeepEqual(*a.reported, *status) {
 		return
 	}
@@ -355,4 +374,35 @@ func previousStatus(api v1.PodStatus, synced *v1.PodStatus) v1.PodStatus {
 		}
 	}
 	return out
+}
+
+// healthSources are the senders of ResourceHealthChanged in the order
+// their entries are listed, as upstream's container manager asks the
+// device manager before the DRA manager.
+var healthSources = []string{messages.HealthFromDevices, messages.HealthFromDRA}
+
+// withResourceHealth is status with each container's
+// allocatedResourcesStatus made of what health holds for it, as
+// upstream's generateAPIPodStatus asks its container manager on every
+// status; status itself when health holds nothing.
+func withResourceHealth(status *v1.PodStatus, health map[string]map[string][]v1.ResourceStatus) *v1.PodStatus {
+	empty := true
+	for _, byContainer := range health {
+		if len(byContainer) > 0 {
+			empty = false
+		}
+	}
+	if empty {
+		return status
+	}
+	out := *status
+	out.ContainerStatuses = slices.Clone(status.ContainerStatuses)
+	for i := range out.ContainerStatuses {
+		cs := &out.ContainerStatuses[i]
+		cs.AllocatedResourcesStatus = nil
+		for _, src := range healthSources {
+			cs.AllocatedResourcesStatus = append(cs.AllocatedResourcesStatus, health[src][cs.Name]...)
+		}
+	}
+	return &out
 }
