@@ -324,7 +324,7 @@ var runtimeActors = []struct {
 	{devicemanager.Kind, func(a *Actor, env *runtimeEnv) *actor.Props {
 		return a.p.System.Registry.Props(devicemanager.Kind, devicemanager.New(devicemanager.Params{
 			RootDir: a.deps.RootDir, PodManager: a.child(podmanager.Kind), StatusReporter: a.child(statusreporter.Kind),
-			PodResources: true, Log: a.log,
+			PodResources: true, Health: a.gates.Enabled("ResourceHealthStatus"), Log: a.log,
 		}), nil)
 	}},
 	{volumemanager.Kind, func(a *Actor, env *runtimeEnv) *actor.Props {
