@@ -4,7 +4,9 @@
 // through their DRA drivers (NodePrepareResources) when its worker asks,
 // answering with the CDI device IDs of each container, and unprepares them
 // (NodeUnprepareResources) once nothing of the pod runs, or once its pod
-// is found gone (upstream's reconcile loop, after a restart too).
+// is found gone (upstream's reconcile loop, after a restart too). It
+// watches each driver's DRAResourceHealth stream (health.go) and tells
+// the pod-manager each pod's containers' allocatedResourcesStatus.
 //
 // Its decisions are a Machine (machine.go), with no I/O; the actor (this
 // file) carries out its commands off the mailbox: the API reads, the
