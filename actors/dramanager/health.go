@@ -136,7 +136,7 @@ func (a *Actor) onHealthStreamEnded(ctx actor.Context, m *messages.DRAHealthStre
 		// does not implement it, until it registers again.
 		a.log.Info().Str("driver", m.Driver).Msg("driver does not support WatchResources health stream, stopping")
 	} else {
-		a.log.Warn().Str("driver", m.Driver).AnErr("err", m.Err).Stringer("retryIn", healthRestartDelay).Msg("WatchResources health stream has ended")
+		a.log.Info().Str("driver", m.Driver).AnErr("err", m.Err).Stringer("retryIn", healthRestartDelay).Msg("WatchResources health stream has ended")
 		s.restartAt = time.Now().Add(healthRestartDelay)
 		a.wakeAt(ctx, s.restartAt)
 	}
@@ -183,6 +183,12 @@ func (a *Actor) onHealthDue(ctx actor.Context) {
 		a.h.due = time.Time{}
 	}
 	a.syncStreams(ctx, now, false)
+	// A restart due later than the timer that fired keeps its own.
+	for _, s := range a.h.streams {
+		if s.ended && s.restartAt.After(now) {
+			a.wakeAt(ctx, s.restartAt)
+		}
+	}
 	a.pushHealth(ctx)
 }
 
