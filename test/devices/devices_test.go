@@ -106,6 +106,9 @@ func TestDevicePlugin(t *testing.T) {
 				return nil
 			})
 		}
+		// An unhealthy device is not allocatable: the Node counts it
+		// again before the restart, whose admission reads the Node.
+		agent.Eventually(t, "the Node shows 2 devices again", 40*time.Second, func() error { return nodeDevices(n, 2, 2) })
 	})
 
 	t.Run("too many", func(t *testing.T) {
