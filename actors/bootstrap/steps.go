@@ -314,6 +314,7 @@ var runtimeActors = []struct {
 		if a.deps.Kube != nil {
 			p.NodeInfo = &csi.NodeInfoManager{Kube: a.deps.Kube, NodeName: a.deps.NodeName}
 			p.DRADrivers = env.draDrivers
+			p.DRAManager = a.draManager()
 		}
 		return a.p.System.Registry.Props(pluginmanager.Kind, pluginmanager.New(p), nil)
 	}},
@@ -321,12 +322,13 @@ var runtimeActors = []struct {
 		return a.p.System.Registry.Props(dramanager.Kind, dramanager.New(dramanager.Params{
 			Kube: a.deps.Kube, Drivers: env.draDrivers, RootDir: a.deps.RootDir,
 			PodManager: a.child(podmanager.Kind), Events: a.deps.Events, Log: a.log,
+			Health: a.gates.Enabled("ResourceHealthStatus"), HealthMessage: a.gates.Enabled("ResourceHealthStatusMessage"),
 		}), nil)
 	}},
 	{devicemanager.Kind, func(a *Actor, env *runtimeEnv) *actor.Props {
 		return a.p.System.Registry.Props(devicemanager.Kind, devicemanager.New(devicemanager.Params{
 			RootDir: a.deps.RootDir, PodManager: a.child(podmanager.Kind), StatusReporter: a.child(statusreporter.Kind),
-			PodResources: true, Log: a.log,
+			PodResources: true, Health: a.gates.Enabled("ResourceHealthStatus"), Log: a.log,
 		}), nil)
 	}},
 	{volumemanager.Kind, func(a *Actor, env *runtimeEnv) *actor.Props {

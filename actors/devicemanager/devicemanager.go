@@ -25,6 +25,7 @@ import (
 	"github.com/rs/zerolog"
 	"google.golang.org/protobuf/proto"
 	v1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/types"
 	api "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
 
@@ -56,7 +57,11 @@ type Params struct {
 	PodResources bool
 	// Grace is StopGrace; zero: StopGrace.
 	Grace time.Duration
-	Log   zerolog.Logger
+	// Health: the ResourceHealthStatus gate; the health of each pod's
+	// devices is told to the PodManager for its containers'
+	// allocatedResourcesStatus.
+	Health bool
+	Log    zerolog.Logger
 }
 
 // Actor is the device-manager actor.
@@ -70,6 +75,8 @@ type Actor struct {
 	gen       int
 	endpoints map[string]map[int]*deviceplugin.Endpoint
 	writer    *checkpointWriter
+	// healthSent is the allocatedResourcesStatus each pod was last told.
+	healthSent map[types.UID]map[string][]v1.ResourceStatus
 }
 
 // New returns a producer of the device-manager.
@@ -188,7 +195,37 @@ func (a *Actor) stop() {
 	}
 }
 
-func (a *Actor) step(ctx actor.Context, ev Event) { a.execute(ctx, a.m.Step(ev)) }
+func (a *Actor) step(ctx actor.Context, ev Event) {
+	a.execute(ctx, a.m.Step(ev))
+	a.pushHealth(ctx)
+}
+
+// pushHealth tells the pod-manager each pod's allocatedResourcesStatus of
+// its devices whenever it changed, as upstream's device manager asks for
+// a pod's status update when one of its devices' health changed.
+func (a *Actor) pushHealth(ctx actor.Context) {
+	if !a.p.Health || a.p.PodManager == nil {
+		return
+	}
+	if a.healthSent == nil {
+		a.healthSent = map[types.UID]map[string][]v1.ResourceStatus{}
+	}
+	held := map[types.UID]bool{}
+	for _, uid := range a.m.Pods() {
+		held[uid] = true
+		st := a.m.ResourceHealth(uid)
+		if old, ok := a.healthSent[uid]; ok && apiequality.Semantic.DeepEqual(st, old) {
+			continue
+		}
+		a.healthSent[uid] = st
+		supervision.Tell(ctx, a.p.PodManager, &messages.ResourceHealthChanged{UID: uid, Source: messages.HealthFromDevices, Containers: st})
+	}
+	for uid := range a.healthSent {
+		if !held[uid] {
+			delete(a.healthSent, uid)
+		}
+	}
+}
 
 func (a *Actor) endpoint(res string, gen int) *deviceplugin.Endpoint { return a.endpoints[res][gen] }
 

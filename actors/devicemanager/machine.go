@@ -736,3 +736,37 @@ func (m *Machine) Allocations() *messages.DeviceAllocations {
 	}
 	return out
 }
+
+// Pods are the pods holding devices.
+func (m *Machine) Pods() []types.UID { return slices.Collect(maps.Keys(m.alloc)) }
+
+// ResourceHealth is each of the pod's containers' allocatedResourcesStatus,
+// as upstream's device manager makes it: one entry per resource, each
+// device by ID, Unhealthy when its plugin last listed it so, else Healthy
+// (a device its plugin no longer lists, or whose plugin went, keeps what
+// it was last listed as).
+func (m *Machine) ResourceHealth(uid types.UID) map[string][]v1.ResourceStatus {
+	out := map[string][]v1.ResourceStatus{}
+	for container, byRes := range m.alloc[uid] {
+		var statuses []v1.ResourceStatus
+		for _, res := range slices.Sorted(maps.Keys(byRes)) {
+			a := byRes[res]
+			if a == nil || len(a.IDs) == 0 {
+				continue
+			}
+			rs := v1.ResourceStatus{Name: v1.ResourceName(res)}
+			for _, id := range slices.Sorted(slices.Values(a.IDs)) {
+				h := v1.ResourceHealthStatusHealthy
+				if r := m.resources[res]; r != nil && r.devices[id] != nil && r.devices[id].Health != api.Healthy {
+					h = v1.ResourceHealthStatusUnhealthy
+				}
+				rs.Resources = append(rs.Resources, v1.ResourceHealth{ResourceID: v1.ResourceID(id), Health: h})
+			}
+			statuses = append(statuses, rs)
+		}
+		if len(statuses) > 0 {
+			out[container] = statuses
+		}
+	}
+	return out
+}

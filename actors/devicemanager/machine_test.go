@@ -278,3 +278,40 @@ func TestAllocateFailure(t *testing.T) {
 		t.Errorf("reply %v, alloc %v", r.Reply, m.alloc)
 	}
 }
+
+// TestResourceHealth: each container's allocatedResourcesStatus follows
+// the health its plugin lists, as upstream's device manager's
+// UpdateAllocatedResourcesStatus; a plugin gone leaves it as it was.
+func TestResourceHealth(t *testing.T) {
+	m := registered(false, "d1", "d2", "d3")
+	p := pod("p", nil, ctr("a", 2), ctr("b", 0))
+	if _, err := allocate(t, m, p, "a", "p"); err != nil {
+		t.Fatal(err)
+	}
+	status := func(h1, h2 v1.ResourceHealthStatus) map[string][]v1.ResourceStatus {
+		return map[string][]v1.ResourceStatus{"a": {{Name: gpu, Resources: []v1.ResourceHealth{
+			{ResourceID: "d1", Health: h1}, {ResourceID: "d2", Health: h2}}}}}
+	}
+	healthy, unhealthy := v1.ResourceHealthStatusHealthy, v1.ResourceHealthStatusUnhealthy
+	for _, tc := range []struct {
+		ev   Event
+		want map[string][]v1.ResourceStatus
+	}{
+		{nil, status(healthy, healthy)},
+		{EvDevices{Resource: gpu, Gen: 1, Devices: devs("d1", "d2!", "d3")}, status(healthy, unhealthy)},
+		{EvDevices{Resource: gpu, Gen: 1, Devices: devs("d1!", "d2", "d3")}, status(unhealthy, healthy)},
+		{EvDevices{Resource: gpu, Gen: 1, Devices: devs("d2", "d3")}, status(healthy, healthy)},
+		{EvDevices{Resource: gpu, Gen: 1, Devices: devs("d1", "d2!", "d3")}, status(healthy, unhealthy)},
+		{EvStreamEnded{Resource: gpu, Gen: 1}, status(healthy, unhealthy)},
+	} {
+		if tc.ev != nil {
+			m.Step(tc.ev)
+		}
+		if got := m.ResourceHealth(p.UID); !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("after %+v: %+v, want %+v", tc.ev, got, tc.want)
+		}
+	}
+	if got := m.ResourceHealth("other"); len(got) != 0 {
+		t.Errorf("a pod without devices: %+v", got)
+	}
+}

@@ -4,7 +4,9 @@
 // through their DRA drivers (NodePrepareResources) when its worker asks,
 // answering with the CDI device IDs of each container, and unprepares them
 // (NodeUnprepareResources) once nothing of the pod runs, or once its pod
-// is found gone (upstream's reconcile loop, after a restart too).
+// is found gone (upstream's reconcile loop, after a restart too). It
+// watches each driver's DRAResourceHealth stream (health.go) and tells
+// the pod-manager each pod's containers' allocatedResourcesStatus.
 //
 // Its decisions are a Machine (machine.go), with no I/O; the actor (this
 // file) carries out its commands off the mailbox: the API reads, the
@@ -59,6 +61,11 @@ type Params struct {
 	PodManager *actor.PID
 	Events     record.EventRecorder
 	Log        zerolog.Logger
+	// Health: the ResourceHealthStatus gate; the drivers' health streams
+	// are watched and the pods' allocatedResourcesStatus told to the
+	// PodManager. HealthMessage: ResourceHealthStatusMessage, the
+	// drivers' messages shown with it.
+	Health, HealthMessage bool
 }
 
 // Actor is the dra-manager actor.
@@ -73,6 +80,7 @@ type Actor struct {
 	// began, by pod: its end is one of upstream's PrepareResources or
 	// UnprepareResources operations in dra_operations_duration_seconds.
 	started map[types.UID]time.Time
+	h       *health
 }
 
 // New returns a producer of the dra-manager.
@@ -97,10 +105,24 @@ func (a *Actor) Receive(ctx actor.Context) {
 		a.m = NewMachine(loaded)
 		a.askers = map[types.UID]*actor.PID{}
 		a.started = map[types.UID]time.Time{}
+		a.h = newHealth()
 		a.countInUse()
 		a.log.Info().Int("claims", len(loaded)).Msg("DRA claim info cache loaded")
 		supervision.After(ctx, ReconcilePeriod, &messages.DRAActivePods{})
+		a.syncStreams(ctx, time.Now(), true)
+	case *messages.DRADriversChanged:
+		a.syncStreams(ctx, time.Now(), true)
+		a.pushHealth(ctx)
+	case *messages.DRAHealthReport:
+		a.onHealthReport(ctx, m)
+	case *messages.DRAHealthStreamEnded:
+		a.onHealthStreamEnded(ctx, m)
+	case *messages.DRAHealthDue:
+		a.onHealthDue(ctx)
 	case *messages.PrepareClaims:
+		if a.p.Health {
+			a.h.pods[m.Pod.UID] = m.Pod
+		}
 		a.ask(ctx, m.Pod.UID)
 		a.step(ctx, EvPrepare{Pod: m.Pod})
 	case *messages.UnprepareClaims:
@@ -153,6 +175,7 @@ func (a *Actor) step(ctx actor.Context, ev Event) {
 		a.execute(ctx, c)
 	}
 	a.countInUse()
+	a.pushHealth(ctx)
 }
 
 // countInUse serves the cache's prepared claims as dra_resource_claims_in_use.
@@ -213,6 +236,7 @@ func (a *Actor) execute(ctx actor.Context, c Command) {
 	case CmdUnprepared:
 		a.observe(c.UID, metrics.DRAUnprepare, false)
 		a.log.Info().Str("podUID", string(c.UID)).Msg("claims unprepared")
+		a.forgetPod(c.UID)
 		a.answer(ctx, c.UID, &messages.ClaimsUnprepared{UID: c.UID})
 	case CmdPrepareFailed:
 		a.observe(c.Pod.UID, metrics.DRAPrepare, true)

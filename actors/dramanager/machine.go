@@ -548,3 +548,12 @@ func (m *Machine) HasPod(uid types.UID) bool {
 	}
 	return false
 }
+
+// Claim is the prepared claim of the cache named namespace/name.
+func (m *Machine) Claim(namespace, name string) (dra.ClaimInfoState, bool) {
+	c := m.claims[key(namespace, name)]
+	if c == nil || !c.prepared {
+		return dra.ClaimInfoState{}, false
+	}
+	return c.ClaimInfoState, true
+}

@@ -64,6 +64,9 @@ type Params struct {
 	// DRADrivers is the registry of DRA drivers the actor keeps; nil:
 	// DRA plugins are registered nowhere (no dra-manager).
 	DRADrivers *dra.Registry
+	// DRAManager is told DRADriversChanged whenever DRADrivers changes,
+	// for the drivers' health streams; nil: nobody is.
+	DRAManager *actor.PID
 	// CSITimeout bounds a driver's NodeGetInfo; APITimeout the API writes
 	// of one operation. Zero: the defaults above.
 	CSITimeout, APITimeout time.Duration
@@ -152,6 +155,7 @@ func (a *Actor) start(ctx actor.Context) {
 	}
 	if a.p.DRADrivers != nil {
 		a.p.DRADrivers.Reset()
+		a.draChanged(ctx)
 		// As upstream at start: the node's ResourceSlices of every
 		// driver go; the drivers that register publish theirs again.
 		a.wipeSlices(ctx, "")
@@ -233,7 +237,9 @@ func (a *Actor) execute(ctx actor.Context, c Command) {
 	case CmdRegistrySet:
 		if c.DRA {
 			if a.p.DRADrivers != nil {
-				a.p.DRADrivers.Add(dra.Driver{Name: c.Driver.Name, Endpoint: c.Driver.Endpoint, Service: c.Driver.HighestVersion})
+				a.p.DRADrivers.Add(dra.Driver{Name: c.Driver.Name, Endpoint: c.Driver.Endpoint, Service: c.Driver.HighestVersion,
+					HealthService: dra.ChooseHealthService(c.Driver.Versions)})
+				a.draChanged(ctx)
 			}
 			break
 		}
@@ -242,8 +248,11 @@ func (a *Actor) execute(ctx actor.Context, c Command) {
 		}
 	case CmdRegistryDelete:
 		if c.DRA {
-			if a.p.DRADrivers != nil && a.p.DRADrivers.Remove(c.Name, c.Endpoint) {
-				supervision.After(ctx, WipingDelay, &messages.DRASlicesWipeDue{Driver: c.Name})
+			if a.p.DRADrivers != nil {
+				if a.p.DRADrivers.Remove(c.Name, c.Endpoint) {
+					supervision.After(ctx, WipingDelay, &messages.DRASlicesWipeDue{Driver: c.Name})
+				}
+				a.draChanged(ctx)
 			}
 			break
 		}
@@ -344,4 +353,11 @@ func (a *Actor) wipeSlices(ctx actor.Context, driver string) {
 		}
 		return &messages.DRASlicesWiped{Selector: selector.String(), Err: err}
 	})
+}
+
+// draChanged tells the dra-manager the DRA drivers' registry changed.
+func (a *Actor) draChanged(ctx actor.Context) {
+	if a.p.DRAManager != nil {
+		supervision.Tell(ctx, a.p.DRAManager, &messages.DRADriversChanged{})
+	}
 }

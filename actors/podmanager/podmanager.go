@@ -238,6 +238,11 @@ func (a *Actor) Receive(ctx actor.Context) {
 		a.reconcileCPUs(ctx)
 	case *messages.CPUsReconciled:
 		a.cpusReconciled(ctx, m)
+	case *messages.ResourceHealthChanged:
+		// Handed on as it is: the worker keeps it, across its restarts.
+		if pid, ok := a.workers[m.UID]; ok {
+			supervision.Tell(ctx, pid, m)
+		}
 	case *messages.ListPods:
 		ctx.Respond(a.m.List())
 	case *messages.HealthRequest:

@@ -7,6 +7,7 @@ package podworker
 
 import (
 	"context"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -77,6 +78,11 @@ type history struct {
 	// synced and startObserved make the pod's first sync and its start
 	// measured once (metrics.go).
 	synced, startObserved atomic.Bool
+	// health is the allocatedResourcesStatus of the pod's containers, by
+	// source then container (messages.ResourceHealthChanged): its senders
+	// tell only changes, which a restarted worker must not lose. Only
+	// the incarnation running touches it.
+	health map[string]map[string][]v1.ResourceStatus
 }
 
 // Actor is the pod-worker actor.
@@ -99,6 +105,9 @@ type Actor struct {
 	endTerminated func(error)
 	cancelRetry   func() bool
 	reported      *v1.PodStatus
+	// raw is the status last given to report, before the devices'
+	// health was written into it.
+	raw           *v1.PodStatus
 	reportedPhase Phase
 	// synced is the status of the current sync pass last reported: the
 	// next pass's previous status, as upstream's status manager gives it
@@ -176,6 +185,14 @@ func (a *Actor) Receive(ctx actor.Context) {
 		a.step(ctx, EvClaimsUnprepared{})
 	case *messages.ProbeResultChanged:
 		a.step(ctx, EvProbeResult{ContainerID: m.ContainerID, Kind: m.Kind, Result: m.Result})
+	case *messages.ResourceHealthChanged:
+		if a.hist.health == nil {
+			a.hist.health = map[string]map[string][]v1.ResourceStatus{}
+		}
+		a.hist.health[m.Source] = m.Containers
+		if a.raw != nil {
+			a.report(ctx, a.raw)
+		}
 	}
 }
 
@@ -186,7 +203,7 @@ func (a *Actor) step(ctx actor.Context, ev Event) {
 		a.execute(ctx, c)
 	}
 	if a.state.Phase != a.reportedPhase {
-		a.report(ctx, a.reported)
+		a.report(ctx, a.raw)
 	}
 }
 
@@ -348,6 +365,8 @@ func (a *Actor) report(ctx actor.Context, status *v1.PodStatus) {
 	if status == nil {
 		status = &v1.PodStatus{}
 	}
+	a.raw = status
+	status = withResourceHealth(status, a.hist.health)
 	if a.state.Phase == a.reportedPhase && a.reported != nil && apiequality.Semantic.DeepEqual(*a.reported, *status) {
 		return
 	}
@@ -405,4 +424,35 @@ func previousStatus(api v1.PodStatus, synced *v1.PodStatus) v1.PodStatus {
 		}
 	}
 	return out
+}
+
+// healthSources are the senders of ResourceHealthChanged in the order
+// their entries are listed, as upstream's container manager asks the
+// device manager before the DRA manager.
+var healthSources = []string{messages.HealthFromDevices, messages.HealthFromDRA}
+
+// withResourceHealth is status with each container's
+// allocatedResourcesStatus made of what health holds for it, as
+// upstream's generateAPIPodStatus asks its container manager on every
+// status; status itself when health holds nothing.
+func withResourceHealth(status *v1.PodStatus, health map[string]map[string][]v1.ResourceStatus) *v1.PodStatus {
+	empty := true
+	for _, byContainer := range health {
+		if len(byContainer) > 0 {
+			empty = false
+		}
+	}
+	if empty {
+		return status
+	}
+	out := *status
+	out.ContainerStatuses = slices.Clone(status.ContainerStatuses)
+	for i := range out.ContainerStatuses {
+		cs := &out.ContainerStatuses[i]
+		cs.AllocatedResourcesStatus = nil
+		for _, src := range healthSources {
+			cs.AllocatedResourcesStatus = append(cs.AllocatedResourcesStatus, health[src][cs.Name]...)
+		}
+	}
+	return &out
 }

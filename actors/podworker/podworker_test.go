@@ -9,6 +9,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/rs/zerolog"
 	v1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/actorlet/actorlet/internal/probe/results"
@@ -176,5 +177,39 @@ func TestPanicInjectedInSyncWorkRestartsTheWorker(t *testing.T) {
 	}
 	if n := p.hist.incarnations.Load(); n != 2 {
 		t.Errorf("%d incarnations after the restart settled, want 2", n)
+	}
+}
+
+// TestWithResourceHealth: the devices' health goes into each container's
+// allocatedResourcesStatus, the device plugins' before DRA's, replacing
+// what the status held.
+func TestWithResourceHealth(t *testing.T) {
+	dp := v1.ResourceStatus{Name: "example.com/dev", Resources: []v1.ResourceHealth{{ResourceID: "d1", Health: v1.ResourceHealthStatusUnhealthy}}}
+	claim := v1.ResourceStatus{Name: "claim:gpu", Resources: []v1.ResourceHealth{{ResourceID: "cdi/gpu=0", Health: v1.ResourceHealthStatusUnknown}}}
+	status := func(held ...v1.ResourceStatus) *v1.PodStatus {
+		return &v1.PodStatus{ContainerStatuses: []v1.ContainerStatus{{Name: "a", AllocatedResourcesStatus: held}, {Name: "b"}}}
+	}
+	for _, tc := range []struct {
+		name   string
+		in     *v1.PodStatus
+		health map[string]map[string][]v1.ResourceStatus
+		want   *v1.PodStatus
+	}{
+		{"none", status(), nil, status()},
+		{"none left", status(), map[string]map[string][]v1.ResourceStatus{messages.HealthFromDRA: {}}, status()},
+		{"both sources", status(), map[string]map[string][]v1.ResourceStatus{
+			messages.HealthFromDRA: {"a": {claim}}, messages.HealthFromDevices: {"a": {dp}}}, status(dp, claim)},
+		{"replaces", status(claim), map[string]map[string][]v1.ResourceStatus{messages.HealthFromDevices: {"a": {dp}}}, status(dp)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in := tc.in.DeepCopy()
+			got := withResourceHealth(in, tc.health)
+			if !apiequality.Semantic.DeepEqual(got, tc.want) {
+				t.Errorf("got %+v, want %+v", got, tc.want)
+			}
+			if !apiequality.Semantic.DeepEqual(in, tc.in) {
+				t.Errorf("the status given changed: %+v", in)
+			}
+		})
 	}
 }

@@ -4,10 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/status"
+	drahealthv1 "k8s.io/kubelet/pkg/apis/dra-health/v1"
+	drahealthv1alpha1 "k8s.io/kubelet/pkg/apis/dra-health/v1alpha1"
 	drapb "k8s.io/kubelet/pkg/apis/dra/v1"
 	drapbv1beta1 "k8s.io/kubelet/pkg/apis/dra/v1beta1"
 
@@ -90,4 +93,38 @@ func Unprepare(ctx context.Context, d Driver, claims []*drapb.Claim) (*drapb.Nod
 	return call(ctx, d, func(ctx context.Context, c drapb.DRAPluginClient) (*drapb.NodeUnprepareResourcesResponse, error) {
 		return c.NodeUnprepareResources(ctx, &drapb.NodeUnprepareResourcesRequest{Claims: claims})
 	})
+}
+
+// WatchHealth runs the driver's NodeWatchResources stream through its
+// HealthService until it ends or ctx is done, handing each report to
+// report. A clean end (EOF) is nil.
+func WatchHealth(ctx context.Context, d Driver, report func([]*drahealthv1.DeviceHealth)) error {
+	conn, err := unixgrpc.Dial(d.Endpoint)
+	if err != nil {
+		return fmt.Errorf("create gRPC connection to DRA driver %s plugin at endpoint %s: %w", d.Name, d.Endpoint, err)
+	}
+	defer conn.Close()
+	var client drahealthv1.DRAResourceHealthClient
+	switch d.HealthService {
+	case drahealthv1.DRAResourceHealthService:
+		client = drahealthv1.NewDRAResourceHealthClient(conn)
+	case drahealthv1alpha1.DRAResourceHealthService:
+		client = drahealthv1.V1Alpha1ClientWrapper{Client: drahealthv1alpha1.NewDRAResourceHealthClient(conn)}
+	default:
+		return fmt.Errorf("internal error: unsupported chosen health service: %q", d.HealthService)
+	}
+	stream, err := client.NodeWatchResources(ctx, &drahealthv1.NodeWatchResourcesRequest{})
+	if err != nil {
+		return err
+	}
+	for {
+		resp, err := stream.Recv()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		report(resp.GetDevices())
+	}
 }

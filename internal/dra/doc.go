@@ -6,5 +6,8 @@
 // state and its checkpoint <root-dir>/dra_manager_state in upstream's
 // format, and the pure reading of a pod's claims (which claim a pod
 // claim names, which drivers an allocation needs, which CDI devices a
-// container gets). The dra-manager actor owns the state and decides.
+// container gets), and device health: the client of a driver's
+// DRAResourceHealth stream, the health cache and the containers'
+// allocatedResourcesStatus made from it. The dra-manager actor owns the
+// state and decides.
 package dra

@@ -1,14 +1,18 @@
 package dra
 
 import (
+	"maps"
+	"slices"
 	"sync"
 )
 
 // Driver is one registered DRA driver: the endpoint of its DRAPlugin
 // service and the gRPC service chosen (v1.DRAPlugin or
-// v1beta1.DRAPlugin).
+// v1beta1.DRAPlugin), and its DRAResourceHealth service chosen, if it
+// offers one.
 type Driver struct {
 	Name, Endpoint, Service string
+	HealthService           string
 }
 
 // Registry is the node's registered DRA drivers, safe for concurrent use:
@@ -75,6 +79,19 @@ func (r *Registry) Get(name string) (Driver, error) {
 		return Driver{}, &NotRegisteredError{Name: name}
 	}
 	return ds[len(ds)-1], nil
+}
+
+// List returns each registered driver, through its latest endpoint, by
+// name.
+func (r *Registry) List() []Driver {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	out := make([]Driver, 0, len(r.drivers))
+	for _, name := range slices.Sorted(maps.Keys(r.drivers)) {
+		ds := r.drivers[name]
+		out = append(out, ds[len(ds)-1])
+	}
+	return out
 }
 
 // NotRegisteredError: no plugin of the driver is registered.

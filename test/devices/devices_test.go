@@ -30,6 +30,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	v1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	dpapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
@@ -85,6 +86,29 @@ func TestDevicePlugin(t *testing.T) {
 
 	t.Run("podresources", func(t *testing.T) {
 		checkPodResources(t, n, "one", "dev-2")
+	})
+
+	t.Run("health", func(t *testing.T) {
+		// The ResourceHealthStatus gate (beta, on): the container's
+		// device shows in its allocatedResourcesStatus, and follows the
+		// health the plugin lists.
+		for _, health := range []string{dpapi.Unhealthy, dpapi.Healthy} {
+			p.SetHealth("dev-2", health)
+			want := []v1.ResourceStatus{{Name: res, Resources: []v1.ResourceHealth{{ResourceID: "dev-2", Health: v1.ResourceHealthStatus(health)}}}}
+			agent.Eventually(t, "dev-2 "+health+" in the pod's status", 60*time.Second, func() error {
+				cs, err := n.ContainerState("one", "app")
+				if err != nil {
+					return err
+				}
+				if !apiequality.Semantic.DeepEqual(cs.AllocatedResourcesStatus, want) {
+					return fmt.Errorf("allocatedResourcesStatus %+v", cs.AllocatedResourcesStatus)
+				}
+				return nil
+			})
+		}
+		// An unhealthy device is not allocatable: the Node counts it
+		// again before the restart, whose admission reads the Node.
+		agent.Eventually(t, "the Node shows 2 devices again", 40*time.Second, func() error { return nodeDevices(n, 2, 2) })
 	})
 
 	t.Run("too many", func(t *testing.T) {

@@ -28,7 +28,9 @@ import (
 	"google.golang.org/grpc"
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	drahealthv1 "k8s.io/kubelet/pkg/apis/dra-health/v1"
 	drapb "k8s.io/kubelet/pkg/apis/dra/v1"
 	registerapi "k8s.io/kubelet/pkg/apis/pluginregistration/v1"
 
@@ -108,59 +110,10 @@ func TestClaimPreparedAcrossRestart(t *testing.T) {
 	n := kubelet.NewAPIPods(t)
 	n.Up(t, "dra")
 	ctx := context.Background()
-
-	// The driver: its service, then its registration socket.
-	dir := filepath.Join(n.RootDir, "plugins", driverName)
-	if err := os.MkdirAll(dir, 0o750); err != nil {
-		t.Fatal(err)
-	}
-	endpoint := filepath.Join(dir, "dra.sock")
-	l, err := net.Listen("unix", endpoint)
-	if err != nil {
-		t.Fatal(err)
-	}
 	d := &driver{}
-	s := grpc.NewServer()
-	drapb.RegisterDRAPluginServer(s, d)
-	go func() { _ = s.Serve(l) }()
-	t.Cleanup(s.Stop)
-	reg := &fakeplugin.Plugin{Type: registerapi.DRAPlugin, Name: driverName, Endpoint: endpoint, Versions: []string{drapb.DRAPluginService}}
-	reg.Serve(t, filepath.Join(n.RootDir, "plugins_registry", driverName+"-reg.sock"), "")
-	agent.Eventually(t, "the driver registered", 30*time.Second, func() error {
-		if s := reg.Statuses(); len(s) == 0 || !s[len(s)-1].PluginRegistered {
-			return fmt.Errorf("told %v", s)
-		}
-		return nil
-	})
+	startDriver(t, n, d, nil)
+	claim, pod := claimPod(t, n)
 
-	class := &resourceapi.DeviceClass{ObjectMeta: metav1.ObjectMeta{Name: n.NS + "-gpu"}}
-	if _, err := n.Admin.ResourceV1().DeviceClasses().Create(ctx, class, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = n.Admin.ResourceV1().DeviceClasses().Delete(ctx, class.Name, metav1.DeleteOptions{}) })
-	claim, err := n.Admin.ResourceV1().ResourceClaims(n.NS).Create(ctx, &resourceapi.ResourceClaim{
-		ObjectMeta: metav1.ObjectMeta{Name: "gpu"},
-		Spec: resourceapi.ResourceClaimSpec{Devices: resourceapi.DeviceClaim{Requests: []resourceapi.DeviceRequest{
-			{Name: "gpu", Exactly: &resourceapi.ExactDeviceRequest{DeviceClassName: class.Name}}}}},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	claimName := claim.Name
-	pod := n.NewPod("gpu", nil, n.Busybox("c", "echo DRA_DEVICE=$DRA_DEVICE; exec sleep 3600"))
-	pod.Spec.ResourceClaims = []v1.PodResourceClaim{{Name: "gpu", ResourceClaimName: &claimName}}
-	pod.Spec.Containers[0].Resources.Claims = []v1.ResourceClaim{{Name: "gpu"}}
-	pod = n.Create(t, pod)
-
-	// Allocated and reserved for the pod, as the scheduler would.
-	claim.Status = resourceapi.ResourceClaimStatus{
-		Allocation: &resourceapi.AllocationResult{Devices: resourceapi.DeviceAllocationResult{Results: []resourceapi.DeviceRequestAllocationResult{
-			{Request: "gpu", Driver: driverName, Pool: "pool", Device: "gpu-0"}}}},
-		ReservedFor: []resourceapi.ResourceClaimConsumerReference{{Resource: "pods", Name: pod.Name, UID: pod.UID}},
-	}
-	if claim, err = n.Admin.ResourceV1().ResourceClaims(n.NS).UpdateStatus(ctx, claim, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
 	// The pod may reach the node before its claim is reserved for it:
 	// upstream's kubelet then tries again at its next sync, a
 	// syncFrequency (1 min) later; actorlet's dra-manager within seconds.
@@ -196,6 +149,155 @@ func TestClaimPreparedAcrossRestart(t *testing.T) {
 	if p, _ := d.calls(); len(p) != 1 && !kubelet.Upstream {
 		t.Errorf("prepared %v: a restart prepared the claim again", p)
 	}
+}
+
+// healthServer is the driver's DRAResourceHealth v1 service: each stream
+// gets the health of gpu-0 at once and whenever set changes it, and again
+// every few seconds, as a driver that keeps watching its devices.
+type healthServer struct {
+	drahealthv1.UnimplementedDRAResourceHealthServer
+	mu      sync.Mutex
+	health  drahealthv1.HealthStatus
+	message string
+	changed chan struct{}
+}
+
+func newHealthServer() *healthServer {
+	return &healthServer{health: drahealthv1.HealthStatus_HEALTHY, changed: make(chan struct{})}
+}
+
+func (h *healthServer) set(health drahealthv1.HealthStatus, message string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.health, h.message = health, message
+	close(h.changed)
+	h.changed = make(chan struct{})
+}
+
+func (h *healthServer) NodeWatchResources(_ *drahealthv1.NodeWatchResourcesRequest, s grpc.ServerStreamingServer[drahealthv1.NodeWatchResourcesResponse]) error {
+	for {
+		h.mu.Lock()
+		resp := &drahealthv1.NodeWatchResourcesResponse{Devices: []*drahealthv1.DeviceHealth{{
+			Device: &drahealthv1.DeviceIdentifier{PoolName: "pool", DeviceName: "gpu-0"},
+			Health: h.health, Message: h.message, LastUpdatedTime: time.Now().Unix(), HealthCheckTimeoutSeconds: 60,
+		}}}
+		changed := h.changed
+		h.mu.Unlock()
+		if err := s.Send(resp); err != nil {
+			return err
+		}
+		select {
+		case <-s.Context().Done():
+			return nil
+		case <-changed:
+		case <-time.After(5 * time.Second):
+		}
+	}
+}
+
+// TestDeviceHealth: with the driver's DRAResourceHealth service, the
+// container's allocatedResourcesStatus shows its claim's device, by its
+// CDI device ID, Healthy; once the driver reports it Unhealthy with a
+// message, the pod's status shows that, message and all, as upstream's
+// ResourceHealthStatus and ResourceHealthStatusMessage gates (beta, on).
+func TestDeviceHealth(t *testing.T) {
+	n := kubelet.NewAPIPods(t)
+	n.Up(t, "drahealth")
+	health := newHealthServer()
+	startDriver(t, n, &driver{}, health)
+	claim, pod := claimPod(t, n)
+	n.Running(t, pod.Name, 2*time.Minute)
+
+	id := v1.ResourceID(cdiKind + "=" + string(claim.UID))
+	expect := func(what string, want v1.ResourceHealth) {
+		t.Helper()
+		agent.Eventually(t, what, 90*time.Second, func() error {
+			cs, err := n.ContainerState(pod.Name, "c")
+			if err != nil {
+				return err
+			}
+			wantStatus := []v1.ResourceStatus{{Name: "claim:gpu", Resources: []v1.ResourceHealth{want}}}
+			if !apiequality.Semantic.DeepEqual(cs.AllocatedResourcesStatus, wantStatus) {
+				blob, _ := json.Marshal(cs.AllocatedResourcesStatus)
+				return fmt.Errorf("allocatedResourcesStatus %s", blob)
+			}
+			return nil
+		})
+	}
+	expect("the device Healthy", v1.ResourceHealth{ResourceID: id, Health: v1.ResourceHealthStatusHealthy})
+	msg := "ECC error: uncorrectable, device needs reset"
+	health.set(drahealthv1.HealthStatus_UNHEALTHY, msg)
+	expect("the device Unhealthy", v1.ResourceHealth{ResourceID: id, Health: v1.ResourceHealthStatusUnhealthy, Message: &msg})
+}
+
+// startDriver serves d (and health, when not nil: the DRAResourceHealth v1
+// service beside it) under ROOT/plugins, then its registration socket, and
+// waits for the node to register it.
+func startDriver(t *testing.T, n *agent.APIPods, d *driver, health *healthServer) {
+	t.Helper()
+	dir := filepath.Join(n.RootDir, "plugins", driverName)
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		t.Fatal(err)
+	}
+	endpoint := filepath.Join(dir, "dra.sock")
+	l, err := net.Listen("unix", endpoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := grpc.NewServer()
+	drapb.RegisterDRAPluginServer(s, d)
+	versions := []string{drapb.DRAPluginService}
+	if health != nil {
+		drahealthv1.RegisterDRAResourceHealthServer(s, health)
+		versions = append(versions, drahealthv1.DRAResourceHealthService)
+	}
+	go func() { _ = s.Serve(l) }()
+	t.Cleanup(s.Stop)
+	reg := &fakeplugin.Plugin{Type: registerapi.DRAPlugin, Name: driverName, Endpoint: endpoint, Versions: versions}
+	reg.Serve(t, filepath.Join(n.RootDir, "plugins_registry", driverName+"-reg.sock"), "")
+	agent.Eventually(t, "the driver registered", 30*time.Second, func() error {
+		if s := reg.Statuses(); len(s) == 0 || !s[len(s)-1].PluginRegistered {
+			return fmt.Errorf("told %v", s)
+		}
+		return nil
+	})
+}
+
+// claimPod creates a DeviceClass, a ResourceClaim and a pod whose
+// container "c" uses it, then allocates the claim to the driver's device
+// gpu-0 of pool "pool" and reserves it for the pod, as the scheduler
+// would.
+func claimPod(t *testing.T, n *agent.APIPods) (*resourceapi.ResourceClaim, *v1.Pod) {
+	t.Helper()
+	ctx := context.Background()
+	class := &resourceapi.DeviceClass{ObjectMeta: metav1.ObjectMeta{Name: n.NS + "-gpu"}}
+	if _, err := n.Admin.ResourceV1().DeviceClasses().Create(ctx, class, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = n.Admin.ResourceV1().DeviceClasses().Delete(ctx, class.Name, metav1.DeleteOptions{}) })
+	claim, err := n.Admin.ResourceV1().ResourceClaims(n.NS).Create(ctx, &resourceapi.ResourceClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: "gpu"},
+		Spec: resourceapi.ResourceClaimSpec{Devices: resourceapi.DeviceClaim{Requests: []resourceapi.DeviceRequest{
+			{Name: "gpu", Exactly: &resourceapi.ExactDeviceRequest{DeviceClassName: class.Name}}}}},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	claimName := claim.Name
+	pod := n.NewPod("gpu", nil, n.Busybox("c", "echo DRA_DEVICE=$DRA_DEVICE; exec sleep 3600"))
+	pod.Spec.ResourceClaims = []v1.PodResourceClaim{{Name: "gpu", ResourceClaimName: &claimName}}
+	pod.Spec.Containers[0].Resources.Claims = []v1.ResourceClaim{{Name: "gpu"}}
+	pod = n.Create(t, pod)
+
+	claim.Status = resourceapi.ResourceClaimStatus{
+		Allocation: &resourceapi.AllocationResult{Devices: resourceapi.DeviceAllocationResult{Results: []resourceapi.DeviceRequestAllocationResult{
+			{Request: "gpu", Driver: driverName, Pool: "pool", Device: "gpu-0"}}}},
+		ReservedFor: []resourceapi.ResourceClaimConsumerReference{{Resource: "pods", Name: pod.Name, UID: pod.UID}},
+	}
+	if claim, err = n.Admin.ResourceV1().ResourceClaims(n.NS).UpdateStatus(ctx, claim, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	return claim, pod
 }
 
 // checkMetrics holds the node's dra_* metrics against what preparing the
