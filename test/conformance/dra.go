@@ -15,8 +15,10 @@ const draPrefix = "[sig-node] [DRA] "
 // kube-controller-manager does not run (csihost.StorageControllers says
 // why the harness does not change its list): claims made from a pod's
 // templates, and reservations removed once their pods are done; pods
-// evicted for a device's NoExecute taint.
-var DRAControllers = []string{"resourceclaim-controller", "device-taint-eviction-controller"}
+// evicted for a device's NoExecute taint; the DaemonSets and resource
+// quotas some specs make.
+var DRAControllers = []string{"resourceclaim-controller", "device-taint-eviction-controller",
+	"daemonset-controller", "resourcequota-controller"}
 
 // NeedsDRA tells whether specs run e2e.test's DRA specs (dra.txt): the run
 // then starts DRAControllers. Their test driver runs in e2e.test, through
