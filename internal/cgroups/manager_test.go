@@ -196,9 +196,10 @@ func TestManagerWithoutQoS(t *testing.T) {
 	}
 }
 
-// TestManagerQOSReserved checks qosReserved's QoS cgroup memory limits as
-// pods come and go.
-func TestManagerQOSReserved(t *testing.T) {
+// startQOSReserved starts a manager of cgroup v1 directories under a
+// temporary root, with qosReserved memory at 50% of 4Gi allocatable.
+func startQOSReserved(t *testing.T) (*Manager, string) {
+	t.Helper()
 	root := t.TempDir()
 	for _, h := range []string{"cpu", "memory"} {
 		if err := os.MkdirAll(filepath.Join(root, h), 0o755); err != nil {
@@ -214,6 +215,13 @@ func TestManagerQOSReserved(t *testing.T) {
 	if err := m.Start(); err != nil {
 		t.Fatal(err)
 	}
+	return m, root
+}
+
+// TestManagerQOSReserved checks qosReserved's QoS cgroup memory limits as
+// pods come and go.
+func TestManagerQOSReserved(t *testing.T) {
+	m, root := startQOSReserved(t)
 	limits := func(wantB, wantBE string) {
 		t.Helper()
 		for p, v := range map[string]string{"memory/kubepods/burstable/memory.limit_in_bytes": wantB, "memory/kubepods/besteffort/memory.limit_in_bytes": wantBE} {
@@ -236,21 +244,7 @@ func TestManagerQOSReserved(t *testing.T) {
 // a QoS memory limit the kernel refuses, below what the cgroup holds, is
 // set at the usage instead; one above it is kept.
 func TestManagerQOSReservedAtUsage(t *testing.T) {
-	root := t.TempDir()
-	for _, h := range []string{"cpu", "memory"} {
-		if err := os.MkdirAll(filepath.Join(root, h), 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	half := int64(50)
-	m, err := New(Config{Root: root, Layout: Layout{CgroupRoot: "/", Driver: "cgroupfs", PerQOS: true},
-		EnforceCPULimits: true, NodeAllocatable: rl("2", "4Gi"), QOSReservedMemory: &half, AllocatableMemory: 4 << 30})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := m.Start(); err != nil {
-		t.Fatal(err)
-	}
+	m, root := startQOSReserved(t)
 	// The besteffort cgroup holds 4000000000 bytes; the kernel refuses a
 	// lower limit, as it does when it cannot reclaim down to it.
 	const held = 4000000000

@@ -15,11 +15,20 @@ const draPrefix = "[sig-node] [DRA] "
 // kube-controller-manager does not run (csihost.StorageControllers says
 // why the harness does not change its list): claims made from a pod's
 // templates, and reservations removed once their pods are done; pods
-// evicted for a device's NoExecute taint.
-var DRAControllers = []string{"resourceclaim-controller", "device-taint-eviction-controller"}
+// evicted for a device's NoExecute taint; the DaemonSets and resource
+// quotas some specs make.
+var DRAControllers = []string{"resourceclaim-controller", "device-taint-eviction-controller",
+	"daemonset-controller", "resourcequota-controller"}
+
+// DRARootDir is the agent's root directory in a run of the DRA specs,
+// upstream's default: the specs that deploy the sample device plugin mount
+// its device-plugins directory from there, and the test driver's sockets
+// under ROOT/plugins/DRIVER must stay within a unix socket's path length
+// (a driver's name and a UUID already take most of it).
+const DRARootDir = "/var/lib/kubelet"
 
 // NeedsDRA tells whether specs run e2e.test's DRA specs (dra.txt): the run
-// then starts DRAControllers. Their test driver runs in e2e.test, through
+// then starts DRAControllers, and the agent is rooted at DRARootDir. Their test driver runs in e2e.test, through
 // pods of the image hack/images/e2e builds as csi-driver-host-path's
 // (test/dra/hostpathproxy), with its sockets in the agent's root
 // directory (e2e.test's --kubelet-root-dir).

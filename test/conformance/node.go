@@ -27,7 +27,8 @@ type node struct {
 	admin   kubernetes.Interface
 	name    string // the agent's kind, for messages: actorlet, upstream, or the binary's base name
 	binary  string
-	dir     string // config, root dir, certificates
+	dir     string // config, certificates, and the root dir unless rootDir
+	rootDir string // the agent's --root-dir (DRARootDir for the DRA specs)
 	logPath string
 	cmd     *exec.Cmd
 	done    chan error
@@ -41,8 +42,7 @@ type node struct {
 // kubelet client certificate among them) and bearer tokens through
 // TokenReview, each request authorized by a SubjectAccessReview.
 // cgroupfs and failCgroupV1: false are what this cgroup v1 machine
-// without systemd needs for the upstream kubelet; actorlet warns that it
-// does not implement them.
+// without systemd needs.
 func (n *node) config() string {
 	return fmt.Sprintf(`apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
@@ -99,7 +99,7 @@ func (n *node) start(ctx context.Context) error {
 	n.log = log
 	n.cmd = exec.Command(n.binary, "--config", cfg, "--kubeconfig", n.e.NodeKubeconfig,
 		"--hostname-override", n.e.NodeName, "--node-ip", n.e.BridgeIP,
-		"--root-dir", filepath.Join(n.dir, "root"), "--cert-dir", filepath.Join(n.dir, "pki"), "--v", "2")
+		"--root-dir", n.rootDir, "--cert-dir", filepath.Join(n.dir, "pki"), "--v", "2")
 	n.cmd.Stdout, n.cmd.Stderr = log, log
 	n.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := n.cmd.Start(); err != nil {

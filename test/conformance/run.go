@@ -76,9 +76,13 @@ func Run(ctx context.Context, e *env.Env, opts Options) (*Outcome, error) {
 		dir:     filepath.Join(e.StateDir, "conformance", opts.AgentName),
 		logPath: filepath.Join(opts.Artifacts, opts.AgentName+".log"),
 	}
+	n.rootDir = filepath.Join(n.dir, "root")
+	if NeedsDRA(specs) {
+		n.rootDir = DRARootDir
+	}
 	extra := []string{
 		"--container-runtime-endpoint=" + e.RuntimeEndpoint,
-		"--kubelet-root-dir=" + filepath.Join(n.dir, "root"),
+		"--kubelet-root-dir=" + n.rootDir,
 	}
 	storage := NeedsStorageDriver(specs)
 	var sidecars string
@@ -120,7 +124,7 @@ func Run(ctx context.Context, e *env.Env, opts Options) (*Outcome, error) {
 		// Stopped before the agent (deferred after it): the provisioned
 		// volumes are unmounted and deleted while the node still runs.
 		logf := func(format string, args ...any) { fmt.Fprintf(opts.Out, "conformance: "+format+"\n", args...) }
-		sd, err := startStorageDriver(ctx, e, filepath.Join(n.dir, "root"), sidecars,
+		sd, err := startStorageDriver(ctx, e, n.rootDir, sidecars,
 			filepath.Join(opts.Artifacts, "hostpath-csi.log"), logf)
 		if err != nil {
 			return nil, err
