@@ -1,8 +1,13 @@
 package metrics
 
-// Upstream's kubelet_* families of pod admission, pod status and container
-// lifecycle hooks, kept apart from kubelet.go's list so that each group
-// registers itself.
+import (
+	"strconv"
+	"strings"
+)
+
+// Upstream's kubelet_* families of pod admission, pod status, container
+// lifecycle hooks and image requests, kept apart from kubelet.go's list so
+// that each group registers itself.
 
 var (
 	// PodLevelResourcesAdmission counts the pods admission accepted, by
@@ -50,4 +55,28 @@ func PodResourcesConfigMode(podLevel, containerLevel bool) string {
 
 func init() {
 	Registry.MustRegister(PodLevelResourcesAdmission, TerminatedContainers, PodStatusSyncDuration, SleepActionTerminatedEarly)
+}
+
+// EnsureImageRequests is upstream's
+// kubelet_image_manager_ensure_image_requests_total: every time a pod's
+// image (a container's or an image volume's) was ensured, by pull policy
+// and what was found (EnsureImageLabels).
+var EnsureImageRequests = kubeletFamily.counterVec("image_manager_ensure_image_requests_total", "Number of ensure-image requests processed by the kubelet.", "pull_policy", "present_locally", "pull_required")
+
+// EnsureImageLabels are the labels of one ensure-image request, as
+// upstream's: the policy in lower case; whether the image was found on the
+// node and whether it had to be pulled, "unknown" when the request did not
+// get as far as telling (nil).
+func EnsureImageLabels(policy string, present, pullRequired *bool) (string, string, string) {
+	tell := func(b *bool) string {
+		if b == nil {
+			return "unknown"
+		}
+		return strconv.FormatBool(*b)
+	}
+	return strings.ToLower(policy), tell(present), tell(pullRequired)
+}
+
+func init() {
+	Registry.MustRegister(EnsureImageRequests)
 }

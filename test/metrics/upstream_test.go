@@ -80,7 +80,6 @@ var lacking = map[string]string{
 	"kubelet_cgroup_version":                                       notYet,
 	"kubelet_container_log_filesystem_used_bytes":                  notYet,
 	"kubelet_first_network_pod_start_sli_duration_seconds":         notYet,
-	"kubelet_image_manager_ensure_image_requests_total":            notYet,
 	"kubelet_image_volume_mounted_errors_total":                    notYet,
 	"kubelet_image_volume_mounted_succeed_total":                   notYet,
 	"kubelet_image_volume_requested_total":                         notYet,
