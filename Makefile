@@ -191,6 +191,7 @@ run: build
 		--pod-manifest-path $(CURDIR)/examples/static-pods \
 		--address 127.0.0.1 \
 		--read-only-port 10255 \
+		--fail-cgroupv1=false \
 		--debug-address $(DEBUG_ADDRESS)
 
 # actorlet as the node of the environment's kube-apiserver and
@@ -209,6 +210,7 @@ run-cluster: build
 		--pod-manifest-path $(CURDIR)/examples/static-pods \
 		--address 127.0.0.1 \
 		--read-only-port 10255 \
+		--fail-cgroupv1=false \
 		--debug-address $(DEBUG_ADDRESS)
 
 clean:

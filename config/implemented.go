@@ -105,6 +105,8 @@ var Implemented = map[string]bool{
 	// OOM group kill on cgroup v2.
 	"memorySwap.swapBehavior": true,
 	"singleProcessOOMKill":    true,
+	// Refusing to start on cgroup v1 (ValidateOnHost).
+	"failCgroupV1": true,
 	// The node's cgroup tree (podcgroups): QoS and pod cgroups, kubepods
 	// bounded by allocatable, pids.max of pod cgroups, the reserved
 	// cgroups' limits when enforced.

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"math"
@@ -251,9 +252,17 @@ func Validate(cfg *kubeletconfigv1beta1.KubeletConfiguration, gates *features.Ga
 	return &ValidationError{Problems: v.problems}
 }
 
+// FailCgroupV1Message is upstream's refusal to start on cgroup v1 while
+// failCgroupV1 is true, its default.
+const FailCgroupV1Message = "kubelet is configured to not run on a host using cgroup v1. cgroup v1 support is unsupported and will be removed in a future release"
+
 // ValidateOnHost is upstream's validateKubeletOSConfiguration on Linux:
 // what the configuration may not say on this node's cgroup version.
 func ValidateOnHost(cfg *kubeletconfigv1beta1.KubeletConfiguration, cgroupV1 bool) error {
+	// Upstream's check is a bare error, not a field problem, and comes first.
+	if cgroupV1 && (cfg.FailCgroupV1 == nil || *cfg.FailCgroupV1) {
+		return errors.New(FailCgroupV1Message)
+	}
 	v := &validator{}
 	if p := cfg.SingleProcessOOMKill; p != nil {
 		v.check(cgroupV1 && !*p, "singleProcessOOMKill", *p, "must not be explicitly set to false when using cgroup v1")

@@ -401,11 +401,34 @@ func TestValidateOnHost(t *testing.T) {
 	} {
 		cfg, _ := load(t)
 		cfg.SingleProcessOOMKill = tc.set
+		cfg.FailCgroupV1 = &no
 		err := ValidateOnHost(cfg, tc.cgroupV1)
 		if (err != nil) != tc.wantErr {
 			t.Errorf("singleProcessOOMKill %v on v1 %v: %v", tc.set, tc.cgroupV1, err)
 		}
 		if err != nil && err.Error() != "singleProcessOOMKill: Invalid value: false: must not be explicitly set to false when using cgroup v1" {
+			t.Errorf("message: %v", err)
+		}
+	}
+}
+
+func TestValidateOnHostFailCgroupV1(t *testing.T) {
+	no, yes := false, true
+	for _, tc := range []struct {
+		set      *bool
+		cgroupV1 bool
+		wantErr  bool
+	}{
+		{nil, true, true}, {&yes, true, true}, {&no, true, false},
+		{nil, false, false}, {&yes, false, false}, {&no, false, false},
+	} {
+		cfg, _ := load(t)
+		cfg.FailCgroupV1 = tc.set
+		err := ValidateOnHost(cfg, tc.cgroupV1)
+		if (err != nil) != tc.wantErr {
+			t.Errorf("failCgroupV1 %v on v1 %v: %v", tc.set, tc.cgroupV1, err)
+		}
+		if err != nil && err.Error() != FailCgroupV1Message {
 			t.Errorf("message: %v", err)
 		}
 	}

@@ -22,6 +22,8 @@ func (m *RegisterNode) Summary() string { return "register node" }
 type NodeRegistered struct {
 	Node *v1.Node
 	Err  error
+	// Created: this attempt created the Node (not found it there).
+	Created bool
 }
 
 func (m *NodeRegistered) Summary() string {

@@ -11,6 +11,8 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/rs/zerolog"
 
+	"github.com/actorlet/actorlet/config"
+	"github.com/actorlet/actorlet/internal/cgroups"
 	"github.com/actorlet/actorlet/messages"
 	"github.com/actorlet/actorlet/supervision"
 )
@@ -79,18 +81,30 @@ func TestChildStrategy(t *testing.T) {
 	}
 }
 
+// hostArgs let the steps pass validation on a cgroup v1 machine, where
+// failCgroupV1 defaults to true, as upstream.
+func hostArgs() []string {
+	if cgroups.IsV2("/sys/fs/cgroup") {
+		return nil
+	}
+	return []string{"--fail-cgroupv1=false"}
+}
+
+type earlyCase struct {
+	name     string
+	args     []string
+	wantLast string  // the step that ends the run (all: tls-bootstrap passes)
+	want     outcome // its outcome
+	wantErr  string  // in its error
+	stdout   string  // in stdout
+	stderr   string  // in stderr
+	bare     bool    // without hostArgs
+}
+
 // TestEarlySteps runs the steps before the dependencies on command lines:
 // what each answers, prints and refuses.
 func TestEarlySteps(t *testing.T) {
-	tests := []struct {
-		name     string
-		args     []string
-		wantLast string  // the step that ends the run (all: tls-bootstrap passes)
-		want     outcome // its outcome
-		wantErr  string  // in its error
-		stdout   string  // in stdout
-		stderr   string  // in stderr
-	}{
+	tests := []earlyCase{
 		{name: "help", args: []string{"--help"}, wantLast: "parse-flags", want: exitNow, stdout: "--kubeconfig"},
 		{name: "version", args: []string{"--version"}, wantLast: "parse-flags", want: exitNow, stdout: "v"},
 		{name: "unknown flag", args: []string{"--no-such-flag"}, wantLast: "parse-flags", want: reported,
@@ -105,12 +119,19 @@ func TestEarlySteps(t *testing.T) {
 			wantLast: "tls-bootstrap", want: next, wantErr: "--bootstrap-kubeconfig needs --kubeconfig"},
 		{name: "no bootstrap kubeconfig", args: nil, wantLast: "tls-bootstrap", want: next},
 	}
+	if len(hostArgs()) > 0 {
+		tests = append(tests, earlyCase{name: "cgroup v1 refused by default", wantLast: "validate", want: next, wantErr: config.FailCgroupV1Message, bare: true})
+	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			system := supervision.NewSystem(zerolog.Nop())
 			defer system.Shutdown()
 			var stdout, stderr bytes.Buffer
-			a := New(Params{Args: tt.args, Stdout: &stdout, Stderr: &stderr, System: system, Ctx: context.Background(),
+			args := append(hostArgs(), tt.args...)
+			if tt.bare {
+				args = tt.args
+			}
+			a := New(Params{Args: args, Stdout: &stdout, Stderr: &stderr, System: system, Ctx: context.Background(),
 				Exit: func(int) {}})().(*Actor)
 			var last string
 			var out outcome
@@ -197,7 +218,7 @@ func TestShutdown(t *testing.T) {
 			system := supervision.NewSystem(zerolog.Nop())
 			defer system.Shutdown()
 			exits := make(chan int, 2)
-			a := New(Params{System: system, Stderr: &bytes.Buffer{}, Exit: func(code int) { exits <- code }})().(*Actor)
+			a := New(Params{Args: hostArgs(), System: system, Stderr: &bytes.Buffer{}, Exit: func(code int) { exits <- code }})().(*Actor)
 			stopped := make(chan string, len(kinds))
 			tr := &tree{a: a, kinds: kinds, stopped: stopped}
 			pid, err := system.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return tr }), Kind)

@@ -13,6 +13,7 @@ import (
 	"github.com/actorlet/actorlet/internal/cgroups"
 	"github.com/actorlet/actorlet/internal/cpumanager"
 	"github.com/actorlet/actorlet/internal/events"
+	"github.com/actorlet/actorlet/internal/metrics"
 )
 
 // Upstream's enforceNodeAllocatable keys (kubetypes).
@@ -80,6 +81,11 @@ func (a *Actor) podCgroups(capacity v1.ResourceList, cpuSets *cpumanager.View) (
 	m, err := cgroups.New(cfg)
 	if err != nil {
 		return nil, err
+	}
+	if m.V2() {
+		metrics.CgroupVersion.Set(2)
+	} else {
+		metrics.CgroupVersion.Set(1)
 	}
 	if err := m.Start(); err != nil {
 		a.log.Warn().Err(err).Str("cgroup", m.PodsCgroup()).Msg("node allocatable cgroups not fully set up")

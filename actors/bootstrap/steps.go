@@ -185,9 +185,6 @@ func (a *Actor) validate(actor.Context) (outcome, error) {
 	if err := config.Validate(a.cfg, a.gates); err != nil {
 		return next, err
 	}
-	if err := config.ValidateOnHost(a.cfg, !cgroups.IsV2("/sys/fs/cgroup")); err != nil {
-		return next, err
-	}
 	if a.cmdline.Options.DumpConfig {
 		out, err := config.Dump(a.cfg)
 		if err != nil {
@@ -195,6 +192,11 @@ func (a *Actor) validate(actor.Context) (outcome, error) {
 		}
 		_, err = a.p.Stdout.Write(out)
 		return exitNow, err
+	}
+	// After --dump-config, which shows a configuration without running it,
+	// so that it can be shown on any host.
+	if err := config.ValidateOnHost(a.cfg, !cgroups.IsV2("/sys/fs/cgroup")); err != nil {
+		return next, err
 	}
 	log, err := logging.New(a.p.Stderr, a.cfg.Logging.Format, uint32(a.cfg.Logging.Verbosity))
 	if err != nil {
@@ -661,8 +663,14 @@ func (a *Actor) runtimeEnv() (*runtimeEnv, error) {
 	if o := a.cmdline.Options; o.ImageCredentialProviderConfig != "" || o.ImageCredentialProviderBinDir != "" {
 		// As upstream, a configuration that cannot be used fails the
 		// start rather than leave pulls without the plugins' credentials.
+		// Plugins in service account token mode read the pods' service
+		// accounts and ask for their tokens as the volumes do.
+		var accounts credprovider.ServiceAccounts
+		if sources, ok := env.volumeSources.(*apisource.Sources); ok && sources != nil {
+			accounts = sources
+		}
 		plugins, err := credprovider.New(o.ImageCredentialProviderConfig, o.ImageCredentialProviderBinDir,
-			a.gates.Enabled("KubeletServiceAccountTokenForCredentialProviders"), a.log.With().Str("component", "credprovider").Logger())
+			a.gates.Enabled("KubeletServiceAccountTokenForCredentialProviders"), accounts, a.log.With().Str("component", "credprovider").Logger())
 		if err != nil {
 			return nil, fmt.Errorf("credential provider plugins: %w", err)
 		}

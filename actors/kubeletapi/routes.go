@@ -40,6 +40,9 @@ func (a *Actor) readOnlyMux() *http.ServeMux {
 		mux.Handle("/stats/summary", a.p.Stats.SummaryHandler(a.listPods))
 		mux.Handle("/metrics/resource", a.p.Stats.ResourceMetricsHandler())
 		mux.Handle("/metrics/cadvisor", a.p.Stats.CadvisorMetricsHandler())
+		// Its series are cAdvisor's, as upstream's with the
+		// PodAndContainerStatsFromCRI gate off.
+		metrics.SetMetricsProvider(metrics.ProviderCadvisor)
 	}
 	return mux
 }

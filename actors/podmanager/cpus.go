@@ -13,6 +13,7 @@ import (
 
 	"github.com/actorlet/actorlet/internal/cpumanager"
 	"github.com/actorlet/actorlet/internal/memorymanager"
+	"github.com/actorlet/actorlet/internal/metrics"
 	"github.com/actorlet/actorlet/internal/topologymanager"
 	"github.com/actorlet/actorlet/messages"
 	"github.com/actorlet/actorlet/supervision"
@@ -61,6 +62,16 @@ type CmdSaveCPUs struct{ State cpumanager.State }
 
 func (CmdSaveCPUs) isCommand() {}
 
+// CmdCountResources: the resource managers admitted a pod, for the
+// topology, CPU and memory managers' metrics: whether the topology
+// manager refused it, and the CPU and memory pinnings it took.
+type CmdCountResources struct {
+	TopologyError bool
+	CPUs, Memory  topologymanager.Pinning
+}
+
+func (CmdCountResources) isCommand() {}
+
 // allocateResources is the admission of the resource managers, nil
 // without a CPU or memory manager.
 func (m *Machine) allocateResources() func(*v1.Pod) *Rejection {
@@ -79,16 +90,28 @@ func (m *Machine) allocateResources() func(*v1.Pod) *Rejection {
 func (m *Machine) admitResources(pod *v1.Pod) *Rejection {
 	var providers []topologymanager.HintProvider
 	var cpusBefore cpumanager.State
+	var count CmdCountResources
 	if m.cpus != nil {
 		cpusBefore = m.cpus.State()
+		count.CPUs = m.cpus.Pinning()
 		providers = append(providers, m.cpus)
 	}
 	var memBefore memorymanager.State
 	if m.mem != nil {
 		memBefore = m.mem.State()
+		count.Memory = m.mem.Pinning()
 		providers = append(providers, m.mem)
 	}
 	r := topologymanager.Admit(m.cfg.Topology, providers, pod)
+	if m.cpus != nil {
+		count.CPUs = m.cpus.Pinning().Sub(count.CPUs)
+	}
+	if m.mem != nil {
+		count.Memory = m.mem.Pinning().Sub(count.Memory)
+	}
+	// Upstream's none policy counts no error: it merges no hints.
+	count.TopologyError = r != nil && m.cfg.Topology.Policy != topologymanager.PolicyNone
+	m.emit(count)
 	if m.cpus != nil {
 		if r != nil {
 			m.cpus.RemovePod(string(pod.UID))
@@ -163,6 +186,33 @@ func (a *Actor) saveCPUs(st cpumanager.State) {
 		}
 	}
 	a.p.CPUManager.View.Set(st)
+	a.setCPUGauges(st)
+}
+
+// setCPUGauges sets the static policy's CPU manager gauges from st, as
+// upstream's after each allocation and release.
+func (a *Actor) setCPUGauges(st cpumanager.State) {
+	if a.m.cpus == nil || st.Policy != cpumanager.PolicyStatic {
+		return
+	}
+	exclusive, shared := a.m.cpus.ExclusiveCPUs(st)
+	metrics.CPUManagerExclusiveCPUs.Set(float64(exclusive))
+	metrics.CPUManagerSharedPoolSize.Set(float64(shared * 1000))
+}
+
+// countResources counts one admission of the resource managers. Its
+// duration is that of the pod-manager's step that ran it, which bounds
+// it: the decision reads no clock.
+func (a *Actor) countResources(c CmdCountResources) {
+	metrics.TopologyManagerAdmissionRequests.Inc()
+	metrics.TopologyManagerAdmissionDuration.Observe(float64(time.Since(a.stepStarted).Milliseconds()))
+	if c.TopologyError {
+		metrics.TopologyManagerAdmissionErrors.Inc()
+	}
+	metrics.CPUManagerPinningRequests.Add(float64(c.CPUs.Requests))
+	metrics.CPUManagerPinningErrors.Add(float64(c.CPUs.Errors))
+	metrics.MemoryManagerPinningRequests.Add(float64(c.Memory.Requests))
+	metrics.MemoryManagerPinningErrors.Add(float64(c.Memory.Errors))
 }
 
 // startCPUs publishes the state the pod-manager starts with and starts the
@@ -174,6 +224,7 @@ func (a *Actor) startCPUs(ctx actor.Context) {
 	}
 	if st := a.m.CPUs(); st != nil {
 		a.p.CPUManager.View.Set(*st)
+		a.setCPUGauges(*st)
 		if st.Policy == cpumanager.PolicyStatic && a.p.CPUManager.ReconcilePeriod > 0 && a.p.CPUManager.UpdateCPUSet != nil {
 			supervision.After(ctx, a.p.CPUManager.ReconcilePeriod, &messages.ReconcileCPUs{})
 		}

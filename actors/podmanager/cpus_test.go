@@ -67,12 +67,16 @@ func TestCPUAdmission(t *testing.T) {
 		ev       Event
 		shared   string // the state saved; "": none saved
 		rejected string
+		// counted: the pinnings counted (the none topology policy
+		// counts no admission error).
+		counted CmdCountResources
 	}
 	for _, s := range []step{
-		{"a gets CPU 1", set(messages.SourceAPI, a), "0", ""},
+		{"a gets CPU 1", set(messages.SourceAPI, a), "0", "", CmdCountResources{CPUs: topologymanager.Pinning{Requests: 1}}},
 		{"b finds none left", set(messages.SourceAPI, a, b), "",
-			"UnexpectedAdmissionError: Allocate failed due to not enough cpus available to satisfy request: requested=1, available=0, which is unexpected"},
-		{"a's worker done: CPU 1 back", EvWorkerDone{UID: "a"}, "0-1", ""},
+			"UnexpectedAdmissionError: Allocate failed due to not enough cpus available to satisfy request: requested=1, available=0, which is unexpected",
+			CmdCountResources{CPUs: topologymanager.Pinning{Requests: 1, Errors: 1}}},
+		{"a's worker done: CPU 1 back", EvWorkerDone{UID: "a"}, "0-1", "", CmdCountResources{}},
 	} {
 		now = now.Add(time.Second)
 		cmds := m.Step(s.ev, now)
@@ -86,7 +90,25 @@ func TestCPUAdmission(t *testing.T) {
 		if got := rejectedWith(cmds); got != s.rejected {
 			t.Errorf("%s: rejection %q, want %q", s.name, got, s.rejected)
 		}
+		if got := counted(cmds); got != s.counted {
+			t.Errorf("%s: counted %+v, want %+v", s.name, got, s.counted)
+		}
 	}
+}
+
+// counted returns the admission counts the step emitted, summed.
+func counted(cmds []Command) CmdCountResources {
+	var sum CmdCountResources
+	for _, c := range cmds {
+		if n, ok := c.(CmdCountResources); ok {
+			sum.TopologyError = sum.TopologyError || n.TopologyError
+			sum.CPUs.Requests += n.CPUs.Requests
+			sum.CPUs.Errors += n.CPUs.Errors
+			sum.Memory.Requests += n.Memory.Requests
+			sum.Memory.Errors += n.Memory.Errors
+		}
+	}
+	return sum
 }
 
 // An earlier run's assignment is kept for a pod given back, and dropped

@@ -23,6 +23,25 @@ func (a *Actor) recordPodCounts() {
 	}
 	// As its help says: one mirror pod per admitted static pod.
 	metrics.MirrorPods.Set(float64(active[metrics.StaticTrue]))
+	metrics.ManagedEphemeralContainers.Set(float64(a.m.ephemeralContainers()))
+}
+
+// ephemeralContainers counts the ephemeral containers of the desired pods,
+// as upstream's pod manager those of the pods it holds.
+func (m *Machine) ephemeralContainers() int {
+	n := 0
+	for _, p := range m.pods {
+		if p.Pod != nil {
+			n += len(p.Pod.Spec.EphemeralContainers)
+		}
+	}
+	for _, p := range m.rejected {
+		n += len(p.Spec.EphemeralContainers)
+	}
+	for _, w := range m.waiting {
+		n += len(w.pod.Spec.EphemeralContainers)
+	}
+	return n
 }
 
 // podCounts counts, by the static label, the desired pods (those the

@@ -124,6 +124,8 @@ type Actor struct {
 	// given, by container ID.
 	cpuReconciling bool
 	cpuApplied     map[string]string
+	// stepStarted is when the running step of the machine began.
+	stepStarted time.Time
 }
 
 // New returns a producer of the pod-manager.
@@ -242,6 +244,7 @@ func (a *Actor) Receive(ctx actor.Context) {
 
 // step feeds one event to the machine and carries out its commands.
 func (a *Actor) step(ctx actor.Context, ev Event) {
+	a.stepStarted = time.Now()
 	var failed []types.UID
 	for _, c := range a.m.Step(ev, time.Now()) {
 		if uid, ok := a.execute(ctx, c); !ok {
@@ -294,6 +297,8 @@ func (a *Actor) execute(ctx actor.Context, c Command) (types.UID, bool) {
 		}
 	case CmdSaveCPUs:
 		a.saveCPUs(c.State)
+	case CmdCountResources:
+		a.countResources(c)
 	case CmdSaveMemory:
 		a.saveMemory(c.State)
 	case CmdReportStatus:

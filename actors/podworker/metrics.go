@@ -48,6 +48,7 @@ func (a *Actor) observePodStart(status *v1.PodStatus) {
 		total, sli := podStartSLI(a.state.Pod, status, metrics.TakePodImagePulls(a.state.Pod.UID), now)
 		metrics.PodStartTotalDuration.WithLabelValues().Observe(total.Seconds())
 		metrics.PodStartSLIDuration.WithLabelValues().Observe(sli.Seconds())
+		metrics.ObserveFirstNetworkPodStart(a.state.Pod.Spec.HostNetwork, sli)
 	}
 }
 

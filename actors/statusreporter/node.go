@@ -211,24 +211,26 @@ func reconcileAttachDetachAnnotation(initial, existing *v1.Node) bool {
 }
 
 // register creates the Node, or reconciles the existing one, as upstream's
-// tryRegisterWithAPIServer does, and returns the Node as the API has it.
-func register(ctx context.Context, kube kubernetes.Interface, initial *v1.Node) (*v1.Node, error) {
+// tryRegisterWithAPIServer does, and returns the Node as the API has it
+// and whether it created it.
+func register(ctx context.Context, kube kubernetes.Interface, initial *v1.Node) (*v1.Node, bool, error) {
 	created, err := kube.CoreV1().Nodes().Create(ctx, initial, metav1.CreateOptions{})
 	if err == nil {
-		return created, nil
+		return created, true, nil
 	}
 	if !apierrors.IsAlreadyExists(err) && !apierrors.IsForbidden(err) {
-		return nil, fmt.Errorf("create node %s: %w", initial.Name, err)
+		return nil, false, fmt.Errorf("create node %s: %w", initial.Name, err)
 	}
 	existing, err := kube.CoreV1().Nodes().Get(ctx, initial.Name, metav1.GetOptions{})
 	if err != nil {
-		return nil, fmt.Errorf("get existing node %s: %w", initial.Name, err)
+		return nil, false, fmt.Errorf("get existing node %s: %w", initial.Name, err)
 	}
 	updated := existing.DeepCopy()
 	if !reconcileExisting(initial, updated) {
-		return existing, nil
+		return existing, false, nil
 	}
-	return patchNodeStatus(ctx, kube, existing, updated)
+	node, err := patchNodeStatus(ctx, kube, existing, updated)
+	return node, false, err
 }
 
 // getNode reads the Node when registerNode is false: someone else

@@ -18,6 +18,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/rs/zerolog"
+	"golang.org/x/sys/unix"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
@@ -149,6 +150,8 @@ type Actor struct {
 	// (fastStatusUpdate).
 	startedAt time.Time
 	readyOnce bool
+	// startup follows the node's start-up for kubelet_node_startup_*.
+	startup *metrics.NodeStartupTracker
 	// nodeEvents decides the Rebooted and NodeSchedulable events.
 	nodeEvents nodeEvents
 }
@@ -240,6 +243,7 @@ func (a *Actor) Receive(ctx actor.Context) {
 
 func (a *Actor) start(ctx actor.Context) {
 	a.startedAt = time.Now()
+	a.startup = metrics.NewNodeStartupTracker(bootTime())
 	metrics.SetNodeName(a.p.NodeName)
 	metrics.SetBuildInfo(version.NodeVersion())
 	c := a.p.Config
@@ -293,17 +297,21 @@ func (a *Actor) nodeRef() *v1.ObjectReference {
 // read of the Node) outside the mailbox.
 func (a *Actor) register(ctx actor.Context) {
 	kube, spec, create := a.p.Kube, a.spec, a.p.Config.RegisterNode == nil || *a.p.Config.RegisterNode
+	if create {
+		a.startup.Attempt(time.Now())
+	}
 	supervision.Go(ctx, func(life context.Context) messages.Message {
 		c, cancel := context.WithTimeout(life, callTimeout)
 		defer cancel()
 		var node *v1.Node
+		var created bool
 		var err error
 		if create {
-			node, err = register(c, kube, spec.initialNode())
+			node, created, err = register(c, kube, spec.initialNode())
 		} else {
 			node, err = getNode(c, kube, spec.Name)
 		}
-		return &messages.NodeRegistered{Node: node, Err: err}
+		return &messages.NodeRegistered{Node: node, Err: err, Created: created}
 	})
 }
 
@@ -315,6 +323,11 @@ func (a *Actor) registered(ctx actor.Context, m *messages.NodeRegistered) {
 		return
 	}
 	a.log.Info().Str("node", m.Node.Name).Str("uid", string(m.Node.UID)).Msg("node registered")
+	if m.Created {
+		if d, ok := a.startup.Registered(time.Now()); ok {
+			a.startup.SetNodeRegistration(d)
+		}
+	}
 	a.node = m.Node
 	a.nodeChanged(ctx, m.Node)
 	a.watchNode(ctx)
@@ -445,6 +458,11 @@ func (a *Actor) statusUpdated(ctx actor.Context, m *messages.NodeStatusUpdated) 
 		supervision.Tell(ctx, a.p.VolumeManager, &messages.VolumesReportedInUse{Names: m.Node.Status.VolumesInUse})
 	}
 	a.statusRetry.reset()
+	if m.Patched && nodeReady(m.Node) {
+		if d, ok := a.startup.Ready(time.Now()); ok {
+			a.startup.SetNodeReady(d)
+		}
+	}
 	if !a.readyOnce {
 		if nodeReady(m.Node) {
 			a.readyOnce = true
@@ -608,3 +626,13 @@ func (b *backoff) next() time.Duration {
 }
 
 func (b *backoff) reset() { b.failures = 0 }
+
+// bootTime is when the machine booted, from its uptime (zero: unknown),
+// for the start-up figures from the boot.
+func bootTime() time.Time {
+	var info unix.Sysinfo_t
+	if err := unix.Sysinfo(&info); err != nil {
+		return time.Time{}
+	}
+	return time.Now().Add(-time.Duration(info.Uptime) * time.Second).Truncate(time.Second)
+}

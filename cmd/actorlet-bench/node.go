@@ -69,6 +69,7 @@ func startNode(binary string, o agentOptions, e *env.Env, logPath string, readOn
 	}
 	cfg := fmt.Sprintf(`apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
+failCgroupV1: false
 healthzPort: %d
 port: %d
 readOnlyPort: %d

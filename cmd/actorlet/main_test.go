@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/actorlet/actorlet/config"
+	"github.com/actorlet/actorlet/internal/cgroups"
 	"github.com/actorlet/actorlet/internal/version"
 	"github.com/actorlet/actorlet/test/agent"
 	"github.com/actorlet/actorlet/test/env"
@@ -35,7 +37,23 @@ type result struct {
 	took           time.Duration
 }
 
+// hostArgs let actorlet start on a cgroup v1 machine, as every harness's
+// configuration does: failCgroupV1 defaults to true, as upstream's.
+func hostArgs() []string {
+	if cgroups.IsV2("/sys/fs/cgroup") {
+		return nil
+	}
+	return []string{"--fail-cgroupv1=false"}
+}
+
+// runActorlet runs actorlet with args after hostArgs.
 func runActorlet(t *testing.T, args ...string) result {
+	t.Helper()
+	return runBare(t, append(hostArgs(), args...)...)
+}
+
+// runBare runs actorlet with args alone.
+func runBare(t *testing.T, args ...string) result {
 	t.Helper()
 	cmd := exec.Command(binary, args...)
 	var stdout, stderr bytes.Buffer
@@ -166,8 +184,8 @@ func TestCgroupDriverSystemdWithoutSystemd(t *testing.T) {
 		if d := rc.GetLinux().GetCgroupDriver(); d != runtimeapi.CgroupDriver_CGROUPFS {
 			t.Fatalf("the environment's runtime says its cgroup driver is %v, want CGROUPFS", d)
 		}
-		p := agent.Start(t, binary, "--cgroup-driver", "systemd", "--container-runtime-endpoint", e.RuntimeEndpoint,
-			"--root-dir", filepath.Join(dir, "root"), "--hostname-override", e.NodeName, "--read-only-port", "0")
+		p := agent.Start(t, binary, append(hostArgs(), "--cgroup-driver", "systemd", "--container-runtime-endpoint", e.RuntimeEndpoint,
+			"--root-dir", filepath.Join(dir, "root"), "--hostname-override", e.NodeName, "--read-only-port", "0")...)
 		agent.Eventually(t, "actorlet running on the runtime's cgroup driver", 30*time.Second, func() error {
 			l := p.Logs()
 			if !p.Alive() {
@@ -213,8 +231,8 @@ func TestSignalStopsTheTree(t *testing.T) {
 	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT} {
 		t.Run(sig.String(), func(t *testing.T) {
 			dir := t.TempDir()
-			cmd := exec.Command(binary, "--container-runtime-endpoint", e.RuntimeEndpoint, "--root-dir", dir,
-				"--hostname-override", e.NodeName, "--read-only-port", "0", "-v", "2")
+			cmd := exec.Command(binary, append(hostArgs(), "--container-runtime-endpoint", e.RuntimeEndpoint, "--root-dir", dir,
+				"--hostname-override", e.NodeName, "--read-only-port", "0", "-v", "2")...)
 			stderr, err := cmd.StderrPipe()
 			if err != nil {
 				t.Fatal(err)
@@ -300,5 +318,22 @@ func TestPortInUseStopsTheAgent(t *testing.T) {
 	}
 	if want := fmt.Sprintf("healthz listener on 127.0.0.1:%d", port); !strings.Contains(r.stderr, want) || !strings.Contains(r.stderr, "address already in use") {
 		t.Errorf("stderr does not name the listener %q and the cause:\n%s", want, r.stderr)
+	}
+}
+
+// TestFailCgroupV1 checks upstream's refusal to start on cgroup v1 while
+// failCgroupV1 is true, its default: one error line, before the runtime
+// is dialled.
+func TestFailCgroupV1(t *testing.T) {
+	if cgroups.IsV2("/sys/fs/cgroup") {
+		t.Skip("this machine runs cgroup v2")
+	}
+	dir := t.TempDir()
+	endpoint := "unix://" + filepath.Join(dir, "none.sock")
+	for _, args := range [][]string{nil, {"--fail-cgroupv1"}, {"--config", writeFile(t, dir, "v1.yaml", header+"failCgroupV1: true\n")}} {
+		r := runBare(t, append(args, "--container-runtime-endpoint", endpoint, "--root-dir", filepath.Join(dir, "root"))...)
+		if r.code != 1 || !strings.Contains(r.stderr, config.FailCgroupV1Message) || strings.Contains(r.stderr, "build dependencies") {
+			t.Errorf("%v: exit code %d, want 1 with %q before the runtime is dialled\n%s", args, r.code, config.FailCgroupV1Message, r.stderr)
+		}
 	}
 }

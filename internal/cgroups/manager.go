@@ -73,6 +73,9 @@ type Manager struct {
 	// qosMemory the burstable and besteffort memory limits (qosReserved).
 	burstableShares uint64
 	qosMemory       [2]int64
+	// write writes a cgroup file; writeFile but in tests that make a
+	// write fail.
+	write func(dir, file, value string) error
 }
 
 // New returns a Manager for cfg; nothing is created before Start.
@@ -84,7 +87,7 @@ func New(cfg Config) (*Manager, error) {
 	if cfg.Root == "" {
 		cfg.Root = "/sys/fs/cgroup"
 	}
-	m := &Manager{cfg: cfg, pods: pods, v2: IsV2(cfg.Root), active: map[types.UID]*v1.Pod{}}
+	m := &Manager{cfg: cfg, pods: pods, v2: IsV2(cfg.Root), active: map[types.UID]*v1.Pod{}, write: writeFile}
 	if m.hasHugetlb() {
 		if cfg.HugePagesDir == "" {
 			cfg.HugePagesDir = "/sys/kernel/mm/hugepages"
@@ -265,14 +268,42 @@ func (m *Manager) UpdateQoS() error {
 	if m.burstableShares == *burstable.CPUShares && m.qosMemory == memory && m.exists(b) && m.exists(be) {
 		return nil
 	}
-	if err := m.apply(be, bestEffort); err != nil {
-		return fmt.Errorf("besteffort cgroup %s: %w", be, err)
+	errBE, errB := m.apply(be, bestEffort), m.apply(b, burstable)
+	if (errBE != nil || errB != nil) && burstable.Memory != nil {
+		// The kernel refuses a memory limit below what the cgroup holds
+		// and cannot reclaim: as upstream's retrySetMemoryReserve, the
+		// limit is set at the usage instead, to stop its growth, and both
+		// cgroups are written again.
+		for name, limit := range map[string]*int64{be: bestEffort.Memory, b: burstable.Memory} {
+			if usage, err := m.memoryUsage(name); err == nil {
+				*limit = RaisedToUsage(*limit, usage)
+			}
+		}
+		memory = [2]int64{*burstable.Memory, *bestEffort.Memory}
+		errBE, errB = m.apply(be, bestEffort), m.apply(b, burstable)
 	}
-	if err := m.apply(b, burstable); err != nil {
-		return fmt.Errorf("burstable cgroup %s: %w", b, err)
+	if errBE != nil {
+		return fmt.Errorf("besteffort cgroup %s: %w", be, errBE)
+	}
+	if errB != nil {
+		return fmt.Errorf("burstable cgroup %s: %w", b, errB)
 	}
 	m.burstableShares, m.qosMemory = *burstable.CPUShares, memory
 	return nil
+}
+
+// memoryUsage is the cgroup's memory usage: memory.usage_in_bytes on v1,
+// memory.current on v2.
+func (m *Manager) memoryUsage(name string) (int64, error) {
+	file := "memory.usage_in_bytes"
+	if m.v2 {
+		file = "memory.current"
+	}
+	b, err := os.ReadFile(filepath.Join(m.dir(name, "memory"), file))
+	if err != nil {
+		return 0, err
+	}
+	return strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
 }
 
 // v1Subsystems are the cgroup v1 hierarchies a cgroup is created in, as
@@ -352,7 +383,7 @@ func (m *Manager) applyAs(op, name string, rc ResourceConfig) error {
 	var errs []error
 	var periodFailed *setting
 	for _, s := range settings(rc, m.v2, m.hugePageSizes...) {
-		err := writeFile(m.dir(name, s.Controller), s.File, s.Value)
+		err := m.write(m.dir(name, s.Controller), s.File, s.Value)
 		switch {
 		case err == nil:
 		case s.File == "cpu.cfs_period_us" && errors.Is(err, syscall.EINVAL):
@@ -365,7 +396,7 @@ func (m *Manager) applyAs(op, name string, rc ResourceConfig) error {
 		}
 	}
 	if periodFailed != nil {
-		errs = append(errs, writeFile(m.dir(name, "cpu"), periodFailed.File, periodFailed.Value))
+		errs = append(errs, m.write(m.dir(name, "cpu"), periodFailed.File, periodFailed.Value))
 	}
 	return errors.Join(errs...)
 }

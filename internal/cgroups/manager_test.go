@@ -1,9 +1,12 @@
 package cgroups
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
@@ -227,6 +230,60 @@ func TestManagerQOSReserved(t *testing.T) {
 	limits("3758096384", "3758096384") // 4Gi - 512Mi
 	m.Forget(g.UID)
 	limits("4294967296", "4294967296")
+}
+
+// TestManagerQOSReservedAtUsage checks upstream's retrySetMemoryReserve:
+// a QoS memory limit the kernel refuses, below what the cgroup holds, is
+// set at the usage instead; one above it is kept.
+func TestManagerQOSReservedAtUsage(t *testing.T) {
+	root := t.TempDir()
+	for _, h := range []string{"cpu", "memory"} {
+		if err := os.MkdirAll(filepath.Join(root, h), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	half := int64(50)
+	m, err := New(Config{Root: root, Layout: Layout{CgroupRoot: "/", Driver: "cgroupfs", PerQOS: true},
+		EnforceCPULimits: true, NodeAllocatable: rl("2", "4Gi"), QOSReservedMemory: &half, AllocatableMemory: 4 << 30})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// The besteffort cgroup holds 4000000000 bytes; the kernel refuses a
+	// lower limit, as it does when it cannot reclaim down to it.
+	const held = 4000000000
+	be := filepath.Join(root, "memory/kubepods/besteffort")
+	if err := os.WriteFile(filepath.Join(be, "memory.usage_in_bytes"), []byte(fmt.Sprint(held)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	m.write = func(dir, file, value string) error {
+		if v, err := strconv.ParseInt(value, 10, 64); err == nil && dir == be && file == "memory.limit_in_bytes" && v < held {
+			return syscall.EBUSY
+		}
+		return writeFile(dir, file, value)
+	}
+	g := pod("g", ctr("a", rl("1", "1Gi"), rl("1", "1Gi")))
+	b := pod("b", ctr("a", rl("1", "1Gi"), nil))
+	for _, p := range []*v1.Pod{g, b} {
+		if err := m.EnsureExists(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Burstable: 4Gi - 512Mi; besteffort: that - 512Mi = 3221225472,
+	// under what it holds.
+	for p, want := range map[string]string{"memory/kubepods/burstable/memory.limit_in_bytes": "3758096384",
+		"memory/kubepods/besteffort/memory.limit_in_bytes": fmt.Sprint(held)} {
+		if got := read(t, filepath.Join(root, p)); got != want {
+			t.Errorf("%s = %q, want %q", p, got, want)
+		}
+	}
+	for _, tc := range []struct{ limit, usage, want int64 }{{10, 20, 20}, {20, 10, 20}, {10, 10, 10}} {
+		if got := RaisedToUsage(tc.limit, tc.usage); got != tc.want {
+			t.Errorf("RaisedToUsage(%d, %d) = %d, want %d", tc.limit, tc.usage, got, tc.want)
+		}
+	}
 }
 
 // TestPodConfigExclusiveCPUs checks upstream's

@@ -64,3 +64,13 @@ func QoSMemoryLimits(pods []*v1.Pod, percent, allocatable int64) (burstable, bes
 	bestEffort = burstable - requests[v1.PodQOSBurstable]*percent/100
 	return burstable, bestEffort, true
 }
+
+// RaisedToUsage is the QoS cgroup memory limit to retry with after the
+// kernel refused limit: the usage when it is over the limit, else the
+// limit, as upstream's retrySetMemoryReserve.
+func RaisedToUsage(limit, usage int64) int64 {
+	if usage > limit {
+		return usage
+	}
+	return limit
+}

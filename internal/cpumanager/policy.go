@@ -74,6 +74,9 @@ type Manager struct {
 	// reuse are the CPUs of the pod being admitted's init containers,
 	// which its app containers may take again (upstream's cpusToReuse).
 	reuse map[string]cpuset.CPUSet
+	// pinning counts the allocations that required pinning and those
+	// that failed, for the pod-manager's metrics.
+	pinning topologymanager.Pinning
 }
 
 // State is what the state file holds: the shared pool and each
@@ -240,6 +243,33 @@ func (m *Manager) Allocate(pod *v1.Pod, c *v1.Container, affinity topologymanage
 	if n == 0 {
 		return nil
 	}
+	// Counted as upstream's: every container that takes exclusive CPUs,
+	// one that has them already included.
+	m.pinning.Requests++
+	err := m.allocate(pod, c, affinity, n)
+	if err != nil {
+		m.pinning.Errors++
+	}
+	return err
+}
+
+// Pinning returns the allocations counted so far.
+func (m *Manager) Pinning() topologymanager.Pinning { return m.pinning }
+
+// ExclusiveCPUs is the number of CPUs the state gives containers
+// exclusively, and SharedPool the number of the shared pool's CPUs that
+// are not reserved, as upstream's figures for its metrics.
+func (m *Manager) ExclusiveCPUs(s State) (exclusive, shared int) {
+	all := cpuset.New()
+	for _, cs := range s.Entries {
+		for _, set := range cs {
+			all = all.Union(set)
+		}
+	}
+	return all.Size(), s.Default.Difference(m.reserved).Size()
+}
+
+func (m *Manager) allocate(pod *v1.Pod, c *v1.Container, affinity topologymanager.Hint, n int) error {
 	uid := string(pod.UID)
 	if cs, ok := m.state.Entries[uid][c.Name]; ok {
 		m.updateReuse(pod, c, cs)

@@ -381,3 +381,38 @@ func mustParse(s string) cpuset.CPUSet {
 	}
 	return c
 }
+
+// Pinning counts as upstream's static policy: each container that takes
+// exclusive CPUs, and those that could not have them; ExclusiveCPUs gives
+// the gauges' figures.
+func TestPinningAndExclusiveCPUs(t *testing.T) {
+	m := static(t, Synthetic(1, 4, 1, 1), "0", nil)
+	steps := []struct {
+		pod               *v1.Pod
+		err               bool
+		want              topologymanager.Pinning
+		exclusive, shared int
+	}{
+		{pod: pod("be", nil, container("c", "", "")), want: topologymanager.Pinning{}, exclusive: 0, shared: 3},
+		{pod: pod("g", nil, container("a", "1", "100Mi"), container("b", "2", "100Mi")), want: topologymanager.Pinning{Requests: 2}, exclusive: 3, shared: 0},
+		{pod: pod("g", nil, container("a", "1", "100Mi")), want: topologymanager.Pinning{Requests: 3}, exclusive: 3, shared: 0},
+		{pod: pod("g2", nil, container("c", "1", "100Mi")), err: true, want: topologymanager.Pinning{Requests: 4, Errors: 1}, exclusive: 3, shared: 0},
+	}
+	for i, s := range steps {
+		var err error
+		for j := range s.pod.Spec.Containers {
+			if e := m.Allocate(s.pod, &s.pod.Spec.Containers[j], topologymanager.Hint{}); e != nil {
+				err = e
+			}
+		}
+		if (err != nil) != s.err {
+			t.Fatalf("step %d: error %v, want one: %t", i, err, s.err)
+		}
+		if got := m.Pinning(); got != s.want {
+			t.Errorf("step %d: pinning %+v, want %+v", i, got, s.want)
+		}
+		if ex, sh := m.ExclusiveCPUs(m.State()); ex != s.exclusive || sh != s.shared {
+			t.Errorf("step %d: %d exclusive, %d shared, want %d, %d", i, ex, sh, s.exclusive, s.shared)
+		}
+	}
+}

@@ -147,9 +147,7 @@ var cacheTypes = sets.New(string(kubeletconfigv1.ServiceAccountServiceAccountTok
 
 // ValidateConfig is upstream's validateCredentialProviderConfig, with the
 // KubeletServiceAccountTokenForCredentialProviders gate's state, and its
-// error messages. A valid tokenAttributes is then refused: service
-// account tokens for plugins are not implemented here, and a plugin that
-// expects one must not run without it.
+// error messages.
 func ValidateConfig(c *Config, saTokensGate bool) field.ErrorList {
 	var errs field.ErrorList
 	path := field.NewPath("providers")
@@ -191,15 +189,6 @@ func ValidateConfig(c *Config, saTokensGate bool) field.ErrorList {
 		}
 		if p.TokenAttributes != nil {
 			errs = append(errs, validateTokenAttributes(path.Child("tokenAttributes"), &p, saTokensGate)...)
-		}
-	}
-	if len(errs) > 0 {
-		return errs
-	}
-	for _, p := range c.Providers {
-		if p.TokenAttributes != nil {
-			errs = append(errs, field.Forbidden(path.Child("tokenAttributes"),
-				fmt.Sprintf("provider %q: service account tokens for credential provider plugins are not implemented by actorlet", p.Name)))
 		}
 	}
 	return errs

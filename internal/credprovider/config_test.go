@@ -149,9 +149,8 @@ func TestValidateConfig(t *testing.T) {
 			p.APIVersion = "credentialprovider.kubelet.k8s.io/v1beta1"
 			tokens(kubeletconfigv1.ServiceAccountTokenAttributes{ServiceAccountTokenAudience: "a", RequireServiceAccount: &yes, CacheType: "Token"})(p)
 		}), want: `providers.tokenAttributes: Forbidden: tokenAttributes is only supported for credentialprovider.kubelet.k8s.io/v1 API version`},
-		{name: "valid tokenAttributes, refused", gate: true, config: valid(tokens(kubeletconfigv1.ServiceAccountTokenAttributes{
-			ServiceAccountTokenAudience: "a", RequireServiceAccount: &yes, CacheType: "ServiceAccount"})),
-			want: `providers.tokenAttributes: Forbidden: provider "foobar": service account tokens for credential provider plugins are not implemented by actorlet`},
+		{name: "valid tokenAttributes", gate: true, config: valid(tokens(kubeletconfigv1.ServiceAccountTokenAttributes{
+			ServiceAccountTokenAudience: "a", RequireServiceAccount: &yes, CacheType: "ServiceAccount"}))},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

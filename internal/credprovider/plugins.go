@@ -16,6 +16,7 @@ import (
 	"github.com/rs/zerolog"
 	"golang.org/x/sync/singleflight"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kubeletconfigv1 "k8s.io/kubelet/config/v1"
 	credentialproviderv1 "k8s.io/kubelet/pkg/apis/credentialprovider/v1"
 
 	"github.com/actorlet/actorlet/internal/registryauth"
@@ -46,8 +47,10 @@ type Plugins struct {
 // New reads and validates the configuration at configPath and finds each
 // provider's executable, named as the provider, in binDir; errors are
 // upstream's (RegisterCredentialProviderPlugins), and fail the start.
-// saTokensGate is KubeletServiceAccountTokenForCredentialProviders.
-func New(configPath, binDir string, saTokensGate bool, log zerolog.Logger) (*Plugins, error) {
+// saTokensGate is KubeletServiceAccountTokenForCredentialProviders;
+// accounts, what providers with tokenAttributes read service accounts and
+// their tokens from (nil without an API server).
+func New(configPath, binDir string, saTokensGate bool, accounts ServiceAccounts, log zerolog.Logger) (*Plugins, error) {
 	if _, err := os.Stat(binDir); err != nil {
 		if os.IsNotExist(err) {
 			return nil, fmt.Errorf("plugin binary directory %s did not exist", binDir)
@@ -70,31 +73,40 @@ func New(configPath, binDir string, saTokensGate bool, log zerolog.Logger) (*Plu
 			}
 			return nil, fmt.Errorf("error inspecting binary executable %s: %w", bin, err)
 		}
-		ps.plugins = append(ps.plugins, newPlugin(p, bin))
+		pl := newPlugin(p, bin)
+		if saTokensGate && p.TokenAttributes != nil && p.TokenAttributes.ServiceAccountTokenAudience != "" {
+			pl.accounts = newServiceAccounts(p.TokenAttributes, accounts)
+		}
+		ps.plugins = append(ps.plugins, pl)
 	}
 	return ps, nil
 }
 
-// Lookup returns what the plugins give to pull image with, in the order
-// to try them, as upstream's external keyring: every plugin whose
+// Lookup returns what the plugins give to pull image with for pod, in the
+// order to try them, as upstream's external keyring: every plugin whose
 // matchImages cover the image's repository is asked (or its cached
 // answer used), and their credentials for the registries that match the
 // image are returned, the most specific registry first. A plugin that
 // fails is logged, with no credential in the line, and skipped: the pull
 // goes on without it, as upstream.
-func (ps *Plugins) Lookup(ctx context.Context, image string) []registryauth.Credential {
+func (ps *Plugins) Lookup(ctx context.Context, image string, pod Pod) []registryauth.Credential {
 	if ps == nil || len(ps.plugins) == 0 {
 		return nil
 	}
 	repo := registryauth.Repository(image)
 	k := &registryauth.Keyring{}
 	for _, p := range ps.plugins {
-		auth, err := p.provide(ctx, repo)
+		auth, account, err := p.provide(ctx, repo, pod)
 		if err != nil {
-			ps.log.Error().Err(err).Str("provider", p.name).Str("image", repo).Msg("Failed to provide credentials for image")
+			e := ps.log.Error().Err(err).Str("provider", p.name).Str("image", repo)
+			if p.accounts != nil {
+				e = e.Str("pod", pod.Namespace+"/"+pod.Name).Str("podUID", string(pod.UID)).
+					Str("serviceAccount", pod.Namespace+"/"+pod.ServiceAccountName)
+			}
+			e.Msg("Failed to provide credentials for image")
 			continue
 		}
-		k.AddProvided(auth)
+		k.AddProvided(auth, account)
 	}
 	return k.LookupTracked(image)
 }
@@ -108,13 +120,20 @@ type plugin struct {
 	// run runs the plugin with a request on stdin and returns its stdout.
 	run func(ctx context.Context, request []byte) ([]byte, error)
 	now func() time.Time
+	// accounts is the provider's service account token mode; nil
+	// without tokenAttributes.
+	accounts *serviceAccounts
 
 	mu        sync.Mutex
-	cache     map[string]cached
+	cache     map[cacheKey]cached
 	lastPurge time.Time
 	// group runs the plugin once for concurrent asks about one image.
 	group singleflight.Group
 }
+
+// cacheKey is where an answer is cached: the image, registry or global
+// key the plugin named, and for a pod's service account, accountKey.
+type cacheKey struct{ base, account string }
 
 // cached is an answer of the plugin and when it expires.
 type cached struct {
@@ -130,7 +149,7 @@ func newPlugin(p Provider, bin string) *plugin {
 	}
 	pl := &plugin{name: p.Name, apiVersion: p.APIVersion, matchImages: p.MatchImages,
 		defaultCacheDuration: p.DefaultCacheDuration.Duration, now: time.Now,
-		cache: map[string]cached{}, lastPurge: time.Now()}
+		cache: map[cacheKey]cached{}, lastPurge: time.Now()}
 	pl.run = func(ctx context.Context, request []byte) ([]byte, error) {
 		return execPlugin(ctx, bin, p.Args, env, request)
 	}
@@ -148,37 +167,82 @@ func (p *plugin) matches(repo string) bool {
 	return false
 }
 
-// provide is upstream's pluginProvider.provide without service accounts:
-// the plugin's credentials for repo, from the cache when an answer for
-// the image, its registry or every image is still valid, else from a run
-// of the plugin, cached under the key type it names for the duration it
-// names (or the configuration's default; zero caches nothing).
-func (p *plugin) provide(ctx context.Context, repo string) (map[string]credentialproviderv1.AuthConfig, error) {
+// provide is upstream's pluginProvider.provide: the plugin's credentials
+// for repo, from the cache when an answer for the image, its registry or
+// every image is still valid, else from a run of the plugin, cached under
+// the key type it names for the duration it names (or the configuration's
+// default; zero caches nothing). In service account token mode the plugin
+// is told a token of the pod's service account for its audience and the
+// account's annotations it asks for, and answers are cached per account
+// (per token with the Token cache type); a pod without a service account
+// gets nothing from a plugin that requires one, and nor does one whose
+// account lacks a required annotation. The answer comes with the service
+// account it was given for (the zero ServiceAccountRef outside that mode).
+func (p *plugin) provide(ctx context.Context, repo string, pod Pod) (map[string]credentialproviderv1.AuthConfig, registryauth.ServiceAccountRef, error) {
 	if !p.matches(repo) {
-		return nil, nil
+		return nil, registryauth.ServiceAccountRef{}, nil
 	}
-	if auth, ok := p.cached(repo); ok {
-		return auth, nil
+	var token, account string
+	var annotations map[string]string
+	// ref is the service account the answer is for, which the records of
+	// pulled images name.
+	var ref registryauth.ServiceAccountRef
+	if p.accounts != nil && pod.ServiceAccountName == "" && p.accounts.require {
+		return nil, registryauth.ServiceAccountRef{}, nil
 	}
-	res, err, _ := p.group.Do(repo, func() (any, error) {
+	if p.accounts != nil && pod.ServiceAccountName != "" {
+		uid, a, err := p.accounts.account(ctx, pod.Namespace, pod.ServiceAccountName)
+		var missing requiredAnnotationNotFound
+		switch {
+		case errors.As(err, &missing):
+			return nil, registryauth.ServiceAccountRef{}, nil
+		case err != nil:
+			return nil, registryauth.ServiceAccountRef{}, fmt.Errorf("failed to get service account: %w", err)
+		}
+		if token, err = p.accounts.token(ctx, pod, uid); err != nil {
+			return nil, registryauth.ServiceAccountRef{}, fmt.Errorf("failed to get service account token: %w", err)
+		}
+		annotations = a
+		account = accountKey(pod, uid, annotations, p.accounts.cacheType, tokenHash(token))
+		ref = registryauth.ServiceAccountRef{UID: string(uid), Namespace: pod.Namespace, Name: pod.ServiceAccountName}
+	}
+	if auth, ok := p.cached(repo, account); ok {
+		return auth, ref, nil
+	}
+	// One run for concurrent asks about one image; in service account
+	// token mode, about one image with one token and annotations.
+	flight := repo
+	if token != "" {
+		flight = fmt.Sprintf("%q %q %s", repo, tokenHash(token), quotedAnnotations(annotations))
+	}
+	res, err, _ := p.group.Do(flight, func() (any, error) {
 		// Shared by every pull waiting on it: one pod's pull ending
 		// does not end the others' run.
-		return p.exec(context.WithoutCancel(ctx), repo)
+		return p.exec(context.WithoutCancel(ctx), repo, token, annotations)
 	})
 	if err != nil {
-		return nil, fmt.Errorf("failed to get credential from external registry credential provider: %w", err)
+		return nil, registryauth.ServiceAccountRef{}, fmt.Errorf("failed to get credential from external registry credential provider: %w", err)
 	}
 	resp := res.(*credentialproviderv1.CredentialProviderResponse)
-	var key string
+	if token != "" && p.accounts.cacheType != kubeletconfigv1.TokenServiceAccountTokenCacheType {
+		// Cached per account, a password that is the token would outlive
+		// the token and serve other pods of the account.
+		for _, a := range resp.Auth {
+			if a.Password == token {
+				return nil, registryauth.ServiceAccountRef{}, errors.New("credential provider plugin returned the service account token as the password which is not allowed when service account cache type is not set to 'Token'")
+			}
+		}
+	}
+	key := cacheKey{account: account}
 	switch resp.CacheKeyType {
 	case credentialproviderv1.ImagePluginCacheKeyType:
-		key = repo
+		key.base = repo
 	case credentialproviderv1.RegistryPluginCacheKeyType:
-		key = registryOf(repo)
+		key.base = registryOf(repo)
 	case credentialproviderv1.GlobalPluginCacheKeyType:
-		key = globalCacheKey
+		key.base = globalCacheKey
 	default:
-		return nil, fmt.Errorf("credential provider plugin did not return a valid cacheKeyType: %s", resp.CacheKeyType)
+		return nil, registryauth.ServiceAccountRef{}, fmt.Errorf("credential provider plugin did not return a valid cacheKeyType: %s", resp.CacheKeyType)
 	}
 	ttl := p.defaultCacheDuration
 	if resp.CacheDuration != nil {
@@ -189,13 +253,14 @@ func (p *plugin) provide(ctx context.Context, repo string) (map[string]credentia
 		p.cache[key] = cached{auth: resp.Auth, expires: p.now().Add(ttl)}
 		p.mu.Unlock()
 	}
-	return resp.Auth, nil
+	return resp.Auth, ref, nil
 }
 
-// cached is the answer still valid for repo: for the image, then its
-// registry, then every image, as upstream looks. Expired answers of
+// cached is the answer still valid for repo and the service account key
+// account ("" outside service account token mode): for the image, then
+// its registry, then every image, as upstream looks. Expired answers of
 // other images are dropped from time to time.
-func (p *plugin) cached(repo string) (map[string]credentialproviderv1.AuthConfig, bool) {
+func (p *plugin) cached(repo, account string) (map[string]credentialproviderv1.AuthConfig, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	now := p.now()
@@ -207,7 +272,8 @@ func (p *plugin) cached(repo string) (map[string]credentialproviderv1.AuthConfig
 		}
 		p.lastPurge = now
 	}
-	for _, k := range []string{repo, registryOf(repo), globalCacheKey} {
+	for _, base := range []string{repo, registryOf(repo), globalCacheKey} {
+		k := cacheKey{base: base, account: account}
 		c, ok := p.cache[k]
 		if !ok {
 			continue
@@ -228,12 +294,14 @@ func registryOf(repo string) string {
 	return registry
 }
 
-// exec asks the plugin about repo and decodes its answer, which must be
-// of the plugin's API version. A response that does not decode is not
-// quoted: it may hold credentials.
-func (p *plugin) exec(ctx context.Context, repo string) (*credentialproviderv1.CredentialProviderResponse, error) {
+// exec asks the plugin about repo, with the service account's token and
+// annotations in service account token mode, and decodes its answer,
+// which must be of the plugin's API version. A response that does not
+// decode is not quoted: it may hold credentials.
+func (p *plugin) exec(ctx context.Context, repo, token string, annotations map[string]string) (*credentialproviderv1.CredentialProviderResponse, error) {
 	request, err := json.Marshal(&credentialproviderv1.CredentialProviderRequest{
-		TypeMeta: metav1.TypeMeta{Kind: "CredentialProviderRequest", APIVersion: p.apiVersion}, Image: repo})
+		TypeMeta: metav1.TypeMeta{Kind: "CredentialProviderRequest", APIVersion: p.apiVersion}, Image: repo,
+		ServiceAccountToken: token, ServiceAccountAnnotations: annotations})
 	if err != nil {
 		return nil, fmt.Errorf("failed to encode auth request: %w", err)
 	}

@@ -111,7 +111,7 @@ func TestPluginCache(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			p, f, now := newTestPlugin([]string{"*.registry.io"}, tt.defaultTTL, tt.reply)
-			auth, err := p.provide(context.Background(), img)
+			auth, _, err := p.provide(context.Background(), img, Pod{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -119,7 +119,7 @@ func TestPluginCache(t *testing.T) {
 				t.Fatalf("auth %v", auth)
 			}
 			*now = now.Add(tt.after)
-			if _, err := p.provide(context.Background(), tt.second); err != nil {
+			if _, _, err := p.provide(context.Background(), tt.second, Pod{}); err != nil {
 				t.Fatal(err)
 			}
 			if got := f.runs[tt.second] > 0 && (tt.second != img || f.runs[img] > 1); got != tt.wantSecondRun {
@@ -131,11 +131,11 @@ func TestPluginCache(t *testing.T) {
 
 func TestPluginPurge(t *testing.T) {
 	p, _, now := newTestPlugin([]string{"*.registry.io"}, 0, response("Image", "1m"))
-	if _, err := p.provide(context.Background(), "a.registry.io/x"); err != nil {
+	if _, _, err := p.provide(context.Background(), "a.registry.io/x", Pod{}); err != nil {
 		t.Fatal(err)
 	}
 	*now = now.Add(purgeInterval + time.Second)
-	if _, ok := p.cached("a.registry.io/y"); ok || len(p.cache) != 0 {
+	if _, ok := p.cached("a.registry.io/y", ""); ok || len(p.cache) != 0 {
 		t.Errorf("expired answers kept: %v", p.cache)
 	}
 }
@@ -166,7 +166,7 @@ func TestPluginErrors(t *testing.T) {
 			if tt.runErr != nil {
 				p.run = func(context.Context, []byte) ([]byte, error) { return nil, tt.runErr }
 			}
-			_, err := p.provide(context.Background(), "a.registry.io/x")
+			_, _, err := p.provide(context.Background(), "a.registry.io/x", Pod{})
 			if err == nil || !strings.Contains(err.Error(), tt.want) || strings.Contains(err.Error(), "s3cr3t") {
 				t.Errorf("error %v, want one with %q", err, tt.want)
 			}
@@ -202,12 +202,12 @@ providers:
 		t.Fatal(err)
 	}
 	var logged strings.Builder
-	ps, err := New(config, dir, true, zerolog.New(&logged))
+	ps, err := New(config, dir, true, nil, zerolog.New(&logged))
 	if err != nil {
 		t.Fatal(err)
 	}
 	for range 2 {
-		creds := ps.Lookup(context.Background(), "r.io/team/app:1.0")
+		creds := ps.Lookup(context.Background(), "r.io/team/app:1.0", Pod{})
 		var got []string
 		for _, c := range creds {
 			if c.FromSecret() {
@@ -244,16 +244,16 @@ func TestNewErrors(t *testing.T) {
 	if err := os.WriteFile(config, []byte("apiVersion: kubelet.config.k8s.io/v1\nkind: CredentialProviderConfig\nproviders:\n- {name: missing, matchImages: [r.io], defaultCacheDuration: 1m, apiVersion: credentialprovider.kubelet.k8s.io/v1}\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := New(config, filepath.Join(dir, "nope"), true, zerolog.Nop()); err == nil || err.Error() != "plugin binary directory "+filepath.Join(dir, "nope")+" did not exist" {
+	if _, err := New(config, filepath.Join(dir, "nope"), true, nil, zerolog.Nop()); err == nil || err.Error() != "plugin binary directory "+filepath.Join(dir, "nope")+" did not exist" {
 		t.Errorf("missing bin dir: %v", err)
 	}
-	if _, err := New(config, dir, true, zerolog.Nop()); err == nil || err.Error() != "plugin binary executable "+filepath.Join(dir, "missing")+" did not exist" {
+	if _, err := New(config, dir, true, nil, zerolog.Nop()); err == nil || err.Error() != "plugin binary executable "+filepath.Join(dir, "missing")+" did not exist" {
 		t.Errorf("missing plugin: %v", err)
 	}
 	if err := os.WriteFile(config, []byte("apiVersion: kubelet.config.k8s.io/v1\nkind: CredentialProviderConfig\nproviders: []\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := New(config, dir, true, zerolog.Nop()); err == nil || err.Error() != "failed to validate credential provider config: providers: Required value: at least 1 item in plugins is required" {
+	if _, err := New(config, dir, true, nil, zerolog.Nop()); err == nil || err.Error() != "failed to validate credential provider config: providers: Required value: at least 1 item in plugins is required" {
 		t.Errorf("invalid config: %v", err)
 	}
 }

@@ -23,6 +23,19 @@ type Credentials = kubeletconfigv1beta1.ImagePullCredentials
 // it gave (upstream's ImagePullSecret).
 type Secret = kubeletconfigv1beta1.ImagePullSecret
 
+// ServiceAccount is the coordinates of a service account a credential
+// provider plugin gave credentials for (upstream's ImagePullServiceAccount).
+type ServiceAccount = kubeletconfigv1beta1.ImagePullServiceAccount
+
+// PodCredentials are what a pod has to use an image another pod pulled:
+// its pull secrets that apply to the image, and the service account a
+// credential provider plugin in service account token mode gives
+// credentials for (nil: none), as upstream's getPodCredentials.
+type PodCredentials struct {
+	Secrets        []Secret
+	ServiceAccount *ServiceAccount
+}
+
 // rememberLimit is upstream's writeRecordWhileMatchingLimit: past this
 // many secrets in a record, a secret that matches by its hash only is no
 // longer added to it, so that namespaces coming and going do not grow a
@@ -42,10 +55,10 @@ type verdict struct {
 // whether a pod may use image (its container's image field), present on
 // the node, without pulling it. record is the image's ImagePulledRecord
 // (nil: none), pulledByKubelet whether a record or an intent of it
-// exists. podSecrets returns the pod's pull secrets that apply to the
-// image; it is only called when the decision depends on them, and its
-// error makes the pod pull (and fail as the pull would).
-func decide(policy *Policy, image string, record *Record, pulledByKubelet bool, podSecrets func() ([]Secret, error)) (verdict, error) {
+// exists. podCreds returns the pod's credentials that apply to the image;
+// it is only called when the decision depends on them, and its error
+// makes the pod pull (and fail as the pull would).
+func decide(policy *Policy, image string, record *Record, pulledByKubelet bool, podCreds func() (PodCredentials, error)) (verdict, error) {
 	if !policy.requireVerification(image, pulledByKubelet) {
 		return verdict{}, nil
 	}
@@ -63,16 +76,14 @@ func decide(policy *Policy, image string, record *Record, pulledByKubelet bool, 
 	if creds.NodePodsAccessible {
 		return verdict{}, nil
 	}
-	if len(creds.KubernetesSecrets) == 0 {
-		// Service accounts' credentials (credential provider plugins)
-		// are not implemented: a record of them only is no proof here.
+	if len(creds.KubernetesSecrets) == 0 && len(creds.KubernetesServiceAccounts) == 0 {
 		return verdict{mustPull: true}, nil
 	}
-	secrets, err := podSecrets()
+	pod, err := podCreds()
 	if err != nil {
 		return verdict{mustPull: true}, err
 	}
-	for _, s := range secrets {
+	for _, s := range pod.Secrets {
 		for _, recorded := range creds.KubernetesSecrets {
 			// An empty hash is one upstream failed to compute: it
 			// matches nothing.
@@ -87,6 +98,9 @@ func decide(policy *Policy, image string, record *Record, pulledByKubelet bool, 
 			}
 			return v, nil
 		}
+	}
+	if pod.ServiceAccount != nil && slices.Contains(creds.KubernetesServiceAccounts, *pod.ServiceAccount) {
+		return verdict{}, nil
 	}
 	return verdict{mustPull: true}, nil
 }

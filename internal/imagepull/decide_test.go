@@ -49,6 +49,10 @@ func TestDecide(t *testing.T) {
 		always    = kubeletconfigv1beta1.AlwaysVerify
 	)
 	withA := recordWith(Credentials{KubernetesSecrets: []Secret{secretA}})
+	accountS := ServiceAccount{UID: "uid-s", Namespace: "a", Name: "puller"}
+	accountT := ServiceAccount{UID: "uid-t", Namespace: "a", Name: "other"}
+	forS := recordWith(Credentials{KubernetesServiceAccounts: []ServiceAccount{accountS}})
+	withAAndS := recordWith(Credentials{KubernetesSecrets: []Secret{secretA}, KubernetesServiceAccounts: []ServiceAccount{accountS}})
 	anonymous := recordWith(Credentials{NodePodsAccessible: true})
 	unknown := &Record{ImageRef: "sha256:ref"}
 	for _, tc := range []struct {
@@ -58,6 +62,7 @@ func TestDecide(t *testing.T) {
 		record    *Record
 		intent    bool // an intent without a record: a pull under way or interrupted
 		pod       []Secret
+		account   *ServiceAccount // the pod's, as a plugin gave credentials for it
 		podErr    error
 		wantPull  bool
 		remember  *Secret
@@ -79,6 +84,14 @@ func TestDecide(t *testing.T) {
 		{name: "allowlisted: pulled with A, prefix listed", policy: allowlist, allow: []string{"registry.example/*"}, record: withA, noSecrets: true},
 		{name: "allowlisted: pulled with A, not listed", policy: allowlist, allow: []string{"registry.example/public/*"}, record: withA, wantPull: true},
 
+		// Pulled with a plugin's credentials for service account S.
+		{name: "default: pulled for S, pod of S", policy: preloaded, record: forS, account: &accountS},
+		{name: "default: pulled for S, pod of another account", policy: preloaded, record: forS, account: &accountT, wantPull: true},
+		{name: "default: pulled for S, pod without plugin credentials", policy: preloaded, record: forS, wantPull: true},
+		{name: "default: pulled for S, pod with A's secret", policy: preloaded, record: forS, pod: []Secret{secretA}, wantPull: true},
+		{name: "default: pulled with A and for S, pod of S", policy: preloaded, record: withAAndS, account: &accountS},
+		{name: "always: pulled for S, pod of S", policy: always, record: forS, account: &accountS},
+
 		// The image was pulled without credentials: any pod of the node.
 		{name: "default: anonymous, pod without secret", policy: preloaded, record: anonymous, noSecrets: true},
 		{name: "always: anonymous, pod without secret", policy: always, record: anonymous, noSecrets: true},
@@ -97,7 +110,7 @@ func TestDecide(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			looked := false
 			v, err := decide(mustPolicy(t, tc.policy, tc.allow...), privateImage, tc.record, tc.record != nil || tc.intent,
-				func() ([]Secret, error) { looked = true; return tc.pod, tc.podErr })
+				func() (PodCredentials, error) { looked = true; return PodCredentials{Secrets: tc.pod, ServiceAccount: tc.account}, tc.podErr })
 			if (err != nil) != tc.wantErr {
 				t.Fatalf("err = %v, want error %t", err, tc.wantErr)
 			}
@@ -118,7 +131,7 @@ func TestDecide(t *testing.T) {
 // same image ID under another name is verified for that name.
 func TestDecideOtherName(t *testing.T) {
 	rec := recordWith(Credentials{NodePodsAccessible: true})
-	v, err := decide(mustPolicy(t, ""), "registry.example/other/app:1.0", rec, true, func() ([]Secret, error) { return nil, nil })
+	v, err := decide(mustPolicy(t, ""), "registry.example/other/app:1.0", rec, true, secrets())
 	if err != nil || !v.mustPull {
 		t.Fatalf("decide = %+v, %v; want a pull", v, err)
 	}

@@ -107,10 +107,10 @@ func New(ctx context.Context, rootDir string, policy *Policy, images ImageLister
 
 // MustPull is upstream's MustAttemptImagePull: whether a pod must pull
 // image (its container's image field), on the node as imageRef, before
-// it may use it. podSecrets returns the pod's pull secrets that apply to
-// the image, called only when the answer depends on them; its error is
+// it may use it. podCreds returns the pod's credentials that apply to the
+// image, called only when the answer depends on them; its error is
 // returned with true.
-func (m *Manager) MustPull(image, imageRef string, podSecrets func() ([]Secret, error)) (bool, error) {
+func (m *Manager) MustPull(image, imageRef string, podCreds func() (PodCredentials, error)) (bool, error) {
 	if imageRef == "" {
 		return true, nil
 	}
@@ -130,7 +130,7 @@ func (m *Manager) MustPull(image, imageRef string, podSecrets func() ([]Secret, 
 		}
 	}
 	pulledByKubelet := found || m.pulling[image] > 0 || m.leftover[image]
-	v, err := decide(m.policy, image, record, pulledByKubelet, podSecrets)
+	v, err := decide(m.policy, image, record, pulledByKubelet, podCreds)
 	if err != nil {
 		return true, err
 	}

@@ -38,8 +38,8 @@ func newManager(t *testing.T, root string, l ImageLister) *Manager {
 	return m
 }
 
-func secrets(s ...Secret) func() ([]Secret, error) {
-	return func() ([]Secret, error) { return s, nil }
+func secrets(s ...Secret) func() (PodCredentials, error) {
+	return func() (PodCredentials, error) { return PodCredentials{Secrets: s}, nil }
 }
 
 // TestUpstreamRecords: actorlet reads the records upstream's kubelet

@@ -156,6 +156,7 @@ func (r *Runner) runHTTP(ctx context.Context, pod *v1.Pod, podIP string, c *v1.C
 	if retryErr != nil {
 		return err
 	}
+	metrics.LifecycleHandlerHTTPFallbacks.Inc()
 	if r.Recorder != nil {
 		r.Recorder.Event(podRef(pod), v1.EventTypeWarning, events.LifecycleHTTPFallback,
 			fmt.Sprintf("request to HTTPS lifecycle hook %s got HTTP response, retry with HTTP succeeded", retry.URL.Host))

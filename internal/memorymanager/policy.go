@@ -52,6 +52,9 @@ type Manager struct {
 	// that its app containers may take again, by NUMA mask and resource
 	// (upstream's initContainersReusableMemory).
 	reusable map[string]map[topologymanager.Mask]map[v1.ResourceName]uint64
+	// pinning counts the allocations that required pinning and those
+	// that failed, for the pod-manager's metrics.
+	pinning topologymanager.Pinning
 }
 
 // New makes the memory manager of the machine's NUMA nodes, as upstream's
@@ -617,6 +620,20 @@ func (m *Manager) Allocate(pod *v1.Pod, c *v1.Container, affinity topologymanage
 	if len(reqs) == 0 {
 		return nil
 	}
+	// Counted as upstream's: every container with memory to pin, one that
+	// has it already included.
+	m.pinning.Requests++
+	err = m.allocate(pod, c, affinity, reqs)
+	if err != nil {
+		m.pinning.Errors++
+	}
+	return err
+}
+
+// Pinning returns the allocations counted so far.
+func (m *Manager) Pinning() topologymanager.Pinning { return m.pinning }
+
+func (m *Manager) allocate(pod *v1.Pod, c *v1.Container, affinity topologymanager.Hint, reqs map[v1.ResourceName]uint64) error {
 	uid := string(pod.UID)
 	if blocks, ok := m.state.Entries[uid][c.Name]; ok {
 		m.updateReusable(pod, c, blocks)

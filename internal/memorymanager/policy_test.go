@@ -183,6 +183,16 @@ func TestAllocate(t *testing.T) {
 				t.Errorf("%s, step %d: nodes %v, want %v", tc.name, i, got, s.nodes)
 			}
 		}
+		// Each step's container pinned memory, or failed to: all counted.
+		want := topologymanager.Pinning{Requests: len(tc.steps)}
+		for _, s := range tc.steps {
+			if s.err != "" {
+				want.Errors++
+			}
+		}
+		if got := m.Pinning(); got != want {
+			t.Errorf("%s: pinning %+v, want %+v", tc.name, got, want)
+		}
 		// The state it made is valid at the next start.
 		st := m.State()
 		again, _ := New(twoNodes(), staticConfig())

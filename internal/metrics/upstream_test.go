@@ -86,7 +86,7 @@ func TestUpstreamHelp(t *testing.T) {
 				t.Errorf("%s: %q has a stability level", name, help)
 			}
 		default:
-			if !strings.HasPrefix(help, "[ALPHA] ") && !strings.HasPrefix(help, "[BETA] ") && !strings.HasPrefix(help, "[STABLE] ") {
+			if !strings.HasPrefix(help, "[INTERNAL] ") && !strings.HasPrefix(help, "[ALPHA] ") && !strings.HasPrefix(help, "[BETA] ") && !strings.HasPrefix(help, "[STABLE] ") {
 				t.Errorf("%s: %q has no stability level", name, help)
 			}
 		}

@@ -54,7 +54,7 @@ type credLookup struct {
 // PullRecords keeps the records of pulled images and of their credentials
 // (imagepull.Manager).
 type PullRecords interface {
-	MustPull(image, imageRef string, podSecrets func() ([]imagepull.Secret, error)) (bool, error)
+	MustPull(image, imageRef string, podCreds func() (imagepull.PodCredentials, error)) (bool, error)
 	PullIntent(image string) error
 	Pulled(image, imageRef string, creds *imagepull.Credentials)
 	PullFailed(image string)
@@ -181,11 +181,12 @@ func (r *Runtime) ensure(ctx context.Context, pod *v1.Pod, t pullTarget, sandbox
 			return pullOutcome{ref: st.Image.Id, image: st.Image}
 		}
 		// KubeletEnsureSecretPulledImages: an image pulled with some
-		// pod's pull secrets is this pod's only if it has the same
-		// credentials, or if the registry accepts its own.
-		must, err := records.MustPull(image, st.Image.Id, func() ([]imagepull.Secret, error) {
+		// pod's pull secrets, or with a plugin's credentials for some
+		// service account, is this pod's only if it has the same
+		// credentials or account, or if the registry accepts its own.
+		must, err := records.MustPull(image, st.Image.Id, func() (imagepull.PodCredentials, error) {
 			l, err := lookup()
-			return podPullSecrets(l.creds), err
+			return podCredentials(l.creds), err
 		})
 		if err != nil {
 			pullRequired = nil

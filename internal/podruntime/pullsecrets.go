@@ -10,6 +10,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/klog/v2"
 
+	"github.com/actorlet/actorlet/internal/credprovider"
 	"github.com/actorlet/actorlet/internal/events"
 	"github.com/actorlet/actorlet/internal/imagepull"
 	"github.com/actorlet/actorlet/internal/registryauth"
@@ -22,7 +23,7 @@ import (
 // CredentialPlugins gives the credentials of the image credential
 // provider plugins for an image, in the order to try them.
 type CredentialPlugins interface {
-	Lookup(ctx context.Context, image string) []registryauth.Credential
+	Lookup(ctx context.Context, image string, pod credprovider.Pod) []registryauth.Credential
 }
 
 // pullCredentials returns the credentials to pull image with for the pod,
@@ -41,7 +42,8 @@ func (r *Runtime) pullCredentials(ctx context.Context, pod *v1.Pod, image string
 		return nil, missing, err
 	}
 	if r.Opts.CredentialPlugins != nil {
-		creds = append(creds, r.Opts.CredentialPlugins.Lookup(ctx, image)...)
+		creds = append(creds, r.Opts.CredentialPlugins.Lookup(ctx, image, credprovider.Pod{Namespace: pod.Namespace,
+			Name: pod.Name, UID: pod.UID, ServiceAccountName: pod.Spec.ServiceAccountName})...)
 	}
 	return creds, missing, nil
 }
@@ -89,16 +91,36 @@ func podPullSecrets(creds []registryauth.Credential) []imagepull.Secret {
 	return out
 }
 
+// podCredentials are the pod's credentials among creds, as the records
+// of pulled images name them (upstream's getPodCredentials): its pull
+// secrets, and the service account of the first credential a plugin gave
+// for one (a pod has one service account).
+func podCredentials(creds []registryauth.Credential) imagepull.PodCredentials {
+	out := imagepull.PodCredentials{Secrets: podPullSecrets(creds)}
+	for _, c := range creds {
+		if c.FromServiceAccount() {
+			out.ServiceAccount = &imagepull.ServiceAccount{UID: c.ServiceAccount.UID, Namespace: c.ServiceAccount.Namespace, Name: c.ServiceAccount.Name}
+			break
+		}
+	}
+	return out
+}
+
 // pulledWith is what the record of a pull says it was pulled with, as
 // upstream's trackedToImagePullCreds: the pull secret whose credentials
-// the registry accepted, or, for a pull without credentials or with a
-// credential provider plugin's, that every pod of the node may use the
-// image.
+// the registry accepted, or the service account a credential provider
+// plugin gave them for; for a pull without credentials or with a plugin's
+// given for no account, that every pod of the node may use the image.
 func pulledWith(used *registryauth.Credential) *imagepull.Credentials {
-	if used == nil || !used.FromSecret() {
+	switch {
+	case used == nil:
 		return &imagepull.Credentials{NodePodsAccessible: true}
+	case used.FromSecret():
+		return &imagepull.Credentials{KubernetesSecrets: podPullSecrets([]registryauth.Credential{*used})}
+	case used.FromServiceAccount():
+		return &imagepull.Credentials{KubernetesServiceAccounts: []imagepull.ServiceAccount{*podCredentials([]registryauth.Credential{*used}).ServiceAccount}}
 	}
-	return &imagepull.Credentials{KubernetesSecrets: podPullSecrets([]registryauth.Credential{*used})}
+	return &imagepull.Credentials{NodePodsAccessible: true}
 }
 
 // pullImage pulls as upstream's runtime manager does: anonymously when

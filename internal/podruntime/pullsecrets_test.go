@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/actorlet/actorlet/internal/credprovider"
 	"github.com/actorlet/actorlet/internal/imagepull"
 	"github.com/actorlet/actorlet/internal/metrics"
 	"github.com/actorlet/actorlet/internal/podruntime/fakecri"
@@ -253,7 +254,7 @@ func TestEnsureImagePullSecrets(t *testing.T) {
 // image.
 type pluginCreds []*runtimeapi.AuthConfig
 
-func (p pluginCreds) Lookup(context.Context, string) []registryauth.Credential {
+func (p pluginCreds) Lookup(context.Context, string, credprovider.Pod) []registryauth.Credential {
 	var out []registryauth.Credential
 	for _, a := range p {
 		out = append(out, registryauth.Credential{Auth: proto.Clone(a).(*runtimeapi.AuthConfig)})
@@ -273,10 +274,11 @@ func spentLimiter(t *testing.T) *imagepull.Limiter {
 }
 
 // TestPulledWith: what the record of a pull names, and which of a pod's
-// credentials are its own pull secrets.
+// credentials are its own pull secrets and service account.
 func TestPulledWith(t *testing.T) {
 	secret := registryauth.Credential{Secret: registryauth.SecretRef{UID: "u", Namespace: "ns", Name: "s"}, Hash: "h"}
 	plugin := registryauth.Credential{Hash: "p"}
+	forAccount := registryauth.Credential{ServiceAccount: registryauth.ServiceAccountRef{UID: "sa-uid", Namespace: "ns", Name: "puller"}, Hash: "q"}
 	for _, tc := range []struct {
 		name string
 		used *registryauth.Credential
@@ -285,6 +287,7 @@ func TestPulledWith(t *testing.T) {
 		{name: "anonymous", want: "{[] [] true}"},
 		{name: "a plugin's", used: &plugin, want: "{[] [] true}"},
 		{name: "a pull secret's", used: &secret, want: "{[{u ns s h}] [] false}"},
+		{name: "a plugin's for a service account", used: &forAccount, want: "{[] [{sa-uid ns puller}] false}"},
 	} {
 		if got := fmt.Sprint(*pulledWith(tc.used)); got != tc.want {
 			t.Errorf("%s: %s, want %s", tc.name, got, tc.want)
@@ -292,6 +295,13 @@ func TestPulledWith(t *testing.T) {
 	}
 	if got := podPullSecrets([]registryauth.Credential{plugin, secret}); len(got) != 1 || got[0].Name != "s" {
 		t.Errorf("the pod's pull secrets: %+v", got)
+	}
+	got := podCredentials([]registryauth.Credential{plugin, secret, forAccount})
+	if len(got.Secrets) != 1 || got.ServiceAccount == nil || *got.ServiceAccount != (imagepull.ServiceAccount{UID: "sa-uid", Namespace: "ns", Name: "puller"}) {
+		t.Errorf("the pod's credentials: %+v", got)
+	}
+	if got := podCredentials([]registryauth.Credential{plugin, secret}); got.ServiceAccount != nil {
+		t.Errorf("a service account without a plugin's credential for it: %+v", got.ServiceAccount)
 	}
 }
 

@@ -37,13 +37,21 @@ type Keyring struct {
 // TrackedAuthConfig.
 type tracked struct {
 	entry
-	source SecretRef
+	source  SecretRef
+	account ServiceAccountRef
 	hash   string
 }
 
 // SecretRef names the pull secret a credential comes from: its
 // coordinates in the records of pulled images (ImagePullSecret).
 type SecretRef struct {
+	UID, Namespace, Name string
+}
+
+// ServiceAccountRef names the service account a credential provider
+// plugin in service account token mode gave a credential for: its
+// coordinates in the records of pulled images (ImagePullServiceAccount).
+type ServiceAccountRef struct {
 	UID, Namespace, Name string
 }
 
@@ -54,6 +62,9 @@ type Credential struct {
 	// Secret is the pull secret that holds it; the zero SecretRef for a
 	// credential provider plugin's.
 	Secret SecretRef
+	// ServiceAccount is the service account a plugin gave it for (in
+	// service account token mode); the zero ServiceAccountRef otherwise.
+	ServiceAccount ServiceAccountRef
 	// Hash is upstream's CredentialHash of it (hashAuthConfig): the
 	// SHA-256, in hex, of the JSON of its username, password and email.
 	// Two secrets with the same credentials have the same hash.
@@ -63,6 +74,10 @@ type Credential struct {
 // FromSecret reports whether the credential comes from a pull secret
 // rather than from a credential provider plugin.
 func (c *Credential) FromSecret() bool { return c.Secret != SecretRef{} }
+
+// FromServiceAccount reports whether a credential provider plugin gave
+// the credential for a pod's service account.
+func (c *Credential) FromServiceAccount() bool { return c.ServiceAccount != ServiceAccountRef{} }
 
 // FromSecrets builds the keyring of a pod's pull secrets, in the order
 // the pod lists them, as upstream's MakeDockerKeyring: a
@@ -90,21 +105,23 @@ func FromSecrets(secrets []v1.Secret) (*Keyring, error) {
 		default:
 			continue
 		}
-		k.add(cfg, SecretRef{UID: string(s.UID), Namespace: s.Namespace, Name: s.Name})
+		k.add(cfg, SecretRef{UID: string(s.UID), Namespace: s.Namespace, Name: s.Name}, ServiceAccountRef{})
 	}
 	return k, nil
 }
 
 // AddProvided adds the credentials a credential provider plugin gave,
 // by registry (host, host/path, wildcards in the host, as a docker
-// config's names), without a pull secret as their source: as upstream,
-// an image pulled with them is one every pod of the node may use.
-func (k *Keyring) AddProvided(auth map[string]credentialproviderv1.AuthConfig) {
+// config's names), without a pull secret as their source. As upstream,
+// an image pulled with them is one every pod of the node may use, unless
+// the plugin gave them for a service account (account, in service
+// account token mode): then only the pods of that account may.
+func (k *Keyring) AddProvided(auth map[string]credentialproviderv1.AuthConfig, account ServiceAccountRef) {
 	cfg := make(dockerConfig, len(auth))
 	for name, a := range auth {
 		cfg[name] = configEntry{entry: entry{Username: a.Username, Password: a.Password}}
 	}
-	k.add(cfg, SecretRef{})
+	k.add(cfg, SecretRef{}, account)
 }
 
 // add indexes a docker config's entries, as upstream's
@@ -114,7 +131,7 @@ func (k *Keyring) AddProvided(auth map[string]credentialproviderv1.AuthConfig) {
 // of one secret are taken in the order of their names, so that two names
 // for the same registry (https://r and r) give their credentials in a
 // stable order.
-func (k *Keyring) add(cfg dockerConfig, src SecretRef) {
+func (k *Keyring) add(cfg dockerConfig, src SecretRef, account ServiceAccountRef) {
 	if k.creds == nil {
 		k.creds = map[string][]tracked{}
 	}
@@ -132,7 +149,7 @@ func (k *Keyring) add(cfg dockerConfig, src SecretRef) {
 			k.index = append(k.index, key)
 		}
 		e := cfg[name]
-		k.creds[key] = append(k.creds[key], tracked{entry: e.entry, source: src, hash: credentialHash(e)})
+		k.creds[key] = append(k.creds[key], tracked{entry: e.entry, source: src, account: account, hash: credentialHash(e)})
 	}
 	sort.Sort(sort.Reverse(sort.StringSlice(k.index)))
 }
@@ -180,7 +197,7 @@ func (k *Keyring) LookupTracked(image string) []Credential {
 	var out []Credential
 	for _, t := range k.lookupTracked(repository(image)) {
 		out = append(out, Credential{Auth: &runtimeapi.AuthConfig{Username: t.Username, Password: t.Password},
-			Secret: t.source, Hash: t.hash})
+			Secret: t.source, ServiceAccount: t.account, Hash: t.hash})
 	}
 	return out
 }

@@ -119,6 +119,15 @@ func (c Config) Validate() error {
 	return nil
 }
 
+// Pinning counts a hint provider's allocations that required pinning
+// (Requests) and those of them that failed (Errors), since it was made.
+type Pinning struct{ Requests, Errors int }
+
+// Sub is what p counted since before.
+func (p Pinning) Sub(before Pinning) Pinning {
+	return Pinning{Requests: p.Requests - before.Requests, Errors: p.Errors - before.Errors}
+}
+
 // Rejection is why a pod is refused: upstream's reason and message.
 type Rejection struct{ Reason, Message string }
 

@@ -283,10 +283,10 @@ func (n *APIPods) EventuallySees(t *testing.T, pod, container, script, want stri
 }
 
 // UpstreamKubeletConfig is what upstream's kubelet needs on this machine
-// (cgroup v1 without systemd, as test/conformance runs it) and to take the
-// harness's crash-loop cap, for the tests that can run against it.
+// beyond the harness's configuration, which both agents take (cgroup v1
+// without systemd, as test/conformance runs it), and to take the harness's
+// crash-loop cap, for the tests that can run against it.
 const UpstreamKubeletConfig = `cgroupDriver: cgroupfs
-failCgroupV1: false
 failSwapOn: false
 featureGates:
   KubeletCrashLoopBackOffMax: true

@@ -245,6 +245,7 @@ authorization:
 	}
 	cfg := fmt.Sprintf(`apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
+failCgroupV1: false
 staticPodPath: %s
 fileCheckFrequency: 2s
 readOnlyPort: %d

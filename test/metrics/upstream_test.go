@@ -27,7 +27,7 @@ const (
 	apiserverLibrary = "the API server libraries upstream's kubelet links in count their own work (audit, encryption, webhooks, validation, discovery); actorlet serves no such API"
 	componentBase    = "component-base's bookkeeping of its metrics registry, which actorlet does not use (--disabled-metrics and --show-hidden-metrics-for-version are not implemented)"
 	workqueues       = "client-go workqueues: actorlet has none; its actors' mailboxes are actorlet_actor_*"
-	noResourceMgrs   = "the CPU and topology managers do not count their work yet, and the memory manager is not implemented (issue #37)"
+	noMemoryQoS      = "MemoryQoS (cgroup v2 memory.min, memory.low and memory.high) is not implemented"
 	noEventedPLEG    = "the EventedPLEG gate (alpha, off) is not implemented: PLEG relists"
 	notYet           = "not counted yet: actorlet does the work, the metric is missing (issue #37)"
 )
@@ -61,25 +61,14 @@ var lacking = map[string]string{
 	"workqueue_retries_total":                                      workqueues,
 	"workqueue_unfinished_work_seconds":                            workqueues,
 	"workqueue_work_duration_seconds":                              workqueues,
-	"kubelet_cpu_manager_exclusive_cpu_allocation_count":           noResourceMgrs,
-	"kubelet_cpu_manager_pinning_errors_total":                     noResourceMgrs,
-	"kubelet_cpu_manager_pinning_requests_total":                   noResourceMgrs,
-	"kubelet_cpu_manager_shared_pool_size_millicores":              noResourceMgrs,
-	"kubelet_memory_manager_pinning_errors_total":                  noResourceMgrs,
-	"kubelet_memory_manager_pinning_requests_total":                noResourceMgrs,
-	"kubelet_memory_qos_node_memory_low_bytes":                     noResourceMgrs,
-	"kubelet_memory_qos_node_memory_min_bytes":                     noResourceMgrs,
-	"kubelet_topology_manager_admission_duration_ms":               noResourceMgrs,
-	"kubelet_topology_manager_admission_errors_total":              noResourceMgrs,
-	"kubelet_topology_manager_admission_requests_total":            noResourceMgrs,
+	"kubelet_memory_qos_node_memory_low_bytes":                     noMemoryQoS,
+	"kubelet_memory_qos_node_memory_min_bytes":                     noMemoryQoS,
 	"kubelet_evented_pleg_connection_error_count":                  noEventedPLEG,
 	"kubelet_evented_pleg_connection_latency_seconds":              noEventedPLEG,
 	"kubelet_evented_pleg_connection_success_count":                noEventedPLEG,
 	"force_cleaned_failed_volume_operation_errors_total":           notYet,
 	"force_cleaned_failed_volume_operations_total":                 notYet,
-	"kubelet_cgroup_version":                                       notYet,
 	"kubelet_container_log_filesystem_used_bytes":                  notYet,
-	"kubelet_first_network_pod_start_sli_duration_seconds":         notYet,
 	"kubelet_image_volume_mounted_errors_total":                    notYet,
 	"kubelet_image_volume_mounted_succeed_total":                   notYet,
 	"kubelet_image_volume_requested_total":                         notYet,
@@ -88,14 +77,6 @@ var lacking = map[string]string{
 	"kubelet_imagemanager_inmemory_pullintents_usage_percent":      notYet,
 	"kubelet_imagemanager_ondisk_pulledrecords":                    notYet,
 	"kubelet_imagemanager_ondisk_pullintents":                      notYet,
-	"kubelet_lifecycle_handler_http_fallbacks_total":               notYet,
-	"kubelet_managed_ephemeral_containers":                         notYet,
-	"kubelet_metrics_provider":                                     notYet,
-	"kubelet_node_startup_duration_seconds":                        notYet,
-	"kubelet_node_startup_post_registration_duration_seconds":      notYet,
-	"kubelet_node_startup_pre_kubelet_duration_seconds":            notYet,
-	"kubelet_node_startup_pre_registration_duration_seconds":       notYet,
-	"kubelet_node_startup_registration_duration_seconds":           notYet,
 	"kubelet_orphan_pod_cleaned_volumes":                           notYet,
 	"kubelet_orphan_pod_cleaned_volumes_errors":                    notYet,
 	"kubelet_orphaned_runtime_pods_total":                          notYet,

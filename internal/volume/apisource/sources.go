@@ -203,6 +203,19 @@ func (s *Sources) ServiceAccountToken(ctx context.Context, pod *v1.Pod, p *v1.Se
 	return tr.Status, nil
 }
 
+// ServiceAccount reads the service account with a GET, as upstream reads
+// it for image credential provider plugins.
+func (s *Sources) ServiceAccount(ctx context.Context, namespace, name string) (*v1.ServiceAccount, error) {
+	return s.client.CoreV1().ServiceAccounts(namespace).Get(ctx, name, metav1.GetOptions{})
+}
+
+// Token returns a token of the service account for the request, from the
+// cache until it needs a refresh, as upstream's token manager gives image
+// credential provider plugins theirs.
+func (s *Sources) Token(ctx context.Context, namespace, name string, tr *authenticationv1.TokenRequest) (*authenticationv1.TokenRequest, error) {
+	return s.tokens.get(ctx, namespace, name, tr)
+}
+
 // DeleteServiceAccountToken forgets the tokens bound to the pod.
 // UnregisterPod calls it.
 func (s *Sources) DeleteServiceAccountToken(podUID types.UID) {
