@@ -827,6 +827,7 @@ func (m *Machine) admitOrWait(source string, pod *v1.Pod, retried bool, now time
 		return
 	}
 	p := &PodState{Phase: Running, Pod: pod, Source: source}
+	m.emit(admissionCount(pod))
 	m.spawn(p, uid, pod.Name, pod.Namespace)
 	if _, ok := m.alloc[uid]; !ok {
 		m.alloc[uid] = allocationOf(pod)

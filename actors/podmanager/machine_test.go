@@ -448,8 +448,15 @@ func TestStep(t *testing.T) {
 			m := newTestMachine()
 			var cmds []Command
 			for _, s := range tc.steps {
-				// The allocations' checkpoints are resize_test.go's.
-				cmds = slices.DeleteFunc(m.Step(s.ev, t0.Add(s.after)), func(c Command) bool { _, ok := c.(CmdSaveAllocations); return ok })
+				// The allocations' checkpoints are resize_test.go's, the
+				// admissions' counts metrics_test.go's.
+				cmds = slices.DeleteFunc(m.Step(s.ev, t0.Add(s.after)), func(c Command) bool {
+					switch c.(type) {
+					case CmdSaveAllocations, CmdCountAdmission:
+						return true
+					}
+					return false
+				})
 			}
 			if !reflect.DeepEqual(cmds, tc.want) {
 				t.Errorf("commands:\n got %s\nwant %s", describe(cmds), describe(tc.want))

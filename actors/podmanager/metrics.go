@@ -1,7 +1,12 @@
 package podmanager
 
 import (
+	"strings"
+
 	v1 "k8s.io/api/core/v1"
+	resourcehelper "k8s.io/component-helpers/resource"
+
+	"github.com/actorlet/actorlet/internal/cgroups"
 
 	"github.com/actorlet/actorlet/internal/manifest"
 	"github.com/actorlet/actorlet/internal/metrics"
@@ -70,4 +75,30 @@ func staticLabel(pod *v1.Pod) string {
 		return metrics.StaticTrue
 	}
 	return metrics.StaticFalse
+}
+
+// CmdCountAdmission: admission accepted a pod, for
+// kubelet_pod_level_resources_admission_total.
+type CmdCountAdmission struct{ ConfigMode, QOSClass string }
+
+func (CmdCountAdmission) isCommand() {}
+
+// admissionCount is what kubelet_pod_level_resources_admission_total counts
+// of a pod admission accepted, as upstream's HandlePodAdditions: where its
+// resources are set (at the pod level, in any regular or init container)
+// and its QoS class in lower case. Every admission counts, that of a pod
+// admitted again after a restart of actorlet too, as upstream's.
+func admissionCount(pod *v1.Pod) CmdCountAdmission {
+	set := func(cs []v1.Container) bool {
+		for _, c := range cs {
+			if len(c.Resources.Requests) > 0 || len(c.Resources.Limits) > 0 {
+				return true
+			}
+		}
+		return false
+	}
+	return CmdCountAdmission{
+		ConfigMode: metrics.PodResourcesConfigMode(resourcehelper.IsPodLevelResourcesSet(pod), set(pod.Spec.Containers) || set(pod.Spec.InitContainers)),
+		QOSClass:   strings.ToLower(string(cgroups.QOSClass(pod))),
+	}
 }

@@ -327,6 +327,8 @@ func (a *Actor) execute(ctx actor.Context, c Command) (types.UID, bool) {
 		podruntime.PodEvent(a.p.Events, c.Pod, c.Type, c.Reason, c.Message)
 	case CmdCountPreemption:
 		metrics.Preemptions.WithLabelValues(string(c.Resource)).Inc()
+	case CmdCountAdmission:
+		metrics.PodLevelResourcesAdmission.WithLabelValues(c.ConfigMode, c.QOSClass).Inc()
 	case CmdMountVolumes:
 		if a.p.VolumeManager == nil {
 			supervision.Tell(ctx, ctx.Self(), &messages.VolumesReady{UID: c.Pod.UID, Volumes: messages.PodVolumes{}})

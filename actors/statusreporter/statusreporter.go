@@ -612,6 +612,12 @@ func (a *Actor) stepWrites(ctx actor.Context, ev writeEvent) {
 			}
 			a.log.WithLevel(level).Err(c.err).Str("pod", c.pod.Namespace+"/"+c.pod.Name).Dur("retryIn", c.in).Msg("pod status write failed")
 			supervision.After(ctx, c.in, &messages.RetryPodStatus{UID: c.uid})
+		case statusWritten:
+			metrics.PodStatusSyncDuration.Observe(c.took.Seconds())
+		case containersTerminated:
+			for _, t := range c {
+				metrics.TerminatedContainers.WithLabelValues(t.containerType, t.exitCode, t.reason).Inc()
+			}
 		}
 	}
 	a.write(ctx, works)

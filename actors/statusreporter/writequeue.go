@@ -2,12 +2,15 @@ package statusreporter
 
 import (
 	"fmt"
+	"slices"
+	"strconv"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/actorlet/actorlet/internal/metrics"
 	"github.com/actorlet/actorlet/internal/podruntime"
 	"github.com/actorlet/actorlet/messages"
 )
@@ -72,6 +75,12 @@ type podEntry struct {
 	// apiPod or pod, because the API was seen with another status than
 	// ours (reconcile).
 	reread bool
+	// changedAt is when the oldest status not yet in the API, nor in the
+	// write in flight, was reported (zero: none); writingChangedAt is the
+	// changedAt of the write in flight. A write that succeeds took from
+	// its writingChangedAt (kubelet_pod_status_sync_duration_seconds); one
+	// that fails hands it back to changedAt.
+	changedAt, writingChangedAt time.Time
 }
 
 // writeEvent is what happens to the write queue; one type per kind.
@@ -121,7 +130,8 @@ func (evSynced) isWriteEvent()       {}
 func (evRetry) isWriteEvent()        {}
 
 // writeCommand is what the actor must do after a step: start a write (a
-// podWork), or schedule a retry (a writeRetry).
+// podWork), schedule a retry (a writeRetry), or count what the step saw
+// (statusWritten, containersTerminated).
 type writeCommand interface{ isWriteCommand() }
 
 func (podWork) isWriteCommand() {}
@@ -137,6 +147,64 @@ type writeRetry struct {
 
 func (writeRetry) isWriteCommand() {}
 
+// statusWritten: a write put in the API a status first reported took ago,
+// for kubelet_pod_status_sync_duration_seconds.
+type statusWritten struct{ took time.Duration }
+
+func (statusWritten) isWriteCommand() {}
+
+// containersTerminated: a pod's new status shows these containers
+// terminated where its previous one did not, for
+// kubelet_terminated_containers_total.
+type containersTerminated []terminatedContainer
+
+// terminatedContainer is one termination as the metric labels it.
+type terminatedContainer struct{ containerType, exitCode, reason string }
+
+func (containersTerminated) isWriteCommand() {}
+
+// terminations are the containers status shows terminated that old, the
+// pod's previous status, did not (or did not list), by type, as upstream's
+// status manager counts them: once per container per pod, whatever the
+// status is written as.
+func terminations(old, status *v1.PodStatus) containersTerminated {
+	var out containersTerminated
+	count := func(olds, news []v1.ContainerStatus, containerType string) {
+		for _, n := range news {
+			t := n.State.Terminated
+			if t == nil {
+				continue
+			}
+			i := slices.IndexFunc(olds, func(o v1.ContainerStatus) bool { return o.Name == n.Name })
+			if i < 0 || olds[i].State.Terminated == nil {
+				out = append(out, terminatedContainer{containerType, strconv.Itoa(int(t.ExitCode)), t.Reason})
+			}
+		}
+	}
+	count(old.InitContainerStatuses, status.InitContainerStatuses, metrics.ContainerTypeInit)
+	count(old.ContainerStatuses, status.ContainerStatuses, metrics.ContainerTypeContainer)
+	count(old.EphemeralContainerStatuses, status.EphemeralContainerStatuses, metrics.ContainerTypeEphemeral)
+	return out
+}
+
+// newStatus makes status the pod's latest version, reported at now, and
+// returns what its terminated containers count.
+func (e *podEntry) newStatus(status v1.PodStatus, now time.Time) []writeCommand {
+	var old v1.PodStatus
+	if e.reported {
+		old = e.status
+	}
+	e.status, e.reported = status, true
+	e.version++
+	if e.changedAt.IsZero() {
+		e.changedAt = now
+	}
+	if t := terminations(&old, &status); len(t) > 0 {
+		return []writeCommand{t}
+	}
+	return nil
+}
+
 // newWriteQueue returns a queue of at most writers writes in flight; 0
 // writes nothing.
 func newWriteQueue(writers int) *writeQueue {
@@ -146,8 +214,10 @@ func newWriteQueue(writers int) *writeQueue {
 // Step applies ev, which the actor handles at now, and returns the
 // commands to carry out, in order. It is the only way the queue changes; it
 // does no I/O and reads no clock. Its backoffs count failures (the actor
-// times them); now is only the transition time of the conditions of a
-// last word the queue makes (lastWord).
+// times them); now is the transition time of the conditions of a last
+// word the queue makes (lastWord), and the time of a report and of a
+// write's outcome, whose difference is how long the write took
+// (statusWritten).
 func (q *writeQueue) Step(ev writeEvent, now time.Time) []writeCommand {
 	return q.step(ev, now)
 }
@@ -168,7 +238,7 @@ func (q *writeQueue) step(ev writeEvent, now time.Time) []writeCommand {
 	case evRegistered:
 		return q.onRegistered()
 	case evSynced:
-		return q.onSynced(e.PodStatusSynced)
+		return q.onSynced(e.PodStatusSynced, now)
 	case evRetry:
 		return q.onRetry(e.uid)
 	}
@@ -198,10 +268,9 @@ func (q *writeQueue) onReport(pod *v1.Pod, status v1.PodStatus, now time.Time) [
 	if e.reported && !deletionChanged && apiequality.Semantic.DeepEqual(e.status, status) {
 		return nil
 	}
-	e.status, e.reported = status, true
-	e.version++
+	counts := e.newStatus(status, now)
 	q.enqueue(pod.UID)
-	return q.start()
+	return append(counts, q.start()...)
 }
 
 // onReconcile records that the API shows the pod (a static pod: its mirror
@@ -237,24 +306,29 @@ func (q *writeQueue) onFinish(pod *v1.Pod, removed bool, now time.Time) []writeC
 		// in nothing, and go unwritten. The final write reads the pod.
 		e.reread = true
 	}
-	if !isStatic(pod) {
-		last := pod.Status
-		if e.reported {
-			last = e.status
-		}
-		if !terminal(last.Phase) {
-			e.status, e.reported = lastWord(pod, last, now), true
+	var counts []writeCommand
+	last := pod.Status
+	if e.reported {
+		last = e.status
+	}
+	if !isStatic(pod) && !terminal(last.Phase) {
+		counts = e.newStatus(lastWord(pod, last, now), now)
+	} else {
+		// The finish alone is a new version, as upstream's TerminatePod:
+		// the write that may delete the pod.
+		e.version++
+		if e.changedAt.IsZero() {
+			e.changedAt = now
 		}
 	}
-	e.version++
 	if q.writers == 0 {
 		if removed {
 			delete(q.pods, uid)
 		}
-		return nil
+		return counts
 	}
 	q.enqueue(uid)
-	return q.start()
+	return append(counts, q.start()...)
 }
 
 // lastWord is the status a finished API pod leaves the API with, as
@@ -310,19 +384,29 @@ func (q *writeQueue) onRegistered() []writeCommand {
 // onSynced takes the outcome of a write that start returned. After a
 // failure, it asks for the pod's next write after its backoff (a
 // writeRetry, before the writes that start now).
-func (q *writeQueue) onSynced(m *messages.PodStatusSynced) []writeCommand {
+func (q *writeQueue) onSynced(m *messages.PodStatusSynced, now time.Time) []writeCommand {
 	q.inFlight--
 	e := q.pods[m.UID]
 	if e == nil {
 		return q.start()
 	}
 	e.inFlight = false
+	since := e.writingChangedAt
+	e.writingChangedAt = time.Time{}
 	if m.Err != nil {
 		// The next try reads the pod again: the failure may come from a
 		// stale base.
 		e.apiPod, e.reread = nil, true
 		e.retrying = true
+		if !since.IsZero() {
+			// Older than any report since: the oldest not in the API.
+			e.changedAt = since
+		}
 		return append([]writeCommand{writeRetry{uid: m.UID, pod: e.pod, in: e.backoff.next(), err: m.Err}}, q.start()...)
+	}
+	var cmds []writeCommand
+	if !since.IsZero() {
+		cmds = append(cmds, statusWritten{took: now.Sub(since)})
 	}
 	e.backoff.reset()
 	if m.APIPod != nil {
@@ -331,12 +415,12 @@ func (q *writeQueue) onSynced(m *messages.PodStatusSynced) []writeCommand {
 	e.written = max(e.written, m.Version)
 	if m.Done && e.version == m.Version {
 		delete(q.pods, m.UID)
-		return q.start()
+		return append(cmds, q.start()...)
 	}
 	if e.version > e.written {
 		q.enqueue(m.UID)
 	}
-	return q.start()
+	return append(cmds, q.start()...)
 }
 
 // onRetry ends a failed write's backoff: the pod is queued again.
@@ -419,6 +503,7 @@ func (q *writeQueue) start() []writeCommand {
 		}
 		e.inFlight = true
 		q.inFlight++
+		e.writingChangedAt, e.changedAt = e.changedAt, time.Time{}
 		w := podWork{uid: uid, version: e.version, pod: e.pod, status: e.status, reported: e.reported,
 			finished: e.finished, removed: e.removed, base: e.apiPod}
 		if e.reread {

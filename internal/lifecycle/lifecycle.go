@@ -111,7 +111,8 @@ func (r *Runner) Run(ctx context.Context, pod *v1.Pod, podIP, containerID string
 }
 
 // sleep is the Sleep action: it waits seconds (0 returns at once) unless
-// ctx ends first, which upstream reports as the container terminating.
+// ctx ends first, which upstream reports as the container terminating and
+// counts in kubelet_sleep_action_terminated_early_total.
 func sleep(ctx context.Context, seconds int64) error {
 	if seconds <= 0 {
 		return nil
@@ -120,6 +121,7 @@ func sleep(ctx context.Context, seconds int64) error {
 	defer t.Stop()
 	select {
 	case <-ctx.Done():
+		metrics.SleepActionTerminatedEarly.Inc()
 		return errors.New("container terminated before sleep hook finished")
 	case <-t.C:
 		return nil

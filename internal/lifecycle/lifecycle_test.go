@@ -12,10 +12,12 @@ import (
 	"testing"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/tools/record"
 
+	"github.com/actorlet/actorlet/internal/metrics"
 	"github.com/actorlet/actorlet/internal/podruntime/fakecri"
 	"github.com/actorlet/actorlet/internal/probe/action"
 	"github.com/actorlet/actorlet/internal/testutil"
@@ -233,6 +235,7 @@ func TestSleep(t *testing.T) {
 	if _, err := r.Run(context.Background(), testPod(), "", "id", c, sleep(1)); err != nil || time.Since(start) < time.Second {
 		t.Errorf("sleep 1: %v after %v", err, time.Since(start))
 	}
+	early := sleptEarly(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 	defer cancel()
 	msg, err := r.Run(ctx, testPod(), "", "id", c, sleep(100))
@@ -240,6 +243,19 @@ func TestSleep(t *testing.T) {
 	if err == nil || msg != want {
 		t.Errorf("sleep cut short: %q, %v; want %q", msg, err, want)
 	}
+	if got := sleptEarly(t) - early; got != 1 {
+		t.Errorf("kubelet_sleep_action_terminated_early_total grew by %v; want 1 (only the sleep cut short)", got)
+	}
+}
+
+// sleptEarly reads kubelet_sleep_action_terminated_early_total.
+func sleptEarly(t *testing.T) float64 {
+	t.Helper()
+	var m dto.Metric
+	if err := metrics.SleepActionTerminatedEarly.Write(&m); err != nil {
+		t.Fatal(err)
+	}
+	return m.GetCounter().GetValue()
 }
 
 func TestNoHandler(t *testing.T) {

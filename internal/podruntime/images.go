@@ -141,6 +141,12 @@ func (r *Runtime) ensure(ctx context.Context, pod *v1.Pod, t pullTarget, sandbox
 	event, image := t.event, t.image
 	spec := &runtimeapi.ImageSpec{Image: image, UserSpecifiedImage: image}
 	policy := t.policy
+	// What kubelet_image_manager_ensure_image_requests_total tells of this
+	// request, as upstream's EnsureImageExists: nil until known.
+	var found, pullRequired *bool
+	defer func() {
+		metrics.EnsureImageRequests.WithLabelValues(metrics.EnsureImageLabels(string(policy), found, pullRequired)).Inc()
+	}()
 	sctx, cancel := r.callCtx(ctx)
 	st, err := r.Img.ImageStatus(sctx, &runtimeapi.ImageStatusRequest{Image: spec})
 	cancel()
@@ -150,6 +156,11 @@ func (r *Runtime) ensure(ctx context.Context, pod *v1.Pod, t pullTarget, sandbox
 		return pullOutcome{waiting: &WaitingReason{ReasonErrImageInspect, err.Error()}, err: err}
 	}
 	present := st.GetImage() != nil
+	if policy != v1.PullAlways {
+		// Upstream does not look for the image it pulls anyway.
+		found = &present
+	}
+	no, yes := false, true
 	// As upstream, the credentials are looked up once, when a pull or the
 	// check of a pulled image's records needs them. A pull secret that
 	// does not decode fails every sync the same way, with its error as
@@ -164,6 +175,7 @@ func (r *Runtime) ensure(ctx context.Context, pod *v1.Pod, t pullTarget, sandbox
 	}
 	records := r.Opts.PullRecords
 	if present && policy != v1.PullAlways {
+		pullRequired = &no
 		if records == nil {
 			event(v1.EventTypeNormal, events.PulledImage, fmt.Sprintf("Container image %q already present on machine", image))
 			return pullOutcome{ref: st.Image.Id, image: st.Image}
@@ -177,12 +189,17 @@ func (r *Runtime) ensure(ctx context.Context, pod *v1.Pod, t pullTarget, sandbox
 			return podCredentials(l.creds), err
 		})
 		if err != nil {
+			pullRequired = nil
 			return credsFailed(err)
 		}
 		if !must {
 			event(v1.EventTypeNormal, events.PulledImage, fmt.Sprintf("Container image %q already present on machine and can be accessed by the pod", image))
 			return pullOutcome{ref: st.Image.Id, image: st.Image}
 		}
+	}
+	if policy != v1.PullNever || present {
+		// An absent image under Never is refused before upstream asks.
+		pullRequired = &yes
 	}
 	if policy == v1.PullNever {
 		// Also when the image is present but the pod may not use it

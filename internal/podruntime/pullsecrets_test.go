@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	dto "github.com/prometheus/client_model/go"
 	"github.com/rs/zerolog"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -22,6 +23,7 @@ import (
 
 	"github.com/actorlet/actorlet/internal/credprovider"
 	"github.com/actorlet/actorlet/internal/imagepull"
+	"github.com/actorlet/actorlet/internal/metrics"
 	"github.com/actorlet/actorlet/internal/podruntime/fakecri"
 	"github.com/actorlet/actorlet/internal/registryauth"
 )
@@ -332,21 +334,30 @@ func TestEnsureImagePulledCredentials(t *testing.T) {
 		wantPulls  []*runtimeapi.AuthConfig
 		wantReason string
 		wantEvents []string
+		// wantCounted: the labels of kubelet_image_manager_ensure_image_requests_total
+		// the request counts in (pull_policy, present_locally, pull_required).
+		wantCounted [3]string
 	}{
 		{name: "a pulls with its secret", ns: "a", policy: v1.PullAlways, refs: []string{"s"},
-			wantPulls: []*runtimeapi.AuthConfig{cred(goodPassword)}, wantEvents: []string{"Normal Pulling .*", "Normal Pulled Successfully pulled .*"}},
+			wantPulls: []*runtimeapi.AuthConfig{cred(goodPassword)}, wantEvents: []string{"Normal Pulling .*", "Normal Pulled Successfully pulled .*"},
+			wantCounted: [3]string{"always", "unknown", "true"}},
 		{name: "b without a secret pulls, refused", ns: "b", policy: v1.PullIfNotPresent,
 			wantPulls: []*runtimeapi.AuthConfig{nil}, wantReason: ReasonErrImagePull,
-			wantEvents: []string{"Normal Pulling .*", "Warning Failed Failed to pull image .*401 Unauthorized"}},
+			wantEvents:  []string{"Normal Pulling .*", "Warning Failed Failed to pull image .*401 Unauthorized"},
+			wantCounted: [3]string{"ifnotpresent", "true", "true"}},
 		{name: "b with a wrong secret pulls, refused", ns: "b", policy: v1.PullIfNotPresent, refs: []string{"bad"},
 			wantPulls: []*runtimeapi.AuthConfig{cred(badPassword)}, wantReason: ReasonErrImagePull,
-			wantEvents: []string{"Normal Pulling .*", "Warning Failed Failed to pull image .*401 Unauthorized"}},
+			wantEvents:  []string{"Normal Pulling .*", "Warning Failed Failed to pull image .*401 Unauthorized"},
+			wantCounted: [3]string{"ifnotpresent", "true", "true"}},
 		{name: "b with Never is told the image is not present", ns: "b", policy: v1.PullNever, wantReason: ReasonErrImageNeverPull,
-			wantEvents: []string{`Warning ErrImageNeverPull Container image "` + privateImage + `" is not present with pull policy of Never`}},
+			wantEvents:  []string{`Warning ErrImageNeverPull Container image "` + privateImage + `" is not present with pull policy of Never`},
+			wantCounted: [3]string{"never", "true", "true"}},
 		{name: "b with the same credentials uses the image", ns: "b", policy: v1.PullIfNotPresent, refs: []string{"s"},
-			wantEvents: []string{`Normal Pulled Container image "` + privateImage + `" already present on machine and can be accessed by the pod`}},
+			wantEvents:  []string{`Normal Pulled Container image "` + privateImage + `" already present on machine and can be accessed by the pod`},
+			wantCounted: [3]string{"ifnotpresent", "true", "false"}},
 		{name: "a again", ns: "a", policy: v1.PullIfNotPresent, refs: []string{"s"},
-			wantEvents: []string{`Normal Pulled Container image "` + privateImage + `" already present on machine and can be accessed by the pod`}},
+			wantEvents:  []string{`Normal Pulled Container image "` + privateImage + `" already present on machine and can be accessed by the pod`},
+			wantCounted: [3]string{"ifnotpresent", "true", "false"}},
 	} {
 		t.Run(step.name, func(t *testing.T) {
 			img.pulls = nil
@@ -357,7 +368,11 @@ func TestEnsureImagePulledCredentials(t *testing.T) {
 			for _, ref := range step.refs {
 				pod.Spec.ImagePullSecrets = append(pod.Spec.ImagePullSecrets, v1.LocalObjectReference{Name: ref})
 			}
+			counted := ensureRequests(t, step.wantCounted)
 			out := r.ensureImage(context.Background(), pod, &pod.Spec.Containers[0], nil, NewCrashLoopBackoff(0, nil))
+			if got := ensureRequests(t, step.wantCounted) - counted; got != 1 {
+				t.Errorf("ensure_image_requests_total%v grew by %v, want 1", step.wantCounted, got)
+			}
 			if fmt.Sprint(img.pulls) != fmt.Sprint(step.wantPulls) {
 				t.Errorf("pulls with %v, want %v", img.pulls, step.wantPulls)
 			}
@@ -370,6 +385,17 @@ func TestEnsureImagePulledCredentials(t *testing.T) {
 			expectEvents(t, rec, step.wantEvents...)
 		})
 	}
+}
+
+// ensureRequests reads kubelet_image_manager_ensure_image_requests_total
+// with labels.
+func ensureRequests(t *testing.T, labels [3]string) float64 {
+	t.Helper()
+	var m dto.Metric
+	if err := metrics.EnsureImageRequests.WithLabelValues(labels[:]...).Write(&m); err != nil {
+		t.Fatal(err)
+	}
+	return m.GetCounter().GetValue()
 }
 
 func mustPullPolicy(t *testing.T) *imagepull.Policy {
