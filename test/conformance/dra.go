@@ -1,7 +1,9 @@
 package conformance
 
 import (
+	"errors"
 	"os"
+	"path/filepath"
 
 	"github.com/actorlet/actorlet/test/csihost"
 	"github.com/actorlet/actorlet/test/env"
@@ -26,6 +28,32 @@ var DRAControllers = []string{"resourceclaim-controller", "device-taint-eviction
 // under ROOT/plugins/DRIVER must stay within a unix socket's path length
 // (a driver's name and a UUID already take most of it).
 const DRARootDir = "/var/lib/kubelet"
+
+// forgetCheckpoints removes the state files an agent left at the top of
+// root and its device plugin checkpoint: the agents share DRARootDir, and
+// each run starts from a node that holds nothing, as it does in its own
+// root elsewhere.
+func forgetCheckpoints(root string) error {
+	entries, err := os.ReadDir(root)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	paths := []string{filepath.Join(root, "device-plugins", "kubelet_internal_checkpoint")}
+	for _, e := range entries {
+		if e.Type().IsRegular() {
+			paths = append(paths, filepath.Join(root, e.Name()))
+		}
+	}
+	for _, p := range paths {
+		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+	}
+	return nil
+}
 
 // NeedsDRA tells whether specs run e2e.test's DRA specs (dra.txt): the run
 // then starts DRAControllers, and the agent is rooted at DRARootDir. Their test driver runs in e2e.test, through

@@ -79,6 +79,9 @@ func Run(ctx context.Context, e *env.Env, opts Options) (*Outcome, error) {
 	n.rootDir = filepath.Join(n.dir, "root")
 	if NeedsDRA(specs) {
 		n.rootDir = DRARootDir
+		if err := forgetCheckpoints(DRARootDir); err != nil {
+			return nil, err
+		}
 	}
 	extra := []string{
 		"--container-runtime-endpoint=" + e.RuntimeEndpoint,
