@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"hash/crc32"
+	"hash/fnv"
 	"os"
 	"path/filepath"
 	"slices"
@@ -16,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	resourcehelper "k8s.io/component-helpers/resource"
+	"k8s.io/utils/dump"
 
 	"github.com/actorlet/actorlet/internal/atomicfile"
 	"github.com/actorlet/actorlet/internal/events"
@@ -37,7 +39,7 @@ const podLevel = ""
 type Allocations map[types.UID]PodAllocation
 
 // AllocatedPodsStateFile is the checkpoint of the allocations under the
-// root directory, named as upstream's (its content is ours).
+// root directory, upstream's file in upstream's format.
 const AllocatedPodsStateFile = "allocated_pods_state"
 
 // allocationOf is the allocation that admits pod as its spec says.
@@ -179,30 +181,91 @@ func withResizePending(status v1.PodStatus, r *ResizePending) v1.PodStatus {
 	return out
 }
 
-// allocationsFile is the checkpoint's content.
-type allocationsFile struct {
+// allocationsCheckpoint is upstream's allocation checkpoint (v1.37): its
+// PodResourceCheckpointInfo as a JSON string, and upstream's checksum of
+// that string, so that either kubelet reads the other's file.
+type allocationsCheckpoint struct {
+	Data     string `json:"data"`
+	Checksum uint64 `json:"checksum"`
+}
+
+// checkpointInfo is upstream's PodResourceCheckpointInfo.
+type checkpointInfo struct {
+	Entries map[types.UID]podResourceInfo `json:"entries,omitempty"`
+}
+
+// podResourceInfo is upstream's PodResourceInfo, whose fields have no JSON
+// tags (its emptyDir volume limits, which actorlet does not keep, aside).
+type podResourceInfo struct {
+	ContainerResources map[string]v1.ResourceRequirements
+	PodLevelResources  *v1.ResourceRequirements
+}
+
+// legacyAllocations is the checkpoint's content as earlier actorlets wrote
+// it, read so that an upgraded node keeps its allocations.
+type legacyAllocations struct {
 	Entries  Allocations `json:"entries"`
 	Checksum uint32      `json:"checksum"`
 }
 
-// LoadAllocations reads the checkpoint of the allocations under rootDir.
-// No file is no allocation; a corrupt one is an error (the caller logs it
-// and starts without: upstream drops a checkpoint whose checksum fails).
+// upstreamChecksum is upstream's checksum.New of a string: fnv32a of its
+// hash dump.
+func upstreamChecksum(data string) uint64 {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(dump.ForHash(data)))
+	return uint64(h.Sum32())
+}
+
+// LoadAllocations reads the checkpoint of the allocations under rootDir,
+// in upstream's format or an earlier actorlet's. No file is no
+// allocation; a corrupt one is an error (the caller logs it and starts
+// without: upstream drops a checkpoint whose checksum fails).
 func LoadAllocations(rootDir string) (Allocations, error) {
-	raw, err := os.ReadFile(filepath.Join(rootDir, AllocatedPodsStateFile))
+	path := filepath.Join(rootDir, AllocatedPodsStateFile)
+	raw, err := os.ReadFile(path)
 	if os.IsNotExist(err) {
 		return Allocations{}, nil
 	}
 	if err != nil {
 		return Allocations{}, fmt.Errorf("read the pods' allocations: %w", err)
 	}
-	var f allocationsFile
+	var cp allocationsCheckpoint
+	if err := json.Unmarshal(raw, &cp); err != nil {
+		return Allocations{}, fmt.Errorf("pods' allocations in %s: %w", path, err)
+	}
+	if cp.Data == "" {
+		return loadLegacyAllocations(path, raw)
+	}
+	if upstreamChecksum(cp.Data) != cp.Checksum {
+		return Allocations{}, fmt.Errorf("pods' allocations in %s: checksum mismatch", path)
+	}
+	var info checkpointInfo
+	if err := json.Unmarshal([]byte(cp.Data), &info); err != nil {
+		return Allocations{}, fmt.Errorf("pods' allocations in %s: %w", path, err)
+	}
+	all := Allocations{}
+	for uid, p := range info.Entries {
+		a := PodAllocation{}
+		for name, r := range p.ContainerResources {
+			a[name] = r
+		}
+		if p.PodLevelResources != nil {
+			a[podLevel] = *p.PodLevelResources
+		}
+		all[uid] = a
+	}
+	return all, nil
+}
+
+// loadLegacyAllocations reads an earlier actorlet's checkpoint.
+func loadLegacyAllocations(path string, raw []byte) (Allocations, error) {
+	var f legacyAllocations
 	if err := json.Unmarshal(raw, &f); err != nil {
-		return Allocations{}, fmt.Errorf("pods' allocations in %s: %w", filepath.Join(rootDir, AllocatedPodsStateFile), err)
+		return Allocations{}, fmt.Errorf("pods' allocations in %s: %w", path, err)
 	}
 	entries, _ := json.Marshal(f.Entries)
 	if crc32.ChecksumIEEE(entries) != f.Checksum {
-		return Allocations{}, fmt.Errorf("pods' allocations in %s: checksum mismatch", filepath.Join(rootDir, AllocatedPodsStateFile))
+		return Allocations{}, fmt.Errorf("pods' allocations in %s: checksum mismatch", path)
 	}
 	if f.Entries == nil {
 		f.Entries = Allocations{}
@@ -210,15 +273,27 @@ func LoadAllocations(rootDir string) (Allocations, error) {
 	return f.Entries, nil
 }
 
-// SaveAllocations writes the checkpoint atomically and durably
-// (atomicfile), so that a crash or a power cut leaves the old or the new
-// one.
+// SaveAllocations writes the checkpoint, in upstream's format, atomically
+// and durably (atomicfile), so that a crash or a power cut leaves the old
+// or the new one.
 func SaveAllocations(rootDir string, all Allocations) error {
-	entries, err := json.Marshal(all)
+	info := checkpointInfo{Entries: map[types.UID]podResourceInfo{}}
+	for uid, a := range all {
+		p := podResourceInfo{ContainerResources: map[string]v1.ResourceRequirements{}}
+		for name, r := range a {
+			if name == podLevel {
+				p.PodLevelResources = &r
+				continue
+			}
+			p.ContainerResources[name] = r
+		}
+		info.Entries[uid] = p
+	}
+	data, err := json.Marshal(info)
 	if err != nil {
 		return err
 	}
-	raw, err := json.Marshal(allocationsFile{Entries: all, Checksum: crc32.ChecksumIEEE(entries)})
+	raw, err := json.Marshal(allocationsCheckpoint{Data: string(data), Checksum: upstreamChecksum(string(data))})
 	if err != nil {
 		return err
 	}

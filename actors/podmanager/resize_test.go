@@ -1,6 +1,11 @@
 package podmanager
 
 import (
+	"encoding/json"
+	"fmt"
+	"hash/crc32"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -210,6 +215,48 @@ func TestMachineResize(t *testing.T) {
 			t.Errorf("checkpoint %v", all)
 		}
 	})
+}
+
+// TestUpstreamAllocationsCheckpoint: the file upstream's kubelet v1.37.2
+// wrote (testdata, from a DRA conformance run) is read with its checksum;
+// what actorlet writes has upstream's shape and a checksum upstream's
+// algorithm gives its data; an earlier actorlet's file is still read.
+func TestUpstreamAllocationsCheckpoint(t *testing.T) {
+	raw, err := os.ReadFile("testdata/upstream_allocated_pods_state")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, AllocatedPodsStateFile), raw, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	got, err := LoadAllocations(dir)
+	if err != nil || len(got) != 9 {
+		t.Fatalf("upstream's checkpoint: %v, %v", got, err)
+	}
+	if a, ok := got["78d858ee-890c-4a4f-a1e5-7dd1349da3b0"]; !ok || len(a) != 1 {
+		t.Errorf("upstream's pod: %v", a)
+	}
+	// Written back, the same data and checksum as upstream's.
+	if err := SaveAllocations(dir, got); err != nil {
+		t.Fatal(err)
+	}
+	var ours, theirs allocationsCheckpoint
+	mine, _ := os.ReadFile(filepath.Join(dir, AllocatedPodsStateFile))
+	if json.Unmarshal(mine, &ours) != nil || json.Unmarshal(raw, &theirs) != nil {
+		t.Fatalf("decode: %s", mine)
+	}
+	if ours.Checksum != upstreamChecksum(ours.Data) || theirs.Checksum != upstreamChecksum(theirs.Data) {
+		t.Errorf("checksums: ours %d of %q, upstream's %d", ours.Checksum, ours.Data, theirs.Checksum)
+	}
+	// An earlier actorlet's file.
+	legacy := `{"entries":{"a":{"c":{"requests":{"cpu":"1"}}}},"checksum":` + fmt.Sprint(crc32.ChecksumIEEE([]byte(`{"a":{"c":{"requests":{"cpu":"1"}}}}`))) + `}`
+	if err := os.WriteFile(filepath.Join(dir, AllocatedPodsStateFile), []byte(legacy), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := LoadAllocations(dir); err != nil || cpuAllocated(got["a"]) != 1000 {
+		t.Errorf("an earlier actorlet's checkpoint: %v, %v", got, err)
+	}
 }
 
 func TestAllocationsCheckpoint(t *testing.T) {
