@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"hash/crc32"
-	"hash/fnv"
 	"os"
 	"path/filepath"
 	"slices"
@@ -17,7 +16,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	resourcehelper "k8s.io/component-helpers/resource"
-	"k8s.io/utils/dump"
 
 	"github.com/actorlet/actorlet/internal/atomicfile"
 	"github.com/actorlet/actorlet/internal/events"
@@ -181,14 +179,6 @@ func withResizePending(status v1.PodStatus, r *ResizePending) v1.PodStatus {
 	return out
 }
 
-// allocationsCheckpoint is upstream's allocation checkpoint (v1.37): its
-// PodResourceCheckpointInfo as a JSON string, and upstream's checksum of
-// that string, so that either kubelet reads the other's file.
-type allocationsCheckpoint struct {
-	Data     string `json:"data"`
-	Checksum uint64 `json:"checksum"`
-}
-
 // checkpointInfo is upstream's PodResourceCheckpointInfo.
 type checkpointInfo struct {
 	Entries map[types.UID]podResourceInfo `json:"entries,omitempty"`
@@ -208,14 +198,6 @@ type legacyAllocations struct {
 	Checksum uint32      `json:"checksum"`
 }
 
-// upstreamChecksum is upstream's checksum.New of a string: fnv32a of its
-// hash dump.
-func upstreamChecksum(data string) uint64 {
-	h := fnv.New32a()
-	_, _ = h.Write([]byte(dump.ForHash(data)))
-	return uint64(h.Sum32())
-}
-
 // LoadAllocations reads the checkpoint of the allocations under rootDir,
 // in upstream's format or an earlier actorlet's. No file is no
 // allocation; a corrupt one is an error (the caller logs it and starts
@@ -229,14 +211,14 @@ func LoadAllocations(rootDir string) (Allocations, error) {
 	if err != nil {
 		return Allocations{}, fmt.Errorf("read the pods' allocations: %w", err)
 	}
-	var cp allocationsCheckpoint
+	var cp podruntime.Checkpoint
 	if err := json.Unmarshal(raw, &cp); err != nil {
 		return Allocations{}, fmt.Errorf("pods' allocations in %s: %w", path, err)
 	}
 	if cp.Data == "" {
 		return loadLegacyAllocations(path, raw)
 	}
-	if upstreamChecksum(cp.Data) != cp.Checksum {
+	if podruntime.CheckpointChecksum(cp.Data) != cp.Checksum {
 		return Allocations{}, fmt.Errorf("pods' allocations in %s: checksum mismatch", path)
 	}
 	var info checkpointInfo
@@ -293,7 +275,7 @@ func SaveAllocations(rootDir string, all Allocations) error {
 	if err != nil {
 		return err
 	}
-	raw, err := json.Marshal(allocationsCheckpoint{Data: string(data), Checksum: upstreamChecksum(string(data))})
+	raw, err := json.Marshal(podruntime.NewCheckpoint(data))
 	if err != nil {
 		return err
 	}

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/actorlet/actorlet/internal/events"
+	"github.com/actorlet/actorlet/internal/podruntime"
 	"github.com/actorlet/actorlet/messages"
 )
 
@@ -241,12 +242,12 @@ func TestUpstreamAllocationsCheckpoint(t *testing.T) {
 	if err := SaveAllocations(dir, got); err != nil {
 		t.Fatal(err)
 	}
-	var ours, theirs allocationsCheckpoint
+	var ours, theirs podruntime.Checkpoint
 	mine, _ := os.ReadFile(filepath.Join(dir, AllocatedPodsStateFile))
 	if json.Unmarshal(mine, &ours) != nil || json.Unmarshal(raw, &theirs) != nil {
 		t.Fatalf("decode: %s", mine)
 	}
-	if ours.Checksum != upstreamChecksum(ours.Data) || theirs.Checksum != upstreamChecksum(theirs.Data) {
+	if ours.Checksum != podruntime.CheckpointChecksum(ours.Data) || theirs.Checksum != podruntime.CheckpointChecksum(theirs.Data) {
 		t.Errorf("checksums: ours %d of %q, upstream's %d", ours.Checksum, ours.Data, theirs.Checksum)
 	}
 	// An earlier actorlet's file.

@@ -3,7 +3,9 @@ package podruntime
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"hash/fnv"
 	"os"
 	"path/filepath"
 	"slices"
@@ -16,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"k8s.io/utils/dump"
 
 	"github.com/actorlet/actorlet/internal/atomicfile"
 	"github.com/actorlet/actorlet/internal/events"
@@ -93,8 +96,43 @@ func (o Options) cgroupUpdater() PodCgroupUpdater {
 }
 
 // ActuatedPodsStateFile is the checkpoint of the actuated resources under
-// the root directory, named as upstream's (its content is ours).
+// the root directory, upstream's file in upstream's format (with the
+// containers' IDs beside, which upstream's kubelet ignores).
 const ActuatedPodsStateFile = "actuated_pods_state"
+
+// Checkpoint is upstream's resource checkpoint (allocated_pods_state,
+// actuated_pods_state): its data as a JSON string, and upstream's checksum
+// of that string.
+type Checkpoint struct {
+	Data     string `json:"data"`
+	Checksum uint64 `json:"checksum"`
+}
+
+// NewCheckpoint is the checkpoint of data, with upstream's checksum.
+func NewCheckpoint(data []byte) Checkpoint {
+	return Checkpoint{Data: string(data), Checksum: CheckpointChecksum(string(data))}
+}
+
+// CheckpointChecksum is upstream's checksum.New of a string: fnv32a of its
+// hash dump.
+func CheckpointChecksum(data string) uint64 {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(dump.ForHash(data)))
+	return uint64(h.Sum32())
+}
+
+// actuatedInfo is upstream's PodResourceCheckpointInfo of the actuated
+// resources, with each pod's containers' IDs.
+type actuatedInfo struct {
+	Entries map[types.UID]actuatedPod `json:"entries,omitempty"`
+}
+
+// actuatedPod is upstream's PodResourceInfo (fields without JSON tags)
+// and the container instance each applies to.
+type actuatedPod struct {
+	ContainerResources map[string]v1.ResourceRequirements
+	ContainerIDs       map[string]string `json:"actorletContainerIDs,omitempty"`
+}
 
 // actuatedEntry is what was applied to one container instance.
 type actuatedEntry struct {
@@ -129,7 +167,7 @@ func NewActuatedResources(rootDir string) (*ActuatedResources, error) {
 		return a, nil
 	}
 	if err == nil {
-		err = json.Unmarshal(raw, &a.pods)
+		err = a.decode(raw)
 	}
 	if err != nil || a.pods == nil {
 		a.pods = map[types.UID]map[string]actuatedEntry{}
@@ -188,7 +226,19 @@ func (a *ActuatedResources) save() error {
 	if a.path == "" {
 		return nil
 	}
-	raw, err := json.Marshal(a.pods)
+	info := actuatedInfo{Entries: map[types.UID]actuatedPod{}}
+	for uid, cs := range a.pods {
+		p := actuatedPod{ContainerResources: map[string]v1.ResourceRequirements{}, ContainerIDs: map[string]string{}}
+		for name, e := range cs {
+			p.ContainerResources[name], p.ContainerIDs[name] = e.Resources, e.ContainerID
+		}
+		info.Entries[uid] = p
+	}
+	data, err := json.Marshal(info)
+	if err != nil {
+		return err
+	}
+	raw, err := json.Marshal(NewCheckpoint(data))
 	if err != nil {
 		return err
 	}
@@ -464,4 +514,29 @@ func setResizeInProgress(out *v1.PodStatus, pod *v1.Pod, status *PodStatus, resi
 		c.Reason, c.Message = v1.PodReasonError, resizeErr.Error()
 	}
 	out.Conditions = append(out.Conditions, c)
+}
+
+// decode reads the checkpoint: upstream's format (a container without
+// its ID, as upstream writes it, is of no known instance) or an earlier
+// actorlet's map.
+func (a *ActuatedResources) decode(raw []byte) error {
+	var cp Checkpoint
+	if err := json.Unmarshal(raw, &cp); err != nil || cp.Data == "" {
+		return json.Unmarshal(raw, &a.pods)
+	}
+	if CheckpointChecksum(cp.Data) != cp.Checksum {
+		return errors.New("checksum mismatch")
+	}
+	var info actuatedInfo
+	if err := json.Unmarshal([]byte(cp.Data), &info); err != nil {
+		return err
+	}
+	a.pods = map[types.UID]map[string]actuatedEntry{}
+	for uid, p := range info.Entries {
+		a.pods[uid] = map[string]actuatedEntry{}
+		for name, r := range p.ContainerResources {
+			a.pods[uid][name] = actuatedEntry{ContainerID: p.ContainerIDs[name], Resources: r}
+		}
+	}
+	return nil
 }

@@ -1,7 +1,9 @@
 package podruntime
 
 import (
+	"encoding/json"
 	"errors"
+	"os"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -197,6 +199,33 @@ func TestActuatedResourcesCheckpoint(t *testing.T) {
 	got := b.get("u", "c", "id1")
 	if got == nil || len(got.Requests) != 2 {
 		t.Fatalf("after reload: %+v", got)
+	}
+	// Upstream's format: its data and checksum, the containers' resources
+	// where upstream's kubelet reads them.
+	raw, err := os.ReadFile(filepath.Join(dir, ActuatedPodsStateFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cp Checkpoint
+	var info struct {
+		Entries map[string]struct {
+			ContainerResources map[string]v1.ResourceRequirements
+		} `json:"entries"`
+	}
+	if json.Unmarshal(raw, &cp) != nil || cp.Checksum != CheckpointChecksum(cp.Data) || json.Unmarshal([]byte(cp.Data), &info) != nil ||
+		len(info.Entries["u"].ContainerResources["c"].Requests) != 2 {
+		t.Errorf("not upstream's format: %s", raw)
+	}
+	// An earlier actorlet's file.
+	legacy := `{"u":{"c":{"containerID":"id9","resources":{"requests":{"cpu":"1"}}}}}`
+	if err := os.WriteFile(filepath.Join(dir, ActuatedPodsStateFile), []byte(legacy), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if l, err := NewActuatedResources(dir); err != nil || l.get("u", "c", "id9") == nil {
+		t.Errorf("an earlier actorlet's checkpoint: %v", err)
+	}
+	if err := a.set("u", "c", "id1", r); err != nil {
+		t.Fatal(err)
 	}
 	if b.get("u", "c", "id2") != nil {
 		t.Error("another instance's record was returned")
