@@ -1,6 +1,7 @@
 package dra
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"slices"
@@ -194,21 +195,11 @@ func ContainerResourceStatus(pod *v1.Pod, claimInfo func(name string) (ClaimInfo
 			}
 		}
 		if len(statuses) > 0 {
-			slices.SortFunc(statuses, func(a, b v1.ResourceStatus) int { return compareNames(a.Name, b.Name) })
+			slices.SortFunc(statuses, func(a, b v1.ResourceStatus) int { return cmp.Compare(a.Name, b.Name) })
 			out[c.Name] = statuses
 		}
 	}
 	return out
-}
-
-func compareNames(a, b v1.ResourceName) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // claimName is the ResourceClaim a pod's claim entry stands for: its
