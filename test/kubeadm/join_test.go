@@ -41,7 +41,8 @@ const installedBinary = "/usr/local/bin/actorlet"
 // waits for it, a static pod of kubeadm's staticPodPath running. The cluster's KubeletConfiguration sets cgroupDriver:
 // cgroupfs, kubeadm's supported way of choosing the driver (a
 // KubeletConfiguration document in "kubeadm init --config"; kubeadm's own
-// default is systemd, which this machine, without systemd, refuses);
+// default is systemd, which this machine, without systemd, refuses) and
+// failCgroupV1: false, as this cgroup v1 machine needs;
 // a "kubeadm join --patches" kubeletconfiguration patch moves the kubelet
 // API and healthz to free ports, so that the test shares the machine.
 func TestJoin(t *testing.T) {
@@ -66,11 +67,13 @@ func TestJoin(t *testing.T) {
 		}
 	})
 	port, healthz := agent.FreePort(t), agent.FreePort(t)
-	cluster := kubeletconfigv1beta1.KubeletConfiguration{CgroupDriver: "cgroupfs"}
+	// What both agents need on this machine: cgroup v1, as the harness's
+	// configuration says it.
+	cluster := kubeletconfigv1beta1.KubeletConfiguration{CgroupDriver: "cgroupfs", FailCgroupV1: ptr.To(false)}
 	if kubelet.Upstream {
-		// What upstream's kubelet needs besides on this machine (cgroup v1,
-		// swap), as agent.UpstreamKubeletConfig.
-		cluster.FailCgroupV1, cluster.FailSwapOn = ptr.To(false), ptr.To(false)
+		// What upstream's kubelet needs besides (swap), as
+		// agent.UpstreamKubeletConfig.
+		cluster.FailSwapOn = ptr.To(false)
 	}
 	j := joinFiles{
 		nodeName: n.Name, server: server, ca: ca, token: token, criSocket: e.RuntimeEndpoint,
