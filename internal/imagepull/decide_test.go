@@ -110,7 +110,10 @@ func TestDecide(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			looked := false
 			v, err := decide(mustPolicy(t, tc.policy, tc.allow...), privateImage, tc.record, tc.record != nil || tc.intent,
-				func() (PodCredentials, error) { looked = true; return PodCredentials{Secrets: tc.pod, ServiceAccount: tc.account}, tc.podErr })
+				func() (PodCredentials, error) {
+					looked = true
+					return PodCredentials{Secrets: tc.pod, ServiceAccount: tc.account}, tc.podErr
+				})
 			if (err != nil) != tc.wantErr {
 				t.Fatalf("err = %v, want error %t", err, tc.wantErr)
 			}

@@ -39,7 +39,7 @@ type tracked struct {
 	entry
 	source  SecretRef
 	account ServiceAccountRef
-	hash   string
+	hash    string
 }
 
 // SecretRef names the pull secret a credential comes from: its
